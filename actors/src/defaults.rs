@@ -1,0 +1,1 @@
+//! defaults (to be written).

@@ -1,0 +1,133 @@
+//! API objects are `serde_json::Value`s: one representation for built-in kinds and, later,
+//! custom resources, so every stage handles unknown kinds the same way. These helpers read and
+//! write the parts of `metadata` the server cares about.
+
+use serde_json::{Map, Value};
+
+/// Reads and writes the fields of `metadata` the machinery needs.
+pub trait ObjectExt {
+    /// `metadata`, if present and an object.
+    fn meta(&self) -> Option<&Map<String, Value>>;
+    /// `metadata`, created if missing.
+    fn meta_mut(&mut self) -> &mut Map<String, Value>;
+    /// A string field of `metadata`, `""` if absent.
+    fn meta_str(&self, field: &str) -> &str;
+    /// `metadata.name`.
+    fn name(&self) -> &str {
+        self.meta_str("name")
+    }
+    /// `metadata.namespace`.
+    fn namespace(&self) -> &str {
+        self.meta_str("namespace")
+    }
+    /// `metadata.resourceVersion`.
+    fn resource_version(&self) -> &str {
+        self.meta_str("resourceVersion")
+    }
+    /// `metadata.uid`.
+    fn uid(&self) -> &str {
+        self.meta_str("uid")
+    }
+    /// Sets a string field of `metadata`.
+    fn set_meta_str(&mut self, field: &str, value: &str) {
+        self.meta_mut().insert(field.to_string(), Value::String(value.to_string()));
+    }
+    /// `metadata.labels` as pairs.
+    fn labels(&self) -> Option<&Map<String, Value>> {
+        self.meta().and_then(|m| m.get("labels")).and_then(Value::as_object)
+    }
+    /// `metadata.finalizers`.
+    fn finalizers(&self) -> Vec<&str> {
+        self.meta()
+            .and_then(|m| m.get("finalizers"))
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default()
+    }
+    /// Whether `metadata.deletionTimestamp` is set.
+    fn is_being_deleted(&self) -> bool {
+        self.meta().is_some_and(|m| m.get("deletionTimestamp").is_some_and(|v| !v.is_null()))
+    }
+}
+
+impl ObjectExt for Value {
+    fn meta(&self) -> Option<&Map<String, Value>> {
+        self.get("metadata").and_then(Value::as_object)
+    }
+
+    fn meta_mut(&mut self) -> &mut Map<String, Value> {
+        if !self.is_object() {
+            *self = Value::Object(Map::new());
+        }
+        let obj = self.as_object_mut().expect("object");
+        let meta = obj.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+        if !meta.is_object() {
+            *meta = Value::Object(Map::new());
+        }
+        meta.as_object_mut().expect("metadata object")
+    }
+
+    fn meta_str(&self, field: &str) -> &str {
+        self.meta().and_then(|m| m.get(field)).and_then(Value::as_str).unwrap_or("")
+    }
+}
+
+/// Follows a dotted path (`spec.nodeName`) through nested objects.
+pub fn field<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.').try_fold(obj, |v, part| v.get(part))
+}
+
+/// Now, as kube formats `creationTimestamp` (RFC 3339, seconds, `Z`).
+pub fn now_rfc3339() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// Now with microseconds, as kube formats `MicroTime` fields (events, leases).
+pub fn now_rfc3339_micros() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
+}
+
+/// Removes `null` members of `metadata` and empty maps kube omits, so stored objects look like
+/// kube's (`labels: {}` is dropped, as Go's `omitempty` would).
+pub fn normalize_metadata(obj: &mut Value) {
+    let meta = obj.meta_mut();
+    meta.retain(|_, v| !v.is_null());
+    for key in ["labels", "annotations"] {
+        if meta.get(key).and_then(Value::as_object).is_some_and(Map::is_empty) {
+            meta.remove(key);
+        }
+    }
+    for key in ["finalizers", "ownerReferences", "managedFields"] {
+        if meta.get(key).and_then(Value::as_array).is_some_and(Vec::is_empty) {
+            meta.remove(key);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn meta_mut_creates_metadata() {
+        let mut v = json!({"kind": "ConfigMap"});
+        v.set_meta_str("name", "a");
+        assert_eq!(v.name(), "a");
+        assert_eq!(v.namespace(), "");
+    }
+
+    #[test]
+    fn field_follows_dotted_path() {
+        let v = json!({"spec": {"nodeName": "n1"}});
+        assert_eq!(field(&v, "spec.nodeName"), Some(&json!("n1")));
+        assert_eq!(field(&v, "status.phase"), None);
+    }
+
+    #[test]
+    fn normalize_drops_empty_labels_and_nulls() {
+        let mut v = json!({"metadata": {"name": "a", "labels": {}, "uid": null, "finalizers": []}});
+        normalize_metadata(&mut v);
+        assert_eq!(v, json!({"metadata": {"name": "a"}}));
+    }
+}

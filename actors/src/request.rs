@@ -1,0 +1,193 @@
+//! Who is asking and for what: the facts every stage after the gateway decides on.
+
+use serde::{Deserialize, Serialize};
+
+/// An authenticated identity (`user.Info` in kube).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserInfo {
+    /// User name, e.g. `admin` or `system:anonymous`.
+    pub name: String,
+    /// Stable id, if the authenticator knows one.
+    pub uid: String,
+    /// Groups, `system:authenticated` included once authenticated.
+    pub groups: Vec<String>,
+}
+
+impl UserInfo {
+    /// The identity of an unauthenticated request.
+    pub fn anonymous() -> Self {
+        UserInfo { name: "system:anonymous".into(), uid: String::new(), groups: vec!["system:unauthenticated".into()] }
+    }
+
+    /// Whether the user is in `group`.
+    pub fn in_group(&self, group: &str) -> bool {
+        self.groups.iter().any(|g| g == group)
+    }
+}
+
+/// What a request is about, parsed from its URL as kube-apiserver's `RequestInfoFactory` does.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestInfo {
+    /// True for `/api` and `/apis` requests; false for `/healthz`, `/version` and the like.
+    pub is_resource_request: bool,
+    /// The request path.
+    pub path: String,
+    /// `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`, `deletecollection`, or for
+    /// non-resource requests the lower-case HTTP method.
+    pub verb: String,
+    /// `api` or `apis`.
+    pub api_prefix: String,
+    /// API group, `""` for core.
+    pub api_group: String,
+    /// API version.
+    pub api_version: String,
+    /// Namespace, `""` for cluster-scoped or all-namespace requests.
+    pub namespace: String,
+    /// Plural resource.
+    pub resource: String,
+    /// Subresource, `""` if none.
+    pub subresource: String,
+    /// Object name, `""` for collections.
+    pub name: String,
+    /// Path parts after the API prefix, kept for discovery routing.
+    pub parts: Vec<String>,
+}
+
+impl RequestInfo {
+    /// Whether the verb changes stored state.
+    pub fn is_mutating(&self) -> bool {
+        matches!(self.verb.as_str(), "create" | "update" | "patch" | "delete" | "deletecollection")
+    }
+
+    /// Whether the request is long-running (watch), which APF and the inflight gauges treat apart.
+    pub fn is_long_running(&self) -> bool {
+        self.verb == "watch"
+    }
+}
+
+/// Parses a request path and method into a [`RequestInfo`].
+///
+/// `watch=true` in the query (`watch` or `watch=1`) turns a get/list into a watch, as in kube.
+pub fn parse_request_info(method: &str, path: &str, query_watch: bool) -> RequestInfo {
+    let mut info = RequestInfo { path: path.to_string(), verb: method.to_lowercase(), ..Default::default() };
+    let parts: Vec<String> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).map(String::from).collect();
+    let Some(prefix) = parts.first() else { return info };
+    let mut rest: &[String] = &parts[1..];
+    match prefix.as_str() {
+        "api" => {
+            info.api_prefix = "api".into();
+            let Some(v) = rest.first() else { return info };
+            info.api_version = v.clone();
+            rest = &rest[1..];
+        }
+        "apis" => {
+            info.api_prefix = "apis".into();
+            if rest.len() < 2 {
+                if let Some(g) = rest.first() {
+                    info.api_group = g.clone();
+                }
+                return info;
+            }
+            info.api_group = rest[0].clone();
+            info.api_version = rest[1].clone();
+            rest = &rest[2..];
+        }
+        _ => return info,
+    }
+    if rest.is_empty() {
+        return info;
+    }
+    info.is_resource_request = true;
+    info.parts = rest.to_vec();
+    info.verb = match method {
+        "POST" => "create",
+        "GET" | "HEAD" => "get",
+        "PUT" => "update",
+        "PATCH" => "patch",
+        "DELETE" => "delete",
+        other => return RequestInfo { verb: other.to_lowercase(), ..info },
+    }
+    .into();
+
+    // Namespaced paths: namespaces/<ns>/<resource>...; `namespaces/<ns>` alone is the namespace
+    // object itself, and `namespaces/<ns>/status|finalize` its subresources.
+    let mut rest = rest.to_vec();
+    if rest[0] == "namespaces" {
+        if rest.len() > 1 {
+            info.namespace = rest[1].clone();
+            if rest.len() > 2 && rest[2] != "status" && rest[2] != "finalize" {
+                rest = rest[2..].to_vec();
+            } else {
+                info.name = rest[1].clone();
+                info.resource = "namespaces".into();
+                info.namespace.clear();
+                if rest.len() > 2 {
+                    info.subresource = rest[2].clone();
+                }
+                return finish_verb(info, query_watch);
+            }
+        }
+    }
+    info.resource = rest[0].clone();
+    if let Some(n) = rest.get(1) {
+        info.name = n.clone();
+    }
+    if let Some(s) = rest.get(2) {
+        info.subresource = s.clone();
+    }
+    finish_verb(info, query_watch)
+}
+
+fn finish_verb(mut info: RequestInfo, query_watch: bool) -> RequestInfo {
+    if info.verb == "get" && info.name.is_empty() {
+        info.verb = if query_watch { "watch" } else { "list" }.into();
+    } else if info.verb == "get" && query_watch {
+        info.verb = "watch".into();
+    } else if info.verb == "delete" && info.name.is_empty() {
+        info.verb = "deletecollection".into();
+    }
+    info
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn namespaced_get() {
+        let i = parse_request_info("GET", "/apis/apps/v1/namespaces/ns1/deployments/web", false);
+        assert!(i.is_resource_request);
+        assert_eq!((i.verb.as_str(), i.api_group.as_str(), i.api_version.as_str()), ("get", "apps", "v1"));
+        assert_eq!((i.namespace.as_str(), i.resource.as_str(), i.name.as_str()), ("ns1", "deployments", "web"));
+    }
+
+    #[test]
+    fn list_watch_and_deletecollection() {
+        assert_eq!(parse_request_info("GET", "/api/v1/pods", false).verb, "list");
+        assert_eq!(parse_request_info("GET", "/api/v1/namespaces/a/pods", true).verb, "watch");
+        assert_eq!(parse_request_info("DELETE", "/api/v1/namespaces/a/pods", false).verb, "deletecollection");
+    }
+
+    #[test]
+    fn namespace_object_and_its_status() {
+        let i = parse_request_info("GET", "/api/v1/namespaces/kube-system", false);
+        assert_eq!((i.resource.as_str(), i.name.as_str(), i.namespace.as_str()), ("namespaces", "kube-system", ""));
+        let s = parse_request_info("PUT", "/api/v1/namespaces/a/status", false);
+        assert_eq!((s.verb.as_str(), s.subresource.as_str()), ("update", "status"));
+    }
+
+    #[test]
+    fn subresource() {
+        let i = parse_request_info("PATCH", "/apis/apps/v1/namespaces/a/deployments/d/scale", false);
+        assert_eq!((i.verb.as_str(), i.subresource.as_str()), ("patch", "scale"));
+    }
+
+    #[test]
+    fn non_resource() {
+        let i = parse_request_info("GET", "/healthz", false);
+        assert!(!i.is_resource_request);
+        assert_eq!(i.verb, "get");
+        let d = parse_request_info("GET", "/apis/apps", false);
+        assert!(!d.is_resource_request);
+    }
+}

@@ -1,0 +1,1 @@
+//! schema (to be written).

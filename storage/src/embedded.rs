@@ -1,0 +1,1 @@
+//! The embedded backend (to be written).

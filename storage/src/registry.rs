@@ -1,0 +1,1 @@
+//! The generic registry store (to be written).
