@@ -83,15 +83,13 @@ pub struct ApiError {
     pub causes: Vec<Cause>,
     /// `details.retryAfterSeconds`, also sent as the `Retry-After` header.
     pub retry_after_seconds: Option<u32>,
+    /// `metadata.continue`: a fresh token offered with 410 for an expired continue token.
+    pub continue_token: Option<String>,
 }
 
 /// `configmaps` or `deployments.apps`: how kube names a resource in messages.
 pub fn qualified_resource(group: &str, resource: &str) -> String {
-    if group.is_empty() {
-        resource.to_string()
-    } else {
-        format!("{resource}.{group}")
-    }
+    if group.is_empty() { resource.to_string() } else { format!("{resource}.{group}") }
 }
 
 impl ApiError {
@@ -106,6 +104,7 @@ impl ApiError {
             kind: None,
             causes: Vec::new(),
             retry_after_seconds: None,
+            continue_token: None,
         }
     }
 
@@ -125,18 +124,14 @@ impl ApiError {
     /// 409: `configmaps "foo" already exists`.
     pub fn already_exists(group: &str, resource: &str, name: &str) -> Self {
         let qr = qualified_resource(group, resource);
-        Self::new(Reason::AlreadyExists, format!("{qr} \"{name}\" already exists"))
-            .about(group, resource, name)
+        Self::new(Reason::AlreadyExists, format!("{qr} \"{name}\" already exists")).about(group, resource, name)
     }
 
     /// 409 Conflict for a stale resourceVersion or failed precondition.
     pub fn conflict(group: &str, resource: &str, name: &str, why: &str) -> Self {
         let qr = qualified_resource(group, resource);
-        Self::new(
-            Reason::Conflict,
-            format!("Operation cannot be fulfilled on {qr} \"{name}\": {why}"),
-        )
-        .about(group, resource, name)
+        Self::new(Reason::Conflict, format!("Operation cannot be fulfilled on {qr} \"{name}\": {why}"))
+            .about(group, resource, name)
     }
 
     /// The Conflict kube returns when the resourceVersion in an update is stale.
@@ -153,8 +148,8 @@ impl ApiError {
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> Self {
         let list: Vec<String> = causes.iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
         let summary = if list.len() == 1 { list[0].clone() } else { format!("[{}]", list.join(", ")) };
-        let mut e = Self::new(Reason::Invalid, format!("{kind} \"{name}\" is invalid: {summary}"))
-            .about(group, kind, name);
+        let mut e =
+            Self::new(Reason::Invalid, format!("{kind} \"{name}\" is invalid: {summary}")).about(group, kind, name);
         e.causes = causes;
         e
     }
@@ -255,6 +250,9 @@ impl ApiError {
         if !details.is_empty() {
             status["details"] = Value::Object(details);
         }
+        if let Some(token) = &self.continue_token {
+            status["metadata"]["continue"] = token.clone().into();
+        }
         status
     }
 }
@@ -297,7 +295,11 @@ mod tests {
             "",
             "ConfigMap",
             "Bad",
-            vec![Cause { reason: "FieldValueInvalid".into(), message: "Invalid value: \"Bad\"".into(), field: "metadata.name".into() }],
+            vec![Cause {
+                reason: "FieldValueInvalid".into(),
+                message: "Invalid value: \"Bad\"".into(),
+                field: "metadata.name".into(),
+            }],
         );
         let s = e.to_status();
         assert_eq!(s["code"], 422);

@@ -4,6 +4,7 @@
 //! - [`error`]: [`ApiError`], the Kubernetes `Status` every layer's error is mapped to once.
 //! - [`object`]: helpers over `serde_json::Value`, the one representation of API objects.
 //! - [`kinds`]: the catalogue of served resources (group, version, kind, scope, key prefix).
+//! - [`messages`]: what stages send each other (plain serde types).
 //! - [`request`]: who is asking ([`request::UserInfo`]) and for what ([`request::RequestInfo`]).
 //! - [`selector`]: label and field selectors, shared by the cacher and storage paging.
 //! - [`schema`]: OpenAPI schemas of the built-in kinds (from k8s-openapi), pruning and strict
@@ -20,6 +21,7 @@
 pub mod defaults;
 pub mod error;
 pub mod kinds;
+pub mod messages;
 pub mod object;
 pub mod patch;
 pub mod registry;

@@ -43,10 +43,7 @@ pub enum StageError {
 impl From<StageError> for ApiError {
     fn from(e: StageError) -> Self {
         match e {
-            StageError::Saturated { .. } => ApiError::too_many_requests(
-                format!("{e}; please try again later"),
-                1,
-            ),
+            StageError::Saturated { .. } => ApiError::too_many_requests(format!("{e}; please try again later"), 1),
             StageError::Stopped { .. } => ApiError::unavailable(e.to_string()),
         }
     }
@@ -444,7 +441,14 @@ mod tests {
         let addr = mb.start(&Arbiter::new(), Sleeper);
         let h = mb.handle::<Block>(addr.recipient());
         // One message is being handled (its slot freed on open), two fill the mailbox.
-        let busy: Vec<_> = (0..3).map(|_| tokio::spawn({ let h = h.clone(); async move { h.call(Block(600)).await } })).collect();
+        let busy: Vec<_> = (0..3)
+            .map(|_| {
+                tokio::spawn({
+                    let h = h.clone();
+                    async move { h.call(Block(600)).await }
+                })
+            })
+            .collect();
         tokio::time::sleep(Duration::from_millis(150)).await;
         let refused = h.call(Block(0)).await.unwrap_err();
         assert!(matches!(refused, StageError::Saturated { .. }));

@@ -1,1 +1,109 @@
-//! placeholder
+//! The admission stage.
+//!
+//! Every write reaches [`AdmissionActor`] with the object as it would be stored (for updates and
+//! patches, after the change is applied to the current object, as kube admits inside its
+//! update loop). Plugins are small traits registered by name and run in the configured order;
+//! each may change the object (mutating) or refuse it (validating).
+//!
+//! # Layout
+//! - [`AdmissionPlugin`], [`AdmissionChain`], [`build_chain`]: the plugin contract and registry.
+//! - [`namespace_lifecycle`]: kube's `NamespaceLifecycle`: no new objects in a missing or
+//!   terminating namespace; the system namespaces cannot be deleted.
+
+use std::sync::Arc;
+
+use actix::{Actor, Context, Handler, ResponseFuture};
+use actors::error::ApiError;
+use actors::messages::Admit;
+use async_trait::async_trait;
+use serde_json::Value;
+
+pub mod namespace_lifecycle;
+
+/// One admission plugin.
+#[async_trait]
+pub trait AdmissionPlugin: Send + Sync {
+    /// The name it is enabled by (`--enable-admission-plugins`).
+    fn name(&self) -> &'static str;
+    /// Admits `request`, returning the (possibly changed) object or the refusal.
+    async fn admit(&self, request: &Admit, object: Value) -> Result<Value, ApiError>;
+}
+
+/// Reads namespaces for plugins that need them, from whatever read path the server wires in.
+#[async_trait]
+pub trait NamespaceLookup: Send + Sync {
+    /// The namespace object, or `None` if it does not exist.
+    async fn namespace(&self, name: &str) -> Result<Option<Value>, ApiError>;
+}
+
+/// What plugins are built from.
+#[derive(Clone)]
+pub struct PluginContext {
+    /// Namespace reads.
+    pub namespaces: Arc<dyn NamespaceLookup>,
+}
+
+/// Plugins enabled when no flag says otherwise.
+pub const DEFAULT_PLUGINS: &[&str] = &["NamespaceLifecycle"];
+
+/// Builds the chain for `names`, in that order; unknown names are an error naming them.
+pub fn build_chain(names: &[String], ctx: &PluginContext) -> Result<AdmissionChain, String> {
+    let mut plugins: Vec<Arc<dyn AdmissionPlugin>> = Vec::new();
+    for name in names {
+        let plugin: Arc<dyn AdmissionPlugin> = match name.as_str() {
+            "NamespaceLifecycle" => Arc::new(namespace_lifecycle::NamespaceLifecycle::new(ctx.namespaces.clone())),
+            other => return Err(format!("unknown admission plugin: {other}")),
+        };
+        plugins.push(plugin);
+    }
+    Ok(AdmissionChain { plugins })
+}
+
+/// Plugins in order.
+#[derive(Clone, Default)]
+pub struct AdmissionChain {
+    plugins: Vec<Arc<dyn AdmissionPlugin>>,
+}
+
+impl AdmissionChain {
+    /// Runs every plugin in order; the first refusal wins.
+    pub async fn admit(&self, request: Admit) -> Result<Value, ApiError> {
+        let mut object = request.object.clone();
+        for p in &self.plugins {
+            object = p.admit(&request, object).await?;
+        }
+        Ok(object)
+    }
+
+    /// The plugin names, in order.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.plugins.iter().map(|p| p.name()).collect()
+    }
+}
+
+/// The admission stage actor.
+pub struct AdmissionActor {
+    chain: Arc<AdmissionChain>,
+}
+
+impl AdmissionActor {
+    /// An actor running `chain`.
+    pub fn new(chain: AdmissionChain) -> Self {
+        AdmissionActor { chain: Arc::new(chain) }
+    }
+}
+
+impl Actor for AdmissionActor {
+    type Context = Context<Self>;
+}
+
+impl Handler<Admit> for AdmissionActor {
+    type Result = ResponseFuture<Result<Value, ApiError>>;
+
+    fn handle(&mut self, msg: Admit, _: &mut Context<Self>) -> Self::Result {
+        let chain = self.chain.clone();
+        Box::pin(async move { chain.admit(msg).await })
+    }
+}
+
+actors::stage_handler!(AdmissionActor => Admit);

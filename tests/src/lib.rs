@@ -1,1 +1,322 @@
-//! placeholder
+//! The harness of the end-to-end tests and the load generator: boots the real `apiserver`
+//! binary on free loopback ports with its own data directory, and drives it with real clients
+//! (kubectl 1.30, the Python `kubernetes` client) and a raw HTTPS client for exact status checks.
+//!
+//! The binary is `target/<profile>/apiserver` next to the test executable (build it first:
+//! `cargo build --release -p gateway --bin apiserver`), or `$APISERVER_BIN`. kubectl comes from
+//! `$KUBECTL`, Python from `$APISERVER_PYTHON` (`deploy/install-tools.sh` prints both). A missing
+//! tool fails the test with a message saying how to install it: nothing is skipped silently.
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+/// A free loopback port (bound once, released for the server to take).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+}
+
+/// The apiserver binary under test.
+pub fn apiserver_bin() -> PathBuf {
+    if let Ok(p) = std::env::var("APISERVER_BIN") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/<profile>/deps/<test> -> target/<profile>/apiserver
+    let bin = exe.parent().and_then(Path::parent).map(|d| d.join("apiserver")).expect("target dir");
+    assert!(
+        bin.exists(),
+        "{} is missing: build it first with `cargo build --release -p gateway --bin apiserver` (deploy/test.sh does)",
+        bin.display()
+    );
+    bin
+}
+
+fn tool(env: &str, fallbacks: &[&str], install_hint: &str) -> PathBuf {
+    if let Ok(p) = std::env::var(env) {
+        return PathBuf::from(p);
+    }
+    for f in fallbacks {
+        if Path::new(f).exists() {
+            return PathBuf::from(f);
+        }
+    }
+    panic!("${env} is not set and none of {fallbacks:?} exists: {install_hint}");
+}
+
+/// kubectl 1.30.
+pub fn kubectl_bin() -> PathBuf {
+    tool(
+        "KUBECTL",
+        &["/opt/apiserver-tools/bin/kubectl", "/opt/realtools/bin/kubectl"],
+        "run `eval \"$(deploy/install-tools.sh)\"`",
+    )
+}
+
+/// Python with the `kubernetes` client.
+pub fn python_bin() -> PathBuf {
+    tool(
+        "APISERVER_PYTHON",
+        &["/opt/apiserver-tools/venv/bin/python", "/opt/realtools/venv/bin/python"],
+        "run `eval \"$(deploy/install-tools.sh)\"`",
+    )
+}
+
+/// A running apiserver process.
+pub struct TestServer {
+    child: Option<Child>,
+    /// The data directory (kept across restarts).
+    pub data_dir: PathBuf,
+    _owned_dir: Option<tempfile::TempDir>,
+    /// The HTTPS port.
+    pub port: u16,
+    /// The admin port.
+    pub admin_port: u16,
+    /// `<data-dir>/admin.kubeconfig`.
+    pub kubeconfig: PathBuf,
+    /// Extra flags it was started with.
+    args: Vec<String>,
+    log: PathBuf,
+}
+
+impl TestServer {
+    /// Starts a server with a fresh data directory.
+    pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// Starts a server with a fresh data directory and extra flags.
+    pub fn start_with(args: &[&str]) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let data_dir = dir.path().to_path_buf();
+        let mut s = Self::launch(data_dir, free_port(), free_port(), args.iter().map(|s| s.to_string()).collect());
+        s._owned_dir = Some(dir);
+        s
+    }
+
+    fn launch(data_dir: PathBuf, port: u16, admin_port: u16, args: Vec<String>) -> Self {
+        let log = data_dir
+            .join(format!("apiserver-{}.log", Instant::now().elapsed().as_nanos() ^ std::process::id() as u128));
+        let log_file = std::fs::OpenOptions::new().create(true).append(true).open(&log).expect("log file");
+        let mut cmd = Command::new(apiserver_bin());
+        cmd.arg("serve")
+            .arg("--data-dir")
+            .arg(&data_dir)
+            .arg("--secure-port")
+            .arg(port.to_string())
+            .arg("--admin-port")
+            .arg(admin_port.to_string())
+            .args(&args)
+            .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
+            .stdout(Stdio::piped())
+            .stderr(log_file);
+        let mut child = cmd.spawn().expect("spawn apiserver");
+        let stdout = child.stdout.take().expect("stdout");
+        // The first line names the kubeconfig; keep draining so the pipe never fills.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            if let Some(Ok(first)) = lines.next() {
+                let _ = tx.send(first);
+            }
+            for _ in lines {}
+        });
+        let first = rx.recv_timeout(Duration::from_secs(60)).unwrap_or_default();
+        let server = TestServer {
+            child: Some(child),
+            kubeconfig: data_dir.join("admin.kubeconfig"),
+            data_dir,
+            _owned_dir: None,
+            port,
+            admin_port,
+            args,
+            log,
+        };
+        assert!(first.contains("kubeconfig"), "apiserver did not start: {first}\n{}", server.log_tail());
+        server.wait_ready();
+        server
+    }
+
+    fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                let out = self.kubectl(&["get", "--raw", "/readyz"]);
+                if out.status.success() {
+                    return;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("apiserver not ready in 30s\n{}", self.log_tail());
+    }
+
+    /// The last lines of the server's log, for failure messages.
+    pub fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    /// Stops the server gracefully (SIGTERM) and waits for it.
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = Command::new("kill").arg("-TERM").arg(c.id().to_string()).status();
+            let deadline = Instant::now() + Duration::from_secs(15);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = c.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Kills the server with SIGKILL, as a crash would.
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts the server again on the same data directory and ports.
+    pub fn restart(&mut self) {
+        self.stop();
+        let owned = self._owned_dir.take();
+        let mut s = Self::launch(self.data_dir.clone(), self.port, self.admin_port, self.args.clone());
+        s._owned_dir = owned;
+        *self = s;
+    }
+
+    /// Starts the server again after a crash.
+    pub fn start_again(&mut self) {
+        assert!(self.child.is_none(), "still running");
+        let owned = self._owned_dir.take();
+        let mut s = Self::launch(self.data_dir.clone(), self.port, self.admin_port, self.args.clone());
+        s._owned_dir = owned;
+        *self = s;
+    }
+
+    /// Runs kubectl against this server.
+    pub fn kubectl(&self, args: &[&str]) -> Output {
+        Command::new(kubectl_bin())
+            .args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .output()
+            .expect("run kubectl")
+    }
+
+    /// Runs kubectl and returns its stdout, failing the test with its stderr if it fails.
+    pub fn kubectl_ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed:\nstdout: {}\nstderr: {}\nserver log:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+            self.log_tail()
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Runs kubectl with `stdin` as input.
+    pub fn kubectl_stdin(&self, args: &[&str], stdin: &str) -> Output {
+        use std::io::Write;
+        let mut child = Command::new(kubectl_bin())
+            .args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run kubectl");
+        child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
+        child.wait_with_output().expect("kubectl output")
+    }
+
+    /// Runs a Python script from `tests/python` with the kubeconfig as its first argument.
+    pub fn python(&self, script: &str, args: &[&str]) -> Output {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("python").join(script);
+        Command::new(python_bin()).arg("-u").arg(path).arg(&self.kubeconfig).args(args).output().expect("run python")
+    }
+
+    /// The HTTPS base URL.
+    pub fn url(&self, path: &str) -> String {
+        format!("https://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// The admin endpoint's base URL.
+    pub fn admin_url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.admin_port)
+    }
+
+    /// TLS client settings trusting the server's CA, optionally presenting the admin certificate.
+    pub fn tls_config(&self, as_admin: bool) -> rustls::ClientConfig {
+        let kc: serde_json::Value =
+            serde_yaml_ng::from_str(&std::fs::read_to_string(&self.kubeconfig).expect("kubeconfig")).expect("yaml");
+        let b64 = |p: &str| {
+            base64::engine::general_purpose::STANDARD
+                .decode(kc.pointer(p).and_then(|v| v.as_str()).expect(p))
+                .expect("base64")
+        };
+        let ca = b64("/clusters/0/cluster/certificate-authority-data");
+        let mut roots = rustls::RootCertStore::empty();
+        for c in CertificateDer::pem_slice_iter(&ca) {
+            roots.add(c.expect("ca pem")).expect("ca");
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("tls versions")
+            .with_root_certificates(roots);
+        if as_admin {
+            let cert = b64("/users/0/user/client-certificate-data");
+            let key = b64("/users/0/user/client-key-data");
+            let chain: Vec<_> = CertificateDer::pem_slice_iter(&cert).map(|c| c.expect("cert")).collect();
+            builder
+                .with_client_auth_cert(chain, PrivateKeyDer::from_pem_slice(&key).expect("key"))
+                .expect("client auth")
+        } else {
+            builder.with_no_client_auth()
+        }
+    }
+
+    /// An HTTPS client (run inside an actix runtime).
+    pub fn client(&self, as_admin: bool) -> awc::Client {
+        let mut config = self.tls_config(as_admin);
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        awc::Client::builder()
+            .connector(awc::Connector::new().rustls_0_23(Arc::new(config)).limit(256))
+            .timeout(Duration::from_secs(60))
+            .finish()
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// Asserts a process succeeded, showing its output otherwise.
+pub fn assert_success(what: &str, out: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{what} failed:\nstdout: {stdout}\nstderr: {}", String::from_utf8_lossy(&out.stderr));
+    stdout
+}

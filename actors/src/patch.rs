@@ -1,1 +1,0 @@
-//! patch (to be written).

@@ -1,0 +1,286 @@
+//! `apply_patch` for each patch type: results, and errors worded as kube-apiserver's.
+
+#![allow(clippy::result_large_err)] // helpers return the crate's Status error as the API does.
+
+use serde_json::{Value, json};
+
+use super::*;
+
+fn configmap() -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "cm", "namespace": "default", "labels": {"app": "web"}},
+        "data": {"a": "1", "b": "2"},
+    })
+}
+
+/// A kind no schema describes: patches of every type work without one.
+const NO_SCHEMA: (&str, &str, &str) = ("example.com", "v1", "Widget");
+
+fn apply(patch_type: PatchType, original: &Value, body: &str) -> Result<Value, ApiError> {
+    apply_patch(patch_type, original, body.as_bytes(), NO_SCHEMA)
+}
+
+#[test]
+fn content_types_select_the_patch_type() {
+    assert_eq!(PatchType::from_content_type("application/json-patch+json"), Some(PatchType::Json));
+    assert_eq!(PatchType::from_content_type("application/merge-patch+json"), Some(PatchType::Merge));
+    assert_eq!(
+        PatchType::from_content_type("application/strategic-merge-patch+json; charset=utf-8"),
+        Some(PatchType::StrategicMerge)
+    );
+    assert_eq!(PatchType::from_content_type("application/apply-patch+yaml"), Some(PatchType::Apply));
+    assert_eq!(PatchType::from_content_type("application/json"), None);
+    assert_eq!(PatchType::from_content_type(""), None);
+    for t in [PatchType::Json, PatchType::Merge, PatchType::StrategicMerge, PatchType::Apply] {
+        assert_eq!(PatchType::from_content_type(t.content_type()), Some(t));
+    }
+}
+
+#[test]
+fn server_side_apply_is_refused_with_415_listing_what_we_accept() {
+    let e = apply(PatchType::Apply, &configmap(), "{}").unwrap_err();
+    assert_eq!((e.code, e.reason), (415, Reason::UnsupportedMediaType));
+    assert_eq!(
+        e.message,
+        "the body of the request was in an unknown format - accepted media types include: \
+         application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json"
+    );
+    assert_eq!(unsupported_patch_type(), e);
+}
+
+#[test]
+fn json_patch_applies_operations_in_order() {
+    let body = r#"[
+        {"op": "test", "path": "/data/a", "value": "1"},
+        {"op": "replace", "path": "/data/a", "value": "10"},
+        {"op": "remove", "path": "/data/b"},
+        {"op": "add", "path": "/metadata/labels/tier", "value": "fe"},
+        {"op": "copy", "from": "/data/a", "path": "/data/c"},
+        {"op": "move", "from": "/data/c", "path": "/data/d"}
+    ]"#;
+    let patched = apply(PatchType::Json, &configmap(), body).unwrap();
+    let mut expected = configmap();
+    expected["data"] = json!({"a": "10", "d": "10"});
+    expected["metadata"]["labels"]["tier"] = json!("fe");
+    assert_eq!(patched, expected);
+
+    assert_eq!(apply(PatchType::Json, &configmap(), "[]").unwrap(), configmap());
+    assert_eq!(apply(PatchType::Json, &configmap(), "null").unwrap(), configmap());
+}
+
+#[test]
+fn a_failing_json_patch_operation_is_422_with_kubes_generic_message() {
+    for body in [
+        r#"[{"op": "test", "path": "/data/a", "value": "2"}]"#,
+        r#"[{"op": "remove", "path": "/data/missing"}]"#,
+        r#"[{"op": "replace", "path": "/spec/x", "value": 1}]"#,
+        r#"[{"op": "add", "path": "/no/such/parent", "value": 1}]"#,
+        r#"[{"op": "frobnicate", "path": "/data"}]"#,
+        r#"[{"path": "/data"}]"#,
+        r#"[null]"#,
+    ] {
+        let e = apply(PatchType::Json, &configmap(), body).expect_err(body);
+        assert_eq!((e.code, e.reason), (422, Reason::Invalid), "{body}");
+        assert_eq!(e.message, "the server rejected our request due to an error in our request", "{body}");
+    }
+}
+
+#[test]
+fn a_malformed_json_patch_is_400_with_gos_decoder_message() {
+    let message = |body: &str| {
+        let e = apply(PatchType::Json, &configmap(), body).expect_err(body);
+        assert_eq!((e.code, e.reason), (400, Reason::BadRequest), "{body}");
+        e.message
+    };
+    assert_eq!(message("[{\"op\": \"add\""), "unexpected end of JSON input");
+    assert_eq!(message("{oops}"), "invalid character 'o' looking for beginning of object key string");
+    assert_eq!(message(r#"{"op": "add"}"#), "json: cannot unmarshal object into Go value of type jsonpatch.Patch");
+    assert_eq!(message(r#"["add"]"#), "json: cannot unmarshal string into Go value of type jsonpatch.Operation");
+}
+
+#[test]
+fn too_many_json_patch_operations_is_413() {
+    let ops: Vec<Value> =
+        (0..=MAX_JSON_PATCH_OPERATIONS).map(|_| json!({"op": "test", "path": "/kind", "value": "ConfigMap"})).collect();
+    let e = apply(PatchType::Json, &configmap(), &Value::Array(ops).to_string()).unwrap_err();
+    assert_eq!((e.code, e.reason), (413, Reason::RequestEntityTooLarge));
+    assert_eq!(
+        e.message,
+        "Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001"
+    );
+}
+
+#[test]
+fn a_patch_that_leaves_no_object_is_invalid() {
+    let e = apply(PatchType::Json, &configmap(), r#"[{"op": "replace", "path": "", "value": [1]}]"#).unwrap_err();
+    assert_eq!((e.code, e.reason), (422, Reason::Invalid));
+    assert_eq!(
+        e.message,
+        " \"\" is invalid: patch: Invalid value: \"[1]\": json: cannot unmarshal array into Go value of type map[string]interface {}"
+    );
+    assert_eq!(e.causes[0].field, "patch");
+
+    let e = apply(PatchType::Merge, &configmap(), "[{\"a\": null}]").unwrap_err();
+    assert_eq!((e.code, e.reason), (422, Reason::Invalid));
+    assert!(e.message.contains("Invalid value: \"[{}]\""), "{}", e.message);
+}
+
+#[test]
+fn merge_patch_merges_maps_deletes_nulls_and_replaces_lists() {
+    let original =
+        json!({"metadata": {"labels": {"app": "web", "tier": "fe"}}, "spec": {"list": [1, 2], "obj": {"x": 1}}});
+    let body =
+        r#"{"metadata": {"labels": {"tier": null, "env": "prod"}}, "spec": {"list": [3], "new": {"a": null, "b": 1}}}"#;
+    assert_eq!(
+        apply(PatchType::Merge, &original, body).unwrap(),
+        json!({"metadata": {"labels": {"app": "web", "env": "prod"}}, "spec": {"list": [3], "obj": {"x": 1}, "new": {"b": 1}}})
+    );
+}
+
+#[test]
+fn merge_patch_prunes_nulls_as_kubes_library_does() {
+    let original = json!({"spec": {"list": [1], "obj": {"x": 1}, "none": null}});
+    // Over a non-object, nulls are pruned inside objects at any depth, also within lists.
+    let patched = apply(PatchType::Merge, &original, r#"{"spec": {"list": [{"a": null, "b": 1}, null]}}"#).unwrap();
+    assert_eq!(patched["spec"]["list"], json!([{"b": 1}, null]));
+    // Over an object, a non-object value replaces it as sent.
+    let patched = apply(PatchType::Merge, &original, r#"{"spec": {"obj": [{"a": null}]}}"#).unwrap();
+    assert_eq!(patched["spec"]["obj"], json!([{"a": null}]));
+    // A null in the original counts as absent.
+    let patched = apply(PatchType::Merge, &original, r#"{"spec": {"none": {"a": null, "b": 2}}}"#).unwrap();
+    assert_eq!(patched["spec"]["none"], json!({"b": 2}));
+}
+
+#[test]
+fn a_malformed_merge_patch_is_400_invalid_json_patch() {
+    for body in ["", "{", "null", "\"labels\"", "42", "true"] {
+        let e = apply(PatchType::Merge, &configmap(), body).expect_err(body);
+        assert_eq!((e.code, e.reason, e.message.as_str()), (400, Reason::BadRequest, "Invalid JSON Patch"), "{body}");
+    }
+}
+
+#[test]
+fn strategic_merge_of_a_kind_without_schema_merges_like_a_merge_patch() {
+    let original = json!({"spec": {"items": [{"name": "a"}], "m": {"k": "v"}}});
+    let body = r#"{"spec": {"items": [{"name": "b"}], "m": {"k": null, "j": "w"}}}"#;
+    assert_eq!(
+        apply(PatchType::StrategicMerge, &original, body).unwrap(),
+        json!({"spec": {"items": [{"name": "b"}], "m": {"j": "w"}}})
+    );
+}
+
+/// A stored Deployment, server-defaulted fields included.
+fn deployment() -> Value {
+    let container = |name: &str, image: &str| {
+        json!({"name": name, "image": image, "imagePullPolicy": "IfNotPresent",
+               "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
+               "env": [{"name": "A", "value": "1"}], "ports": [{"containerPort": 80, "protocol": "TCP"}]})
+    };
+    json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "default", "generation": 1, "finalizers": ["f1"]},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "web"}},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {
+                    "containers": [container("c1", "img:1"), container("c2", "side:1")],
+                    "tolerations": [{"key": "k1", "operator": "Exists"}],
+                    "volumes": [{"name": "data", "emptyDir": {}}],
+                    "restartPolicy": "Always",
+                },
+            },
+        },
+    })
+}
+
+const DEPLOYMENT: (&str, &str, &str) = ("apps", "v1", "Deployment");
+
+fn smp_deployment(patch: Value) -> Value {
+    apply_patch(PatchType::StrategicMerge, &deployment(), patch.to_string().as_bytes(), DEPLOYMENT)
+        .unwrap_or_else(|e| panic!("{patch}: {e}"))
+}
+
+#[test]
+fn kubectl_set_image_on_a_deployment_merges_containers_by_name() {
+    let patched =
+        smp_deployment(json!({"spec": {"template": {"spec": {"containers": [{"name": "c1", "image": "img:2"}]}}}}));
+    let mut expected = deployment();
+    expected["spec"]["template"]["spec"]["containers"][0]["image"] = json!("img:2");
+    assert_eq!(patched, expected);
+}
+
+#[test]
+fn kubectl_apply_on_a_deployment_changes_only_what_the_manifest_changed() {
+    // kubectl apply's three-way patch after changing c1's image and one env var of c2, and
+    // adding a port to c1.
+    let patched = smp_deployment(json!({
+        "metadata": {"annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}\n"}},
+        "spec": {"template": {"spec": {
+            "$setElementOrder/containers": [{"name": "c1"}, {"name": "c2"}],
+            "containers": [
+                {"$setElementOrder/ports": [{"containerPort": 80}, {"containerPort": 443}],
+                 "image": "img:2", "name": "c1", "ports": [{"containerPort": 443}]},
+                {"$setElementOrder/env": [{"name": "A"}], "env": [{"name": "A", "value": "2"}], "name": "c2"},
+            ],
+        }}},
+    }));
+    let mut expected = deployment();
+    expected["metadata"]["annotations"] = json!({"kubectl.kubernetes.io/last-applied-configuration": "{}\n"});
+    let containers = &mut expected["spec"]["template"]["spec"]["containers"];
+    containers[0]["image"] = json!("img:2");
+    containers[0]["ports"] = json!([{"containerPort": 80, "protocol": "TCP"}, {"containerPort": 443}]);
+    containers[1]["env"] = json!([{"name": "A", "value": "2"}]);
+    assert_eq!(patched, expected);
+}
+
+#[test]
+fn built_in_strategies_apply_to_a_deployment() {
+    // Finalizers merge as a set; tolerations have no strategy and are replaced.
+    let patched = smp_deployment(json!({
+        "metadata": {"finalizers": ["f2"]},
+        "spec": {"template": {"spec": {"tolerations": [{"key": "k2", "operator": "Exists"}]}}},
+    }));
+    assert_eq!(patched["metadata"]["finalizers"], json!(["f2", "f1"]));
+    assert_eq!(patched["spec"]["template"]["spec"]["tolerations"], json!([{"key": "k2", "operator": "Exists"}]));
+
+    // strategy and volumes carry retainKeys.
+    let patched = smp_deployment(json!({"spec": {
+        "strategy": {"$retainKeys": ["type"], "type": "Recreate"},
+        "template": {"spec": {"volumes": [{"$retainKeys": ["configMap", "name"], "name": "data", "configMap": {"name": "cm"}}]}},
+    }}));
+    assert_eq!(patched["spec"]["strategy"], json!({"type": "Recreate"}));
+    assert_eq!(patched["spec"]["template"]["spec"]["volumes"], json!([{"name": "data", "configMap": {"name": "cm"}}]));
+
+    // A container without its merge key: kube's 500 and wording.
+    let e = apply_patch(
+        PatchType::StrategicMerge,
+        &deployment(),
+        br#"{"spec":{"template":{"spec":{"containers":[{"image":"x"}]}}}}"#,
+        DEPLOYMENT,
+    )
+    .unwrap_err();
+    assert_eq!((e.code, e.message.as_str()), (500, "map: map[image:x] does not contain declared merge key: name"));
+}
+
+#[test]
+fn service_ports_merge_by_port() {
+    let service = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+                         "spec": {"ports": [{"port": 80, "protocol": "TCP", "targetPort": 8080}]}});
+    let patched = apply_patch(
+        PatchType::StrategicMerge,
+        &service,
+        br#"{"spec":{"ports":[{"port":80,"targetPort":9090},{"port":443,"protocol":"TCP"}]}}"#,
+        ("", "v1", "Service"),
+    )
+    .unwrap();
+    assert_eq!(
+        patched["spec"]["ports"],
+        json!([{"port": 80, "protocol": "TCP", "targetPort": 9090}, {"port": 443, "protocol": "TCP"}])
+    );
+}

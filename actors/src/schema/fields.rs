@@ -1,0 +1,597 @@
+//! Pruning and strict field validation: what kube-apiserver's decoding of a request body into
+//! Go structs does to it, done on a `serde_json::Value` with the kind's schema.
+//!
+//! kube decodes with `sigs.k8s.io/json`: unknown fields are dropped, and with
+//! `fieldValidation=Strict` (error) or `Warn` (the server's default: warnings) reported as
+//! `unknown field "spec.template.spec.containers[0].foo"`; duplicate fields likewise as
+//! `duplicate field "metadata.name"`. A value of the wrong type fails the whole decode with Go's
+//! `json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type
+//! int32`, which the handler wraps as `Deployment in version "v1" cannot be handled as a
+//! Deployment: ...` (400 BadRequest). Strict errors are only reported when decoding otherwise
+//! succeeded.
+//!
+//! Differences from kube, by construction: the object is already a `Value`, so unknown fields
+//! are reported in key order rather than document order, and duplicates need the raw body
+//! ([`duplicate_fields`]); a field kube types as a named Go string type (`v1.RestartPolicy`) is
+//! named `string` in type errors.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::{Map, Value};
+
+use super::Node;
+use super::build::{self, STORE};
+
+/// kube keeps at most this many strict errors per decode.
+const MAX_STRICT_ERRORS: usize = 100;
+
+/// What decoding an object against its kind's schema found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FieldReport {
+    /// Paths of the unknown fields, removed from the object (`spec.foo`,
+    /// `spec.template.spec.containers[0].imagePullPolicyX`).
+    pub unknown: Vec<String>,
+    /// Paths of duplicate fields, from [`FieldReport::add_duplicates`] (`metadata.name`).
+    pub duplicates: Vec<String>,
+    /// The first decoding error as Go words it (`json: cannot unmarshal string into Go struct
+    /// field DeploymentSpec.spec.replicas of type int32`): the request fails whatever the
+    /// field validation directive.
+    pub decode_error: Option<String>,
+}
+
+impl FieldReport {
+    /// Whether nothing was found: the object decodes cleanly and strictly.
+    pub fn is_clean(&self) -> bool {
+        self.unknown.is_empty() && self.duplicates.is_empty() && self.decode_error.is_none()
+    }
+
+    /// Scans the raw request body for duplicate fields (a `Value` has already merged them).
+    pub fn add_duplicates(&mut self, body: &[u8]) {
+        for d in duplicate_fields(body) {
+            if !self.duplicates.contains(&d) {
+                self.duplicates.push(d);
+            }
+        }
+    }
+
+    /// The strict errors one by one, as kube words them: the `Warn` directive sends each as a
+    /// `Warning` header (`unknown field "spec.foo"`).
+    pub fn strict_errors(&self) -> Vec<String> {
+        let unknown = self.unknown.iter().map(|p| format!("unknown field {}", go_quote(p)));
+        let duplicate = self.duplicates.iter().map(|p| format!("duplicate field {}", go_quote(p)));
+        unknown.chain(duplicate).take(MAX_STRICT_ERRORS).collect()
+    }
+
+    /// `strict decoding error: unknown field "spec.foo", unknown field "spec.bar"`, or `None`
+    /// when there is no strict error: under `Strict`, kube fails a create or update with this
+    /// wrapped by [`cannot_be_handled`], a patch with 422 on field `patch`.
+    pub fn strict_message(&self) -> Option<String> {
+        let errs = self.strict_errors();
+        (!errs.is_empty()).then(|| format!("strict decoding error: {}", errs.join(", ")))
+    }
+}
+
+/// The 400 BadRequest message kube's create and update handlers give for a body that failed
+/// to decode (`transformDecodeError`): `Deployment in version "v1" cannot be handled as a
+/// Deployment: json: cannot unmarshal ...`. `body_kind` and `body_version` are what the body
+/// declared; `kind` is the kind the endpoint serves; `error` is [`FieldReport::decode_error`]
+/// or [`FieldReport::strict_message`].
+pub fn cannot_be_handled(body_kind: &str, body_version: &str, kind: &str, error: &str) -> String {
+    format!("{body_kind} in version {} cannot be handled as a {kind}: {error}", go_quote(body_version))
+}
+
+/// Go's `%q`/`strconv.Quote` for the paths and versions we print (JSON escaping is the same
+/// for the printable ASCII that field names use).
+fn go_quote(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
+}
+
+/// Prunes unknown fields from `obj` (a `group/version, Kind` object, or its `<Kind>List`) in
+/// place and reports them, with the first type error, as kube's decoder would.
+///
+/// Unknown fields are removed wherever the schema declares properties; maps
+/// (`additionalProperties`) keep any key; `RawExtension`, `FieldsV1` and other schemaless
+/// objects keep anything; `IntOrString` and `Quantity` take a string or a number. A `null`
+/// field is removed (Go decodes it as the zero value, which kube omits). An unknown kind is
+/// left alone with a clean report.
+pub fn check_fields(group: &str, version: &str, kind: &str, obj: &mut Value) -> FieldReport {
+    let mut report = FieldReport::default();
+    let Some(name) = build::kind_definition_name(group, version, kind) else { return report };
+    let Some(root) = super::definition_node(name) else { return report };
+    let mut walker = Walker { report: &mut report, path: String::new(), go_struct: None, go_fields: Vec::new() };
+    walker.walk(root, Some(name), obj);
+    report
+}
+
+/// The state of one walk: kube's two paths (the strict-error path with indices and map keys,
+/// and Go's type-error context of struct name and field names only).
+struct Walker<'r> {
+    report: &'r mut FieldReport,
+    /// `spec.template.spec.containers[0]`.
+    path: String,
+    /// The innermost Go struct being decoded (`DeploymentSpec`).
+    go_struct: Option<String>,
+    /// JSON names of the struct fields from the root (`spec`, `replicas`).
+    go_fields: Vec<String>,
+}
+
+/// The definition names with a custom Go decoder.
+const INT_OR_STRING: &str = "io.k8s.apimachinery.pkg.util.intstr.IntOrString";
+const QUANTITY: &str = "io.k8s.apimachinery.pkg.api.resource.Quantity";
+const TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Time";
+const MICRO_TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime";
+
+impl Walker<'_> {
+    fn walk(&mut self, node: Node<'static>, def: Option<&str>, v: &mut Value) {
+        if v.is_null() {
+            return;
+        }
+        match def {
+            Some(INT_OR_STRING) => return self.int_or_string(v),
+            Some(QUANTITY) => return self.quantity(v),
+            Some(TIME) => return self.time(v, "2006-01-02T15:04:05Z07:00"),
+            Some(MICRO_TIME) => return self.time(v, "2006-01-02T15:04:05.000000Z07:00"),
+            _ => {}
+        }
+        if node.is_int_or_string() {
+            return self.int_or_string(v);
+        }
+        let schema = node.raw();
+        if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+            let Value::Object(o) = v else { return self.type_error(v, &go_type(node, def)) };
+            return self.object(props, def, o);
+        }
+        match node.type_name() {
+            Some("object") => match node.additional_properties() {
+                Some(values) if !values.raw().as_object().is_some_and(Map::is_empty) => {
+                    let Value::Object(o) = v else { return self.type_error(v, &go_type(node, def)) };
+                    self.map(values, o);
+                }
+                // RawExtension, FieldsV1 and other schemaless objects: raw JSON, anything goes.
+                _ => {}
+            },
+            Some("array") => {
+                let Value::Array(a) = v else { return self.type_error(v, &go_type(node, def)) };
+                if let Some(items) = node.items() {
+                    let item_def = items.definition_name();
+                    let base = self.path.len();
+                    for (i, item) in a.iter_mut().enumerate() {
+                        self.path.push_str(&format!("[{i}]"));
+                        self.walk(items, item_def, item);
+                        self.path.truncate(base);
+                    }
+                }
+            }
+            Some("string") => match v {
+                Value::String(s) if node.format() == Some("byte") => {
+                    if let Err(at) = check_base64(s) {
+                        self.decode_error(format!("illegal base64 data at input byte {at}"));
+                    }
+                }
+                Value::String(_) => {}
+                _ => self.type_error(v, &go_type(node, def)),
+            },
+            Some("integer") => {
+                let int32 = node.format() != Some("int64");
+                match v {
+                    Value::Number(n) => {
+                        let fits = match n.as_i64() {
+                            Some(i) => !int32 || i32::try_from(i).is_ok(),
+                            None => false,
+                        };
+                        if !fits {
+                            let ty = if int32 { "int32" } else { "int64" };
+                            self.decode_error_typed(&format!("number {n}"), ty);
+                        }
+                    }
+                    _ => self.type_error(v, &go_type(node, def)),
+                }
+            }
+            Some("number") if !v.is_number() => self.type_error(v, "float64"),
+            Some("boolean") if !v.is_boolean() => self.type_error(v, "bool"),
+            _ => {}
+        }
+    }
+
+    /// A struct: known properties walked, unknown ones removed and reported, nulls dropped.
+    fn object(&mut self, props: &'static Map<String, Value>, def: Option<&str>, o: &mut Map<String, Value>) {
+        let struct_name = def.map(short_name).unwrap_or_default().to_string();
+        let keys: Vec<String> = o.keys().cloned().collect();
+        for key in keys {
+            let Some(prop) = props.get(&key) else {
+                o.remove(&key);
+                let p = if self.path.is_empty() { key.clone() } else { format!("{}.{key}", self.path) };
+                if !self.report.unknown.contains(&p) && self.report.unknown.len() < MAX_STRICT_ERRORS {
+                    self.report.unknown.push(p);
+                }
+                continue;
+            };
+            if o.get(&key).is_some_and(Value::is_null) {
+                o.remove(&key);
+                continue;
+            }
+            let node = Node::at(prop);
+            let child_def = node.definition_name();
+            let base = self.path.len();
+            if !self.path.is_empty() {
+                self.path.push('.');
+            }
+            self.path.push_str(&key);
+            let saved_struct = self.go_struct.replace(struct_name.clone());
+            self.go_fields.push(key.clone());
+            if let Some(child) = o.get_mut(&key) {
+                self.walk(node, child_def, child);
+            }
+            self.go_fields.pop();
+            self.go_struct = saved_struct;
+            self.path.truncate(base);
+        }
+    }
+
+    /// A map: any key; values walked; a null string value becomes `""` as in Go.
+    fn map(&mut self, values: Node<'static>, o: &mut Map<String, Value>) {
+        let value_def = values.definition_name();
+        for (key, child) in o.iter_mut() {
+            if child.is_null() {
+                if values.type_name() == Some("string") {
+                    *child = Value::String(String::new());
+                }
+                continue;
+            }
+            let base = self.path.len();
+            if !self.path.is_empty() {
+                self.path.push('.');
+            }
+            self.path.push_str(key);
+            self.walk(values, value_def, child);
+            self.path.truncate(base);
+        }
+    }
+
+    /// `IntOrString.UnmarshalJSON`: a string, or else what decodes into an int32.
+    fn int_or_string(&mut self, v: &Value) {
+        match v {
+            Value::String(_) => {}
+            Value::Number(n) if n.as_i64().is_some_and(|i| i32::try_from(i).is_ok()) => {}
+            Value::Number(n) => {
+                self.decode_error(format!("json: cannot unmarshal number {n} into Go value of type int32"))
+            }
+            other => {
+                self.decode_error(format!("json: cannot unmarshal {} into Go value of type int32", json_kind(other)))
+            }
+        }
+    }
+
+    /// `Quantity.UnmarshalJSON`: a string or a number that parses as a quantity.
+    fn quantity(&mut self, v: &Value) {
+        let text = match v {
+            Value::String(s) => s.trim().to_string(),
+            other => other.to_string(),
+        };
+        if let Err(e) = check_quantity(&text) {
+            self.decode_error(e.to_string());
+        }
+    }
+
+    /// `Time.UnmarshalJSON`: a string in RFC 3339.
+    fn time(&mut self, v: &Value, layout: &str) {
+        match v {
+            Value::String(s) if s.is_empty() => {}
+            Value::String(s) => {
+                if chrono::DateTime::parse_from_rfc3339(s).is_err() {
+                    self.decode_error(format!(
+                        "parsing time {} as {}: cannot parse {} as \"2006\"",
+                        go_quote(s),
+                        go_quote(layout),
+                        go_quote(s)
+                    ));
+                }
+            }
+            other => {
+                self.decode_error(format!("json: cannot unmarshal {} into Go value of type string", json_kind(other)))
+            }
+        }
+    }
+
+    /// Go's `UnmarshalTypeError` with the decoder's context.
+    fn type_error(&mut self, v: &Value, go_type: &str) {
+        self.decode_error_typed(json_kind(v), go_type);
+    }
+
+    fn decode_error_typed(&mut self, value: &str, go_type: &str) {
+        let msg = match &self.go_struct {
+            Some(s) => format!(
+                "json: cannot unmarshal {value} into Go struct field {s}.{} of type {go_type}",
+                self.go_fields.join(".")
+            ),
+            None => format!("json: cannot unmarshal {value} into Go value of type {go_type}"),
+        };
+        self.decode_error(msg);
+    }
+
+    /// Keeps the first decoding error, as Go's decoder does.
+    fn decode_error(&mut self, msg: String) {
+        if self.report.decode_error.is_none() {
+            self.report.decode_error = Some(msg);
+        }
+    }
+}
+
+/// How Go's decoder names a JSON value in a type error.
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// `io.k8s.api.apps.v1.DeploymentSpec` → `DeploymentSpec`.
+fn short_name(def: &str) -> &str {
+    def.rsplit('.').next().unwrap_or(def)
+}
+
+/// `io.k8s.api.apps.v1.DeploymentSpec` → `v1.DeploymentSpec`: Go's `reflect.Type.String()`.
+fn go_type_of_definition(def: &str) -> String {
+    let mut parts = def.rsplitn(3, '.');
+    let name = parts.next().unwrap_or(def);
+    match parts.next() {
+        Some(pkg) => format!("{pkg}.{name}"),
+        None => name.to_string(),
+    }
+}
+
+/// The Go type kube decodes a node into, as `reflect.Type.String()` prints it.
+fn go_type(node: Node<'static>, def: Option<&str>) -> String {
+    if let Some(d) = def.filter(|d| STORE.defs.contains_key(*d)) {
+        return go_type_of_definition(d);
+    }
+    match node.type_name() {
+        Some("array") => match node.items() {
+            Some(items) => format!("[]{}", go_type(items, items.definition_name())),
+            None => "[]interface {}".into(),
+        },
+        Some("object") => match node.additional_properties() {
+            Some(values) => format!("map[string]{}", go_type(values, values.definition_name())),
+            None => "map[string]interface {}".into(),
+        },
+        Some("integer") if node.format() == Some("int64") => "int64".into(),
+        Some("integer") => "int32".into(),
+        Some("number") => "float64".into(),
+        Some("boolean") => "bool".into(),
+        Some("string") if node.format() == Some("byte") => "[]uint8".into(),
+        Some("string") => "string".into(),
+        _ => "interface {}".into(),
+    }
+}
+
+/// Why a quantity does not parse, in `k8s.io/apimachinery/pkg/api/resource` words.
+#[derive(Debug, PartialEq, Eq)]
+enum QuantityError {
+    Format,
+    Suffix,
+    Numeric,
+}
+
+impl std::fmt::Display for QuantityError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            QuantityError::Format => {
+                "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+            }
+            QuantityError::Suffix => "unable to parse quantity's suffix",
+            QuantityError::Numeric => "unable to parse numeric part of quantity",
+        })
+    }
+}
+
+/// The shape `resource.ParseQuantity` accepts.
+static QUANTITY_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$").expect("valid regex"));
+
+fn check_quantity(s: &str) -> Result<(), QuantityError> {
+    let caps = QUANTITY_RE.captures(s).ok_or(QuantityError::Format)?;
+    let number = caps.get(1).map_or("", |m| m.as_str());
+    let suffix = caps.get(2).map_or("", |m| m.as_str());
+    let digits = number.trim_start_matches(['+', '-']);
+    if digits.matches('.').count() > 1 || digits == "." || digits.is_empty() {
+        return Err(QuantityError::Numeric);
+    }
+    const SUFFIXES: &[&str] = &["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u", "m", "k", "M", "G", "T", "P", "E"];
+    if SUFFIXES.contains(&suffix) {
+        return Ok(());
+    }
+    let exponent = suffix.strip_prefix(['e', 'E']).ok_or(QuantityError::Suffix)?;
+    let exponent = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
+    if exponent.is_empty() || !exponent.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(QuantityError::Suffix);
+    }
+    Ok(())
+}
+
+/// Checks standard padded base64 as Go's `base64.StdEncoding` decodes it (`\r` and `\n`
+/// ignored); the error is the offset Go's `CorruptInputError` reports.
+fn check_base64(s: &str) -> Result<(), usize> {
+    let bytes: Vec<(usize, u8)> = s.bytes().enumerate().filter(|(_, b)| *b != b'\r' && *b != b'\n').collect();
+    let valid = |b: u8| b.is_ascii_alphanumeric() || b == b'+' || b == b'/';
+    let mut quantum_start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let (pos, b) = bytes[i];
+        let j = i - quantum_start;
+        if b == b'=' {
+            // Padding is allowed only as the third or fourth byte of the last quantum.
+            let rest = &bytes[i..];
+            let ok = match j {
+                2 => rest.len() == 2 && rest[1].1 == b'=',
+                3 => rest.len() == 1,
+                _ => false,
+            };
+            return if ok { Ok(()) } else { Err(pos) };
+        }
+        if !valid(b) {
+            return Err(pos);
+        }
+        i += 1;
+        if i - quantum_start == 4 {
+            quantum_start = i;
+        }
+    }
+    if i == quantum_start { Ok(()) } else { Err(bytes[quantum_start].0) }
+}
+
+/// The paths of duplicate object keys in a JSON body (`metadata.name`,
+/// `spec.containers[0].image`), as kube's strict decoder reports them; empty for invalid JSON
+/// beyond the point where it stops parsing.
+pub fn duplicate_fields(body: &[u8]) -> Vec<String> {
+    let mut scanner = DupScanner { b: body, i: 0, out: Vec::new() };
+    scanner.value("");
+    scanner.out
+}
+
+/// A minimal JSON reader that only tracks paths and object keys.
+struct DupScanner<'a> {
+    b: &'a [u8],
+    i: usize,
+    out: Vec<String>,
+}
+
+impl DupScanner<'_> {
+    fn ws(&mut self) {
+        while self.i < self.b.len() && matches!(self.b[self.i], b' ' | b'\t' | b'\n' | b'\r') {
+            self.i += 1;
+        }
+    }
+
+    fn peek(&mut self) -> Option<u8> {
+        self.ws();
+        self.b.get(self.i).copied()
+    }
+
+    fn value(&mut self, path: &str) -> Option<()> {
+        match self.peek()? {
+            b'{' => self.object(path),
+            b'[' => self.array(path),
+            b'"' => self.string().map(|_| ()),
+            _ => {
+                while self.i < self.b.len()
+                    && !matches!(self.b[self.i], b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t')
+                {
+                    self.i += 1;
+                }
+                Some(())
+            }
+        }
+    }
+
+    fn string(&mut self) -> Option<String> {
+        let start = self.i;
+        self.i += 1;
+        while self.i < self.b.len() {
+            match self.b[self.i] {
+                b'\\' => self.i += 2,
+                b'"' => {
+                    self.i += 1;
+                    return serde_json::from_slice(&self.b[start..self.i]).ok();
+                }
+                _ => self.i += 1,
+            }
+        }
+        None
+    }
+
+    fn object(&mut self, path: &str) -> Option<()> {
+        self.i += 1;
+        let mut seen: Vec<String> = Vec::new();
+        if self.peek()? == b'}' {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            if self.peek()? != b'"' {
+                return None;
+            }
+            let key = self.string()?;
+            let full = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+            if seen.contains(&key) {
+                if !self.out.contains(&full) {
+                    self.out.push(full.clone());
+                }
+            } else {
+                seen.push(key);
+            }
+            if self.peek()? != b':' {
+                return None;
+            }
+            self.i += 1;
+            self.value(&full)?;
+            match self.peek()? {
+                b',' => self.i += 1,
+                b'}' => {
+                    self.i += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    fn array(&mut self, path: &str) -> Option<()> {
+        self.i += 1;
+        if self.peek()? == b']' {
+            self.i += 1;
+            return Some(());
+        }
+        let mut index = 0;
+        loop {
+            self.value(&format!("{path}[{index}]"))?;
+            index += 1;
+            match self.peek()? {
+                b',' => self.i += 1,
+                b']' => {
+                    self.i += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantities_parse_like_kube() {
+        for ok in ["1", "100m", "1.5Gi", "2e3", "1E-2", "+1", "0.5", "128974848"] {
+            assert_eq!(check_quantity(ok), Ok(()), "{ok}");
+        }
+        assert_eq!(check_quantity("abc"), Err(QuantityError::Format));
+        assert_eq!(check_quantity("1Mk"), Err(QuantityError::Suffix));
+        assert_eq!(check_quantity("1.2.3"), Err(QuantityError::Numeric));
+    }
+
+    #[test]
+    fn base64_errors_name_go_offsets() {
+        assert_eq!(check_base64("aGVsbG8="), Ok(()));
+        assert_eq!(check_base64("aGVsbG8h"), Ok(()));
+        assert_eq!(check_base64(""), Ok(()));
+        assert_eq!(check_base64("abc"), Err(0));
+        assert_eq!(check_base64("abcde"), Err(4));
+        assert_eq!(check_base64("ab$d"), Err(2));
+        assert_eq!(check_base64("a==="), Err(1));
+    }
+
+    #[test]
+    fn duplicate_fields_carry_kube_paths() {
+        let body =
+            br#"{"metadata":{"name":"a","name":"b"},"spec":{"containers":[{"image":"x","image":"y"}]},"spec":{}}"#;
+        assert_eq!(duplicate_fields(body), ["metadata.name", "spec.containers[0].image", "spec"]);
+        assert!(duplicate_fields(br#"{"a":{"b":1},"c":[1,2,{"d":"e"}]}"#).is_empty());
+    }
+}

@@ -1,0 +1,184 @@
+//! OpenAPI schemas of the served kinds, the documents built from them, and pruning.
+//!
+//! kube-apiserver decodes every request body into Go structs: the struct tags are the schema,
+//! unknown fields are dropped (or reported under `fieldValidation`), and the same structs are
+//! published as OpenAPI for clients (`kubectl explain`, client-side apply's strategic merge
+//! patch, `--validate=strict` detection). We have no Go structs, so the schema is data: built
+//! once, at first use, from k8s-openapi's `schemars` output plus the tables in [`patch_meta`]
+//! that carry what kube declares in struct tags (`patchStrategy`, `patchMergeKey`, list types).
+//!
+//! # Layout
+//! - this module: the [`Node`] navigation API other modules (strategic merge patch, pruning)
+//!   walk objects with, and [`kind_node`].
+//! - `build`: generation of the definitions (one shared store, `#/definitions/<name>` refs).
+//! - [`patch_meta`]: our table of strategic-merge and list-type metadata.
+//! - `openapi`: the `/openapi/v2` and `/openapi/v3` documents ([`openapi_v2`],
+//!   [`openapi_v3_index`], [`openapi_v3_document`]); `proto`: the protobuf form of v2
+//!   ([`openapi_v2_protobuf`]).
+//! - `fields`: pruning and strict field validation ([`check_fields`]).
+
+mod build;
+mod fields;
+mod openapi;
+pub mod patch_meta;
+mod proto;
+
+use std::sync::LazyLock;
+
+use serde_json::Value;
+
+pub use build::{definition, definition_names, kind_definition_name};
+pub use fields::{FieldReport, cannot_be_handled, check_fields, duplicate_fields};
+pub use openapi::{
+    OPENAPI_V2_PROTOBUF, OPENAPI_V2_PROTOBUF_ACCEPT, openapi_v2, openapi_v2_protobuf, openapi_v3_document,
+    openapi_v3_hash, openapi_v3_index,
+};
+
+/// The schema accepting anything, returned for `additionalProperties: true` and for
+/// preserve-unknown-fields nodes so walkers need no special case.
+static ANY: LazyLock<Value> = LazyLock::new(|| Value::Object(Default::default()));
+
+/// A position in a kind's schema: walk it in step with an object or a patch.
+///
+/// A node keeps two views: the schema as written where it was reached (a property carrying its
+/// own `description` and `x-kubernetes-patch-*` extensions next to a `$ref`), and the resolved
+/// schema behind `$ref` / `allOf: [{$ref}]` used to walk further. Accessors look at the former
+/// first, so a property's extensions stay visible after resolution.
+#[derive(Clone, Copy, Debug)]
+pub struct Node<'a> {
+    /// The schema as written at this position (may be a bare `$ref` with siblings).
+    own: &'a Value,
+    /// `own` with `$ref` / single-`allOf` wrappers resolved.
+    schema: &'a Value,
+}
+
+impl<'a> Node<'a> {
+    fn at(own: &'a Value) -> Node<'a> {
+        Node { own, schema: build::resolve(own) }
+    }
+
+    /// The schema of property `name` of this object node (`$ref`/`allOf` resolved for further
+    /// walking; the returned node still carries the property's own extensions).
+    pub fn property(&self, name: &str) -> Option<Node<'a>> {
+        self.schema.get("properties")?.get(name).map(Node::at)
+    }
+
+    /// The schema of the items of this array node.
+    pub fn items(&self) -> Option<Node<'a>> {
+        self.schema.get("items").map(Node::at)
+    }
+
+    /// The schema of the values of this map node (`additionalProperties`); `true` yields a node
+    /// accepting anything.
+    pub fn additional_properties(&self) -> Option<Node<'a>> {
+        match self.schema.get("additionalProperties")? {
+            Value::Bool(false) => None,
+            Value::Bool(true) => Some(Node { own: &ANY, schema: &ANY }),
+            v => Some(Node::at(v)),
+        }
+    }
+
+    /// An extension (or any keyword) of this node: the schema as written first, then the
+    /// resolved definition.
+    pub fn extension(&self, name: &str) -> Option<&'a Value> {
+        self.own.get(name).or_else(|| self.schema.get(name))
+    }
+
+    /// `x-kubernetes-patch-strategy` of this field: `merge`, `retainKeys`, `merge,retainKeys`,
+    /// `replace`, or `None`.
+    pub fn patch_strategy(&self) -> Option<&'a str> {
+        self.extension("x-kubernetes-patch-strategy").and_then(Value::as_str)
+    }
+
+    /// `x-kubernetes-patch-merge-key` of this list field.
+    pub fn patch_merge_key(&self) -> Option<&'a str> {
+        self.extension("x-kubernetes-patch-merge-key").and_then(Value::as_str)
+    }
+
+    /// `x-kubernetes-list-type` (`atomic`, `set`, `map`) where kube declares one.
+    pub fn list_type(&self) -> Option<&'a str> {
+        self.extension("x-kubernetes-list-type").and_then(Value::as_str)
+    }
+
+    /// `x-kubernetes-list-map-keys` of a `map` list.
+    pub fn list_map_keys(&self) -> Vec<&'a str> {
+        self.extension("x-kubernetes-list-map-keys")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default()
+    }
+
+    /// The OpenAPI `type` (`object`, `array`, `string`, `integer`, `number`, `boolean`), if
+    /// declared.
+    pub fn type_name(&self) -> Option<&'a str> {
+        self.extension("type").and_then(Value::as_str)
+    }
+
+    /// The OpenAPI `format` (`int32`, `date-time`, `byte`...), if declared.
+    pub fn format(&self) -> Option<&'a str> {
+        self.extension("format").and_then(Value::as_str)
+    }
+
+    /// The field's description (the property's own text before the definition's).
+    pub fn description(&self) -> Option<&'a str> {
+        self.extension("description").and_then(Value::as_str)
+    }
+
+    /// Whether the node holds an integer or a string (`IntOrString`, `Quantity`).
+    pub fn is_int_or_string(&self) -> bool {
+        self.extension("x-kubernetes-int-or-string").and_then(Value::as_bool).unwrap_or(false)
+    }
+
+    /// Whether anything goes below this node (`RawExtension`, `FieldsV1`, a map of unknown
+    /// shape): kube keeps such content as raw JSON and never prunes it.
+    pub fn preserves_unknown_fields(&self) -> bool {
+        if self.extension("x-kubernetes-preserve-unknown-fields").and_then(Value::as_bool).unwrap_or(false) {
+            return true;
+        }
+        self.type_name() == Some("object")
+            && self.schema.get("properties").is_none()
+            && self.schema.get("additionalProperties").is_none()
+    }
+
+    /// The schema (the definition a `$ref` points to, resolved). Use [`Node::own`] for the
+    /// schema as written at this position.
+    pub fn raw(&self) -> &'a Value {
+        self.schema
+    }
+
+    /// The schema as written at this position, before `$ref` resolution (a property's
+    /// description and extensions live here).
+    pub fn own(&self) -> &'a Value {
+        self.own
+    }
+
+    /// The definition name this node resolved to (`io.k8s.api.core.v1.Container`), if reached
+    /// through a `$ref`.
+    pub fn definition_name(&self) -> Option<&'a str> {
+        build::ref_target(self.own)
+    }
+}
+
+/// The root schema node of a served kind (and of its `<Kind>List`, `Scale`, `Status`,
+/// `DeleteOptions`, and the other meta kinds carrying a group-version-kind).
+pub fn kind_node(group: &str, version: &str, kind: &str) -> Option<Node<'static>> {
+    let name = kind_definition_name(group, version, kind)?;
+    definition(name).map(|schema| Node { own: schema, schema })
+}
+
+/// Builds the definitions and the `/openapi/v3` documents now instead of at first use: call
+/// it once at server start so the first request (often a `kubectl apply`) does not pay for
+/// generation (a few ms for the definitions, a few tens of ms for the v3 documents; the v2
+/// document stays lazy since only fallbacks ask for it).
+pub fn prepare() {
+    LazyLock::force(&build::STORE);
+    openapi::prepare();
+}
+
+/// The root node of a definition by name (`io.k8s.api.core.v1.PodSpec`).
+pub fn definition_node(name: &str) -> Option<Node<'static>> {
+    definition(name).map(|schema| Node { own: schema, schema })
+}
+
+#[cfg(test)]
+mod tests;

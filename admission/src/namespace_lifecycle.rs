@@ -1,0 +1,120 @@
+//! kube's `NamespaceLifecycle` plugin.
+
+use std::sync::Arc;
+
+use actors::error::ApiError;
+use actors::messages::{Admit, Operation};
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::{AdmissionPlugin, NamespaceLookup};
+
+/// Namespaces that always exist and may not be deleted.
+const IMMORTAL: &[&str] = &["default", "kube-system", "kube-public"];
+
+/// Refuses new objects in missing or terminating namespaces and the deletion of system
+/// namespaces.
+pub struct NamespaceLifecycle {
+    namespaces: Arc<dyn NamespaceLookup>,
+}
+
+impl NamespaceLifecycle {
+    /// The plugin reading namespaces through `namespaces`.
+    pub fn new(namespaces: Arc<dyn NamespaceLookup>) -> Self {
+        NamespaceLifecycle { namespaces }
+    }
+}
+
+#[async_trait]
+impl AdmissionPlugin for NamespaceLifecycle {
+    fn name(&self) -> &'static str {
+        "NamespaceLifecycle"
+    }
+
+    async fn admit(&self, request: &Admit, object: Value) -> Result<Value, ApiError> {
+        let t = &request.target;
+        let is_namespace = t.group.is_empty() && t.resource == "namespaces";
+        if is_namespace && request.operation == Operation::Delete && IMMORTAL.contains(&t.name.as_str()) {
+            return Err(ApiError::forbidden("", "namespaces", &t.name, "this namespace may not be deleted"));
+        }
+        if request.operation != Operation::Create || is_namespace || t.namespace.is_empty() {
+            return Ok(object);
+        }
+        let Some(ns) = self.namespaces.namespace(&t.namespace).await? else {
+            return Err(ApiError::not_found("", "namespaces", &t.namespace));
+        };
+        if ns.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating") {
+            let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+            return Err(ApiError::forbidden(
+                &t.group,
+                &t.resource,
+                name,
+                &format!("unable to create new content in namespace {} because it is being terminated", t.namespace),
+            ));
+        }
+        Ok(object)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actors::messages::Target;
+    use actors::request::UserInfo;
+    use serde_json::json;
+
+    struct Fixed(Option<Value>);
+
+    #[async_trait]
+    impl NamespaceLookup for Fixed {
+        async fn namespace(&self, _: &str) -> Result<Option<Value>, ApiError> {
+            Ok(self.0.clone())
+        }
+    }
+
+    fn create_cm(ns: &str) -> Admit {
+        Admit {
+            operation: Operation::Create,
+            target: Target {
+                version: "v1".into(),
+                resource: "configmaps".into(),
+                namespace: ns.into(),
+                ..Default::default()
+            },
+            user: UserInfo::default(),
+            object: json!({"metadata": {"name": "c"}}),
+            old_object: None,
+            dry_run: false,
+        }
+    }
+
+    #[tokio::test]
+    async fn missing_namespace_is_not_found() {
+        let p = NamespaceLifecycle::new(Arc::new(Fixed(None)));
+        let e = p.admit(&create_cm("nope"), json!({})).await.unwrap_err();
+        assert_eq!((e.code, e.message.as_str()), (404, "namespaces \"nope\" not found"));
+    }
+
+    #[tokio::test]
+    async fn terminating_namespace_refuses_new_content() {
+        let p = NamespaceLifecycle::new(Arc::new(Fixed(Some(json!({"status": {"phase": "Terminating"}})))));
+        let req = create_cm("old");
+        let e = p.admit(&req, req.object.clone()).await.unwrap_err();
+        assert_eq!(e.code, 403);
+        assert_eq!(
+            e.message,
+            "configmaps \"c\" is forbidden: unable to create new content in namespace old because it is being terminated"
+        );
+    }
+
+    #[tokio::test]
+    async fn system_namespaces_cannot_be_deleted() {
+        let p = NamespaceLifecycle::new(Arc::new(Fixed(None)));
+        let mut req = create_cm("");
+        req.operation = Operation::Delete;
+        req.target.resource = "namespaces".into();
+        req.target.name = "kube-system".into();
+        let e = p.admit(&req, json!({})).await.unwrap_err();
+        assert_eq!(e.message, "namespaces \"kube-system\" is forbidden: this namespace may not be deleted");
+    }
+}

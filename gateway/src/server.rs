@@ -1,0 +1,296 @@
+//! The composition root: the only place that names concrete actors. It opens storage, starts
+//! every stage on its arbiter, bootstraps the system namespaces, and serves HTTPS and the admin
+//! endpoint.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::Arbiter;
+use actix_web::{App, HttpServer, web};
+use actors::error::ApiError;
+use actors::kinds::{self, ResourceDef};
+use actors::messages::{
+    Authenticate, Authorize, CreateObject, DeleteCollection, DeleteObject, GetObject, ListObjects, PatchObject,
+    ReadConsistency, StartRequest, Target, UpdateObject, WatchObjects, WriteOptions,
+};
+use actors::registry::ActorRegistry;
+use actors::request::UserInfo;
+use actors::stage::{Mailbox, StageHandle};
+use admission::{AdmissionActor, NamespaceLookup, PluginContext};
+use async_trait::async_trait;
+use cacher::{CacherActor, CacherOptions};
+use flowcontrol::FlowControlActor;
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use serde_json::{Value, json};
+use storage::Storage;
+use storage::embedded::{EmbeddedOptions, EmbeddedStore};
+use storage::registry::{RegistryStore, StorageActor};
+
+use crate::auth::{AuthenticationActor, AuthorizationActor};
+use crate::config::ServeOptions;
+use crate::tls;
+
+/// Handles to one resource's cacher.
+#[derive(Clone)]
+pub struct Reads {
+    /// Gets.
+    pub get: StageHandle<GetObject>,
+    /// Lists.
+    pub list: StageHandle<ListObjects>,
+    /// Watches.
+    pub watch: StageHandle<WatchObjects>,
+}
+
+/// Handles to every stage, shared by the HTTP workers.
+#[derive(Clone)]
+pub struct Stages {
+    /// Authentication.
+    pub authenticate: StageHandle<Authenticate>,
+    /// Authorization.
+    pub authorize: StageHandle<Authorize>,
+    /// API Priority and Fairness.
+    pub flow_control: StageHandle<StartRequest>,
+    /// Storage stage: creates.
+    pub create: StageHandle<CreateObject>,
+    /// Storage stage: updates.
+    pub update: StageHandle<UpdateObject>,
+    /// Storage stage: patches.
+    pub patch: StageHandle<PatchObject>,
+    /// Storage stage: deletes.
+    pub delete: StageHandle<DeleteObject>,
+    /// Storage stage: collection deletes.
+    pub delete_collection: StageHandle<DeleteCollection>,
+    /// Cachers by storage path (events of both groups share one).
+    pub reads: HashMap<&'static str, Reads>,
+}
+
+impl Stages {
+    /// The cacher serving `def`.
+    pub fn reads(&self, def: &ResourceDef) -> &Reads {
+        &self.reads[def.storage_path]
+    }
+}
+
+/// State shared by every request handler.
+pub struct Server {
+    /// Stage handles.
+    pub stages: Stages,
+    /// Flags.
+    pub options: ServeOptions,
+    /// Renders `/metrics`.
+    pub metrics: PrometheusHandle,
+    /// The main storage backend, for health checks.
+    pub storage: Arc<dyn Storage>,
+    /// Every live actor, for the admin endpoint.
+    pub registry: ActorRegistry,
+    /// `host:port` clients reach us at.
+    pub address: String,
+    /// When the server started.
+    pub started: Instant,
+}
+
+/// Looks namespaces up through the namespace cacher (consistent reads, so a namespace created
+/// just before is seen).
+struct CachedNamespaces(StageHandle<GetObject>);
+
+#[async_trait]
+impl NamespaceLookup for CachedNamespaces {
+    async fn namespace(&self, name: &str) -> Result<Option<Value>, ApiError> {
+        let target =
+            Target { version: "v1".into(), resource: "namespaces".into(), name: name.into(), ..Default::default() };
+        match self.0.ask(GetObject { target, consistency: ReadConsistency::default() }).await {
+            Ok(ns) => Ok(Some((*ns).clone())),
+            Err(e) if e.reason == actors::Reason::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+fn install_metrics() -> PrometheusHandle {
+    const SECONDS: &[f64] =
+        &[0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
+    PrometheusBuilder::new()
+        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), SECONDS)
+        .expect("bucket list is not empty")
+        .install_recorder()
+        .expect("the metrics recorder is installed once")
+}
+
+/// Runs the server until it is stopped.
+pub async fn serve(options: ServeOptions) -> Result<(), String> {
+    let metrics = install_metrics();
+    // Schemas and OpenAPI documents are built once, before the first request needs them.
+    actors::schema::prepare();
+    std::fs::create_dir_all(&options.data_dir).map_err(|e| format!("{}: {e}", options.data_dir.display()))?;
+    let data_dir = options.data_dir.canonicalize().map_err(|e| e.to_string())?;
+    let store = EmbeddedStore::open(&data_dir.join("store"), EmbeddedOptions::default()).map_err(|e| e.to_string())?;
+    let storage: Arc<dyn Storage> = store;
+    let registry = ActorRegistry::default();
+    let cap = options.stage_mailbox_capacity;
+    let wait = options.stage_mailbox_wait;
+
+    // Stages that do little work per message share one arbiter; cachers get their own so reads
+    // and watch fan-out never queue behind writes.
+    let stage_arbiter = Arbiter::new();
+    let cacher_arbiter = Arbiter::new();
+
+    let mut reads = HashMap::new();
+    for def in kinds::BUILTIN {
+        if reads.contains_key(def.storage_path) {
+            continue;
+        }
+        let mailbox = Mailbox::new(&registry, "cacher", &def.qualified(), cap, wait);
+        let actor = CacherActor::new(def, storage.clone(), &options.etcd_prefix, CacherOptions::default());
+        let addr = mailbox.start(&cacher_arbiter, actor);
+        reads.insert(
+            def.storage_path,
+            Reads {
+                get: mailbox.handle(addr.clone().recipient()),
+                list: mailbox.handle(addr.clone().recipient()),
+                watch: mailbox.handle(addr.recipient()),
+            },
+        );
+    }
+
+    let namespaces = Arc::new(CachedNamespaces(reads["namespaces"].get.clone()));
+    let chain = admission::build_chain(&options.enable_admission_plugins, &PluginContext { namespaces })?;
+    tracing::info!(plugins = ?chain.names(), "admission chain");
+    let admission_mb = Mailbox::new(&registry, "admission", "", cap, wait);
+    let admission_addr = admission_mb.start(&stage_arbiter, AdmissionActor::new(chain));
+    let admit = admission_mb.handle(admission_addr.recipient());
+
+    let store = Arc::new(RegistryStore::new(storage.clone(), &options.etcd_prefix, admit));
+    let storage_mb = Mailbox::new(&registry, "storage", "", cap, wait);
+    let storage_addr = storage_mb.start(&stage_arbiter, StorageActor::new(store));
+
+    let tokens = match &options.token_auth_file {
+        Some(f) => crate::auth::load_token_file(f)?,
+        None => HashMap::new(),
+    };
+    let authn_mb = Mailbox::new(&registry, "authentication", "", cap, wait);
+    let authn_addr = authn_mb.start(&stage_arbiter, AuthenticationActor::new(tokens, options.anonymous_auth));
+    let authz_mb = Mailbox::new(&registry, "authorization", "", cap, wait);
+    let authz_addr = authz_mb.start(&stage_arbiter, AuthorizationActor::new(options.authorization_mode));
+    let apf_mb = Mailbox::new(&registry, "flowcontrol", "", cap, wait);
+    let apf_addr = apf_mb.start(&stage_arbiter, FlowControlActor);
+
+    let stages = Stages {
+        authenticate: authn_mb.handle(authn_addr.recipient()),
+        authorize: authz_mb.handle(authz_addr.recipient()),
+        flow_control: apf_mb.handle(apf_addr.recipient()),
+        create: storage_mb.handle(storage_addr.clone().recipient()),
+        update: storage_mb.handle(storage_addr.clone().recipient()),
+        patch: storage_mb.handle(storage_addr.clone().recipient()),
+        delete: storage_mb.handle(storage_addr.clone().recipient()),
+        delete_collection: storage_mb.handle(storage_addr.recipient()),
+        reads,
+    };
+    bootstrap(&stages).await?;
+    if !options.etcd_compaction_interval.is_zero() {
+        spawn_compaction(storage.clone(), options.etcd_compaction_interval);
+    }
+
+    let host =
+        if options.bind_address.is_unspecified() { "127.0.0.1".to_string() } else { options.bind_address.to_string() };
+    let host = if host.contains(':') { format!("[{host}]") } else { host };
+    let address = format!("{host}:{}", options.secure_port);
+    let tls_opts = tls::TlsOptions {
+        cert_file: options.tls_cert_file.clone(),
+        key_file: options.tls_private_key_file.clone(),
+        client_ca_file: options.client_ca_file.clone(),
+        extra_sans: vec![options.bind_address.to_string()],
+    };
+    let material = tls::prepare(&data_dir, &tls_opts)?;
+    let kubeconfig = data_dir.join("admin.kubeconfig");
+    match tls::write_admin_kubeconfig(&kubeconfig, &format!("https://{address}"), &material) {
+        Ok(()) => println!("apiserver: serving on https://{address}; kubeconfig: {}", kubeconfig.display()),
+        Err(e) => println!("apiserver: serving on https://{address}; {e}"),
+    }
+
+    let server = web::Data::new(Server {
+        stages,
+        options: options.clone(),
+        metrics,
+        storage,
+        registry: registry.clone(),
+        address: address.clone(),
+        started: Instant::now(),
+    });
+    let workers = if options.workers == 0 {
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
+    } else {
+        options.workers
+    };
+    let main = {
+        let server = server.clone();
+        HttpServer::new(move || App::new().app_data(server.clone()).default_service(web::to(crate::http::dispatch)))
+            .workers(workers)
+            .on_connect(crate::http::on_connect)
+            .bind_rustls_0_23((options.bind_address, options.secure_port), material.server_config)
+            .map_err(|e| format!("binding {}:{}: {e}", options.bind_address, options.secure_port))?
+            .run()
+    };
+    let admin = HttpServer::new(move || App::new().app_data(server.clone()).configure(crate::admin::routes))
+        .workers(1)
+        .bind((options.admin_bind_address, options.admin_port))
+        .map_err(|e| format!("binding admin {}:{}: {e}", options.admin_bind_address, options.admin_port))?
+        .run();
+    let admin_handle = admin.handle();
+    actix_web::rt::spawn(admin);
+    let result = main.await.map_err(|e| e.to_string());
+    admin_handle.stop(true).await;
+    result
+}
+
+/// Creates what kube's bootstrap controller creates: the system namespaces and the
+/// `kubernetes` service.
+async fn bootstrap(stages: &Stages) -> Result<(), String> {
+    let system = WriteOptions {
+        user: UserInfo { name: "system:apiserver".into(), uid: String::new(), groups: vec!["system:masters".into()] },
+        ..Default::default()
+    };
+    let mut objects = Vec::new();
+    for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+        let target = Target { version: "v1".into(), resource: "namespaces".into(), ..Default::default() };
+        objects.push((target, json!({ "metadata": { "name": ns } })));
+    }
+    let svc_target =
+        Target { version: "v1".into(), resource: "services".into(), namespace: "default".into(), ..Default::default() };
+    objects.push((
+        svc_target,
+        json!({
+            "metadata": { "name": "kubernetes", "labels": { "component": "apiserver", "provider": "kubernetes" } },
+            "spec": {
+                "clusterIP": "10.96.0.1",
+                "ports": [{ "name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443 }],
+            },
+        }),
+    ));
+    for (target, object) in objects {
+        let create = CreateObject { target, object, options: system.clone() };
+        match stages.create.ask(create).await {
+            Ok(_) => {}
+            Err(e) if e.reason == actors::Reason::AlreadyExists => {}
+            Err(e) => return Err(format!("bootstrap: {}", e.message)),
+        }
+    }
+    Ok(())
+}
+
+/// Compacts history every `interval` to the revision seen one interval earlier, as
+/// kube-apiserver does, so watches resuming within an interval still find their events.
+fn spawn_compaction(storage: Arc<dyn Storage>, interval: Duration) {
+    actix_web::rt::spawn(async move {
+        let mut previous = None;
+        loop {
+            tokio::time::sleep(interval).await;
+            if let Some(rev) = previous
+                && let Err(e) = storage.compact(rev).await
+            {
+                tracing::warn!("compaction to {rev} failed: {e}");
+            }
+            previous = storage.current_revision().await.ok();
+        }
+    });
+}

@@ -1,1 +1,0 @@
-//! The embedded backend (to be written).

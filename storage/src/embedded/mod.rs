@@ -1,0 +1,452 @@
+//! The embedded backend: etcd's MVCC semantics over a write-ahead log on local disk.
+//!
+//! # Design
+//! - **Index** (`state`): every key's versions since the compacted revision in a `BTreeMap`
+//!   (a prefix is a range), plus an event log with one event per revision that watches replay
+//!   from by index. Values are `Bytes` shared by the index, events and readers: no write copies
+//!   the state.
+//! - **Log** (`log`): frames `[u32 length][u32 crc32][rmp-serde payload]`. Open replays it and
+//!   truncates a torn or corrupt tail at the last good frame. Compaction rewrites it as a
+//!   snapshot (live keys at the compacted revision, then the history after it) through a temp
+//!   file, fsync, rename and directory fsync, so disk space is reclaimed and the compacted
+//!   revision is durable.
+//! - **Writes** (`writer`): one writer thread. Callers queue a request with a oneshot reply on
+//!   a bounded channel; the writer takes everything queued (group commit), checks preconditions
+//!   in order against the committed index plus the batch's earlier writes, appends the batch,
+//!   syncs once, then applies it to the index, publishes events and replies. Nothing unsynced is
+//!   ever visible, and a crash loses only unacknowledged writes.
+//! - **Watches** (`watch`): replay and registration happen under the index's read lock, and
+//!   the writer publishes under its write lock, so no event is lost or repeated between replay
+//!   and live delivery. Every watch channel is bounded; a full one ends the watch with an error.
+//!
+//! Revisions follow etcd: an empty store is at revision 1, each put or delete advances it by
+//! one, reads below the compacted revision fail with `Compacted` and above the current one with
+//! `FutureRevision`.
+
+mod log;
+mod state;
+mod watch;
+mod writer;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use tokio::sync::{Semaphore, oneshot};
+
+pub use self::log::LOG_FILE;
+use self::log::{LogWriter, Record};
+use self::state::{Change, State, Version};
+use self::watch::Watchers;
+use self::writer::{Mutation, WriteOp, WriteOutcome, WriteRequest, Writer};
+use crate::{Expect, KeyValue, ListOptions, ListResult, Revision, Storage, StorageError, WatchStream};
+
+/// The largest `max_value_size` honoured (1 GiB): a record, key and framing included, must fit a
+/// frame's `u32` length.
+pub const MAX_VALUE_SIZE_CEILING: usize = 1 << 30;
+
+/// How an [`EmbeddedStore`] is tuned.
+#[derive(Clone, Debug)]
+pub struct EmbeddedOptions {
+    /// Largest value accepted, in bytes; larger puts fail with `TooLarge`. Defaults to etcd's
+    /// `--max-request-bytes` (1.5 MiB), so objects that fit here fit in etcd too. At most
+    /// [`MAX_VALUE_SIZE_CEILING`], since a log frame's length is a `u32`.
+    pub max_value_size: usize,
+    /// Items a watch may have waiting unread before it is cut off as fallen behind.
+    pub watch_capacity: usize,
+    /// Writes that may wait for the writer thread; more wait for a slot (up to
+    /// `write_queue_timeout`) instead of queueing without bound.
+    pub write_queue_capacity: usize,
+    /// Most writes committed by one fsync.
+    pub max_batch: usize,
+    /// How long a write waits for a queue slot before failing with `Unavailable`.
+    pub write_queue_timeout: Duration,
+    /// Group commit: how long a batch smaller than the previous one waits for the previous
+    /// batch's callers to send their next write, so that concurrent writers share one fsync
+    /// per round instead of splitting into a small and a large batch. Zero commits at once.
+    pub group_commit_linger: Duration,
+}
+
+impl Default for EmbeddedOptions {
+    fn default() -> Self {
+        EmbeddedOptions {
+            max_value_size: 1_572_864,
+            watch_capacity: 1024,
+            write_queue_capacity: 4096,
+            max_batch: 1024,
+            write_queue_timeout: Duration::from_secs(10),
+            group_commit_linger: Duration::from_micros(500),
+        }
+    }
+}
+
+/// What readers, watchers and the writer thread share.
+pub(crate) struct Shared {
+    /// The index. An `RwLock`: any number of reads run at once, and the one writer takes it
+    /// exclusively only to apply a batch that is already durable, which takes microseconds.
+    state: RwLock<State>,
+    /// The synced watches. A `Mutex`, always taken after `state`: the writer publishes while
+    /// holding the write lock and a registering watch joins while holding a read lock, which is
+    /// what makes replay plus live delivery gapless.
+    watchers: Mutex<Watchers>,
+    /// `embedded (<dir>)`, for errors.
+    backend: String,
+    /// The store's directory.
+    dir: PathBuf,
+    /// Advertised capacity of each watch channel.
+    watch_capacity: usize,
+}
+
+impl Shared {
+    /// A read lock of the index. A panic elsewhere cannot leave the index half-updated (apply
+    /// does not panic mid-way), so a poisoned lock is still safe to use.
+    fn read_state(&self) -> RwLockReadGuard<'_, State> {
+        self.state.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The write lock of the index; only the writer thread takes it.
+    fn write_state(&self) -> RwLockWriteGuard<'_, State> {
+        self.state.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The watchers lock; take it after `state`, never before.
+    fn lock_watchers(&self) -> MutexGuard<'_, Watchers> {
+        self.watchers.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Reports the log's size.
+    fn record_size(&self, bytes: u64) {
+        metrics::gauge!("apiserver_storage_db_total_size_in_bytes", "endpoint" => self.dir.display().to_string())
+            .set(bytes as f64);
+    }
+
+    /// The error for a backend that cannot serve, e.g. a disk error naming its file.
+    fn unavailable(&self, message: String) -> StorageError {
+        StorageError::Unavailable { backend: self.backend.clone(), message }
+    }
+}
+
+/// The embedded store. Open it with [`EmbeddedStore::open`]; dropping the last handle stops the
+/// writer thread after the writes already queued.
+pub struct EmbeddedStore {
+    /// The index and watchers, shared with the writer thread.
+    shared: Arc<Shared>,
+    /// The options it was opened with.
+    options: EmbeddedOptions,
+    /// Requests to the writer thread. A bounded crossbeam channel because the writer is a plain
+    /// thread blocking on it; `None` once dropping, which closes it and ends the thread.
+    requests: Option<crossbeam_channel::Sender<WriteRequest>>,
+    /// One permit per slot of `requests`. A tokio semaphore so a caller waits for room without
+    /// blocking a runtime thread (and with a deadline); holding a permit guarantees the channel
+    /// has room.
+    slots: Arc<Semaphore>,
+    /// The writer thread, joined on drop so the log is closed when the store is gone.
+    writer: Option<std::thread::JoinHandle<()>>,
+    /// Source of watch ids.
+    next_watch_id: AtomicU64,
+}
+
+impl EmbeddedStore {
+    /// Opens (or creates) the store in `dir`: replays its log, truncating a torn tail, and
+    /// starts the writer thread.
+    pub fn open(dir: &Path, mut options: EmbeddedOptions) -> Result<Arc<EmbeddedStore>, StorageError> {
+        options.max_value_size = options.max_value_size.min(MAX_VALUE_SIZE_CEILING);
+        let backend = format!("embedded ({})", dir.display());
+        let fail = |message: String| StorageError::Unavailable { backend: backend.clone(), message };
+        let path = dir.join(LOG_FILE);
+        fs::create_dir_all(dir).map_err(|e| fail(format!("creating {}: {e}", dir.display())))?;
+        log::remove_stale_tmp(dir).map_err(|e| fail(format!("removing a stale snapshot in {}: {e}", dir.display())))?;
+        if !path.exists() {
+            log::write_snapshot(dir, std::iter::once(Record::header(0, 1)))
+                .map_err(|e| fail(format!("creating {}: {e}", path.display())))?;
+        }
+
+        let mut replayed: Option<State> = None;
+        let end = log::replay(&path, |record| replay_record(&mut replayed, record))
+            .map_err(|e| fail(format!("reading {}: {e}", path.display())))?;
+        if let Some(damage) = &end.damage {
+            tracing::warn!(
+                path = %path.display(),
+                good_len = end.good_len,
+                file_len = end.file_len,
+                ?damage,
+                "truncating the damaged tail of the log (writes there were never acknowledged)"
+            );
+        }
+        let (state, good_len) = match replayed {
+            Some(state) => (state, end.good_len),
+            None => {
+                tracing::warn!(path = %path.display(), "log has no readable header; starting empty");
+                let len = log::write_snapshot(dir, std::iter::once(Record::header(0, 1)))
+                    .map_err(|e| fail(format!("rewriting {}: {e}", path.display())))?;
+                (State::new(0, 1), len)
+            }
+        };
+        let log = LogWriter::open(&path, good_len).map_err(|e| fail(format!("opening {}: {e}", path.display())))?;
+        tracing::info!(
+            dir = %dir.display(),
+            revision = state.revision,
+            compacted = state.compacted,
+            keys = state.key_count(),
+            "embedded store opened"
+        );
+
+        let shared = Arc::new(Shared {
+            state: RwLock::new(state),
+            watchers: Mutex::new(Watchers::default()),
+            backend: backend.clone(),
+            dir: dir.to_path_buf(),
+            watch_capacity: options.watch_capacity.max(1),
+        });
+        shared.record_size(log.len());
+        let queue = options.write_queue_capacity.max(1);
+        let (requests, receiver) = crossbeam_channel::bounded(queue);
+        let writer = Writer {
+            shared: Arc::clone(&shared),
+            log,
+            failed: None,
+            max_batch: options.max_batch.max(1),
+            linger: options.group_commit_linger,
+        };
+        let writer = std::thread::Builder::new()
+            .name("embedded-store-writer".into())
+            .spawn(move || writer.run(receiver))
+            .map_err(|e| fail(format!("starting the writer thread: {e}")))?;
+        Ok(Arc::new(EmbeddedStore {
+            shared,
+            options,
+            requests: Some(requests),
+            slots: Arc::new(Semaphore::new(queue)),
+            writer: Some(writer),
+            next_watch_id: AtomicU64::new(1),
+        }))
+    }
+
+    /// The directory the store keeps its log in.
+    pub fn dir(&self) -> &Path {
+        &self.shared.dir
+    }
+
+    /// The options the store was opened with.
+    pub fn options(&self) -> &EmbeddedOptions {
+        &self.options
+    }
+
+    /// Number of watches currently receiving live events (replaying ones excluded); closed ones
+    /// are counted until the next commit cleans them up.
+    pub fn watcher_count(&self) -> usize {
+        self.shared.lock_watchers().len()
+    }
+
+    /// Queues a write and waits for the writer's answer.
+    async fn write(&self, op: WriteOp) -> Result<WriteOutcome, StorageError> {
+        let slot = match Arc::clone(&self.slots).try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) => {
+                match tokio::time::timeout(self.options.write_queue_timeout, Arc::clone(&self.slots).acquire_owned())
+                    .await
+                {
+                    Ok(Ok(slot)) => slot,
+                    Ok(Err(_)) => return Err(self.shared.unavailable("the store is closed".into())),
+                    Err(_) => {
+                        return Err(self.shared.unavailable(format!(
+                            "write queue of {} stayed full for {:?}",
+                            self.options.write_queue_capacity, self.options.write_queue_timeout
+                        )));
+                    }
+                }
+            }
+        };
+        let (reply, answer) = oneshot::channel();
+        let stopped = || self.shared.unavailable("the writer thread has stopped".into());
+        let requests = self.requests.as_ref().ok_or_else(stopped)?;
+        // Holding a slot means the channel has room, so this never finds it full.
+        requests.try_send(WriteRequest { op, reply, slot }).map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
+    }
+}
+
+impl Drop for EmbeddedStore {
+    fn drop(&mut self) {
+        self.requests = None;
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
+        }
+    }
+}
+
+/// Applies one replayed record, checking it continues the log consistently.
+fn replay_record(state: &mut Option<State>, record: Record) -> Result<(), String> {
+    let Some(s) = state.as_mut() else {
+        return match record {
+            Record::Header { format: 1, compacted, revision } if compacted <= revision && revision >= 1 => {
+                *state = Some(State::new(compacted, revision));
+                Ok(())
+            }
+            Record::Header { format, .. } => Err(format!("unsupported header (format {format})")),
+            _ => Err("the log does not start with a header".into()),
+        };
+    };
+    match record {
+        Record::Header { .. } => Err("a second header".into()),
+        Record::Restore { key, create_revision, mod_revision, value } => {
+            if mod_revision > s.revision || create_revision > mod_revision {
+                return Err(format!("restore of {key} at {mod_revision} beyond the snapshot at {}", s.revision));
+            }
+            s.restore(key, Version { mod_revision, create_revision, value: Some(value) });
+            Ok(())
+        }
+        Record::Put { revision, key, create_revision, value } => {
+            next_revision(s, revision)?;
+            let expected = s.latest(&key).map_or(revision, |kv| kv.create_revision);
+            if expected != create_revision {
+                return Err(format!("put of {key} with create revision {create_revision}, expected {expected}"));
+            }
+            s.apply(Change { key, revision, create_revision, value: Some(value) });
+            Ok(())
+        }
+        Record::Delete { revision, key } => {
+            next_revision(s, revision)?;
+            let Some(kv) = s.latest(&key) else { return Err(format!("delete of absent key {key}")) };
+            s.apply(Change { key, revision, create_revision: kv.create_revision, value: None });
+            Ok(())
+        }
+    }
+}
+
+/// Checks that a replayed write comes right after the state's revision.
+fn next_revision(s: &State, revision: Revision) -> Result<(), String> {
+    if revision == s.revision + 1 { Ok(()) } else { Err(format!("revision {revision} follows {}", s.revision)) }
+}
+
+/// The resource a key belongs to, for metric labels: `/registry/configmaps/ns/a` is
+/// `configmaps`, `/registry/deployments.apps/...` style group keys (`/registry/<group>/<resource>`
+/// with a dotted group) are `<resource>.<group>`, as kube's `type` label reads.
+pub(crate) fn resource_type(key: &str) -> String {
+    let mut segments = key.trim_start_matches('/').split('/');
+    let mut first = segments.next().unwrap_or("");
+    if first == "registry" {
+        first = segments.next().unwrap_or("");
+    }
+    match segments.next() {
+        Some(resource) if first.contains('.') && !resource.is_empty() => format!("{resource}.{first}"),
+        _ => first.to_string(),
+    }
+}
+
+/// Records a request's latency under kube's `etcd_request_duration_seconds`.
+fn observe(operation: &'static str, key: &str, started: Instant) {
+    metrics::histogram!("etcd_request_duration_seconds", "operation" => operation, "type" => resource_type(key))
+        .record(started.elapsed().as_secs_f64());
+}
+
+#[async_trait]
+impl Storage for EmbeddedStore {
+    fn describe(&self) -> String {
+        self.shared.backend.clone()
+    }
+
+    async fn current_revision(&self) -> Result<Revision, StorageError> {
+        Ok(self.shared.read_state().revision)
+    }
+
+    async fn get(&self, key: &str) -> Result<(Option<KeyValue>, Revision), StorageError> {
+        let started = Instant::now();
+        let answer = {
+            let state = self.shared.read_state();
+            (state.latest(key), state.revision)
+        };
+        observe("get", key, started);
+        Ok(answer)
+    }
+
+    async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListResult, StorageError> {
+        let started = Instant::now();
+        let result = {
+            let state = self.shared.read_state();
+            state.read_revision(opts.revision).map(|rev| state.list(prefix, opts.start.as_deref(), opts.limit, rev))
+        };
+        observe("list", prefix, started);
+        result
+    }
+
+    async fn count(&self, prefix: &str) -> Result<u64, StorageError> {
+        let started = Instant::now();
+        let count = self.shared.read_state().count(prefix);
+        observe("count", prefix, started);
+        Ok(count)
+    }
+
+    async fn put(&self, key: &str, value: Bytes, expect: Expect) -> Result<KeyValue, StorageError> {
+        let limit = self.options.max_value_size;
+        if value.len() > limit {
+            return Err(StorageError::TooLarge { key: key.to_string(), size: value.len(), limit });
+        }
+        let started = Instant::now();
+        let operation = if expect == Expect::Absent { "create" } else { "update" };
+        let result = self.write(WriteOp::Mutate(Mutation::Put { key: key.to_string(), value, expect })).await;
+        observe(operation, key, started);
+        match result? {
+            WriteOutcome::Put(kv) => Ok(kv),
+            _ => Err(self.shared.unavailable("the writer answered a put with another outcome".into())),
+        }
+    }
+
+    async fn delete(&self, key: &str, expect: Option<Revision>) -> Result<(KeyValue, Revision), StorageError> {
+        let started = Instant::now();
+        let result = self.write(WriteOp::Mutate(Mutation::Delete { key: key.to_string(), expect })).await;
+        observe("delete", key, started);
+        match result? {
+            WriteOutcome::Delete(kv, revision) => Ok((kv, revision)),
+            _ => Err(self.shared.unavailable("the writer answered a delete with another outcome".into())),
+        }
+    }
+
+    async fn watch(&self, prefix: &str, after: Revision) -> Result<WatchStream, StorageError> {
+        let started = Instant::now();
+        let after = {
+            let state = self.shared.read_state();
+            let after = if after == 0 { state.revision } else { after };
+            if after < state.compacted {
+                return Err(StorageError::Compacted { requested: after, compacted: state.compacted });
+            }
+            after
+        };
+        let id = self.next_watch_id.fetch_add(1, Ordering::Relaxed);
+        let stream = watch::start(&self.shared, id, prefix.to_string(), after);
+        observe("watch", prefix, started);
+        Ok(stream)
+    }
+
+    async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
+        let started = Instant::now();
+        let result = self.write(WriteOp::Compact { revision }).await;
+        observe("compact", "", started);
+        result.map(|_| ())
+    }
+
+    async fn compacted_revision(&self) -> Result<Revision, StorageError> {
+        Ok(self.shared.read_state().compacted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resource_type_reads_kube_key_layouts() {
+        assert_eq!(resource_type("/registry/configmaps/default/a"), "configmaps");
+        assert_eq!(resource_type("/registry/namespaces/default"), "namespaces");
+        assert_eq!(
+            resource_type("/registry/apiextensions.k8s.io/customresourcedefinitions/x"),
+            "customresourcedefinitions.apiextensions.k8s.io"
+        );
+        assert_eq!(resource_type("/registry/configmaps/"), "configmaps");
+        assert_eq!(resource_type(""), "");
+    }
+}

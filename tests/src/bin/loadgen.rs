@@ -1,0 +1,181 @@
+//! Load generator: create and get requests/s with p50/p99 at concurrency 1 and 64 over HTTPS
+//! through the whole pipeline (authentication, authorization, flow control, admission on),
+//! beside the same operations on the storage trait directly, so the pipeline's cost shows as a
+//! ratio measured in the same run on the same machine.
+//!
+//! Usage: `cargo run --release -p tests --bin loadgen -- [seconds-per-phase]` (default 5).
+//! Needs the release apiserver binary (`cargo build --release -p gateway --bin apiserver`).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use serde_json::json;
+use storage::embedded::{EmbeddedOptions, EmbeddedStore};
+use storage::{Expect, Storage};
+use tests::TestServer;
+
+/// Latencies of one phase.
+struct Phase {
+    ops: usize,
+    elapsed: Duration,
+    latencies: Vec<Duration>,
+    errors: usize,
+}
+
+impl Phase {
+    fn rate(&self) -> f64 {
+        self.ops as f64 / self.elapsed.as_secs_f64()
+    }
+
+    fn quantile_ms(&self, q: f64) -> f64 {
+        if self.latencies.is_empty() {
+            return 0.0;
+        }
+        let mut l = self.latencies.clone();
+        l.sort();
+        let i = ((l.len() as f64 * q).ceil() as usize).clamp(1, l.len()) - 1;
+        l[i].as_secs_f64() * 1000.0
+    }
+}
+
+/// Runs `op(worker, i)` from `concurrency` tasks for `duration`.
+async fn run<F, Fut>(concurrency: usize, duration: Duration, op: F) -> Phase
+where
+    F: Fn(usize, usize) -> Fut + Clone + 'static,
+    Fut: std::future::Future<Output = bool> + 'static,
+{
+    let start = Instant::now();
+    let stop = start + duration;
+    let mut tasks = Vec::new();
+    for w in 0..concurrency {
+        let op = op.clone();
+        tasks.push(actix_web::rt::spawn(async move {
+            let (mut lat, mut errors, mut i) = (Vec::new(), 0, 0);
+            while Instant::now() < stop {
+                let t = Instant::now();
+                if op(w, i).await {
+                    lat.push(t.elapsed());
+                } else {
+                    errors += 1;
+                }
+                i += 1;
+            }
+            (lat, errors)
+        }));
+    }
+    let mut latencies = Vec::new();
+    let mut errors = 0;
+    for t in tasks {
+        let (l, e) = t.await.expect("load task");
+        latencies.extend(l);
+        errors += e;
+    }
+    Phase { ops: latencies.len(), elapsed: start.elapsed(), latencies, errors }
+}
+
+fn report(name: &str, c: usize, p: &Phase, baseline: Option<&Phase>) {
+    let ratio = baseline.map(|b| format!("{:>7.1}%", 100.0 * p.rate() / b.rate())).unwrap_or_else(|| "       -".into());
+    println!(
+        "{name:<28} c={c:<3} {:>9.0} req/s   p50 {:>7.2} ms   p99 {:>7.2} ms   errors {:<5} of storage trait rate: {ratio}",
+        p.rate(),
+        p.quantile_ms(0.50),
+        p.quantile_ms(0.99),
+        p.errors
+    );
+}
+
+fn rss_mib(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(0.0)
+}
+
+async fn storage_phases(seconds: Duration) -> Vec<(usize, Phase, Phase)> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store: Arc<dyn Storage> = EmbeddedStore::open(dir.path(), EmbeddedOptions::default()).expect("open store");
+    let value = Bytes::from(vec![b'x'; 600]);
+    store.put("/registry/configmaps/default/hot", value.clone(), Expect::Absent).await.expect("seed");
+    let mut out = Vec::new();
+    for (round, c) in [1usize, 64].into_iter().enumerate() {
+        let (s, v) = (store.clone(), value.clone());
+        let create =
+            run(c, seconds, move |w, i| {
+                let (s, v) = (s.clone(), v.clone());
+                async move {
+                    s.put(&format!("/registry/configmaps/default/r{round}-{w}-{i}"), v, Expect::Absent).await.is_ok()
+                }
+            })
+            .await;
+        let s = store.clone();
+        let get = run(c, seconds, move |_, _| {
+            let s = s.clone();
+            async move { s.get("/registry/configmaps/default/hot").await.is_ok_and(|(kv, _)| kv.is_some()) }
+        })
+        .await;
+        out.push((c, create, get));
+    }
+    out
+}
+
+fn main() {
+    let seconds = Duration::from_secs(std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(5));
+    actix_web::rt::System::new().block_on(async move {
+        println!("== storage trait (embedded store, same machine, same run)");
+        let baseline = storage_phases(seconds).await;
+        for (c, create, get) in &baseline {
+            report("storage put (create)", *c, create, None);
+            report("storage get", *c, get, None);
+        }
+
+        let server = TestServer::start();
+        actix_web::rt::time::sleep(Duration::from_secs(2)).await;
+        let idle = rss_mib(server.pid());
+        let client = server.client(true);
+        let url = server.url("/api/v1/namespaces/default/configmaps");
+        let hot = client.post(&url).send_json(&json!({"metadata": {"name": "hot"}, "data": {"k": "v"}})).await.expect("seed");
+        assert_eq!(hot.status().as_u16(), 201);
+        println!("== HTTPS through the pipeline (authn, authz, APF, admission on; client on the same cores)");
+        for (round, (c, base_create, base_get)) in baseline.iter().enumerate() {
+            let (cl, u) = (client.clone(), url.clone());
+            let create = run(*c, seconds, move |w, i| {
+                let (cl, u) = (cl.clone(), u.clone());
+                async move {
+                    let body = json!({"metadata": {"name": format!("r{round}-{w}-{i}")}, "data": {"payload": "x".repeat(512)}});
+                    match cl.post(&u).send_json(&body).await {
+                        Ok(mut r) => {
+                            let ok = r.status().as_u16() == 201;
+                            let _ = r.body().await;
+                            ok
+                        }
+                        Err(_) => false,
+                    }
+                }
+            })
+            .await;
+            report("https create configmap", *c, &create, Some(base_create));
+            let (cl, u) = (client.clone(), format!("{url}/hot"));
+            let get = run(*c, seconds, move |_, _| {
+                let (cl, u) = (cl.clone(), u.clone());
+                async move {
+                    match cl.get(&u).send().await {
+                        Ok(mut r) => {
+                            let ok = r.status().as_u16() == 200;
+                            let _ = r.body().await;
+                            ok
+                        }
+                        Err(_) => false,
+                    }
+                }
+            })
+            .await;
+            report("https get configmap (cache)", *c, &get, Some(base_get));
+        }
+        println!("== memory: apiserver resident {idle:.1} MiB idle, {:.1} MiB after the run", rss_mib(server.pid()));
+    });
+}

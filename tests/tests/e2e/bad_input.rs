@@ -1,0 +1,172 @@
+//! Bad input gets kube-apiserver's Status code and reason, and loses nothing.
+
+use serde_json::{Value, json};
+use tests::TestServer;
+
+struct Api<'a> {
+    s: &'a TestServer,
+    client: awc::Client,
+}
+
+struct Reply {
+    code: u16,
+    body: Value,
+    headers: awc::http::header::HeaderMap,
+}
+
+impl Api<'_> {
+    async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: Option<&str>,
+        body: Vec<u8>,
+        accept: Option<&str>,
+    ) -> Reply {
+        let mut req = self.client.request(method.parse().unwrap(), self.s.url(path));
+        if let Some(ct) = content_type {
+            req = req.insert_header(("Content-Type", ct));
+        }
+        if let Some(a) = accept {
+            req = req.insert_header(("Accept", a));
+        }
+        let mut resp = req.send_body(body).await.unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+        let bytes = resp.body().limit(64 << 20).await.expect("body");
+        let body =
+            serde_json::from_slice(&bytes).unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+        Reply { code: resp.status().as_u16(), body, headers: resp.headers().clone() }
+    }
+
+    async fn json(&self, method: &str, path: &str, body: &Value) -> Reply {
+        self.call(method, path, Some("application/json"), serde_json::to_vec(body).unwrap(), None).await
+    }
+
+    async fn get(&self, path: &str) -> Reply {
+        self.call("GET", path, None, Vec::new(), None).await
+    }
+}
+
+fn assert_status(r: &Reply, code: u16, reason: &str) {
+    assert_eq!(r.code, code, "{}", r.body);
+    let ct = r.headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("");
+    assert!(ct.starts_with("application/json"), "Status is JSON, got {ct}");
+    assert_eq!(r.body["kind"], "Status", "{}", r.body);
+    assert_eq!(r.body["code"], code, "{}", r.body);
+    assert_eq!(r.body["reason"], reason, "{}", r.body);
+}
+
+const CMS: &str = "/api/v1/namespaces/default/configmaps";
+
+#[actix_web::test]
+async fn every_bad_input_gets_its_status_and_nothing_is_lost() {
+    let s = TestServer::start();
+    let api = Api { s: &s, client: s.client(true) };
+    let keep = api.json("POST", CMS, &json!({"metadata": {"name": "keep"}, "data": {"k": "v"}})).await;
+    assert_eq!(keep.code, 201, "{}", keep.body);
+
+    let r = api.call("POST", CMS, Some("application/json"), b"{\"metadata\": {".to_vec(), None).await;
+    assert_status(&r, 400, "BadRequest");
+
+    let r = api.json("POST", "/api/v1/namespaces/default/widgets", &json!({})).await;
+    assert_status(&r, 404, "NotFound");
+    let r = api.get("/apis/nope.example.com/v1/things").await;
+    assert_status(&r, 404, "NotFound");
+
+    let r = api.json("POST", CMS, &json!({"metadata": {"name": "Bad_Name"}})).await;
+    assert_status(&r, 422, "Invalid");
+    assert_eq!(r.body["details"]["causes"][0]["field"], "metadata.name", "{}", r.body);
+    assert!(
+        r.body["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("ConfigMap \"Bad_Name\" is invalid: metadata.name: Invalid value: \"Bad_Name\""),
+        "{}",
+        r.body
+    );
+
+    let r = api
+        .json("POST", "/apis/apps/v1/namespaces/default/deployments", &json!({"metadata": {"name": "d"}, "spec": {}}))
+        .await;
+    assert_status(&r, 422, "Invalid");
+    let fields: Vec<&str> =
+        r.body["details"]["causes"].as_array().unwrap().iter().filter_map(|c| c["field"].as_str()).collect();
+    assert!(fields.contains(&"spec.selector"), "{}", r.body);
+
+    let r = api.get(&format!("{CMS}?labelSelector=a%20in%20(")).await;
+    assert_status(&r, 400, "BadRequest");
+    let r = api.get("/api/v1/pods?fieldSelector=spec.color%3Dred").await;
+    assert_status(&r, 400, "BadRequest");
+    let r = api.get(&format!("{CMS}?limit=1&continue=not-a-token")).await;
+    assert_status(&r, 400, "BadRequest");
+
+    let big = json!({"metadata": {"name": "big"}, "data": {"x": "a".repeat(3 * 1024 * 1024 + 1)}});
+    let r = api.json("POST", CMS, &big).await;
+    assert_status(&r, 413, "RequestEntityTooLarge");
+
+    let r = api.json("PUT", CMS, &json!({})).await;
+    assert_status(&r, 405, "MethodNotAllowed");
+    let r = api.call("GET", CMS, None, Vec::new(), Some("application/vnd.kubernetes.protobuf")).await;
+    assert_status(&r, 406, "NotAcceptable");
+    let r = api.call("POST", CMS, Some("text/plain"), b"hello".to_vec(), None).await;
+    assert_status(&r, 415, "UnsupportedMediaType");
+    let r = api.call("PATCH", &format!("{CMS}/keep"), Some("text/plain"), b"{}".to_vec(), None).await;
+    assert_status(&r, 415, "UnsupportedMediaType");
+
+    let r = api.json("POST", "/api/v1/namespaces/nowhere/configmaps", &json!({"metadata": {"name": "x"}})).await;
+    assert_status(&r, 404, "NotFound");
+    assert_eq!(r.body["message"], "namespaces \"nowhere\" not found");
+
+    let r = api.json("POST", CMS, &json!({"metadata": {"name": "keep"}})).await;
+    assert_status(&r, 409, "AlreadyExists");
+    let mut stale = keep.body.clone();
+    stale["data"]["k"] = "first".into();
+    assert_eq!(api.json("PUT", &format!("{CMS}/keep"), &stale).await.code, 200);
+    stale["data"]["k"] = "second".into();
+    let r = api.json("PUT", &format!("{CMS}/keep"), &stale).await;
+    assert_status(&r, 409, "Conflict");
+
+    let r = api.get(&format!("{CMS}/missing")).await;
+    assert_status(&r, 404, "NotFound");
+    assert_eq!(r.body["details"]["kind"], "configmaps");
+
+    // The server still serves and the stored object is intact.
+    let r = api.get(&format!("{CMS}/keep")).await;
+    assert_eq!(r.code, 200);
+    assert_eq!(r.body["data"]["k"], "first");
+    let list = api.get(CMS).await;
+    let names: Vec<&str> =
+        list.body["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["keep"]);
+}
+
+#[actix_web::test]
+async fn authentication_and_authorization_failures_are_401_and_403() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens.csv");
+    std::fs::write(&tokens, "good-token,alice,1001,\"dev\"\n").unwrap();
+    let s = TestServer::start_with(&["--token-auth-file", tokens.to_str().unwrap()]);
+    let anon = s.client(false);
+
+    let mut r =
+        anon.post(s.url(CMS)).insert_header(("Content-Type", "application/json")).send_body("{}").await.unwrap();
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(r.status().as_u16(), 403, "{body}");
+    assert_eq!(body["reason"], "Forbidden");
+    assert_eq!(
+        body["message"],
+        "configmaps is forbidden: User \"system:anonymous\" cannot create resource \"configmaps\" in API group \"\" in the namespace \"default\""
+    );
+
+    let mut r = anon.get(s.url(CMS)).insert_header(("Authorization", "Bearer wrong")).send().await.unwrap();
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(r.status().as_u16(), 401, "{body}");
+    assert_eq!(body["reason"], "Unauthorized");
+
+    let mut r = anon.get(s.url(CMS)).insert_header(("Authorization", "Bearer good-token")).send().await.unwrap();
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(r.status().as_u16(), 403, "{body}");
+    assert!(body["message"].as_str().unwrap().contains("User \"alice\" cannot list resource \"configmaps\""), "{body}");
+
+    let r = anon.get(s.url("/healthz")).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200, "health is public");
+}

@@ -1,0 +1,8 @@
+//! End-to-end tests: each boots the real `apiserver` binary and drives it with real clients.
+
+mod admin;
+mod bad_input;
+mod durability;
+mod kubectl;
+mod namespaces;
+mod python;

@@ -1,0 +1,37 @@
+//! Namespace lifecycle as kubectl users meet it.
+
+use tests::TestServer;
+
+#[test]
+fn terminating_namespace_refuses_new_content_and_missing_namespace_is_404() {
+    let s = TestServer::start();
+    s.kubectl_ok(&["create", "namespace", "doomed"]);
+    s.kubectl_ok(&["delete", "namespace", "doomed", "--wait=false"]);
+    let ns = s.kubectl_ok(&[
+        "get",
+        "namespace",
+        "doomed",
+        "-o",
+        "jsonpath={.status.phase} {.spec.finalizers[0]} {.metadata.deletionTimestamp}",
+    ]);
+    let parts: Vec<&str> = ns.split_whitespace().collect();
+    assert_eq!(&parts[..2], ["Terminating", "kubernetes"], "{ns}");
+    assert_eq!(parts.len(), 3, "deletionTimestamp set: {ns}");
+
+    let out = s.kubectl(&["create", "configmap", "late", "-n", "doomed", "--from-literal=a=b"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("configmaps \"late\" is forbidden: unable to create new content in namespace doomed because it is being terminated"),
+        "{err}"
+    );
+
+    let out = s.kubectl(&["create", "configmap", "lost", "-n", "nowhere", "--from-literal=a=b"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("namespaces \"nowhere\" not found"), "{err}");
+
+    let out = s.kubectl(&["delete", "namespace", "kube-system", "--wait=false"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("this namespace may not be deleted"));
+}
