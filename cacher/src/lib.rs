@@ -261,7 +261,8 @@ impl CacherActor {
 
     fn dispatch(&mut self, event: &CachedEvent) {
         let def = self.def;
-        let mut cut = Vec::new();
+        let mut gone = Vec::new();
+        let mut slow = Vec::new();
         for (id, w) in &mut self.watchers {
             let Some(out) = translate(def, w, event) else { continue };
             match w.tx.try_send(out) {
@@ -269,10 +270,14 @@ impl CacherActor {
                     w.last_sent = event.revision;
                     self.metrics.watch_events.increment(1);
                 }
-                Err(_) => cut.push(*id),
+                Err(mpsc::error::TrySendError::Full(_)) => slow.push(*id),
+                Err(mpsc::error::TrySendError::Closed(_)) => gone.push(*id),
             }
         }
-        for id in cut {
+        for id in gone {
+            self.watchers.remove(&id);
+        }
+        for id in slow {
             // Dropping the sender ends the client's stream; it re-watches from its last
             // resourceVersion, which the window still holds unless it fell very far behind.
             self.watchers.remove(&id);

@@ -45,9 +45,10 @@ impl Query {
         self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 
-    /// Whether `key` is `true` or `1`.
+    /// Whether `key` is true as Go's `strconv.ParseBool` reads it (`1`, `t`, `true`, `True`...):
+    /// the Python client sends `watch=True`.
     pub fn flag(&self, key: &str) -> bool {
-        matches!(self.get(key), Some("true" | "1"))
+        matches!(self.get(key), Some("1" | "t" | "T" | "true" | "TRUE" | "True"))
     }
 }
 

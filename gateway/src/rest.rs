@@ -51,6 +51,7 @@ pub async fn serve(ctx: &RequestContext<'_>, payload: web::Payload) -> Result<Ht
             }
             create(ctx, def, target, payload).await
         }
+        "update" | "patch" if info.name.is_empty() => Err(ApiError::method_not_allowed()),
         "update" => update(ctx, def, target, payload).await,
         "patch" => patch(ctx, def, target, payload).await,
         "delete" => delete(ctx, def, target, payload).await,

@@ -237,7 +237,7 @@ impl RegistryStore {
         normalize_metadata(&mut object);
         defaults::apply_defaults(def, &mut object);
         defaults::prepare_for_create(def, &mut object);
-        if defaults::needs_cluster_ip(&object) && !options.dry_run {
+        if def.group.is_empty() && def.kind == "Service" && defaults::needs_cluster_ip(&object) && !options.dry_run {
             let ip = self.allocate_cluster_ip().await?;
             defaults::set_cluster_ip(&mut object, &ip);
         }
