@@ -112,20 +112,18 @@ pub fn parse_request_info(method: &str, path: &str, query_watch: bool) -> Reques
     // Namespaced paths: namespaces/<ns>/<resource>...; `namespaces/<ns>` alone is the namespace
     // object itself, and `namespaces/<ns>/status|finalize` its subresources.
     let mut rest = rest.to_vec();
-    if rest[0] == "namespaces" {
-        if rest.len() > 1 {
-            info.namespace = rest[1].clone();
-            if rest.len() > 2 && rest[2] != "status" && rest[2] != "finalize" {
-                rest = rest[2..].to_vec();
-            } else {
-                info.name = rest[1].clone();
-                info.resource = "namespaces".into();
-                info.namespace.clear();
-                if rest.len() > 2 {
-                    info.subresource = rest[2].clone();
-                }
-                return finish_verb(info, query_watch);
+    if rest[0] == "namespaces" && rest.len() > 1 {
+        info.namespace = rest[1].clone();
+        if rest.len() > 2 && rest[2] != "status" && rest[2] != "finalize" {
+            rest = rest[2..].to_vec();
+        } else {
+            info.name = rest[1].clone();
+            info.resource = "namespaces".into();
+            info.namespace.clear();
+            if rest.len() > 2 {
+                info.subresource = rest[2].clone();
             }
+            return finish_verb(info, query_watch);
         }
     }
     info.resource = rest[0].clone();

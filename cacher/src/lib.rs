@@ -425,10 +425,7 @@ impl CacherActor {
                     .map_err(|_| ApiError::bad_request(format!("invalid resource version \"{rv}\"")))?,
             ),
         };
-        let initial = match (from, msg.send_initial_events) {
-            (_, Some(true)) | (None, None) => true,
-            _ => false,
-        };
+        let initial = matches!((from, msg.send_initial_events), (_, Some(true)) | (None, None));
         // Everything queued below fits: the buffer grows to hold the initial state and replay.
         let mut backlog: Vec<WatchEvent> = Vec::new();
         if initial {

@@ -111,6 +111,7 @@ actors::stage_handler!(AuthenticationActor => Authenticate);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum AuthorizationMode {
     /// Every request is allowed.
+    #[value(name = "AlwaysAllow")]
     AlwaysAllow,
     /// Role-based: `system:masters` may do anything, others only read public endpoints.
     #[value(name = "RBAC")]

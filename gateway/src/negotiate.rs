@@ -50,10 +50,10 @@ pub fn negotiate(accept: Option<&str>, tables: bool) -> Result<Output, ApiError>
     for range in parse_ranges(accept) {
         let param = |k: &str| range.params.iter().find(|(pk, _)| *pk == k).map(|(_, v)| *v);
         match (range.essence, param("as")) {
-            ("application/json", Some("Table")) if tables => {
-                if param("g") == Some("meta.k8s.io") && matches!(param("v"), Some("v1" | "v1beta1")) {
-                    return Ok(Output::Table);
-                }
+            ("application/json", Some("Table"))
+                if tables && param("g") == Some("meta.k8s.io") && matches!(param("v"), Some("v1" | "v1beta1")) =>
+            {
+                return Ok(Output::Table);
             }
             ("application/json" | "*/*" | "application/*", None) => return Ok(Output::Json),
             ("application/yaml", None) => return Ok(Output::Yaml),

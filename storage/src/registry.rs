@@ -442,16 +442,8 @@ impl RegistryStore {
     pub async fn patch(&self, msg: PatchObject) -> Result<WriteResult, ApiError> {
         let PatchObject { target, content_type, patch, options } = msg;
         let def = target.def()?;
-        let patch_type = PatchType::from_content_type(&content_type).ok_or_else(|| {
-            ApiError::new(
-                actors::Reason::UnsupportedMediaType,
-                format!(
-                    "the body of the request was in an unknown format - accepted media types include: \
-                     application/json-patch+json, application/merge-patch+json, \
-                     application/apply-patch+yaml, application/strategic-merge-patch+json"
-                ),
-            )
-        })?;
+        let patch_type =
+            PatchType::from_content_type(&content_type).ok_or_else(actors::patch::unsupported_patch_type)?;
         if target.subresource == "scale" {
             return self.update_scale(&target, &options, ScaleChange::Patch(patch_type, patch)).await;
         }

@@ -95,7 +95,6 @@ pub fn unsupported_patch_type() -> ApiError {
 ///
 /// `gvk` (group, version, kind) selects the schema a strategic merge patch walks; a kind
 /// without one is merged like a JSON merge patch (directives still honoured).
-#[allow(clippy::result_large_err)] // ApiError is the crate's Status; callers answer with it.
 pub fn apply_patch(
     patch_type: PatchType,
     original: &Value,
@@ -135,7 +134,6 @@ fn not_an_object(patched: &Value) -> ApiError {
 
 /// RFC 6902: the body decodes as Go's `jsonpatch.DecodePatch` would (400 on failure), the
 /// operations then apply in order (422 if one fails).
-#[allow(clippy::result_large_err)] // built to be returned by `apply_patch` as it is.
 fn json_patch(original: &Value, body: &[u8]) -> Result<Value, ApiError> {
     gojson::check_syntax(body).map_err(ApiError::bad_request)?;
     let decoded: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(e.to_string()))?;
@@ -166,7 +164,6 @@ fn json_patch(original: &Value, body: &[u8]) -> Result<Value, ApiError> {
 
 /// RFC 7386 merge patch with the semantics of the Go library kube uses
 /// (`evanphx/json-patch` v4 `MergePatch`).
-#[allow(clippy::result_large_err)] // built to be returned by `apply_patch` as it is.
 fn merge_patch(original: &Value, body: &[u8]) -> Result<Value, ApiError> {
     const BAD_PATCH: &str = "Invalid JSON Patch";
     if gojson::check_syntax(body).is_err() {

@@ -105,7 +105,6 @@ impl PatchSchema for Node<'_> {
 /// `schema` (the kind's root node; `None` for a kind without one).
 ///
 /// The body must be a JSON object (or `null`, which changes nothing), as kube requires.
-#[allow(clippy::result_large_err)] // ApiError is the crate's Status; callers answer with it.
 pub fn strategic_merge_patch<S: PatchSchema>(
     original: &Value,
     patch: &[u8],

@@ -1,7 +1,5 @@
 //! `apply_patch` for each patch type: results, and errors worded as kube-apiserver's.
 
-#![allow(clippy::result_large_err)] // helpers return the crate's Status error as the API does.
-
 use serde_json::{Value, json};
 
 use super::*;

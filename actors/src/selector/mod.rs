@@ -19,7 +19,6 @@
 
 // `ApiError` is the crate's one error currency (a whole Kubernetes Status); boxing it in these
 // parse functions alone would only make them differ from every other fallible API.
-#![allow(clippy::result_large_err)]
 
 pub mod fields;
 pub(crate) mod go;

@@ -42,7 +42,6 @@
 //! - [`descriptions`]: the column description strings.
 
 // `ApiError` is the crate's one error currency (a whole Kubernetes Status); see `selector`.
-#![allow(clippy::result_large_err)]
 
 pub mod descriptions;
 mod printers;

@@ -234,6 +234,7 @@ fn get_watch_prints_live_changes() {
     s.kubectl_ok(&["delete", "configmap", "first"]);
     expect("DELETED first");
     let _ = watch.kill();
+    let _ = watch.wait();
 }
 
 #[test]

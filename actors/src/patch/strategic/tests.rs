@@ -5,8 +5,6 @@
 //! behaviours of apimachinery's `strategicpatch` table tests: merge by key, ordering,
 //! directives, deletes, `$retainKeys`, primitive list merge, nested lists.
 
-#![allow(clippy::result_large_err)] // helpers return the crate's Status error as the API does.
-
 use std::sync::LazyLock;
 
 use serde_json::{Value, json};
