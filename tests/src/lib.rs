@@ -29,8 +29,10 @@ pub fn apiserver_bin() -> PathBuf {
         return PathBuf::from(p);
     }
     let exe = std::env::current_exe().expect("test executable path");
-    // target/<profile>/deps/<test> -> target/<profile>/apiserver
-    let bin = exe.parent().and_then(Path::parent).map(|d| d.join("apiserver")).expect("target dir");
+    // Tests run from target/<profile>/deps/, binaries (the load generator) from target/<profile>/.
+    let dir = exe.parent().expect("executable dir");
+    let dir = if dir.ends_with("deps") { dir.parent().expect("target dir") } else { dir };
+    let bin = dir.join("apiserver");
     assert!(
         bin.exists(),
         "{} is missing: build it first with `cargo build --release -p gateway --bin apiserver` (deploy/test.sh does)",
