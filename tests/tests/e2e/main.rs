@@ -6,3 +6,4 @@ mod durability;
 mod kubectl;
 mod namespaces;
 mod python;
+mod rest;
