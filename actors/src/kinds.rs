@@ -1,8 +1,6 @@
 //! The catalogue of served resources: what discovery lists, how URLs map to kinds, where each
 //! resource lives in storage. Adding a built-in kind starts here.
 
-use serde_json::Value;
-
 /// A subresource served beside the main resource.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Subresource {
@@ -59,8 +57,6 @@ pub struct ResourceDef {
     /// Key segment under the storage prefix, as kube-apiserver lays keys out in etcd
     /// (`/registry/<storage_path>/<namespace>/<name>`).
     pub storage_path: &'static str,
-    /// Field selector fields beyond `metadata.name` and `metadata.namespace`.
-    pub field_selectors: &'static [&'static str],
     /// How names are validated.
     pub name_rule: NameRule,
     /// Whether `deletecollection` is served (namespaces do not serve it).
@@ -115,25 +111,6 @@ impl ResourceDef {
             format!("{}{name}", self.key_prefix(storage_prefix))
         }
     }
-
-    /// The values of this kind's selectable fields for one object, `metadata.*` included.
-    pub fn field_set(&self, obj: &Value) -> Vec<(&'static str, String)> {
-        use crate::object::{ObjectExt, field};
-        let mut out = vec![("metadata.name", obj.name().to_string())];
-        if self.namespaced {
-            out.push(("metadata.namespace", obj.namespace().to_string()));
-        }
-        for f in self.field_selectors {
-            let v = match field(obj, f) {
-                Some(Value::String(s)) => s.clone(),
-                Some(Value::Bool(b)) => b.to_string(),
-                Some(Value::Number(n)) => n.to_string(),
-                _ => String::new(),
-            };
-            out.push((f, v));
-        }
-        out
-    }
 }
 
 const STATUS: &[Subresource] = &[Subresource::Status];
@@ -143,8 +120,7 @@ const ALL: &[&str] = &["all"];
 
 macro_rules! def {
     ($group:expr, $version:expr, $resource:expr, $kind:expr, $singular:expr, namespaced: $ns:expr,
-     short: $short:expr, categories: $cat:expr, sub: $sub:expr, storage: $storage:expr,
-     fields: $fields:expr, names: $names:expr) => {
+     short: $short:expr, categories: $cat:expr, sub: $sub:expr, storage: $storage:expr, names: $names:expr) => {
         ResourceDef {
             group: $group,
             version: $version,
@@ -156,84 +132,59 @@ macro_rules! def {
             categories: $cat,
             subresources: $sub,
             storage_path: $storage,
-            field_selectors: $fields,
             name_rule: $names,
             deletecollection: true,
         }
     };
 }
 
-const POD_FIELDS: &[&str] = &[
-    "spec.nodeName",
-    "spec.restartPolicy",
-    "spec.schedulerName",
-    "spec.serviceAccountName",
-    "spec.hostNetwork",
-    "status.phase",
-    "status.podIP",
-    "status.nominatedNodeName",
-];
-const EVENT_FIELDS: &[&str] = &[
-    "involvedObject.kind",
-    "involvedObject.namespace",
-    "involvedObject.name",
-    "involvedObject.uid",
-    "involvedObject.apiVersion",
-    "involvedObject.resourceVersion",
-    "involvedObject.fieldPath",
-    "reason",
-    "reportingComponent",
-    "source",
-    "type",
-];
-
 /// Every built-in resource this server serves, in discovery order.
 pub static BUILTIN: &[ResourceDef] = &[
     ResourceDef {
         deletecollection: false,
         ..def!("", "v1", "namespaces", "Namespace", "namespace", namespaced: false, short: &["ns"],
-            categories: &[], sub: STATUS, storage: "namespaces", fields: &["status.phase"], names: NameRule::Label)
+            categories: &[], sub: STATUS, storage: "namespaces", names: NameRule::Label)
     },
     def!("", "v1", "configmaps", "ConfigMap", "configmap", namespaced: true, short: &["cm"],
-        categories: &[], sub: NONE, storage: "configmaps", fields: &[], names: NameRule::Subdomain),
+        categories: &[], sub: NONE, storage: "configmaps", names: NameRule::Subdomain),
     def!("", "v1", "secrets", "Secret", "secret", namespaced: true, short: &[],
-        categories: &[], sub: NONE, storage: "secrets", fields: &["type"], names: NameRule::Subdomain),
+        categories: &[], sub: NONE, storage: "secrets", names: NameRule::Subdomain),
     def!("", "v1", "serviceaccounts", "ServiceAccount", "serviceaccount", namespaced: true, short: &["sa"],
-        categories: &[], sub: NONE, storage: "serviceaccounts", fields: &[], names: NameRule::Subdomain),
+        categories: &[], sub: NONE, storage: "serviceaccounts", names: NameRule::Subdomain),
     def!("", "v1", "pods", "Pod", "pod", namespaced: true, short: &["po"],
-        categories: ALL, sub: STATUS, storage: "pods", fields: POD_FIELDS, names: NameRule::Subdomain),
+        categories: ALL, sub: STATUS, storage: "pods", names: NameRule::Subdomain),
     def!("", "v1", "services", "Service", "service", namespaced: true, short: &["svc"],
-        categories: ALL, sub: STATUS, storage: "services/specs", fields: &[], names: NameRule::Rfc1035Label),
+        categories: ALL, sub: STATUS, storage: "services/specs", names: NameRule::Rfc1035Label),
     def!("", "v1", "endpoints", "Endpoints", "endpoints", namespaced: true, short: &["ep"],
-        categories: &[], sub: NONE, storage: "services/endpoints", fields: &[], names: NameRule::Subdomain),
+        categories: &[], sub: NONE, storage: "services/endpoints", names: NameRule::Subdomain),
     def!("", "v1", "nodes", "Node", "node", namespaced: false, short: &["no"],
-        categories: &[], sub: STATUS, storage: "minions", fields: &["spec.unschedulable"], names: NameRule::Subdomain),
+        categories: &[], sub: STATUS, storage: "minions", names: NameRule::Subdomain),
     def!("", "v1", "events", "Event", "event", namespaced: true, short: &["ev"],
-        categories: &[], sub: NONE, storage: "events", fields: EVENT_FIELDS, names: NameRule::Subdomain),
+        categories: &[], sub: NONE, storage: "events", names: NameRule::Subdomain),
     def!("apps", "v1", "deployments", "Deployment", "deployment", namespaced: true, short: &["deploy"],
-        categories: ALL, sub: STATUS_SCALE, storage: "deployments", fields: &[], names: NameRule::Subdomain),
+        categories: ALL, sub: STATUS_SCALE, storage: "deployments", names: NameRule::Subdomain),
     def!("apps", "v1", "replicasets", "ReplicaSet", "replicaset", namespaced: true, short: &["rs"],
-        categories: ALL, sub: STATUS_SCALE, storage: "replicasets", fields: &["status.replicas"], names: NameRule::Subdomain),
+        categories: ALL, sub: STATUS_SCALE, storage: "replicasets", names: NameRule::Subdomain),
     def!("apps", "v1", "statefulsets", "StatefulSet", "statefulset", namespaced: true, short: &["sts"],
-        categories: ALL, sub: STATUS_SCALE, storage: "statefulsets", fields: &[], names: NameRule::Subdomain),
+        categories: ALL, sub: STATUS_SCALE, storage: "statefulsets", names: NameRule::Subdomain),
     def!("apps", "v1", "daemonsets", "DaemonSet", "daemonset", namespaced: true, short: &["ds"],
-        categories: ALL, sub: STATUS, storage: "daemonsets", fields: &[], names: NameRule::Subdomain),
+        categories: ALL, sub: STATUS, storage: "daemonsets", names: NameRule::Subdomain),
     def!("batch", "v1", "jobs", "Job", "job", namespaced: true, short: &[],
-        categories: ALL, sub: STATUS, storage: "jobs", fields: &["status.successful"], names: NameRule::Subdomain),
+        categories: ALL, sub: STATUS, storage: "jobs", names: NameRule::Subdomain),
     def!("batch", "v1", "cronjobs", "CronJob", "cronjob", namespaced: true, short: &["cj"],
-        categories: ALL, sub: STATUS, storage: "cronjobs", fields: &[], names: NameRule::Subdomain),
+        categories: ALL, sub: STATUS, storage: "cronjobs", names: NameRule::Subdomain),
     def!("coordination.k8s.io", "v1", "leases", "Lease", "lease", namespaced: true, short: &[],
-        categories: &[], sub: NONE, storage: "leases", fields: &[], names: NameRule::Subdomain),
+        categories: &[], sub: NONE, storage: "leases", names: NameRule::Subdomain),
     def!("events.k8s.io", "v1", "events", "Event", "event", namespaced: true, short: &["ev"],
-        categories: &[], sub: NONE, storage: "events", fields: EVENT_FIELDS, names: NameRule::Subdomain),
+        categories: &[], sub: NONE, storage: "events", names: NameRule::Subdomain),
     def!("rbac.authorization.k8s.io", "v1", "roles", "Role", "role", namespaced: true, short: &[],
-        categories: &[], sub: NONE, storage: "roles", fields: &[], names: NameRule::PathSegment),
+        categories: &[], sub: NONE, storage: "roles", names: NameRule::PathSegment),
     def!("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", "rolebinding", namespaced: true, short: &[],
-        categories: &[], sub: NONE, storage: "rolebindings", fields: &[], names: NameRule::PathSegment),
+        categories: &[], sub: NONE, storage: "rolebindings", names: NameRule::PathSegment),
     def!("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", "clusterrole", namespaced: false, short: &[],
-        categories: &[], sub: NONE, storage: "clusterroles", fields: &[], names: NameRule::PathSegment),
+        categories: &[], sub: NONE, storage: "clusterroles", names: NameRule::PathSegment),
     def!("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", "clusterrolebinding",
-        namespaced: false, short: &[], categories: &[], sub: NONE, storage: "clusterrolebindings", fields: &[],
+        namespaced: false, short: &[], categories: &[], sub: NONE, storage: "clusterrolebindings",
         names: NameRule::PathSegment),
 ];
 
@@ -282,7 +233,6 @@ pub fn same_storage(a: &ResourceDef, b: &ResourceDef) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn keys_follow_kube_layout() {
@@ -299,15 +249,5 @@ mod tests {
         assert_eq!(g[0].name, "");
         assert!(g.iter().any(|g| g.name == "apps"));
         assert_eq!(g.iter().filter(|g| g.name == "apps").count(), 1);
-    }
-
-    #[test]
-    fn field_set_reads_pod_fields() {
-        let pods = find("", "v1", "pods").unwrap();
-        let p = json!({"metadata": {"name": "p", "namespace": "ns"}, "spec": {"nodeName": "n1", "hostNetwork": true}});
-        let f = pods.field_set(&p);
-        assert!(f.contains(&("spec.nodeName", "n1".to_string())));
-        assert!(f.contains(&("spec.hostNetwork", "true".to_string())));
-        assert!(f.contains(&("status.phase", String::new())));
     }
 }

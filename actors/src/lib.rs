@@ -20,6 +20,7 @@
 
 pub mod defaults;
 pub mod error;
+mod gofmt;
 pub mod kinds;
 pub mod messages;
 pub mod object;

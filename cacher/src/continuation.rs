@@ -120,7 +120,7 @@ pub async fn list_from_storage(
         for kv in &page.items {
             last_key = Some(kv.key.clone());
             let obj = decode_object(kv).map_err(|e| interpret(def, "", e))?;
-            if labels.matches(obj.labels()) && fields.matches(&def.field_set(&obj)) {
+            if labels.matches(obj.labels()) && fields.matches(&actors::selector::field_set(def, &obj)) {
                 items.push(Arc::new(obj));
                 if limit > 0 && items.len() == limit {
                     break;

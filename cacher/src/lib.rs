@@ -392,7 +392,7 @@ impl CacherActor {
             .objects
             .range(start.clone()..)
             .take_while(|(k, _)| k.starts_with(&start))
-            .filter(|(_, o)| labels.matches(o.labels()) && fields.matches(&self.def.field_set(o)))
+            .filter(|(_, o)| labels.matches(o.labels()) && fields.matches(&actors::selector::field_set(self.def, o)))
             .map(|(_, o)| o.clone())
             .collect();
         ObjectList {
@@ -431,7 +431,9 @@ impl CacherActor {
         if initial {
             let start = self.namespace_range(&watcher.namespace);
             for (_, o) in self.objects.range(start.clone()..).take_while(|(k, _)| k.starts_with(&start)) {
-                if watcher.labels.matches(o.labels()) && watcher.fields.matches(&self.def.field_set(o)) {
+                if watcher.labels.matches(o.labels())
+                    && watcher.fields.matches(&actors::selector::field_set(self.def, o))
+                {
                     backlog.push(WatchEvent { kind: WatchEventType::Added, object: o.clone() });
                 }
             }
@@ -490,7 +492,7 @@ fn translate(def: &ResourceDef, w: &Watcher, e: &CachedEvent) -> Option<WatchEve
     let passes = |o: &Value| {
         (w.namespace.is_empty() || !def.namespaced || o.namespace() == w.namespace)
             && w.labels.matches(o.labels())
-            && w.fields.matches(&def.field_set(o))
+            && w.fields.matches(&actors::selector::field_set(def, o))
     };
     match e.kind {
         EventType::Deleted => {
@@ -562,8 +564,8 @@ impl StreamHandler<(u64, WatchItem)> for CacherActor {
 
 fn parse_selection(def: &ResourceDef, s: &Selection) -> Result<(LabelSelector, FieldSelector), ApiError> {
     let labels = LabelSelector::parse(&s.label_selector)?;
-    let fields = FieldSelector::parse(&s.field_selector)?;
-    fields.validate_for(def)?;
+    // Validation also converts aliases (`spec.host`) to the canonical labels `field_set` uses.
+    let fields = FieldSelector::parse(&s.field_selector)?.validate_for(def)?;
     Ok((labels, fields))
 }
 

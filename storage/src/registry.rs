@@ -618,14 +618,13 @@ impl RegistryStore {
         let DeleteCollection { target, selection, delete, options } = msg;
         let def = target.def()?;
         let labels = LabelSelector::parse(&selection.label_selector)?;
-        let fields = FieldSelector::parse(&selection.field_selector)?;
-        fields.validate_for(def)?;
+        let fields = FieldSelector::parse(&selection.field_selector)?.validate_for(def)?;
         let prefix = def.namespace_prefix(&self.prefix, &target.namespace);
         let list = self.storage.list(&prefix, ListOptions::default()).await.map_err(ApiError::internal)?;
         let mut deleted = Vec::new();
         for kv in &list.items {
             let obj = decode_object(kv).map_err(ApiError::internal)?;
-            if !labels.matches(obj.labels()) || !fields.matches(&def.field_set(&obj)) {
+            if !labels.matches(obj.labels()) || !fields.matches(&actors::selector::field_set(def, &obj)) {
                 continue;
             }
             let one = Target { name: obj.name().to_string(), namespace: obj.namespace().to_string(), ..target.clone() };

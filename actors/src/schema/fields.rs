@@ -84,7 +84,7 @@ pub fn cannot_be_handled(body_kind: &str, body_version: &str, kind: &str, error:
 /// Go's `%q`/`strconv.Quote` for the paths and versions we print (JSON escaping is the same
 /// for the printable ASCII that field names use).
 fn go_quote(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
+    crate::gofmt::quote(s)
 }
 
 /// Prunes unknown fields from `obj` (a `group/version, Kind` object, or its `<Kind>List`) in

@@ -13,7 +13,6 @@
 
 use std::fmt;
 
-use super::go;
 use crate::ApiError;
 use crate::kinds::ResourceDef;
 
@@ -127,7 +126,7 @@ impl FieldSelector {
     }
 
     /// Whether an object whose selectable fields are `fields` (see
-    /// [`ResourceDef::field_set`]) is selected; a field missing from the set reads as `""`.
+    /// [`field_set`](super::field_set)) is selected; a field missing from the set reads as `""`.
     pub fn matches(&self, fields: &[(&str, String)]) -> bool {
         self.terms.iter().all(|t| t.matches(fields))
     }
@@ -136,7 +135,7 @@ impl FieldSelector {
     /// `Selector.Transform` in the list/watch handler): rejects fields the resource does not
     /// support and rewrites legacy or version-specific names to the canonical ones
     /// (`spec.host` → `spec.nodeName` for pods; `regarding.*` → `involvedObject.*` for
-    /// `events.k8s.io`), so matching uses the names [`ResourceDef::field_set`] produces.
+    /// `events.k8s.io`), so matching uses the names [`field_set`](super::field_set) produces.
     ///
     /// `metadata.name` is accepted everywhere; `metadata.namespace` wherever kube accepts it,
     /// which includes cluster-scoped kinds without their own conversion (clusterroles) but not
@@ -263,11 +262,14 @@ fn not_supported(label: &str) -> String {
 }
 
 fn not_supported_for_job(label: &str) -> String {
-    format!("field label {} not supported for Job", go::quote(label))
+    format!("field label {} not supported for Job", crate::gofmt::quote(label))
 }
 
 fn not_known(label: &str) -> String {
-    format!("{} is not a known field selector: only \"metadata.name\", \"metadata.namespace\"", go::quote(label))
+    format!(
+        "{} is not a known field selector: only \"metadata.name\", \"metadata.namespace\"",
+        crate::gofmt::quote(label)
+    )
 }
 
 macro_rules! same {

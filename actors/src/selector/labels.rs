@@ -21,7 +21,6 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use super::go;
 use crate::ApiError;
 
 /// `selection.Operator`: how a requirement relates a key to its values.
@@ -83,28 +82,28 @@ impl Requirement {
         match operator {
             Operator::In | Operator::NotIn if values.is_empty() => errs.push(format!(
                 "values: Invalid value: {}: for 'in', 'notin' operators, values set can't be empty",
-                go::string_slice(&values)
+                crate::gofmt::string_slice(&values)
             )),
             Operator::Equals | Operator::DoubleEquals | Operator::NotEquals if values.len() != 1 => errs.push(format!(
                 "values: Invalid value: {}: exact-match compatibility requires one single value",
-                go::string_slice(&values)
+                crate::gofmt::string_slice(&values)
             )),
             Operator::Exists | Operator::DoesNotExist if !values.is_empty() => errs.push(format!(
                 "values: Invalid value: {}: values set must be empty for exists and does not exist",
-                go::string_slice(&values)
+                crate::gofmt::string_slice(&values)
             )),
             Operator::GreaterThan | Operator::LessThan => {
                 if values.len() != 1 {
                     errs.push(format!(
                         "values: Invalid value: {}: for 'Gt', 'Lt' operators, exactly one value is required",
-                        go::string_slice(&values)
+                        crate::gofmt::string_slice(&values)
                     ));
                 }
                 for (i, v) in values.iter().enumerate() {
                     if v.parse::<i64>().is_err() {
                         errs.push(format!(
                             "values[{i}]: Invalid value: {}: for 'Gt', 'Lt' operators, the value must be an integer",
-                            go::quote(v)
+                            crate::gofmt::quote(v)
                         ));
                     }
                 }
@@ -114,13 +113,17 @@ impl Requirement {
         for (i, v) in values.iter().enumerate() {
             let problems = label_value_errors(v);
             if !problems.is_empty() {
-                errs.push(format!("values[{i}][{key}]: Invalid value: {}: {}", go::quote(v), problems.join("; ")));
+                errs.push(format!(
+                    "values[{i}][{key}]: Invalid value: {}: {}",
+                    crate::gofmt::quote(v),
+                    problems.join("; ")
+                ));
             }
         }
         if errs.is_empty() {
             Ok(Requirement { key: key.to_string(), operator, values })
         } else {
-            Err(go::aggregate(&errs))
+            Err(crate::gofmt::aggregate(&errs))
         }
     }
 
@@ -264,7 +267,7 @@ impl LabelSelector {
                 "NotIn" => Operator::NotIn,
                 "Exists" => Operator::Exists,
                 "DoesNotExist" => Operator::DoesNotExist,
-                other => return Err(format!("{} is not a valid label selector operator", go::quote(other))),
+                other => return Err(format!("{} is not a valid label selector operator", crate::gofmt::quote(other))),
             };
             let values: Vec<String> = expr
                 .get("values")
@@ -462,7 +465,7 @@ pub(crate) fn label_value_errors(value: &str) -> Vec<String> {
 /// `<nil>`, which is what the query-parameter parser reports).
 fn validate_label_key(key: &str, path: &str) -> Option<String> {
     let errs = qualified_name_errors(key);
-    (!errs.is_empty()).then(|| format!("{path}: Invalid value: {}: {}", go::quote(key), errs.join("; ")))
+    (!errs.is_empty()).then(|| format!("{path}: Invalid value: {}: {}", crate::gofmt::quote(key), errs.join("; ")))
 }
 
 // ---------------------------------------------------------------------------------------------

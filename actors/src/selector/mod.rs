@@ -21,8 +21,10 @@
 // parse functions alone would only make them differ from every other fallible API.
 
 pub mod fields;
-pub(crate) mod go;
 pub mod labels;
+
+pub mod selectable;
 
 pub use fields::{FieldOperator, FieldRequirement, FieldSelector};
 pub use labels::{LabelSelector, Operator, Requirement};
+pub use selectable::field_set;

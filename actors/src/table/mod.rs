@@ -75,7 +75,7 @@ impl IncludeObject {
             "None" => Ok(IncludeObject::None),
             other => Err(ApiError::bad_request(format!(
                 "Unable to convert to Table as requested: includeObject: Invalid value: {}: must be 'Metadata', 'Object', 'None', or empty",
-                crate::selector::go::quote(other)
+                crate::gofmt::quote(other)
             ))),
         }
     }
