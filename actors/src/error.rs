@@ -144,12 +144,20 @@ impl ApiError {
         )
     }
 
-    /// 422 Invalid: `Kind "name" is invalid: <field>: <message>, ...`.
+    /// 422 Invalid: `Kind.group "name" is invalid: <field>: <message>` (several causes in
+    /// brackets, repeated messages once, as kube's error aggregate prints them).
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> Self {
-        let list: Vec<String> = causes.iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
+        let mut list: Vec<String> = Vec::new();
+        for c in &causes {
+            let m = if c.field.is_empty() { c.message.clone() } else { format!("{}: {}", c.field, c.message) };
+            if !list.contains(&m) {
+                list.push(m);
+            }
+        }
         let summary = if list.len() == 1 { list[0].clone() } else { format!("[{}]", list.join(", ")) };
-        let mut e =
-            Self::new(Reason::Invalid, format!("{kind} \"{name}\" is invalid: {summary}")).about(group, kind, name);
+        let qualified_kind = if group.is_empty() { kind.to_string() } else { format!("{kind}.{group}") };
+        let mut e = Self::new(Reason::Invalid, format!("{qualified_kind} \"{name}\" is invalid: {summary}"))
+            .about(group, kind, name);
         e.causes = causes;
         e
     }
@@ -305,6 +313,19 @@ mod tests {
         assert_eq!(s["code"], 422);
         assert_eq!(s["message"], "ConfigMap \"Bad\" is invalid: metadata.name: Invalid value: \"Bad\"");
         assert_eq!(s["details"]["causes"][0]["field"], "metadata.name");
+    }
+
+    #[test]
+    fn invalid_names_the_group_of_non_core_kinds() {
+        let cause =
+            |f: &str| Cause { reason: "FieldValueRequired".into(), message: "Required value".into(), field: f.into() };
+        let e = ApiError::invalid("apps", "Deployment", "web", vec![cause("spec.selector"), cause("spec.template")]);
+        assert_eq!(
+            e.message,
+            "Deployment.apps \"web\" is invalid: [spec.selector: Required value, spec.template: Required value]"
+        );
+        assert_eq!(e.to_status()["details"]["kind"], "Deployment");
+        assert_eq!(e.to_status()["details"]["group"], "apps");
     }
 
     #[test]

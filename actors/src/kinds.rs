@@ -8,6 +8,8 @@ pub enum Subresource {
     Status,
     /// `/scale`: an `autoscaling/v1` `Scale` view of `.spec.replicas`.
     Scale,
+    /// `/finalize` of namespaces: writes change only `.spec.finalizers`.
+    Finalize,
 }
 
 impl Subresource {
@@ -16,6 +18,15 @@ impl Subresource {
         match self {
             Subresource::Status => "status",
             Subresource::Scale => "scale",
+            Subresource::Finalize => "finalize",
+        }
+    }
+
+    /// The verbs it serves.
+    pub fn verbs(self) -> &'static [&'static str] {
+        match self {
+            Subresource::Status | Subresource::Scale => &["get", "patch", "update"],
+            Subresource::Finalize => &["update"],
         }
     }
 }
@@ -116,6 +127,7 @@ impl ResourceDef {
 const STATUS: &[Subresource] = &[Subresource::Status];
 const STATUS_SCALE: &[Subresource] = &[Subresource::Status, Subresource::Scale];
 const NONE: &[Subresource] = &[];
+const NAMESPACE_SUBRESOURCES: &[Subresource] = &[Subresource::Status, Subresource::Finalize];
 const ALL: &[&str] = &["all"];
 
 macro_rules! def {
@@ -143,7 +155,7 @@ pub static BUILTIN: &[ResourceDef] = &[
     ResourceDef {
         deletecollection: false,
         ..def!("", "v1", "namespaces", "Namespace", "namespace", namespaced: false, short: &["ns"],
-            categories: &[], sub: STATUS, storage: "namespaces", names: NameRule::Label)
+            categories: &[], sub: NAMESPACE_SUBRESOURCES, storage: "namespaces", names: NameRule::Label)
     },
     def!("", "v1", "configmaps", "ConfigMap", "configmap", namespaced: true, short: &["cm"],
         categories: &[], sub: NONE, storage: "configmaps", names: NameRule::Subdomain),

@@ -85,6 +85,10 @@ pub struct ServeOptions {
     /// How long a request waits for a slot in a full mailbox before it is refused with 429.
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     pub stage_mailbox_wait: Duration,
+    /// Finalize deleted namespaces (delete their content, then the namespace), the job of
+    /// kube-controller-manager in a full cluster; off leaves them `Terminating`.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub enable_namespace_finalizer: bool,
     /// HTTP worker threads (0: one per core).
     #[arg(long, default_value_t = 0)]
     pub workers: usize,

@@ -63,7 +63,7 @@ pub fn api_group(group: &str) -> Option<Value> {
 
 fn subresource_kind(def: &ResourceDef, sub: Subresource) -> (&'static str, &'static str, &'static str) {
     match sub {
-        Subresource::Status => (def.group, def.version, def.kind),
+        Subresource::Status | Subresource::Finalize => (def.group, def.version, def.kind),
         Subresource::Scale => ("autoscaling", "v1", "Scale"),
     }
 }
@@ -97,7 +97,7 @@ pub fn api_resource_list(group: &str, version: &str) -> Option<Value> {
                 "singularName": "",
                 "namespaced": d.namespaced,
                 "kind": k,
-                "verbs": ["get", "patch", "update"],
+                "verbs": sub.verbs(),
             });
             if *sub == Subresource::Scale {
                 s["group"] = g.into();
@@ -121,7 +121,7 @@ fn aggregated_resource(d: &ResourceDef) -> Value {
             json!({
                 "subresource": s.name(),
                 "responseKind": { "group": g, "version": v, "kind": k },
-                "verbs": ["get", "patch", "update"],
+                "verbs": s.verbs(),
             })
         })
         .collect();

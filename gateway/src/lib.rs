@@ -9,6 +9,8 @@
 //! - [`rest`], [`watch`]: generic REST and watch streaming over the storage stage and cachers.
 //! - [`discovery`], [`openapi`], [`health`], [`admin`]: the non-resource endpoints.
 //! - [`negotiate`], [`convert`]: representations and served versions.
+//! - [`namespace_finalizer`]: completes namespace deletion (a controller's job in a full
+//!   cluster).
 //! - [`tls`]: serving certificates, the generated PKI, client-certificate identities.
 
 pub mod admin;
@@ -18,6 +20,7 @@ pub mod convert;
 pub mod discovery;
 pub mod health;
 pub mod http;
+pub mod namespace_finalizer;
 pub mod negotiate;
 pub mod openapi;
 pub mod rest;

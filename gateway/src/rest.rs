@@ -34,8 +34,11 @@ pub async fn serve(ctx: &RequestContext<'_>, payload: web::Payload) -> Result<Ht
     {
         return Err(resource_not_found());
     }
-    if !info.subresource.is_empty() && !def.subresources.iter().any(|s| s.name() == info.subresource) {
-        return Err(resource_not_found());
+    if !info.subresource.is_empty() {
+        let sub = def.subresources.iter().find(|s| s.name() == info.subresource).ok_or_else(resource_not_found)?;
+        if !sub.verbs().contains(&info.verb.as_str()) {
+            return Err(ApiError::method_not_allowed());
+        }
     }
     if info.parts.len() > if info.namespace.is_empty() || info.resource == "namespaces" { 3 } else { 5 } {
         return Err(resource_not_found());

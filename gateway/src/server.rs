@@ -187,6 +187,9 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         reads,
     };
     bootstrap(&stages).await?;
+    if options.enable_namespace_finalizer {
+        crate::namespace_finalizer::spawn(stages.clone());
+    }
     if !options.etcd_compaction_interval.is_zero() {
         spawn_compaction(storage.clone(), options.etcd_compaction_interval);
     }

@@ -351,7 +351,7 @@ impl RegistryStore {
             }
             let mod_rev = current.as_ref().map(|kv| kv.mod_revision).unwrap_or(0);
             // The last finalizer removed from an object being deleted completes the deletion.
-            if new.is_being_deleted() && new.finalizers().is_empty() {
+            if new.is_being_deleted() && new.finalizers().is_empty() && !has_namespace_finalizers(def, &new) {
                 match self.storage.delete(&key, Some(mod_rev)).await {
                     Ok((_, rev)) => {
                         new.set_meta_str("resourceVersion", &rev.to_string());
@@ -391,6 +391,22 @@ impl RegistryStore {
         new["kind"] = def.kind.into();
         if let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.remove("selfLink");
+        }
+        if subresource == "finalize" {
+            // Namespace finalization changes only `spec.finalizers`.
+            let finalizers = new.pointer("/spec/finalizers").cloned();
+            let rv = new.resource_version().to_string();
+            let mut out = old.clone();
+            match finalizers {
+                Some(f) => out["spec"]["finalizers"] = f,
+                None => {
+                    if let Some(spec) = out.get_mut("spec").and_then(Value::as_object_mut) {
+                        spec.remove("finalizers");
+                    }
+                }
+            }
+            out.set_meta_str("resourceVersion", &rv);
+            return out;
         }
         if subresource == "status" {
             defaults::prepare_for_status_update(def, &mut new, old);
@@ -582,9 +598,7 @@ impl RegistryStore {
             }
             _ => {}
         }
-        let namespace_finalizers = def.resource == "namespaces"
-            && def.group.is_empty()
-            && obj.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty());
+        let namespace_finalizers = has_namespace_finalizers(def, obj);
         // A pod bound to a node is deleted gracefully: the kubelet confirms with grace 0.
         let grace = if def.group.is_empty() && def.resource == "pods" {
             let bound = obj.pointer("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
@@ -636,6 +650,13 @@ impl RegistryStore {
         }
         Ok(deleted)
     }
+}
+
+/// Whether a namespace still waits for its content to be deleted (`spec.finalizers`).
+fn has_namespace_finalizers(def: &ResourceDef, obj: &Value) -> bool {
+    def.group.is_empty()
+        && def.resource == "namespaces"
+        && obj.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty())
 }
 
 enum ScaleChange {

@@ -362,8 +362,9 @@ fn resource_paths(d: &'static ResourceDef) -> Vec<PathItem> {
         let (suffix, def, sub_gvk, what) = match sub {
             Subresource::Status => ("Status", kind_def, gvk, "status"),
             Subresource::Scale => ("Scale", build::SCALE, Some(("autoscaling", "v1", "Scale")), "scale"),
+            Subresource::Finalize => ("Finalize", kind_def, gvk, "finalize"),
         };
-        let ops = vec![
+        let mut ops = vec![
             Op {
                 method: "get",
                 operation_id: id("read", suffix),
@@ -398,6 +399,7 @@ fn resource_paths(d: &'static ResourceDef) -> Vec<PathItem> {
                 watchable: false,
             },
         ];
+        ops.retain(|op| sub.verbs().contains(&if op.method == "put" { "update" } else { op.method }));
         out.push(PathItem {
             path: format!("{prefix}{ns_seg}/{}/{{name}}/{}", d.resource, sub.name()),
             params: item_params.clone(),
