@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use actix_web::HttpResponse;
+use actors::messages::{ListObjects, ReadConsistency, Selection, Target};
 
 use crate::http::RequestContext;
 
@@ -20,7 +21,7 @@ pub async fn report(ctx: &RequestContext<'_>, endpoint: &str, only: Option<&str>
         checks.push(("etcd", etcd.clone()));
         if endpoint == "readyz" {
             checks.push(("etcd-readiness", etcd));
-            checks.push(("informer-sync", Ok(())));
+            checks.push(("informer-sync", cachers_synced(ctx).await));
             checks.push(("shutdown", Ok(())));
         }
     }
@@ -64,4 +65,24 @@ pub async fn report(ctx: &RequestContext<'_>, endpoint: &str, only: Option<&str>
     } else {
         HttpResponse::Ok().content_type("text/plain; charset=utf-8").body("ok")
     }
+}
+
+/// Whether every cacher has listed its resource and follows the storage watch: a read at
+/// `resourceVersion=0` answers only then.
+async fn cachers_synced(ctx: &RequestContext<'_>) -> Result<(), String> {
+    for (path, reads) in &ctx.server.stages.reads {
+        let probe = ListObjects {
+            target: Target { namespace: "readyz-probe".into(), ..Default::default() },
+            selection: Selection::default(),
+            consistency: ReadConsistency { resource_version: Some("0".into()), resource_version_match: None },
+            limit: 0,
+            continue_token: None,
+        };
+        match tokio::time::timeout(Duration::from_secs(2), reads.list.ask(probe)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(format!("cacher of {path}: {}", e.message)),
+            Err(_) => return Err(format!("cacher of {path} has not synced")),
+        }
+    }
+    Ok(())
 }
