@@ -172,7 +172,10 @@ pub async fn create_get_update_delete(store: Arc<dyn Storage>) {
     assert_eq!(store.get(&key).await.unwrap(), (None, r0), "absent key reads as None at the current revision");
 
     let created = put(&store, &key, "v1", Expect::Absent).await;
-    assert_eq!(created, KeyValue { key: key.clone(), value: b("v1"), create_revision: r0 + 1, mod_revision: r0 + 1 });
+    assert_eq!(
+        created,
+        KeyValue { key: key.clone(), value: b("v1"), create_revision: r0 + 1, mod_revision: r0 + 1, stale: false }
+    );
     assert_eq!(store.get(&key).await.unwrap(), (Some(created.clone()), r0 + 1));
 
     assert_eq!(store.put(&key, b("x"), Expect::Absent).await, Err(StorageError::AlreadyExists { key: key.clone() }));
@@ -182,7 +185,10 @@ pub async fn create_get_update_delete(store: Arc<dyn Storage>) {
     );
 
     let updated = put(&store, &key, "v2", Expect::ModRevision(r0 + 1)).await;
-    assert_eq!(updated, KeyValue { key: key.clone(), value: b("v2"), create_revision: r0 + 1, mod_revision: r0 + 2 });
+    assert_eq!(
+        updated,
+        KeyValue { key: key.clone(), value: b("v2"), create_revision: r0 + 1, mod_revision: r0 + 2, stale: false }
+    );
     let overwritten = put(&store, &key, "v3", Expect::Exists).await;
     assert_eq!(overwritten, KeyValue { value: b("v3"), mod_revision: r0 + 3, ..updated.clone() });
     assert_eq!(store.current_revision().await.unwrap(), r0 + 3, "failed writes do not advance the revision");

@@ -41,6 +41,10 @@ pub struct KeyValue {
     pub create_revision: Revision,
     /// Revision of the last write to the key.
     pub mod_revision: Revision,
+    /// The value was read through a transformation other than the one writes use (e.g. an old
+    /// encryption key): an update rewrites it even when the object is unchanged, which is how
+    /// keys are rotated.
+    pub stale: bool,
 }
 
 /// What a write expects of the key's current state.

@@ -342,7 +342,8 @@ impl RegistryStore {
             old_cmp.meta_mut().remove("resourceVersion");
             let mut new_cmp = new.clone();
             new_cmp.meta_mut().remove("resourceVersion");
-            if old_cmp == new_cmp {
+            let stale = current.as_ref().is_some_and(|kv| kv.stale);
+            if old_cmp == new_cmp && !stale {
                 return Ok(WriteResult { object: old, created: false, deleted: false, warnings });
             }
             new.set_meta_str("resourceVersion", &old_rv);

@@ -172,8 +172,13 @@ impl State {
                 let create_revision = prev.as_ref().map_or(change.revision, |p| p.create_revision);
                 debug_assert_eq!(create_revision, change.create_revision, "create revision planned by the writer");
                 let kind = if prev.is_some() { EventType::Modified } else { EventType::Added };
-                let kv =
-                    KeyValue { key: change.key, value: value.clone(), create_revision, mod_revision: change.revision };
+                let kv = KeyValue {
+                    key: change.key,
+                    value: value.clone(),
+                    create_revision,
+                    mod_revision: change.revision,
+                    stale: false,
+                };
                 (
                     Event { kind, kv, prev },
                     Version { mod_revision: change.revision, create_revision, value: Some(value) },
@@ -223,6 +228,7 @@ fn kv(key: &str, v: &Version) -> Option<KeyValue> {
         value: v.value.clone()?,
         create_revision: v.create_revision,
         mod_revision: v.mod_revision,
+        stale: false,
     })
 }
 

@@ -318,7 +318,13 @@ fn plan(op: Mutation, current: Option<KeyValue>, revision: Revision) -> Result<(
                 _ => {}
             }
             let create_revision = current.map_or(revision, |c| c.create_revision);
-            let kv = KeyValue { key: key.clone(), value: value.clone(), create_revision, mod_revision: revision };
+            let kv = KeyValue {
+                key: key.clone(),
+                value: value.clone(),
+                create_revision,
+                mod_revision: revision,
+                stale: false,
+            };
             Ok((Change { key, revision, create_revision, value: Some(value) }, WriteOutcome::Put(kv)))
         }
         Mutation::Delete { key, expect } => {
