@@ -27,6 +27,10 @@ pub enum Reason {
     ServerTimeout,
     ServiceUnavailable,
     Timeout,
+    /// A plain error kube returns without a reason (`metav1.StatusReasonUnknown`): 500, and
+    /// the Status carries no `reason`.
+    #[serde(rename = "")]
+    Unknown,
 }
 
 impl Reason {
@@ -45,7 +49,7 @@ impl Reason {
             Reason::RequestEntityTooLarge => 413,
             Reason::Gone | Reason::Expired => 410,
             Reason::TooManyRequests => 429,
-            Reason::InternalError | Reason::ServerTimeout => 500,
+            Reason::InternalError | Reason::ServerTimeout | Reason::Unknown => 500,
             Reason::ServiceUnavailable => 503,
             Reason::Timeout => 504,
         }
@@ -203,6 +207,11 @@ impl ApiError {
         e
     }
 
+    /// 500 with no reason: how kube answers a plain error from below the API layer.
+    pub fn unknown(message: impl Into<String>) -> Self {
+        Self::new(Reason::Unknown, message)
+    }
+
     /// 503 ServiceUnavailable.
     pub fn unavailable(message: impl Into<String>) -> Self {
         Self::new(Reason::ServiceUnavailable, message)
@@ -224,6 +233,9 @@ impl ApiError {
             "reason": self.reason,
             "code": self.code,
         });
+        if self.reason == Reason::Unknown {
+            status.as_object_mut().expect("object").remove("reason");
+        }
         let mut details = serde_json::Map::new();
         if let Some(n) = &self.name {
             details.insert("name".into(), n.clone().into());

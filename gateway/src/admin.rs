@@ -27,17 +27,23 @@ async fn actors(server: web::Data<Server>) -> HttpResponse {
     HttpResponse::Ok().json(json!({ "uptimeSeconds": server.started.elapsed().as_secs(), "actors": actors }))
 }
 
-/// Compacts history up to the current revision now, so tests and operators can force the 410
-/// paths without waiting for the compaction interval.
+/// Compacts every backend's history up to its current revision now, so tests and operators can
+/// force the 410 paths without waiting for the compaction interval.
 async fn compact(server: web::Data<Server>) -> HttpResponse {
-    let storage = server.storage.clone();
-    let result = async {
-        let rev = storage.current_revision().await?;
-        storage.compact(rev).await.map(|()| rev)
+    let mut done = Vec::new();
+    for storage in server.router.backends() {
+        let result = async {
+            let rev = storage.current_revision().await?;
+            storage.compact(rev).await.map(|()| rev)
+        }
+        .await;
+        match result {
+            Ok(rev) => done.push(json!({ "backend": storage.describe(), "compactedRevision": rev })),
+            Err(e) => {
+                return HttpResponse::InternalServerError()
+                    .json(json!({ "backend": storage.describe(), "error": e.to_string() }));
+            }
+        }
     }
-    .await;
-    match result {
-        Ok(rev) => HttpResponse::Ok().json(json!({ "compactedRevision": rev })),
-        Err(e) => HttpResponse::InternalServerError().json(json!({ "error": e.to_string() })),
-    }
+    HttpResponse::Ok().json(json!({ "backends": done }))
 }

@@ -67,6 +67,28 @@ pub struct ServeOptions {
     /// Admission plugins to run, in order (comma-separated).
     #[arg(long, value_delimiter = ',', default_values_t = admission::DEFAULT_PLUGINS.iter().map(|s| s.to_string()))]
     pub enable_admission_plugins: Vec<String>,
+    /// The default storage backend.
+    #[arg(long, value_enum, default_value = "embedded")]
+    pub storage_backend: StorageBackend,
+    /// etcd endpoints of the etcd3 backend (comma-separated URLs).
+    #[arg(long, value_delimiter = ',')]
+    pub etcd_servers: Vec<String>,
+    /// Per-resource backends: `group/resource#server;server`, comma-separated (`/events#http://...`);
+    /// `embedded` as a server names this server's own store.
+    #[arg(long)]
+    pub etcd_servers_overrides: Option<String>,
+    /// CA file verifying etcd's serving certificate.
+    #[arg(long)]
+    pub etcd_cafile: Option<PathBuf>,
+    /// Client certificate presented to etcd.
+    #[arg(long)]
+    pub etcd_certfile: Option<PathBuf>,
+    /// Client key presented to etcd.
+    #[arg(long)]
+    pub etcd_keyfile: Option<PathBuf>,
+    /// EncryptionConfiguration (apiserver.config.k8s.io/v1) for encryption at rest.
+    #[arg(long)]
+    pub encryption_provider_config: Option<PathBuf>,
     /// Key prefix of every stored object.
     #[arg(long, default_value = "/registry")]
     pub etcd_prefix: String,
@@ -92,6 +114,15 @@ pub struct ServeOptions {
     /// HTTP worker threads (0: one per core).
     #[arg(long, default_value_t = 0)]
     pub workers: usize,
+}
+
+/// `--storage-backend`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum StorageBackend {
+    /// The embedded store under `--data-dir`.
+    Embedded,
+    /// etcd v3 at `--etcd-servers`.
+    Etcd3,
 }
 
 /// Parses `300ms`, `5s`, `5m`, `1h` or a bare number of seconds.

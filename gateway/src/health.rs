@@ -12,12 +12,7 @@ use crate::http::RequestContext;
 pub async fn report(ctx: &RequestContext<'_>, endpoint: &str, only: Option<&str>) -> HttpResponse {
     let mut checks: Vec<(&str, Result<(), String>)> = vec![("ping", Ok(())), ("log", Ok(()))];
     if endpoint != "livez" {
-        let storage = ctx.server.storage.clone();
-        let etcd = match tokio::time::timeout(Duration::from_secs(2), storage.current_revision()).await {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) => Err(e.to_string()),
-            Err(_) => Err(format!("{} did not answer within 2s", storage.describe())),
-        };
+        let etcd = storage_reachable(ctx).await;
         checks.push(("etcd", etcd.clone()));
         if endpoint == "readyz" {
             checks.push(("etcd-readiness", etcd));
@@ -82,6 +77,18 @@ async fn cachers_synced(ctx: &RequestContext<'_>) -> Result<(), String> {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => return Err(format!("cacher of {path}: {}", e.message)),
             Err(_) => return Err(format!("cacher of {path} has not synced")),
+        }
+    }
+    Ok(())
+}
+
+/// Whether every storage backend answers; the error names the one that does not.
+async fn storage_reachable(ctx: &RequestContext<'_>) -> Result<(), String> {
+    for storage in ctx.server.router.backends() {
+        match tokio::time::timeout(Duration::from_secs(2), storage.current_revision()).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(e.to_string()),
+            Err(_) => return Err(format!("{} did not answer within 2s", storage.describe())),
         }
     }
     Ok(())

@@ -2,6 +2,7 @@
 //!
 //! # Layout
 //! - [`config`]: flags, named as kube-apiserver names them.
+//! - [`backends`]: opens the storage backends and routes resources to them.
 //! - [`server`]: the composition root (the only place naming concrete actors) and startup.
 //! - [`http`]: the request path: request info, authentication, authorization, flow control,
 //!   routing, request metrics.
@@ -15,6 +16,7 @@
 
 pub mod admin;
 pub mod auth;
+pub mod backends;
 pub mod config;
 pub mod convert;
 pub mod discovery;

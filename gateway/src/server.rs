@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use actix::Arbiter;
 use actix_web::{App, HttpServer, web};
@@ -23,9 +23,8 @@ use cacher::{CacherActor, CacherOptions};
 use flowcontrol::FlowControlActor;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use serde_json::{Value, json};
-use storage::Storage;
-use storage::embedded::{EmbeddedOptions, EmbeddedStore};
 use storage::registry::{RegistryStore, StorageActor};
+use storage::router::StorageRouter;
 
 use crate::auth::{AuthenticationActor, AuthorizationActor};
 use crate::config::ServeOptions;
@@ -80,8 +79,8 @@ pub struct Server {
     pub options: ServeOptions,
     /// Renders `/metrics`.
     pub metrics: PrometheusHandle,
-    /// The main storage backend, for health checks.
-    pub storage: Arc<dyn Storage>,
+    /// The storage backends, for health checks and compaction.
+    pub router: Arc<StorageRouter>,
     /// Every live actor, for the admin endpoint.
     pub registry: ActorRegistry,
     /// `host:port` clients reach us at.
@@ -124,8 +123,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     actors::schema::prepare();
     std::fs::create_dir_all(&options.data_dir).map_err(|e| format!("{}: {e}", options.data_dir.display()))?;
     let data_dir = options.data_dir.canonicalize().map_err(|e| e.to_string())?;
-    let store = EmbeddedStore::open(&data_dir.join("store"), EmbeddedOptions::default()).map_err(|e| e.to_string())?;
-    let storage: Arc<dyn Storage> = store;
+    let router = crate::backends::open(&options, &data_dir).await?;
     let registry = ActorRegistry::default();
     let cap = options.stage_mailbox_capacity;
     let wait = options.stage_mailbox_wait;
@@ -141,7 +139,8 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
             continue;
         }
         let mailbox = Mailbox::new(&registry, "cacher", &def.qualified(), cap, wait);
-        let actor = CacherActor::new(def, storage.clone(), &options.etcd_prefix, CacherOptions::default());
+        let backend = router.backend(&def.key_prefix(&options.etcd_prefix)).clone();
+        let actor = CacherActor::new(def, backend, &options.etcd_prefix, CacherOptions::default());
         let addr = mailbox.start(&cacher_arbiter, actor);
         reads.insert(
             def.storage_path,
@@ -160,7 +159,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let admission_addr = admission_mb.start(&stage_arbiter, AdmissionActor::new(chain));
     let admit = admission_mb.handle(admission_addr.recipient());
 
-    let store = Arc::new(RegistryStore::new(storage.clone(), &options.etcd_prefix, admit));
+    let store = Arc::new(RegistryStore::new(router.clone(), &options.etcd_prefix, admit));
     let storage_mb = Mailbox::new(&registry, "storage", "", cap, wait);
     let storage_addr = storage_mb.start(&stage_arbiter, StorageActor::new(store));
 
@@ -191,7 +190,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         crate::namespace_finalizer::spawn(stages.clone());
     }
     if !options.etcd_compaction_interval.is_zero() {
-        spawn_compaction(storage.clone(), options.etcd_compaction_interval);
+        crate::backends::spawn_compaction(router.clone(), options.etcd_compaction_interval);
     }
 
     let host =
@@ -215,7 +214,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         stages,
         options: options.clone(),
         metrics,
-        storage,
+        router,
         registry: registry.clone(),
         address: address.clone(),
         started: Instant::now(),
@@ -279,21 +278,4 @@ async fn bootstrap(stages: &Stages) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// Compacts history every `interval` to the revision seen one interval earlier, as
-/// kube-apiserver does, so watches resuming within an interval still find their events.
-fn spawn_compaction(storage: Arc<dyn Storage>, interval: Duration) {
-    actix_web::rt::spawn(async move {
-        let mut previous = None;
-        loop {
-            tokio::time::sleep(interval).await;
-            if let Some(rev) = previous
-                && let Err(e) = storage.compact(rev).await
-            {
-                tracing::warn!("compaction to {rev} failed: {e}");
-            }
-            previous = storage.current_revision().await.ok();
-        }
-    });
 }

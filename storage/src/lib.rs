@@ -10,8 +10,12 @@
 //! # Layout
 //! - [`embedded`]: the default backend, a write-ahead log with group commit on local disk and
 //!   an in-memory multi-version index.
+//! - [`etcd`]: the etcd v3 backend (`--etcd-servers`), and a real etcd for tests.
 //! - [`codec`]: how objects become stored bytes (rmp-serde).
-//! - [`conformance`]: the one suite every backend (and the cacher's read path) must pass.
+//! - [`conformance`]: the one suite every backend must pass.
+//! - [`encryption`]: encryption at rest (`--encryption-provider-config`), a decorator over any
+//!   backend, byte-compatible with kube-apiserver's providers.
+//! - [`router`]: which backend stores which resource (`--etcd-servers-overrides`).
 //! - [`registry`]: the storage stage: kube's generic registry store (object metadata,
 //!   preconditions, finalizers) on top of a [`Storage`].
 
@@ -25,7 +29,10 @@ use tokio::sync::mpsc;
 pub mod codec;
 pub mod conformance;
 pub mod embedded;
+pub mod encryption;
+pub mod etcd;
 pub mod registry;
+pub mod router;
 
 /// A revision of the whole store (etcd's `header.revision`); `resourceVersion` on the wire.
 pub type Revision = u64;

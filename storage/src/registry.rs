@@ -27,7 +27,8 @@ use actors::stage::StageHandle;
 use actors::{defaults, schema, validation};
 use serde_json::{Value, json};
 
-use crate::{Expect, KeyValue, ListOptions, Storage, StorageError, codec};
+use crate::router::StorageRouter;
+use crate::{Expect, KeyValue, ListOptions, StorageError, codec};
 
 /// Kinds whose strategy sets and bumps `metadata.generation` on spec changes.
 fn tracks_generation(def: &ResourceDef) -> bool {
@@ -56,7 +57,7 @@ const MAX_UPDATE_RETRIES: usize = 64;
 
 /// The generic registry store for every built-in resource.
 pub struct RegistryStore {
-    storage: Arc<dyn Storage>,
+    router: Arc<StorageRouter>,
     prefix: String,
     admission: StageHandle<Admit>,
 }
@@ -105,9 +106,10 @@ fn random_suffix() -> String {
 }
 
 impl RegistryStore {
-    /// A store writing under `prefix` (e.g. `/registry`), admitting through `admission`.
-    pub fn new(storage: Arc<dyn Storage>, prefix: &str, admission: StageHandle<Admit>) -> Self {
-        RegistryStore { storage, prefix: prefix.trim_end_matches('/').to_string(), admission }
+    /// A store writing under `prefix` (e.g. `/registry`) into the backends of `router`,
+    /// admitting through `admission`.
+    pub fn new(router: Arc<StorageRouter>, prefix: &str, admission: StageHandle<Admit>) -> Self {
+        RegistryStore { router, prefix: prefix.trim_end_matches('/').to_string(), admission }
     }
 
     fn key(&self, def: &ResourceDef, namespace: &str, name: &str) -> String {
@@ -223,8 +225,11 @@ impl RegistryStore {
         } else {
             object.meta_mut().remove("namespace");
         }
+        if !object.resource_version().is_empty() {
+            return Err(ApiError::unknown("resourceVersion should not be set on objects to be created"));
+        }
         let meta = object.meta_mut();
-        for f in ["resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"] {
+        for f in ["deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"] {
             meta.remove(f);
         }
         meta.insert("uid".into(), uuid::Uuid::new_v4().to_string().into());
@@ -248,7 +253,7 @@ impl RegistryStore {
         if options.dry_run {
             return Ok(WriteResult { object, created: true, deleted: false, warnings });
         }
-        let kv = self.storage.put(&key, encode_object(&object), Expect::Absent).await.map_err(|e| {
+        let kv = self.router.backend(&key).put(&key, encode_object(&object), Expect::Absent).await.map_err(|e| {
             let mut err = interpret(def, &name, e);
             if err.reason == actors::Reason::AlreadyExists && !object.meta_str("generateName").is_empty() {
                 err.retry_after_seconds = Some(1);
@@ -264,11 +269,9 @@ impl RegistryStore {
     /// `kubernetes` service's).
     async fn allocate_cluster_ip(&self) -> Result<String, ApiError> {
         let services = actors::kinds::find("", "v1", "services").expect("services are served");
-        let list = self
-            .storage
-            .list(&services.key_prefix(&self.prefix), ListOptions::default())
-            .await
-            .map_err(ApiError::internal)?;
+        let prefix = services.key_prefix(&self.prefix);
+        let list =
+            self.router.backend(&prefix).list(&prefix, ListOptions::default()).await.map_err(ApiError::internal)?;
         let mut used = BTreeSet::new();
         for kv in &list.items {
             if let Ok(svc) = codec::decode(&kv.key, &kv.value)
@@ -286,7 +289,7 @@ impl RegistryStore {
     }
 
     async fn read_current(&self, def: &ResourceDef, key: &str, name: &str) -> Result<Option<KeyValue>, ApiError> {
-        self.storage.get(key).await.map(|(kv, _)| kv).map_err(|e| interpret(def, name, e))
+        self.router.backend(key).get(key).await.map(|(kv, _)| kv).map_err(|e| interpret(def, name, e))
     }
 
     /// Shared loop of PUT and PATCH: read the current object, build the new one with `mutate`,
@@ -312,6 +315,8 @@ impl RegistryStore {
             let (candidate, warnings) = mutate(old.as_ref())?;
             let Some(old) = old else {
                 // Create on update: only kinds that allow it reach here with no current object.
+                let mut candidate = candidate;
+                candidate.meta_mut().remove("resourceVersion");
                 let created = self
                     .create(CreateObject {
                         target: Target { name: String::new(), subresource: String::new(), ..target.clone() },
@@ -353,7 +358,7 @@ impl RegistryStore {
             let mod_rev = current.as_ref().map(|kv| kv.mod_revision).unwrap_or(0);
             // The last finalizer removed from an object being deleted completes the deletion.
             if new.is_being_deleted() && new.finalizers().is_empty() && !has_namespace_finalizers(def, &new) {
-                match self.storage.delete(&key, Some(mod_rev)).await {
+                match self.router.backend(&key).delete(&key, Some(mod_rev)).await {
                     Ok((_, rev)) => {
                         new.set_meta_str("resourceVersion", &rev.to_string());
                         return Ok(WriteResult { object: new, created: false, deleted: true, warnings });
@@ -365,7 +370,7 @@ impl RegistryStore {
                     Err(e) => return Err(interpret(def, name, e)),
                 }
             }
-            match self.storage.put(&key, encode_object(&new), Expect::ModRevision(mod_rev)).await {
+            match self.router.backend(&key).put(&key, encode_object(&new), Expect::ModRevision(mod_rev)).await {
                 Ok(kv) => {
                     new.set_meta_str("resourceVersion", &kv.mod_revision.to_string());
                     return Ok(WriteResult { object: new, created: false, deleted: false, warnings });
@@ -547,8 +552,7 @@ impl RegistryStore {
             check_preconditions(def, &name, &delete, &old)?;
             let mut marked = old.clone();
             let pending = self.mark_for_deletion(def, &delete, &mut marked);
-            let admitted = self.admit(Operation::Delete, &target, &options, old.clone(), Some(&old)).await?;
-            let _ = admitted;
+            self.admit(Operation::Delete, &target, &options, old.clone(), Some(&old)).await?;
             if options.dry_run {
                 return Ok(self.delete_result(def, marked, !pending));
             }
@@ -557,7 +561,12 @@ impl RegistryStore {
                     return Ok(self.delete_result(def, old, false));
                 }
                 marked.meta_mut().remove("resourceVersion");
-                match self.storage.put(&key, encode_object(&marked), Expect::ModRevision(kv.mod_revision)).await {
+                match self
+                    .router
+                    .backend(&key)
+                    .put(&key, encode_object(&marked), Expect::ModRevision(kv.mod_revision))
+                    .await
+                {
                     Ok(kv) => {
                         marked.set_meta_str("resourceVersion", &kv.mod_revision.to_string());
                         return Ok(self.delete_result(def, marked, false));
@@ -566,7 +575,7 @@ impl RegistryStore {
                     Err(e) => return Err(interpret(def, &name, e)),
                 }
             }
-            match self.storage.delete(&key, Some(kv.mod_revision)).await {
+            match self.router.backend(&key).delete(&key, Some(kv.mod_revision)).await {
                 Ok((_, rev)) => {
                     let mut gone = old;
                     gone.set_meta_str("resourceVersion", &rev.to_string());
@@ -635,7 +644,8 @@ impl RegistryStore {
         let labels = LabelSelector::parse(&selection.label_selector)?;
         let fields = FieldSelector::parse(&selection.field_selector)?.validate_for(def)?;
         let prefix = def.namespace_prefix(&self.prefix, &target.namespace);
-        let list = self.storage.list(&prefix, ListOptions::default()).await.map_err(ApiError::internal)?;
+        let list =
+            self.router.backend(&prefix).list(&prefix, ListOptions::default()).await.map_err(ApiError::internal)?;
         let mut deleted = Vec::new();
         for kv in &list.items {
             let obj = decode_object(kv).map_err(ApiError::internal)?;

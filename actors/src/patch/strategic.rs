@@ -152,7 +152,7 @@ impl From<SmpError> for ApiError {
             SmpError::Unprocessable => ApiError::new(Reason::Invalid, UNPROCESSABLE_MESSAGE),
             // kube's Status here has no reason (StatusReasonUnknown); InternalError is the
             // nearest we can say.
-            SmpError::Plain(message) => ApiError::new(Reason::InternalError, message),
+            SmpError::Plain(message) => ApiError::unknown(message),
         }
     }
 }

@@ -118,6 +118,11 @@ async fn every_bad_input_gets_its_status_and_nothing_is_lost() {
 
     let r = api.json("POST", CMS, &json!({"metadata": {"name": "keep"}})).await;
     assert_status(&r, 409, "AlreadyExists");
+    // As kube's storage layer: a plain 500 with no reason.
+    let r = api.json("POST", CMS, &json!({"metadata": {"name": "with-rv", "resourceVersion": "5"}})).await;
+    assert_eq!(r.code, 500, "{}", r.body);
+    assert_eq!(r.body["message"], "resourceVersion should not be set on objects to be created");
+    assert!(r.body.get("reason").is_none(), "{}", r.body);
     let mut stale = keep.body.clone();
     stale["data"]["k"] = "first".into();
     assert_eq!(api.json("PUT", &format!("{CMS}/keep"), &stale).await.code, 200);

@@ -3,6 +3,7 @@
 mod admin;
 mod bad_input;
 mod durability;
+mod encryption;
 mod kubectl;
 mod namespaces;
 mod python;

@@ -1,0 +1,81 @@
+//! Opens the storage backends the flags ask for and routes resources to them: the embedded
+//! store or etcd3 as the default, `--etcd-servers-overrides` for single resources (`embedded`
+//! names this server's own store), each wrapped in encryption at rest when
+//! `--encryption-provider-config` is given.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use storage::Storage;
+use storage::embedded::{EmbeddedOptions, EmbeddedStore};
+use storage::encryption::{EncryptedStorage, EncryptionConfig};
+use storage::router::{StorageRouter, parse_overrides, resource_def};
+
+use crate::config::{ServeOptions, StorageBackend};
+
+/// Opens every backend and builds the router.
+pub async fn open(options: &ServeOptions, data_dir: &Path) -> Result<Arc<StorageRouter>, String> {
+    let encryption = match &options.encryption_provider_config {
+        Some(path) => Some(EncryptionConfig::load(path).map_err(|e| format!("--encryption-provider-config: {e}"))?),
+        None => None,
+    };
+    let encrypt = |backend: Arc<dyn Storage>| -> Arc<dyn Storage> {
+        match &encryption {
+            Some(config) => EncryptedStorage::new(backend, config.clone(), &options.etcd_prefix),
+            None => backend,
+        }
+    };
+    let mut embedded: Option<Arc<dyn Storage>> = None;
+    let mut open_embedded = || -> Result<Arc<dyn Storage>, String> {
+        if let Some(e) = &embedded {
+            return Ok(e.clone());
+        }
+        let store: Arc<dyn Storage> =
+            EmbeddedStore::open(&data_dir.join("store"), EmbeddedOptions::default()).map_err(|e| e.to_string())?;
+        embedded = Some(store.clone());
+        Ok(store)
+    };
+    let default = match options.storage_backend {
+        StorageBackend::Embedded => open_embedded()?,
+        StorageBackend::Etcd3 => {
+            if options.etcd_servers.is_empty() {
+                return Err("--storage-backend etcd3 needs --etcd-servers".into());
+            }
+            etcd(options, &options.etcd_servers).await?
+        }
+    };
+    let mut router = StorageRouter::new(encrypt(default));
+    for o in parse_overrides(options.etcd_servers_overrides.as_deref().unwrap_or(""))? {
+        let def = resource_def(&o.group, &o.resource).expect("parse_overrides checks the resource");
+        let backend = if o.servers == ["embedded"] { open_embedded()? } else { etcd(options, &o.servers).await? };
+        tracing::info!(resource = %def.qualified(), backend = %backend.describe(), "storage override");
+        router.route(def, &options.etcd_prefix, encrypt(backend));
+    }
+    Ok(Arc::new(router))
+}
+
+async fn etcd(options: &ServeOptions, servers: &[String]) -> Result<Arc<dyn Storage>, String> {
+    let _ = (options, servers);
+    Err("the etcd3 backend is not built into this binary yet".into())
+}
+
+/// Compacts every backend every `interval` to the revision it had one interval earlier, as
+/// kube-apiserver does, so watches resuming within an interval still find their events.
+pub fn spawn_compaction(router: Arc<StorageRouter>, interval: Duration) {
+    for storage in router.backends() {
+        actix_web::rt::spawn(async move {
+            let mut previous = None;
+            loop {
+                tokio::time::sleep(interval).await;
+                if let Some(rev) = previous
+                    && storage.compacted_revision().await.is_ok_and(|c| c < rev)
+                    && let Err(e) = storage.compact(rev).await
+                {
+                    tracing::warn!(backend = %storage.describe(), "compaction to {rev} failed: {e}");
+                }
+                previous = storage.current_revision().await.ok();
+            }
+        });
+    }
+}

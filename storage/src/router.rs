@@ -1,0 +1,123 @@
+//! Which backend stores which resource: kube-apiserver's `--etcd-servers-overrides`.
+//!
+//! Every backend has its own revision sequence, so routing is by resource, never within one:
+//! a resource's keys (`/registry/events/...`) all live in one backend, its cacher follows that
+//! backend's watch, and its resourceVersions are that backend's revisions (as in kube, where an
+//! overridden resource's resourceVersions come from its own etcd).
+
+use std::sync::Arc;
+
+use actors::kinds::{self, ResourceDef};
+
+use crate::Storage;
+
+/// One `--etcd-servers-overrides` entry: `group/resource#server;server`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Override {
+    /// API group (`""` for core).
+    pub group: String,
+    /// Plural resource.
+    pub resource: String,
+    /// The servers (etcd URLs, or `embedded` for this server's own store).
+    pub servers: Vec<String>,
+}
+
+/// Parses kube's `--etcd-servers-overrides` syntax: comma-separated
+/// `group/resource#server1;server2` entries, the group empty for core (`/events#...`).
+pub fn parse_overrides(flag: &str) -> Result<Vec<Override>, String> {
+    let mut out = Vec::new();
+    for entry in flag.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (gr, servers) = entry
+            .split_once('#')
+            .ok_or_else(|| format!("invalid value of etcd server overrides: {entry} (want group/resource#servers)"))?;
+        let (group, resource) = gr.split_once('/').ok_or_else(|| {
+            format!("invalid resource definition: {gr} (want group/resource, e.g. /events or apps/deployments)")
+        })?;
+        let servers: Vec<String> =
+            servers.split(';').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect();
+        if resource.is_empty() || servers.is_empty() {
+            return Err(format!("invalid value of etcd server overrides: {entry}"));
+        }
+        if resource_def(group, resource).is_none() {
+            return Err(format!("--etcd-servers-overrides names {gr}, which this server does not serve"));
+        }
+        out.push(Override { group: group.to_string(), resource: resource.to_string(), servers });
+    }
+    Ok(out)
+}
+
+/// The served resource a `group/resource` names (any version).
+pub fn resource_def(group: &str, resource: &str) -> Option<&'static ResourceDef> {
+    kinds::BUILTIN.iter().find(|d| d.group == group && d.resource == resource)
+}
+
+/// Routes each resource's keys to its backend.
+pub struct StorageRouter {
+    default: Arc<dyn Storage>,
+    /// `(key prefix, backend)`, longest prefixes first.
+    routes: Vec<(String, Arc<dyn Storage>)>,
+}
+
+impl StorageRouter {
+    /// Every key in `default`.
+    pub fn new(default: Arc<dyn Storage>) -> Self {
+        StorageRouter { default, routes: Vec::new() }
+    }
+
+    /// Stores `def`'s objects (and any resource sharing its storage path) in `backend`.
+    pub fn route(&mut self, def: &ResourceDef, storage_prefix: &str, backend: Arc<dyn Storage>) {
+        let prefix = def.key_prefix(storage_prefix);
+        self.routes.retain(|(p, _)| *p != prefix);
+        self.routes.push((prefix, backend));
+        self.routes.sort_by_key(|(p, _)| std::cmp::Reverse(p.len()));
+    }
+
+    /// The backend holding `key` (or every key under the prefix `key`).
+    pub fn backend(&self, key: &str) -> &Arc<dyn Storage> {
+        self.routes.iter().find(|(p, _)| key.starts_with(p.as_str())).map(|(_, b)| b).unwrap_or(&self.default)
+    }
+
+    /// The default backend.
+    pub fn default_backend(&self) -> &Arc<dyn Storage> {
+        &self.default
+    }
+
+    /// Every distinct backend, default first, for compaction and health checks.
+    pub fn backends(&self) -> Vec<Arc<dyn Storage>> {
+        let mut out = vec![self.default.clone()];
+        for (_, b) in &self.routes {
+            if !out.iter().any(|o| Arc::ptr_eq(o, b)) {
+                out.push(b.clone());
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_kube_syntax() {
+        let o =
+            parse_overrides("/events#http://127.0.0.1:2381;http://127.0.0.1:2382,apps/deployments#embedded").unwrap();
+        assert_eq!(
+            o[0],
+            Override {
+                group: String::new(),
+                resource: "events".into(),
+                servers: vec!["http://127.0.0.1:2381".into(), "http://127.0.0.1:2382".into()]
+            }
+        );
+        assert_eq!((o[1].group.as_str(), o[1].resource.as_str()), ("apps", "deployments"));
+    }
+
+    #[test]
+    fn rejects_malformed_entries() {
+        assert!(parse_overrides("events#http://x").unwrap_err().contains("group/resource"));
+        assert!(parse_overrides("/events").is_err());
+        assert!(parse_overrides("/widgets#http://x").unwrap_err().contains("does not serve"));
+        assert!(parse_overrides("").unwrap().is_empty());
+    }
+}
