@@ -10,6 +10,7 @@ use std::time::Duration;
 use storage::Storage;
 use storage::embedded::{EmbeddedOptions, EmbeddedStore};
 use storage::encryption::{EncryptedStorage, EncryptionConfig};
+use storage::etcd::{EtcdOptions, EtcdStore};
 use storage::router::{StorageRouter, parse_overrides, resource_def};
 
 use crate::config::{ServeOptions, StorageBackend};
@@ -56,8 +57,15 @@ pub async fn open(options: &ServeOptions, data_dir: &Path) -> Result<Arc<Storage
 }
 
 async fn etcd(options: &ServeOptions, servers: &[String]) -> Result<Arc<dyn Storage>, String> {
-    let _ = (options, servers);
-    Err("the etcd3 backend is not built into this binary yet".into())
+    let etcd_options = EtcdOptions {
+        endpoints: servers.to_vec(),
+        ca_file: options.etcd_cafile.clone(),
+        cert_file: options.etcd_certfile.clone(),
+        key_file: options.etcd_keyfile.clone(),
+        ..Default::default()
+    };
+    let store: Arc<dyn Storage> = EtcdStore::connect(etcd_options).await.map_err(|e| e.to_string())?;
+    Ok(store)
 }
 
 /// Compacts every backend every `interval` to the revision it had one interval earlier, as

@@ -1,0 +1,586 @@
+//! The etcd v3 backend: [`Storage`] on a real etcd cluster (kube-apiserver's `--etcd-servers`),
+//! through the `etcd-client` crate.
+//!
+//! # Mapping
+//! - A resourceVersion is etcd's mod revision; reads report the response header's revision (or
+//!   the revision asked for).
+//! - `put` and `delete` are one transaction each: the guard of [`Expect`] as a compare
+//!   (`create_revision == 0` for absent, `mod_revision == r`, `create_revision > 0` for exists),
+//!   the write plus a keys-only read of the result on success, and a read of the key on failure,
+//!   so `Conflict` carries the current value and `NotFound` / `AlreadyExists` are told apart from
+//!   the same answer, without a second round trip.
+//! - `list` is one range read `[start or prefix, prefix end)` at the revision; etcd's `count` is
+//!   the number of keys in that range, so `remaining` is exact without a second read.
+//! - Errors: etcd's "required revision has been compacted" becomes `Compacted`, "is a future
+//!   revision" `FutureRevision`, "request is too large" `TooLarge`; everything else (transport,
+//!   timeout, no leader) `Unavailable` naming the operation, the key and the endpoints. Every
+//!   call has a deadline ([`EtcdOptions::request_timeout`]), so an unreachable etcd fails
+//!   promptly; the client reconnects by itself when etcd is back.
+//!
+//! # The compacted revision
+//! etcd has no API that reports its compacted revision, yet `Compacted` must name it. The store
+//! keeps the highest compaction it did or observed: its own [`Storage::compact`] calls, the
+//! `compact_revision` of watch responses, and, when an answer proves a compaction newer than
+//! the one known (another apiserver compacted), a probe: a watch of one key from revision 1,
+//! which etcd cancels with its compacted revision. `connect` probes once if revision 1 is
+//! already unreadable, so a restarted server starts with the right value.
+//!
+//! # Watches
+//! One etcd watch stream per [`Storage::watch`], a task translating its answers into a bounded
+//! channel, and progress requests answered in order with events even on etcd releases whose own
+//! progress notifications are not (before 3.4.31 / 3.5.13): see the `watch` module.
+//!
+//! # Layout
+//! - `watch`: the watch task and its ordered progress notifications.
+//! - [`testing`]: starts a real etcd for tests.
+
+pub mod testing;
+mod watch;
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use etcd_client::{
+    Certificate, Client, CompactionOptions, Compare, CompareOp, ConnectOptions, DeleteOptions, GetOptions, Identity,
+    KvClient, MaintenanceClient, TlsOptions, Txn, TxnOp, TxnOpResponse, TxnResponse, WatchClient, WatchOptions,
+};
+
+use crate::embedded::resource_type;
+use crate::{Expect, KeyValue, ListOptions, ListResult, Revision, Storage, StorageError, WatchStream};
+
+/// etcd's answer to a read or compaction below its compacted revision.
+const ERR_COMPACTED: &str = "required revision has been compacted";
+/// etcd's answer to a read or compaction above its current revision.
+const ERR_FUTURE_REV: &str = "required revision is a future revision";
+/// etcd's answer to a request over `--max-request-bytes`.
+const ERR_TOO_LARGE: &str = "request is too large";
+/// gRPC's answer to a message over etcd's receive limit (`--max-request-bytes` plus 512 KiB).
+const ERR_MESSAGE_TOO_LARGE: &str = "message larger than max";
+
+/// Largest response accepted from etcd (gRPC's limit is an `i32` length): lists of a large
+/// resource are far above tonic's default of 4 MiB, and etcd itself sends up to this.
+const MAX_RESPONSE_SIZE: usize = i32::MAX as usize;
+
+/// A key no caller uses, read (count only) where only the response header matters.
+const HEADER_KEY: &[u8] = b"\0";
+
+/// How an [`EtcdStore`] reaches etcd. kube-apiserver's flags map onto it: `--etcd-servers`,
+/// `--etcd-cafile`, `--etcd-certfile`, `--etcd-keyfile`, `--etcd-db-metric-poll-interval`.
+#[derive(Clone, Debug)]
+pub struct EtcdOptions {
+    /// Client URLs, `http://` or `https://` (with TLS options).
+    pub endpoints: Vec<String>,
+    /// CA bundle that verifies etcd's serving certificate; needed for `https://` endpoints, as no
+    /// system roots are loaded.
+    pub ca_file: Option<PathBuf>,
+    /// Client certificate for etcd's client-cert authentication (with `key_file`).
+    pub cert_file: Option<PathBuf>,
+    /// Key of `cert_file`.
+    pub key_file: Option<PathBuf>,
+    /// How long connecting to an endpoint may take.
+    pub dial_timeout: Duration,
+    /// Deadline of every request, so an unreachable etcd fails a request instead of hanging it.
+    pub request_timeout: Duration,
+    /// Items a watch may have waiting unread before it is cut off as fallen behind.
+    pub watch_capacity: usize,
+    /// Largest value accepted, in bytes; larger puts fail with `TooLarge` before reaching etcd.
+    /// Defaults to etcd's `--max-request-bytes` (1.5 MiB).
+    pub max_value_size: usize,
+    /// How often `apiserver_storage_db_total_size_in_bytes` is refreshed from etcd's status
+    /// (it is also refreshed after every compaction); zero only refreshes on compaction.
+    pub db_metric_poll_interval: Duration,
+}
+
+impl Default for EtcdOptions {
+    fn default() -> Self {
+        EtcdOptions {
+            endpoints: vec!["http://127.0.0.1:2379".into()],
+            ca_file: None,
+            cert_file: None,
+            key_file: None,
+            dial_timeout: Duration::from_secs(3),
+            request_timeout: Duration::from_secs(5),
+            watch_capacity: 1024,
+            max_value_size: 1_572_864,
+            db_metric_poll_interval: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The etcd v3 store. Connect with [`EtcdStore::connect`]; cheap to share, every request runs
+/// concurrently on the client's multiplexed connections.
+pub struct EtcdStore {
+    /// What watch tasks and the metric poller share with the store.
+    inner: Arc<Inner>,
+}
+
+/// The client and what every request needs.
+struct Inner {
+    /// Range, txn and compact calls; cloned per call (it is a handle to a shared channel).
+    kv: KvClient,
+    /// Opens watch streams.
+    watch: WatchClient,
+    /// One status client per endpoint, for its database size.
+    status: Vec<(String, MaintenanceClient)>,
+    /// `etcd3 (<endpoints>)`, for errors.
+    backend: String,
+    /// The options it was connected with.
+    options: EtcdOptions,
+    /// The highest compacted revision this process did or observed (see the module doc). An
+    /// atomic: only ever raised (`fetch_max`), read without coordination.
+    compacted: AtomicU64,
+}
+
+/// Why an etcd call failed.
+enum Failure {
+    /// etcd said the revision is compacted.
+    Compacted,
+    /// etcd said the revision is in the future.
+    FutureRevision,
+    /// etcd said the request is over its size limit.
+    TooLarge,
+    /// Anything else: the description, for `Unavailable`.
+    Other(String),
+}
+
+impl EtcdStore {
+    /// Connects to `options.endpoints` and checks that etcd answers (within the dial and request
+    /// timeouts), so a wrong flag fails at start-up naming the endpoint.
+    pub async fn connect(options: EtcdOptions) -> Result<Arc<EtcdStore>, StorageError> {
+        let backend = format!("etcd3 ({})", options.endpoints.join(","));
+        let fail = |message: String| StorageError::Unavailable { backend: backend.clone(), message };
+        if options.endpoints.is_empty() {
+            return Err(fail("no endpoints given (--etcd-servers)".into()));
+        }
+        let connect = connect_options(&options).map_err(fail)?;
+        let dial = |endpoints: Vec<String>| {
+            let connect = connect.clone();
+            async move {
+                match tokio::time::timeout(options.dial_timeout, Client::connect(&endpoints, Some(connect))).await {
+                    Ok(Ok(client)) => Ok(client),
+                    Ok(Err(e)) => Err(format!("connect: {}", describe(&e))),
+                    Err(_) => Err(format!("connect: no answer within {:?}", options.dial_timeout)),
+                }
+            }
+        };
+        let client = dial(options.endpoints.clone()).await.map_err(fail)?;
+        let mut status = Vec::new();
+        for endpoint in &options.endpoints {
+            let per_endpoint = match options.endpoints.len() {
+                1 => client.clone(),
+                _ => dial(vec![endpoint.clone()]).await.map_err(fail)?,
+            };
+            status.push((endpoint.clone(), per_endpoint.maintenance_client()));
+        }
+        let inner = Arc::new(Inner {
+            kv: client.kv_client().max_decoding_message_size(MAX_RESPONSE_SIZE),
+            watch: client.watch_client().max_decoding_message_size(MAX_RESPONSE_SIZE),
+            status,
+            backend,
+            compacted: AtomicU64::new(0),
+            options,
+        });
+        let revision = inner.current_revision().await?;
+        // Revision 1 is readable unless etcd was compacted: then learn where.
+        if let Err(Failure::Compacted) =
+            inner.range(HEADER_KEY, GetOptions::new().with_count_only().with_revision(1)).await
+        {
+            inner.compacted_at_least(2).await;
+        }
+        inner.refresh_db_size().await;
+        tracing::info!(
+            backend = %inner.backend,
+            revision,
+            compacted = inner.compacted.load(Ordering::Acquire),
+            "connected to etcd"
+        );
+        if !inner.options.db_metric_poll_interval.is_zero() {
+            tokio::spawn(poll_db_size(Arc::downgrade(&inner), inner.options.db_metric_poll_interval));
+        }
+        Ok(Arc::new(EtcdStore { inner }))
+    }
+
+    /// The options it was connected with.
+    pub fn options(&self) -> &EtcdOptions {
+        &self.inner.options
+    }
+}
+
+/// The client's options from ours: timeouts, HTTP/2 keep-alive (so a dead connection under an
+/// idle watch is noticed) and TLS when any file is given.
+fn connect_options(options: &EtcdOptions) -> Result<ConnectOptions, String> {
+    let mut connect = ConnectOptions::new()
+        .with_connect_timeout(options.dial_timeout)
+        .with_keep_alive(Duration::from_secs(30), Duration::from_secs(10))
+        .with_keep_alive_while_idle(true);
+    if options.ca_file.is_some() || options.cert_file.is_some() || options.key_file.is_some() {
+        let read = |path: &PathBuf| std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()));
+        let mut tls = TlsOptions::new();
+        if let Some(ca) = &options.ca_file {
+            tls = tls.ca_certificate(Certificate::from_pem(read(ca)?));
+        }
+        match (&options.cert_file, &options.key_file) {
+            (Some(cert), Some(key)) => tls = tls.identity(Identity::from_pem(read(cert)?, read(key)?)),
+            (None, None) => {}
+            _ => return Err("--etcd-certfile and --etcd-keyfile must be given together".into()),
+        }
+        connect = connect.with_tls(tls);
+    }
+    Ok(connect)
+}
+
+/// Refreshes the database size metric every `interval` while the store lives.
+async fn poll_db_size(inner: Weak<Inner>, interval: Duration) {
+    loop {
+        tokio::time::sleep(interval).await;
+        let Some(inner) = inner.upgrade() else { return };
+        inner.refresh_db_size().await;
+    }
+}
+
+impl Inner {
+    /// Runs one etcd call under the request deadline.
+    async fn call<T>(&self, request: impl Future<Output = Result<T, etcd_client::Error>>) -> Result<T, Failure> {
+        match tokio::time::timeout(self.options.request_timeout, request).await {
+            Ok(Ok(answer)) => Ok(answer),
+            Ok(Err(e)) => Err(Failure::from(&e)),
+            Err(_) => Err(Failure::Other(format!("no answer within {:?}", self.options.request_timeout))),
+        }
+    }
+
+    /// A range read.
+    async fn range(&self, key: &[u8], options: GetOptions) -> Result<etcd_client::GetResponse, Failure> {
+        self.call(self.kv.clone().get(key, Some(options))).await
+    }
+
+    /// A transaction.
+    async fn txn(&self, txn: Txn) -> Result<TxnResponse, Failure> {
+        self.call(self.kv.clone().txn(txn)).await
+    }
+
+    /// The error for a failed operation on `key`.
+    fn unavailable(&self, operation: &str, key: &str, message: impl std::fmt::Display) -> StorageError {
+        StorageError::Unavailable { backend: self.backend.clone(), message: format!("{operation} {key}: {message}") }
+    }
+
+    /// The error for a failure with no meaning of its own here.
+    fn failed(&self, operation: &str, key: &str, failure: Failure) -> StorageError {
+        let message = match failure {
+            Failure::Compacted => ERR_COMPACTED.into(),
+            Failure::FutureRevision => ERR_FUTURE_REV.into(),
+            Failure::TooLarge => ERR_TOO_LARGE.into(),
+            Failure::Other(message) => message,
+        };
+        self.unavailable(operation, key, message)
+    }
+
+    /// The current revision: the header of a linearizable count of one key.
+    async fn current_revision(&self) -> Result<Revision, StorageError> {
+        let response = self.range(HEADER_KEY, GetOptions::new().with_count_only()).await;
+        response.map(|r| header_revision(r.header())).map_err(|f| self.failed("get", "current revision", f))
+    }
+
+    /// The error for a read or compaction at `requested` that etcd refused as compacted or
+    /// future; `compacted_floor` is the compacted revision the refusal proves (reads: above the
+    /// revision, compactions: at least it).
+    async fn revision_error(
+        &self,
+        operation: &str,
+        key: &str,
+        requested: Revision,
+        compacted_floor: Revision,
+        failure: Failure,
+    ) -> StorageError {
+        match failure {
+            Failure::Compacted => {
+                StorageError::Compacted { requested, compacted: self.compacted_at_least(compacted_floor).await }
+            }
+            Failure::FutureRevision => match self.current_revision().await {
+                Ok(current) => StorageError::FutureRevision { requested, current },
+                Err(e) => e,
+            },
+            other => self.failed(operation, key, other),
+        }
+    }
+
+    /// Records a compacted revision seen or made; returns the highest known.
+    fn observe_compacted(&self, revision: Revision) -> Revision {
+        self.compacted.fetch_max(revision, Ordering::AcqRel).max(revision)
+    }
+
+    /// The compacted revision, known to be at least `floor`: the tracked one if it is, else
+    /// etcd's, probed (falling back to `floor` if the probe gets no answer).
+    async fn compacted_at_least(&self, floor: Revision) -> Revision {
+        let known = self.compacted.load(Ordering::Acquire);
+        if known >= floor {
+            return known;
+        }
+        let probed = self.probe_compacted().await.unwrap_or(0);
+        self.observe_compacted(probed.max(floor))
+    }
+
+    /// Asks etcd for its compacted revision: a watch of one key from revision 1 is cancelled
+    /// with it (within etcd's 100 ms sync of watches that start in the past).
+    async fn probe_compacted(&self) -> Option<Revision> {
+        let probe = async {
+            let options = WatchOptions::new().with_start_revision(1);
+            let mut stream = self.watch.clone().watch(HEADER_KEY, Some(options)).await.ok()?;
+            while let Some(response) = stream.message().await.ok()? {
+                if response.compact_revision() > 0 {
+                    return Some(response.compact_revision() as Revision);
+                }
+            }
+            None
+        };
+        tokio::time::timeout(self.options.request_timeout, probe).await.ok().flatten()
+    }
+
+    /// Sets `apiserver_storage_db_total_size_in_bytes` for every endpoint that answers.
+    async fn refresh_db_size(&self) {
+        for (endpoint, client) in &self.status {
+            match self.call(client.clone().status()).await {
+                Ok(status) => {
+                    metrics::gauge!("apiserver_storage_db_total_size_in_bytes", "endpoint" => endpoint.clone())
+                        .set(status.db_size() as f64);
+                }
+                Err(f) => tracing::debug!(endpoint, error = %self.failed("status", endpoint, f), "etcd status failed"),
+            }
+        }
+    }
+}
+
+impl From<&etcd_client::Error> for Failure {
+    fn from(e: &etcd_client::Error) -> Self {
+        let message = describe(e);
+        if message.contains(ERR_COMPACTED) {
+            Failure::Compacted
+        } else if message.contains(ERR_FUTURE_REV) {
+            Failure::FutureRevision
+        } else if message.contains(ERR_TOO_LARGE) || message.contains(ERR_MESSAGE_TOO_LARGE) {
+            Failure::TooLarge
+        } else {
+            Failure::Other(message)
+        }
+    }
+}
+
+/// An etcd client error in one line: the gRPC code and message, then the causes (e.g. the
+/// transport's "connection refused") that the status alone would hide.
+fn describe(e: &etcd_client::Error) -> String {
+    let (mut text, mut source) = match e {
+        etcd_client::Error::GRpcStatus(status) => {
+            (format!("{:?}: {}", status.code(), status.message()), std::error::Error::source(status))
+        }
+        other => (other.to_string(), std::error::Error::source(other)),
+    };
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text = format!("{text}: {cause_text}");
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// The revision of a response header (0 if etcd sent none, which it always does).
+fn header_revision(header: Option<&etcd_client::ResponseHeader>) -> Revision {
+    header.map_or(0, |h| h.revision() as Revision)
+}
+
+/// The first key after every key starting with `prefix` (etcd's range end for a prefix).
+fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0] // all keys
+}
+
+/// An etcd key-value as ours; keys are UTF-8 by construction.
+fn key_value(kv: etcd_client::KeyValue) -> KeyValue {
+    let (create_revision, mod_revision) = (kv.create_revision() as Revision, kv.mod_revision() as Revision);
+    let (key, value) = kv.into_key_value();
+    let key = String::from_utf8(key).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    KeyValue { key, value: Bytes::from(value), create_revision, mod_revision, stale: false }
+}
+
+/// The key-values of the range read at `index` of a transaction's answers.
+fn txn_range(response: &TxnResponse, index: usize) -> Vec<KeyValue> {
+    match response.op_responses().into_iter().nth(index) {
+        Some(TxnOpResponse::Get(mut get)) => get.take_kvs().into_iter().map(key_value).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Records a request's latency under kube's `etcd_request_duration_seconds`, labelled like the
+/// embedded store's.
+async fn timed<T>(operation: &'static str, key: &str, request: impl Future<Output = T>) -> T {
+    let started = Instant::now();
+    let answer = request.await;
+    metrics::histogram!("etcd_request_duration_seconds", "operation" => operation, "type" => resource_type(key))
+        .record(started.elapsed().as_secs_f64());
+    answer
+}
+
+#[async_trait]
+impl Storage for EtcdStore {
+    fn describe(&self) -> String {
+        self.inner.backend.clone()
+    }
+
+    async fn current_revision(&self) -> Result<Revision, StorageError> {
+        self.inner.current_revision().await
+    }
+
+    async fn get(&self, key: &str) -> Result<(Option<KeyValue>, Revision), StorageError> {
+        let inner = &self.inner;
+        let mut response = timed("get", key, inner.range(key.as_bytes(), GetOptions::new()))
+            .await
+            .map_err(|f| inner.failed("get", key, f))?;
+        let revision = header_revision(response.header());
+        Ok((response.take_kvs().into_iter().next().map(key_value), revision))
+    }
+
+    async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListResult, StorageError> {
+        let inner = &self.inner;
+        let from = match &opts.start {
+            Some(start) if start.as_str() > prefix => start.as_bytes(),
+            _ if prefix.is_empty() => HEADER_KEY,
+            _ => prefix.as_bytes(),
+        };
+        let requested = opts.revision.filter(|&r| r > 0);
+        let mut options = GetOptions::new().with_range(prefix_end(prefix.as_bytes())).with_limit(opts.limit as i64);
+        if let Some(revision) = requested {
+            options = options.with_revision(revision as i64);
+        }
+        let mut response = match timed("list", prefix, inner.range(from, options)).await {
+            Ok(response) => response,
+            Err(f) => {
+                let r = requested.unwrap_or(0);
+                return Err(inner.revision_error("list", prefix, r, r + 1, f).await);
+            }
+        };
+        let revision = requested.unwrap_or_else(|| header_revision(response.header()));
+        let count = response.count().max(0) as u64;
+        let items: Vec<KeyValue> = response.take_kvs().into_iter().map(key_value).collect();
+        let remaining = count.saturating_sub(items.len() as u64);
+        Ok(ListResult { items, revision, more: remaining > 0, remaining })
+    }
+
+    async fn count(&self, prefix: &str) -> Result<u64, StorageError> {
+        let inner = &self.inner;
+        let from = if prefix.is_empty() { HEADER_KEY } else { prefix.as_bytes() };
+        let options = GetOptions::new().with_range(prefix_end(prefix.as_bytes())).with_count_only();
+        let response =
+            timed("count", prefix, inner.range(from, options)).await.map_err(|f| inner.failed("count", prefix, f))?;
+        Ok(response.count().max(0) as u64)
+    }
+
+    async fn put(&self, key: &str, value: Bytes, expect: Expect) -> Result<KeyValue, StorageError> {
+        let inner = &self.inner;
+        let limit = inner.options.max_value_size;
+        if value.len() > limit {
+            return Err(StorageError::TooLarge { key: key.to_string(), size: value.len(), limit });
+        }
+        let guard = match expect {
+            Expect::Absent => Compare::create_revision(key, CompareOp::Equal, 0),
+            Expect::ModRevision(r) => Compare::mod_revision(key, CompareOp::Equal, r as i64),
+            Expect::Exists => Compare::create_revision(key, CompareOp::Greater, 0),
+        };
+        let txn = Txn::new()
+            .when([guard])
+            .and_then([
+                TxnOp::put(key, value.to_vec(), None),
+                TxnOp::get(key, Some(GetOptions::new().with_keys_only())),
+            ])
+            .or_else([TxnOp::get(key, None)]);
+        let operation = if expect == Expect::Absent { "create" } else { "update" };
+        let response = timed(operation, key, inner.txn(txn)).await.map_err(|f| match f {
+            Failure::TooLarge => StorageError::TooLarge { key: key.to_string(), size: value.len(), limit },
+            other => inner.failed(operation, key, other),
+        })?;
+        if response.succeeded() {
+            let Some(stored) = txn_range(&response, 1).into_iter().next() else {
+                return Err(inner.unavailable(operation, key, "the key was not readable in its own write transaction"));
+            };
+            return Ok(KeyValue { value, ..stored });
+        }
+        let current = txn_range(&response, 0).into_iter().next();
+        Err(match (expect, current) {
+            (Expect::Absent, Some(_)) => StorageError::AlreadyExists { key: key.to_string() },
+            (Expect::ModRevision(_) | Expect::Exists, None) => StorageError::NotFound { key: key.to_string() },
+            (_, current) => StorageError::Conflict { key: key.to_string(), current: current.map(Box::new) },
+        })
+    }
+
+    async fn delete(&self, key: &str, expect: Option<Revision>) -> Result<(KeyValue, Revision), StorageError> {
+        let inner = &self.inner;
+        let guard = match expect {
+            Some(r) => Compare::mod_revision(key, CompareOp::Equal, r as i64),
+            None => Compare::create_revision(key, CompareOp::Greater, 0),
+        };
+        let txn = Txn::new()
+            .when([guard])
+            .and_then([TxnOp::delete(key, Some(DeleteOptions::new().with_prev_key()))])
+            .or_else([TxnOp::get(key, None)]);
+        let response = timed("delete", key, inner.txn(txn)).await.map_err(|f| inner.failed("delete", key, f))?;
+        if response.succeeded() {
+            let deleted = match response.op_responses().into_iter().next() {
+                Some(TxnOpResponse::Delete(mut d)) => d.take_prev_kvs().into_iter().next().map(key_value),
+                _ => None,
+            };
+            let Some(deleted) = deleted else {
+                return Err(inner.unavailable("delete", key, "etcd did not return the deleted value"));
+            };
+            return Ok((deleted, header_revision(response.header())));
+        }
+        Err(match txn_range(&response, 0).into_iter().next() {
+            None => StorageError::NotFound { key: key.to_string() },
+            Some(current) => StorageError::Conflict { key: key.to_string(), current: Some(Box::new(current)) },
+        })
+    }
+
+    async fn watch(&self, prefix: &str, after: Revision) -> Result<WatchStream, StorageError> {
+        timed("watch", prefix, watch::start(&self.inner, prefix, after)).await
+    }
+
+    async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
+        let inner = &self.inner;
+        let mut kv = inner.kv.clone();
+        let request = kv.compact(revision as i64, Some(CompactionOptions::new().with_physical()));
+        match timed("compact", "", inner.call(request)).await {
+            Ok(_) => {
+                inner.observe_compacted(revision);
+                inner.refresh_db_size().await;
+                Ok(())
+            }
+            Err(f) => Err(inner.revision_error("compact", "", revision, revision, f).await),
+        }
+    }
+
+    async fn compacted_revision(&self) -> Result<Revision, StorageError> {
+        Ok(self.inner.compacted.load(Ordering::Acquire))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_end_is_the_first_key_after_the_prefix() {
+        assert_eq!(prefix_end(b"/registry/pods/"), b"/registry/pods0");
+        assert_eq!(prefix_end(b"a\xff"), b"b");
+        assert_eq!(prefix_end(b"\xff\xff"), b"\0");
+        assert_eq!(prefix_end(b""), b"\0");
+    }
+}

@@ -1,0 +1,237 @@
+//! A real etcd for tests: [`EtcdProcess`] starts the binary on free loopback ports with a fresh
+//! data directory and kills it on drop, so every crate's tests (the conformance suite here, the
+//! gateway's and the end-to-end tests) drive the same etcd that CI installs.
+//!
+//! The binary is `$ETCD_BIN`, else `/usr/bin/etcd` (Debian's etcd-server, which
+//! `deploy/install-tools.sh` installs), else `/opt/realtools/bin/etcd`. A missing binary fails
+//! the test naming the install script: tests needing etcd are never skipped silently.
+
+use std::fs;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::{EtcdOptions, EtcdStore};
+use crate::StorageError;
+
+/// Where to look for etcd when `$ETCD_BIN` is unset, in order.
+const CANDIDATES: [&str; 2] = ["/usr/bin/etcd", "/opt/realtools/bin/etcd"];
+
+/// How long a started etcd may take to report itself healthy.
+const READY_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Attempts at starting with fresh ports, in case another process took a port between picking
+/// it and etcd binding it.
+const START_ATTEMPTS: usize = 4;
+
+/// TLS of etcd's client port.
+#[derive(Clone, Debug)]
+pub struct ServerTls {
+    /// etcd's serving certificate (PEM); it must name 127.0.0.1.
+    pub cert_file: PathBuf,
+    /// Its key (PEM).
+    pub key_file: PathBuf,
+    /// The CA that client certificates must chain to (PEM).
+    pub client_ca_file: PathBuf,
+}
+
+/// A running single-member etcd on loopback ports, with its own data directory; killed and its
+/// directory removed on drop.
+pub struct EtcdProcess {
+    /// The binary, kept for [`EtcdProcess::restart`].
+    binary: PathBuf,
+    /// Holds the data directory and the log; removed on drop.
+    root: PathBuf,
+    /// `http://127.0.0.1:<port>`: what clients connect to.
+    client_url: String,
+    /// The raft peer URL (a single member, but etcd insists on one).
+    peer_url: String,
+    /// Serves `/health` over plain HTTP, whatever the client URL's scheme.
+    metrics_addr: SocketAddr,
+    /// TLS of the client port, if any.
+    tls: Option<ServerTls>,
+    /// The process; `None` while stopped.
+    child: Option<Child>,
+}
+
+impl EtcdProcess {
+    /// Starts a fresh etcd serving plain HTTP and waits until it answers `/health`. Panics if
+    /// there is no etcd binary (naming `deploy/install-tools.sh`) or it does not come up.
+    pub fn start() -> EtcdProcess {
+        Self::launch(None)
+    }
+
+    /// Like [`EtcdProcess::start`], serving clients over TLS with `tls` and requiring client
+    /// certificates (kube-apiserver's `--etcd-certfile` setup).
+    pub fn start_tls(tls: ServerTls) -> EtcdProcess {
+        Self::launch(Some(tls))
+    }
+
+    /// Starts etcd, retrying with fresh ports if a port was taken meanwhile.
+    fn launch(tls: Option<ServerTls>) -> EtcdProcess {
+        let binary = find_binary().unwrap_or_else(|message| panic!("{message}"));
+        let root = std::env::temp_dir().join(format!("etcd-test-{}", uuid::Uuid::new_v4().simple()));
+        fs::create_dir_all(&root).unwrap_or_else(|e| panic!("creating {}: {e}", root.display()));
+        let unbound = SocketAddr::from(([127, 0, 0, 1], 0));
+        let mut etcd = EtcdProcess {
+            binary,
+            root,
+            client_url: String::new(),
+            peer_url: String::new(),
+            metrics_addr: unbound,
+            tls,
+            child: None,
+        };
+        let mut last_error = String::new();
+        for _ in 0..START_ATTEMPTS {
+            let [client, peer, metrics] = free_ports();
+            let scheme = if etcd.tls.is_some() { "https" } else { "http" };
+            (etcd.client_url, etcd.peer_url, etcd.metrics_addr) =
+                (format!("{scheme}://{client}"), format!("http://{peer}"), metrics);
+            match etcd.spawn_and_wait() {
+                Ok(()) => return etcd,
+                Err(e) => {
+                    last_error = e;
+                    etcd.stop();
+                    // The next attempt starts a new member: no half-initialised one behind.
+                    let _ = fs::remove_dir_all(etcd.data_dir());
+                }
+            }
+        }
+        panic!("etcd ({}) did not start: {last_error}", etcd.binary.display());
+    }
+
+    /// The client URL, e.g. `http://127.0.0.1:40123` (`https://` with TLS).
+    pub fn endpoint(&self) -> &str {
+        &self.client_url
+    }
+
+    /// Options for an [`EtcdStore`] on this etcd; other fields at their defaults.
+    pub fn options(&self) -> EtcdOptions {
+        EtcdOptions { endpoints: vec![self.client_url.clone()], ..EtcdOptions::default() }
+    }
+
+    /// Connects an [`EtcdStore`] with [`EtcdProcess::options`].
+    pub async fn connect(&self) -> Result<Arc<EtcdStore>, StorageError> {
+        EtcdStore::connect(self.options()).await
+    }
+
+    /// The member's data directory, kept across [`EtcdProcess::restart`].
+    pub fn data_dir(&self) -> PathBuf {
+        self.root.join("data")
+    }
+
+    /// Kills the process (SIGKILL: what a crash or a lost machine looks like to clients) and
+    /// waits for it; the data directory stays. Does nothing if already stopped.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Stops the process if running and starts it again on the same data directory and ports,
+    /// waiting until it is healthy. Panics if it does not come back.
+    pub fn restart(&mut self) {
+        self.stop();
+        if let Err(e) = self.spawn_and_wait() {
+            panic!("etcd ({}) did not restart: {e}", self.binary.display());
+        }
+    }
+
+    /// Starts the binary with this instance's ports and data directory and waits for health.
+    fn spawn_and_wait(&mut self) -> Result<(), String> {
+        let log_path = self.root.join("etcd.log");
+        let log = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .map_err(|e| format!("opening {}: {e}", log_path.display()))?;
+        let log_err = log.try_clone().map_err(|e| format!("opening {}: {e}", log_path.display()))?;
+        let data_dir = self.data_dir();
+        let mut command = Command::new(&self.binary);
+        if let Some(tls) = &self.tls {
+            command.arg("--cert-file").arg(&tls.cert_file).arg("--key-file").arg(&tls.key_file);
+            command.arg("--trusted-ca-file").arg(&tls.client_ca_file).arg("--client-cert-auth");
+        }
+        let child = command
+            .args(["--name", "test", "--data-dir"])
+            .arg(&data_dir)
+            .args(["--listen-client-urls", &self.client_url, "--advertise-client-urls", &self.client_url])
+            .args(["--listen-peer-urls", &self.peer_url, "--initial-advertise-peer-urls", &self.peer_url])
+            .args(["--initial-cluster", &format!("test={}", self.peer_url), "--initial-cluster-state", "new"])
+            .args(["--listen-metrics-urls", &format!("http://{}", self.metrics_addr)])
+            .args(["--logger", "zap", "--log-level", "warn"])
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log_err)
+            .spawn()
+            .map_err(|e| format!("spawning {}: {e}", self.binary.display()))?;
+        self.child = Some(child);
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                self.child = None;
+                return Err(format!("exited with {status}; log:\n{}", log_tail(&log_path)));
+            }
+            if healthy(self.metrics_addr) {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(format!("not healthy within {READY_TIMEOUT:?}; log:\n{}", log_tail(&log_path)));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for EtcdProcess {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = fs::remove_dir_all(&self.root);
+    }
+}
+
+/// The etcd binary to run, or why there is none.
+fn find_binary() -> Result<PathBuf, String> {
+    if let Some(bin) = std::env::var_os("ETCD_BIN") {
+        let bin = PathBuf::from(bin);
+        return if bin.is_file() { Ok(bin) } else { Err(format!("$ETCD_BIN={} is not a file", bin.display())) };
+    }
+    CANDIDATES.iter().map(Path::new).find(|p| p.is_file()).map(Path::to_path_buf).ok_or_else(|| {
+        format!(
+            "no etcd binary: set $ETCD_BIN or install one at {} (run deploy/install-tools.sh, which installs \
+             Debian's etcd-server as CI does)",
+            CANDIDATES.join(" or ")
+        )
+    })
+}
+
+/// Three distinct free loopback ports: bound together, so they differ, then released for etcd.
+fn free_ports() -> [SocketAddr; 3] {
+    let bind = || TcpListener::bind("127.0.0.1:0").expect("binding a loopback port");
+    let listeners = [bind(), bind(), bind()];
+    listeners.map(|l| l.local_addr().expect("local address"))
+}
+
+/// Whether etcd answers `GET /health` with `"health":"true"`.
+fn healthy(addr: SocketAddr) -> bool {
+    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else { return false };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    if stream.write_all(b"GET /health HTTP/1.0\r\nHost: localhost\r\n\r\n").is_err() {
+        return false;
+    }
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    response.contains("\"health\":\"true\"")
+}
+
+/// The last lines of etcd's log, for a failure message.
+fn log_tail(path: &Path) -> String {
+    let log = fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
+}
