@@ -4,6 +4,7 @@ mod admin;
 mod bad_input;
 mod durability;
 mod encryption;
+mod etcd;
 mod kubectl;
 mod namespaces;
 mod python;
