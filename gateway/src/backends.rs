@@ -87,3 +87,21 @@ pub fn spawn_compaction(router: Arc<StorageRouter>, interval: Duration) {
         });
     }
 }
+
+/// Publishes `apiserver_storage_objects{resource}` every `interval`, counting each resource in
+/// the backend that stores it, as kube-apiserver does once a minute.
+pub fn spawn_object_counts(router: Arc<StorageRouter>, storage_prefix: String, interval: Duration) {
+    actix_web::rt::spawn(async move {
+        loop {
+            let mut seen = std::collections::HashSet::new();
+            for def in actors::kinds::BUILTIN.iter().filter(|d| seen.insert(d.storage_path)) {
+                let prefix = def.key_prefix(&storage_prefix);
+                match router.backend(&prefix).count(&prefix).await {
+                    Ok(n) => metrics::gauge!("apiserver_storage_objects", "resource" => def.qualified()).set(n as f64),
+                    Err(e) => tracing::debug!(resource = def.resource, "counting objects: {e}"),
+                }
+            }
+            tokio::time::sleep(interval).await;
+        }
+    });
+}

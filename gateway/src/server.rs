@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use actix::Arbiter;
 use actix_web::{App, HttpServer, web};
@@ -189,6 +189,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     if options.enable_namespace_finalizer {
         crate::namespace_finalizer::spawn(stages.clone());
     }
+    crate::backends::spawn_object_counts(router.clone(), options.etcd_prefix.clone(), Duration::from_secs(60));
     if !options.etcd_compaction_interval.is_zero() {
         crate::backends::spawn_compaction(router.clone(), options.etcd_compaction_interval);
     }

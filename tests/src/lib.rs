@@ -103,6 +103,11 @@ impl TestServer {
         s
     }
 
+    /// Starts a server on an existing data directory (kept afterwards).
+    pub fn start_in(data_dir: &Path) -> Self {
+        Self::launch(data_dir.to_path_buf(), free_port(), free_port(), Vec::new())
+    }
+
     fn launch(data_dir: PathBuf, port: u16, admin_port: u16, args: Vec<String>) -> Self {
         let log = data_dir
             .join(format!("apiserver-{}.log", Instant::now().elapsed().as_nanos() ^ std::process::id() as u128));

@@ -3,8 +3,11 @@
 //! beside the same operations on the storage trait directly, so the pipeline's cost shows as a
 //! ratio measured in the same run on the same machine.
 //!
-//! Usage: `cargo run --release -p tests --bin loadgen -- [seconds-per-phase]` (default 5).
-//! Needs the release apiserver binary (`cargo build --release -p gateway --bin apiserver`).
+//! Usage: `cargo run --release -p tests --bin loadgen -- [seconds-per-phase] [embedded|etcd|startup|all]`
+//! (default 5 seconds, all). `etcd` runs the same phases on a real etcd started for the run (the
+//! storage-trait rows are then etcd's own put/get rate through our client); `startup` times a
+//! server start on a store already holding 100,000 objects. Needs the release apiserver binary
+//! (`cargo build --release -p gateway --bin apiserver`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,6 +15,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use serde_json::json;
 use storage::embedded::{EmbeddedOptions, EmbeddedStore};
+use storage::etcd::testing::EtcdProcess;
 use storage::{Expect, Storage};
 use tests::TestServer;
 
@@ -96,9 +100,7 @@ fn rss_mib(pid: u32) -> f64 {
         .unwrap_or(0.0)
 }
 
-async fn storage_phases(seconds: Duration) -> Vec<(usize, Phase, Phase)> {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let store: Arc<dyn Storage> = EmbeddedStore::open(dir.path(), EmbeddedOptions::default()).expect("open store");
+async fn storage_phases(store: Arc<dyn Storage>, seconds: Duration) -> Vec<(usize, Phase, Phase)> {
     let value = Bytes::from(vec![b'x'; 600]);
     store.put("/registry/configmaps/default/hot", value.clone(), Expect::Absent).await.expect("seed");
     let mut out = Vec::new();
@@ -123,59 +125,139 @@ async fn storage_phases(seconds: Duration) -> Vec<(usize, Phase, Phase)> {
     out
 }
 
-fn main() {
-    let seconds = Duration::from_secs(std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(5));
-    actix_web::rt::System::new().block_on(async move {
-        println!("== storage trait (embedded store, same machine, same run)");
-        let baseline = storage_phases(seconds).await;
-        for (c, create, get) in &baseline {
-            report("storage put (create)", *c, create, None);
-            report("storage get", *c, get, None);
-        }
+async fn https_phases(server: &TestServer, baseline: &[(usize, Phase, Phase)], seconds: Duration) {
+    let client = server.client(true);
+    let url = server.url("/api/v1/namespaces/default/configmaps");
+    let hot =
+        client.post(&url).send_json(&json!({"metadata": {"name": "hot"}, "data": {"k": "v"}})).await.expect("seed");
+    assert_eq!(hot.status().as_u16(), 201);
+    for (round, (c, base_create, base_get)) in baseline.iter().enumerate() {
+        let (cl, u) = (client.clone(), url.clone());
+        let create = run(*c, seconds, move |w, i| {
+            let (cl, u) = (cl.clone(), u.clone());
+            async move {
+                let body =
+                    json!({"metadata": {"name": format!("r{round}-{w}-{i}")}, "data": {"payload": "x".repeat(512)}});
+                match cl.post(&u).send_json(&body).await {
+                    Ok(mut r) => {
+                        let ok = r.status().as_u16() == 201;
+                        let _ = r.body().await;
+                        ok
+                    }
+                    Err(_) => false,
+                }
+            }
+        })
+        .await;
+        report("https create configmap", *c, &create, Some(base_create));
+        let (cl, u) = (client.clone(), format!("{url}/hot"));
+        let get = run(*c, seconds, move |_, _| {
+            let (cl, u) = (cl.clone(), u.clone());
+            async move {
+                match cl.get(&u).send().await {
+                    Ok(mut r) => {
+                        let ok = r.status().as_u16() == 200;
+                        let _ = r.body().await;
+                        ok
+                    }
+                    Err(_) => false,
+                }
+            }
+        })
+        .await;
+        report("https get configmap (cache)", *c, &get, Some(base_get));
+    }
+}
 
-        let server = TestServer::start();
-        actix_web::rt::time::sleep(Duration::from_secs(2)).await;
-        let idle = rss_mib(server.pid());
-        let client = server.client(true);
-        let url = server.url("/api/v1/namespaces/default/configmaps");
-        let hot = client.post(&url).send_json(&json!({"metadata": {"name": "hot"}, "data": {"k": "v"}})).await.expect("seed");
-        assert_eq!(hot.status().as_u16(), 201);
-        println!("== HTTPS through the pipeline (authn, authz, APF, admission on; client on the same cores)");
-        for (round, (c, base_create, base_get)) in baseline.iter().enumerate() {
-            let (cl, u) = (client.clone(), url.clone());
-            let create = run(*c, seconds, move |w, i| {
-                let (cl, u) = (cl.clone(), u.clone());
-                async move {
-                    let body = json!({"metadata": {"name": format!("r{round}-{w}-{i}")}, "data": {"payload": "x".repeat(512)}});
-                    match cl.post(&u).send_json(&body).await {
-                        Ok(mut r) => {
-                            let ok = r.status().as_u16() == 201;
-                            let _ = r.body().await;
-                            ok
-                        }
-                        Err(_) => false,
-                    }
+async fn embedded(seconds: Duration) {
+    println!("== embedded store: storage trait directly (same machine, same run)");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store: Arc<dyn Storage> = EmbeddedStore::open(dir.path(), EmbeddedOptions::default()).expect("open store");
+    let baseline = storage_phases(store, seconds).await;
+    for (c, create, get) in &baseline {
+        report("storage put (create)", *c, create, None);
+        report("storage get", *c, get, None);
+    }
+    let server = TestServer::start();
+    actix_web::rt::time::sleep(Duration::from_secs(2)).await;
+    let idle = rss_mib(server.pid());
+    println!(
+        "== embedded store: HTTPS through the pipeline (authn, authz, APF, admission on; client on the same cores)"
+    );
+    https_phases(&server, &baseline, seconds).await;
+    println!("== memory: apiserver resident {idle:.1} MiB idle, {:.1} MiB after the run", rss_mib(server.pid()));
+}
+
+async fn etcd(seconds: Duration) {
+    let etcd = actix_web::rt::task::spawn_blocking(EtcdProcess::start).await.expect("etcd");
+    println!("== etcd {}: storage trait directly (etcd's own rate through our client)", etcd.endpoint());
+    let store: Arc<dyn Storage> = etcd.connect().await.expect("connect etcd");
+    let baseline = storage_phases(store, seconds).await;
+    for (c, create, get) in &baseline {
+        report("etcd put (create)", *c, create, None);
+        report("etcd get", *c, get, None);
+    }
+    let server = TestServer::start_with(&["--storage-backend", "etcd3", "--etcd-servers", etcd.endpoint()]);
+    println!("== etcd: HTTPS through the pipeline (percentages: of etcd's own rate)");
+    https_phases(&server, &baseline, seconds).await;
+}
+
+/// Fills an embedded store with `n` configmaps of about 1 KiB, then times a server start on it
+/// until `/readyz` answers (storage replay plus every cacher's initial list).
+async fn startup(n: usize) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    {
+        let store: Arc<dyn Storage> =
+            EmbeddedStore::open(&dir.path().join("store"), EmbeddedOptions::default()).expect("open store");
+        let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"payload": "x".repeat(900)}});
+        let mut batch = Vec::new();
+        for i in 0..n {
+            let mut obj = body.clone();
+            obj["metadata"] = json!({"name": format!("cm-{i}"), "namespace": "default", "uid": format!("uid-{i}"), "creationTimestamp": "2026-01-01T00:00:00Z"});
+            let store = store.clone();
+            batch.push(actix_web::rt::spawn(async move {
+                store
+                    .put(&format!("/registry/configmaps/default/cm-{i}"), storage::codec::encode(&obj), Expect::Absent)
+                    .await
+            }));
+            if batch.len() == 256 {
+                for t in batch.drain(..) {
+                    t.await.expect("task").expect("put");
                 }
-            })
-            .await;
-            report("https create configmap", *c, &create, Some(base_create));
-            let (cl, u) = (client.clone(), format!("{url}/hot"));
-            let get = run(*c, seconds, move |_, _| {
-                let (cl, u) = (cl.clone(), u.clone());
-                async move {
-                    match cl.get(&u).send().await {
-                        Ok(mut r) => {
-                            let ok = r.status().as_u16() == 200;
-                            let _ = r.body().await;
-                            ok
-                        }
-                        Err(_) => false,
-                    }
-                }
-            })
-            .await;
-            report("https get configmap (cache)", *c, &get, Some(base_get));
+            }
         }
-        println!("== memory: apiserver resident {idle:.1} MiB idle, {:.1} MiB after the run", rss_mib(server.pid()));
+        for t in batch {
+            t.await.expect("task").expect("put");
+        }
+    }
+    let size: u64 = std::fs::read_dir(dir.path().join("store"))
+        .unwrap()
+        .filter_map(|e| e.ok()?.metadata().ok())
+        .map(|m| m.len())
+        .sum();
+    let started = Instant::now();
+    let server = TestServer::start_in(dir.path());
+    println!(
+        "== startup: {n} configmaps ({:.0} MiB on disk): ready in {:.2} s, resident {:.1} MiB",
+        size as f64 / (1 << 20) as f64,
+        started.elapsed().as_secs_f64(),
+        rss_mib(server.pid())
+    );
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let seconds = Duration::from_secs(args.next().and_then(|s| s.parse().ok()).unwrap_or(5));
+    let what = args.next().unwrap_or_else(|| "all".into());
+    actix_web::rt::System::new().block_on(async move {
+        if what == "embedded" || what == "all" {
+            embedded(seconds).await;
+        }
+        if what == "etcd" || what == "all" {
+            etcd(seconds).await;
+        }
+        if what == "startup" || what == "all" {
+            startup(100_000).await;
+        }
     });
 }

@@ -227,6 +227,7 @@ async fn deletecollection_yaml_services_and_operational_endpoints() {
         "apiserver_stage_mailbox_depth{",
         "stage=\"cacher\"",
         "etcd_request_duration_seconds_bucket{",
+        "apiserver_storage_objects{resource=\"configmaps\"}",
     ] {
         assert!(metrics.contains(needle), "/metrics lacks {needle}");
     }
@@ -284,4 +285,34 @@ async fn rbac_objects_and_leases_are_stored() {
     assert_eq!(code, 201, "leases may be created by PUT, as leader election does: {l}");
     let out = s.kubectl_ok(&["get", "leases"]);
     assert!(out.contains("leader") && out.contains("me"), "{out}");
+}
+
+#[actix_web::test]
+async fn continue_token_after_compaction_is_410_with_a_fresh_token() {
+    let s = TestServer::start();
+    let api = Api::new(&s);
+    let cms = "/api/v1/namespaces/default/configmaps";
+    for n in ["a", "b", "c"] {
+        api.post(cms, json!({"metadata": {"name": n}})).await;
+    }
+    let (_, page) = api.get(&format!("{cms}?limit=1")).await;
+    assert_eq!(page["items"][0]["metadata"]["name"], "a");
+    assert_eq!(page["metadata"]["remainingItemCount"], 2);
+    let token = page["metadata"]["continue"].as_str().unwrap().to_string();
+    // A write after the first page, then compaction past the page's revision.
+    api.post(cms, json!({"metadata": {"name": "d"}})).await;
+    let admin = awc::Client::default();
+    let r = admin.post(s.admin_url("/compact")).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+
+    let (code, status) = api.get(&format!("{cms}?limit=1&continue={token}")).await;
+    assert_eq!(code, 410, "{status}");
+    assert_eq!(status["reason"], "Expired");
+    assert!(status["message"].as_str().unwrap().starts_with("The provided continue parameter is too old"), "{status}");
+    let fresh = status["metadata"]["continue"].as_str().expect("a fresh continue token").to_string();
+    let (code, rest) = api.get(&format!("{cms}?limit=10&continue={fresh}")).await;
+    assert_eq!(code, 200, "{rest}");
+    let names: Vec<&str> =
+        rest["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["b", "c", "d"], "the fresh token continues after the last item, at the latest revision");
 }
