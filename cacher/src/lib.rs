@@ -61,6 +61,14 @@ impl Default for CacherOptions {
     }
 }
 
+/// Where a read is answered from.
+enum Source {
+    /// The cache is fresh enough.
+    Cache,
+    /// Storage answers: the cache is behind and would catch up only slowly.
+    Storage,
+}
+
 /// One change as the cache keeps it: decoded once, shared by every watcher.
 struct CachedEvent {
     kind: EventType,
@@ -303,16 +311,20 @@ impl CacherActor {
         }
     }
 
-    /// Resolves once the cache reflects `consistency`: immediately for `0`, after the storage's
-    /// current revision for unset, after the given revision otherwise (504 after the deadline).
+    /// Resolves once the cache reflects `consistency`: immediately for `0`, after the given
+    /// revision for an explicit one (504 after the deadline), after the storage's current
+    /// revision for a consistent read. A consistent read that `may_read_storage` resolves to
+    /// [`Source::Storage`] instead of waiting when the cache is behind and the backend's
+    /// progress notifications are slow (etcd batches them about every 100 ms), as kube 1.30
+    /// serves consistent reads from etcd.
     fn wait_until(
         &mut self,
         consistency: &ReadConsistency,
-        ctx: &mut Context<Self>,
-    ) -> LocalBoxActorFuture<Self, Result<(), ApiError>> {
+        may_read_storage: bool,
+    ) -> LocalBoxActorFuture<Self, Result<Source, ApiError>> {
         let explicit = match consistency.resource_version.as_deref() {
             None | Some("") => None,
-            Some("0") if self.ready => return Box::pin(fut::ready(Ok(()))),
+            Some("0") if self.ready => return Box::pin(fut::ready(Ok(Source::Cache))),
             Some("0") => Some(0),
             Some(rv) => match rv.parse::<Revision>() {
                 Ok(n) => Some(n),
@@ -334,11 +346,18 @@ impl CacherActor {
                 )
             }
         };
-        let _ = ctx;
+        let read_storage = explicit.is_none() && may_read_storage && !self.storage.prompt_progress();
         Box::pin(target.then(move |target, act, _ctx| {
-            let wait: LocalBoxActorFuture<Self, Result<(), ApiError>> = match target {
+            let wait: LocalBoxActorFuture<Self, Result<Source, ApiError>> = match target {
                 Err(e) => Box::pin(fut::ready(Err(e))),
-                Ok(rev) if act.ready && act.revision >= rev => Box::pin(fut::ready(Ok(()))),
+                Ok(rev) if act.ready && act.revision >= rev => Box::pin(fut::ready(Ok(Source::Cache))),
+                Ok(_) if read_storage => {
+                    // Catch up in the background so later reads find the cache fresh.
+                    if act.ready && !act.progress_requested {
+                        act.request_progress();
+                    }
+                    Box::pin(fut::ready(Ok(Source::Storage)))
+                }
                 Ok(rev) => {
                     let (tx, rx) = oneshot::channel();
                     act.waiting.entry(rev).or_default().push(tx);
@@ -348,7 +367,7 @@ impl CacherActor {
                     Box::pin(
                         async move {
                             match tokio::time::timeout(deadline, rx).await {
-                                Ok(Ok(())) => Ok(()),
+                                Ok(Ok(())) => Ok(Source::Cache),
                                 _ => {
                                     let mut e = ApiError::timeout(format!(
                                         "Too large resource version: {rev}, current: (cache not caught up)"
@@ -366,12 +385,16 @@ impl CacherActor {
         }))
     }
 
-    fn get(&self, target: &Target) -> Result<Arc<Value>, ApiError> {
-        let key = if self.def.namespaced {
+    fn key(&self, target: &Target) -> String {
+        if self.def.namespaced {
             format!("{}{}/{}", self.prefix, target.namespace, target.name)
         } else {
             format!("{}{}", self.prefix, target.name)
-        };
+        }
+    }
+
+    fn get(&self, target: &Target) -> Result<Arc<Value>, ApiError> {
+        let key = self.key(target);
         self.objects
             .get(&key)
             .cloned()
@@ -572,16 +595,36 @@ fn parse_selection(def: &ResourceDef, s: &Selection) -> Result<(LabelSelector, F
 impl Handler<GetObject> for CacherActor {
     type Result = ResponseActFuture<Self, Result<Arc<Value>, ApiError>>;
 
-    fn handle(&mut self, msg: GetObject, ctx: &mut Context<Self>) -> Self::Result {
-        let wait = self.wait_until(&msg.consistency, ctx);
-        Box::pin(wait.map(move |r, act, _| r.and_then(|()| act.get(&msg.target))))
+    fn handle(&mut self, msg: GetObject, _: &mut Context<Self>) -> Self::Result {
+        let wait = self.wait_until(&msg.consistency, true);
+        Box::pin(wait.then(move |source, act, _| -> LocalBoxActorFuture<Self, Result<Arc<Value>, ApiError>> {
+            match source {
+                Err(e) => Box::pin(fut::ready(Err(e))),
+                Ok(Source::Cache) => Box::pin(fut::ready(act.get(&msg.target))),
+                Ok(Source::Storage) => {
+                    act.metrics.storage_lists.increment(1);
+                    let (storage, def, key) = (act.storage.clone(), act.def, act.key(&msg.target));
+                    Box::pin(
+                        async move {
+                            match storage.get(&key).await.map_err(|e| interpret(def, &msg.target.name, e))? {
+                                (Some(kv), _) => {
+                                    decode_object(&kv).map(Arc::new).map_err(|e| interpret(def, &msg.target.name, e))
+                                }
+                                (None, _) => Err(ApiError::not_found(def.group, def.resource, &msg.target.name)),
+                            }
+                        }
+                        .into_actor(act),
+                    )
+                }
+            }
+        }))
     }
 }
 
 impl Handler<ListObjects> for CacherActor {
     type Result = ResponseActFuture<Self, Result<ObjectList, ApiError>>;
 
-    fn handle(&mut self, msg: ListObjects, ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: ListObjects, _: &mut Context<Self>) -> Self::Result {
         let (labels, fields) = match parse_selection(self.def, &msg.selection) {
             Ok(s) => s,
             Err(e) => return Box::pin(fut::ready(Err(e))),
@@ -600,15 +643,33 @@ impl Handler<ListObjects> for CacherActor {
                     .into_actor(self),
             );
         }
-        let wait = self.wait_until(&msg.consistency, ctx);
-        Box::pin(wait.map(move |r, act, _| r.map(|()| act.list_from_cache(&msg.target, &labels, &fields))))
+        let wait = self.wait_until(&msg.consistency, true);
+        Box::pin(
+            wait.then(move |source, act, _| -> LocalBoxActorFuture<Self, Result<ObjectList, ApiError>> {
+                match source {
+                    Err(e) => Box::pin(fut::ready(Err(e))),
+                    Ok(Source::Cache) => Box::pin(fut::ready(Ok(act.list_from_cache(&msg.target, &labels, &fields)))),
+                    Ok(Source::Storage) => {
+                        act.metrics.storage_lists.increment(1);
+                        let (storage, def, prefix) =
+                            (act.storage.clone(), act.def, act.namespace_range(&msg.target.namespace));
+                        Box::pin(
+                            async move {
+                                continuation::list_from_storage(def, storage, &prefix, &msg, &labels, &fields).await
+                            }
+                            .into_actor(act),
+                        )
+                    }
+                }
+            }),
+        )
     }
 }
 
 impl Handler<WatchObjects> for CacherActor {
     type Result = ResponseActFuture<Self, Result<WatchReceiver, ApiError>>;
 
-    fn handle(&mut self, msg: WatchObjects, ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: WatchObjects, _: &mut Context<Self>) -> Self::Result {
         let (labels, fields) = match parse_selection(self.def, &msg.selection) {
             Ok(s) => s,
             Err(e) => return Box::pin(fut::ready(Err(e))),
@@ -620,8 +681,8 @@ impl Handler<WatchObjects> for CacherActor {
             None | Some("") => ReadConsistency::default(),
             _ => ReadConsistency { resource_version: Some("0".into()), resource_version_match: None },
         };
-        let wait = self.wait_until(&consistency, ctx);
-        Box::pin(wait.map(move |r, act, _| r.and_then(|()| act.add_watcher(&msg, labels, fields))))
+        let wait = self.wait_until(&consistency, false);
+        Box::pin(wait.map(move |r, act, _| r.and_then(|_| act.add_watcher(&msg, labels, fields))))
     }
 }
 

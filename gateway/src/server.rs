@@ -89,8 +89,9 @@ pub struct Server {
     pub started: Instant,
 }
 
-/// Looks namespaces up through the namespace cacher (consistent reads, so a namespace created
-/// just before is seen).
+/// Looks namespaces up through the namespace cacher as kube's plugin uses its informer: the
+/// cache first, and a consistent read only when the cache does not know the namespace (one
+/// created a moment ago), so admission never waits on storage in the common case.
 struct CachedNamespaces(StageHandle<GetObject>);
 
 #[async_trait]
@@ -98,11 +99,15 @@ impl NamespaceLookup for CachedNamespaces {
     async fn namespace(&self, name: &str) -> Result<Option<Value>, ApiError> {
         let target =
             Target { version: "v1".into(), resource: "namespaces".into(), name: name.into(), ..Default::default() };
-        match self.0.ask(GetObject { target, consistency: ReadConsistency::default() }).await {
-            Ok(ns) => Ok(Some((*ns).clone())),
-            Err(e) if e.reason == actors::Reason::NotFound => Ok(None),
-            Err(e) => Err(e),
+        let cached = ReadConsistency { resource_version: Some("0".into()), resource_version_match: None };
+        for consistency in [cached, ReadConsistency::default()] {
+            match self.0.ask(GetObject { target: target.clone(), consistency }).await {
+                Ok(ns) => return Ok(Some((*ns).clone())),
+                Err(e) if e.reason == actors::Reason::NotFound => continue,
+                Err(e) => return Err(e),
+            }
         }
+        Ok(None)
     }
 }
 

@@ -241,4 +241,11 @@ pub trait Storage: Send + Sync + 'static {
 
     /// The revision of the last compaction (0 if never compacted): the oldest readable revision.
     async fn compacted_revision(&self) -> Result<Revision, StorageError>;
+
+    /// Whether a requested progress notification arrives at once. When it does, a cache that
+    /// is behind catches up faster than storage could answer a read; when it does not (etcd
+    /// batches them), consistent reads go to storage instead of waiting.
+    fn prompt_progress(&self) -> bool {
+        false
+    }
 }

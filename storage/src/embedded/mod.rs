@@ -432,6 +432,11 @@ impl Storage for EmbeddedStore {
     async fn compacted_revision(&self) -> Result<Revision, StorageError> {
         Ok(self.shared.read_state().compacted)
     }
+
+    /// Progress is queued behind already-published events at once: no batching delay.
+    fn prompt_progress(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

@@ -243,4 +243,8 @@ impl Storage for EncryptedStorage {
     async fn compacted_revision(&self) -> Result<Revision, StorageError> {
         self.inner.compacted_revision().await
     }
+
+    fn prompt_progress(&self) -> bool {
+        self.inner.prompt_progress()
+    }
 }

@@ -102,22 +102,19 @@ fn rss_mib(pid: u32) -> f64 {
 
 async fn storage_phases(store: Arc<dyn Storage>, seconds: Duration) -> Vec<(usize, Phase, Phase)> {
     let value = Bytes::from(vec![b'x'; 600]);
-    store.put("/registry/configmaps/default/hot", value.clone(), Expect::Absent).await.expect("seed");
+    store.put("/registry/loadgen/hot", value.clone(), Expect::Absent).await.expect("seed");
     let mut out = Vec::new();
     for (round, c) in [1usize, 64].into_iter().enumerate() {
         let (s, v) = (store.clone(), value.clone());
-        let create =
-            run(c, seconds, move |w, i| {
-                let (s, v) = (s.clone(), v.clone());
-                async move {
-                    s.put(&format!("/registry/configmaps/default/r{round}-{w}-{i}"), v, Expect::Absent).await.is_ok()
-                }
-            })
-            .await;
+        let create = run(c, seconds, move |w, i| {
+            let (s, v) = (s.clone(), v.clone());
+            async move { s.put(&format!("/registry/loadgen/r{round}-{w}-{i}"), v, Expect::Absent).await.is_ok() }
+        })
+        .await;
         let s = store.clone();
         let get = run(c, seconds, move |_, _| {
             let s = s.clone();
-            async move { s.get("/registry/configmaps/default/hot").await.is_ok_and(|(kv, _)| kv.is_some()) }
+            async move { s.get("/registry/loadgen/hot").await.is_ok_and(|(kv, _)| kv.is_some()) }
         })
         .await;
         out.push((c, create, get));
