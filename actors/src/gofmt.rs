@@ -63,6 +63,19 @@ pub(crate) fn aggregate(messages: &[String]) -> String {
     }
 }
 
+/// How Go's JSON decoder names a value's kind in an `UnmarshalTypeError` (`string`, `number`).
+pub(crate) fn json_kind(value: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -644,25 +644,23 @@ impl Handler<ListObjects> for CacherActor {
             );
         }
         let wait = self.wait_until(&msg.consistency, true);
-        Box::pin(
-            wait.then(move |source, act, _| -> LocalBoxActorFuture<Self, Result<ObjectList, ApiError>> {
-                match source {
-                    Err(e) => Box::pin(fut::ready(Err(e))),
-                    Ok(Source::Cache) => Box::pin(fut::ready(Ok(act.list_from_cache(&msg.target, &labels, &fields)))),
-                    Ok(Source::Storage) => {
-                        act.metrics.storage_lists.increment(1);
-                        let (storage, def, prefix) =
-                            (act.storage.clone(), act.def, act.namespace_range(&msg.target.namespace));
-                        Box::pin(
+        Box::pin(wait.then(move |source, act, _| -> LocalBoxActorFuture<Self, Result<ObjectList, ApiError>> {
+            match source {
+                Err(e) => Box::pin(fut::ready(Err(e))),
+                Ok(Source::Cache) => Box::pin(fut::ready(Ok(act.list_from_cache(&msg.target, &labels, &fields)))),
+                Ok(Source::Storage) => {
+                    act.metrics.storage_lists.increment(1);
+                    let (storage, def, prefix) =
+                        (act.storage.clone(), act.def, act.namespace_range(&msg.target.namespace));
+                    Box::pin(
                             async move {
                                 continuation::list_from_storage(def, storage, &prefix, &msg, &labels, &fields).await
                             }
                             .into_actor(act),
                         )
-                    }
                 }
-            }),
-        )
+            }
+        }))
     }
 }
 

@@ -7,6 +7,7 @@
 //! so we reproduce them: a JSON syntax checker that stops at the same byte with the same words
 //! as Go's scanner, and formatters for decoded values the way `fmt` prints them.
 
+use crate::gofmt::json_kind;
 use serde_json::Value;
 
 /// Go's `maxNestingDepth` for JSON documents.
@@ -311,18 +312,6 @@ pub(crate) fn check_syntax(data: &[u8]) -> Result<(), String> {
     // Go's scanner.eof(): a trailing space ends a number at the top level.
     scanner.step(b' ')?;
     if scanner.state == State::EndTop { Ok(()) } else { Err("unexpected end of JSON input".to_string()) }
-}
-
-/// How Go's decoder names a JSON value's kind in an `UnmarshalTypeError`.
-pub(crate) fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
 }
 
 /// Go's `json: cannot unmarshal <kind> into Go value of type <go_type>`.

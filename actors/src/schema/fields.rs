@@ -15,6 +15,7 @@
 //! ([`duplicate_fields`]); a field kube types as a named Go string type (`v1.RestartPolicy`) is
 //! named `string` in type errors.
 
+use crate::gofmt::json_kind;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -315,18 +316,6 @@ impl Walker<'_> {
         if self.report.decode_error.is_none() {
             self.report.decode_error = Some(msg);
         }
-    }
-}
-
-/// How Go's decoder names a JSON value in a type error.
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
     }
 }
 
