@@ -445,3 +445,26 @@ async fn acknowledged_writes_survive_kill_9() {
         }
     }
 }
+
+#[tokio::test]
+async fn history_past_its_bound_is_compacted_keeping_the_newer_half() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_with(dir.path(), EmbeddedOptions { max_history: 100, ..Default::default() });
+    for i in 0..250 {
+        put(&store, &format!("/k/{}", i % 10), &format!("v{i}"), if i < 10 { Expect::Absent } else { Expect::Exists })
+            .await;
+    }
+    let current = store.current_revision().await.unwrap();
+    let compacted = store.compacted_revision().await.unwrap();
+    assert!(compacted > 1, "the store compacted itself");
+    assert!(current - compacted <= 100, "at most the bound is kept: {current} - {compacted}");
+    assert!(current - compacted >= 50, "the newer half stays: {current} - {compacted}");
+    let old = store.list("/k/", ListOptions { revision: Some(compacted - 1), ..Default::default() }).await;
+    assert!(matches!(old, Err(StorageError::Compacted { .. })), "{old:?}");
+    let latest = all_at(&store, None).await;
+    assert_eq!(latest.len(), 10);
+    assert_eq!(latest.iter().find(|kv| kv.key == "/k/9").unwrap().value, Bytes::from("v249"));
+    drop(store);
+    let reopened = open(dir.path());
+    assert_eq!(all_at(&reopened, None).await, latest, "the compacted log reopens to the same state");
+}

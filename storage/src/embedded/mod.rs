@@ -69,6 +69,11 @@ pub struct EmbeddedOptions {
     /// batch's callers to send their next write, so that concurrent writers share one fsync
     /// per round instead of splitting into a small and a large batch. Zero commits at once.
     pub group_commit_linger: Duration,
+    /// Most revisions of history kept in memory: past it the store compacts itself, keeping
+    /// the newer half, so a write burst between two scheduled compactions cannot grow memory
+    /// without bound. Reads and watches older than that answer `Compacted` (410), as after any
+    /// compaction. Zero disables the bound.
+    pub max_history: u64,
 }
 
 impl Default for EmbeddedOptions {
@@ -80,6 +85,7 @@ impl Default for EmbeddedOptions {
             max_batch: 1024,
             write_queue_timeout: Duration::from_secs(10),
             group_commit_linger: Duration::from_micros(500),
+            max_history: 500_000,
         }
     }
 }
@@ -211,6 +217,7 @@ impl EmbeddedStore {
             failed: None,
             max_batch: options.max_batch.max(1),
             linger: options.group_commit_linger,
+            max_history: options.max_history,
         };
         let writer = std::thread::Builder::new()
             .name("embedded-store-writer".into())

@@ -111,6 +111,8 @@ pub(super) struct Writer {
     pub max_batch: usize,
     /// How long a batch smaller than the previous one waits for the rest of its callers.
     pub linger: Duration,
+    /// History kept in memory before the store compacts itself (0: unbounded).
+    pub max_history: u64,
 }
 
 impl Writer {
@@ -165,10 +167,26 @@ impl Writer {
                 }
             }
             self.commit(writes, &mut frames);
+            if let Some(revision) = self.history_overflow() {
+                match self.compact(revision) {
+                    Ok(()) => tracing::info!(revision, "history bound reached: compacted"),
+                    Err(e) => tracing::warn!("compaction on reaching the history bound failed: {e}"),
+                }
+            }
             if frames.capacity() > 16 << 20 {
                 frames = Vec::with_capacity(1 << 16); // don't keep a huge batch's buffer forever
             }
         }
+    }
+
+    /// The revision to compact at when more than `max_history` revisions are kept: the newer
+    /// half stays.
+    fn history_overflow(&self) -> Option<Revision> {
+        if self.max_history == 0 || self.failed.is_some() {
+            return None;
+        }
+        let state = self.shared.read_state();
+        (state.revision - state.compacted > self.max_history).then(|| state.revision - self.max_history / 2)
     }
 
     /// The error every request gets once the log has failed.
