@@ -217,9 +217,23 @@ impl ApiError {
         Self::new(Reason::ServiceUnavailable, message)
     }
 
-    /// 504 Timeout.
-    pub fn timeout(message: impl Into<String>) -> Self {
-        Self::new(Reason::Timeout, message)
+    /// 504 Timeout, worded as kube's `NewTimeoutError`: `Timeout: <message>`.
+    pub fn timeout(message: impl Into<String>, retry_after_seconds: u32) -> Self {
+        let mut e = Self::new(Reason::Timeout, format!("Timeout: {}", message.into()));
+        e.retry_after_seconds = Some(retry_after_seconds);
+        e
+    }
+
+    /// 504 for a resourceVersion the server has not reached: kube's `TooLargeResourceVersion`,
+    /// whose `ResourceVersionTooLarge` cause is how client-go's reflector recognises it.
+    pub fn too_large_resource_version(requested: u64, current: u64) -> Self {
+        let mut e = Self::timeout(format!("Too large resource version: {requested}, current: {current}"), 1);
+        e.causes.push(Cause {
+            reason: "ResourceVersionTooLarge".into(),
+            message: "Too large resource version".into(),
+            field: String::new(),
+        });
+        e
     }
 
     /// The `Status` object as JSON.

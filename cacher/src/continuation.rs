@@ -82,9 +82,7 @@ pub async fn list_from_storage(
             _ => {
                 let current = storage.current_revision().await.map_err(|e| interpret(def, "", e))?;
                 if n > current {
-                    let mut e = ApiError::timeout(format!("Too large resource version: {n}, current: {current}"));
-                    e.retry_after_seconds = Some(1);
-                    return Err(e);
+                    return Err(ApiError::too_large_resource_version(n, current));
                 }
             }
         }
@@ -111,6 +109,10 @@ pub async fn list_from_storage(
                 );
                 e.continue_token = fresh;
                 return Err(e);
+            }
+            // kube's etcd3 store words an Exact list below the compacted revision this way.
+            Err(StorageError::Compacted { .. }) => {
+                return Err(ApiError::expired("The resourceVersion for the provided list is too old."));
             }
             Err(e) => return Err(interpret(def, "", e)),
         };

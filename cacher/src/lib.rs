@@ -35,6 +35,7 @@ use storage::{EventType, ProgressRequester, Revision, Storage, StorageError, Wat
 use tokio::sync::{mpsc, oneshot};
 use tokio_stream::StreamExt;
 
+pub mod conformance;
 pub mod continuation;
 
 /// How a cacher is sized and timed.
@@ -85,7 +86,12 @@ struct Watcher {
     bookmarks: bool,
     /// Bounded: a full buffer means the client is too slow, and the watcher is cut off.
     tx: mpsc::Sender<WatchEvent>,
-    last_sent: Revision,
+    /// The resourceVersion the watch started at: bookmarks report progress past it.
+    start: Revision,
+    /// Events at or below it are not sent (a watch from a revision the cache has not reached).
+    after: Revision,
+    /// The last bookmark's resourceVersion, so an idle watch is not sent the same one twice.
+    last_bookmark: Revision,
 }
 
 /// The per-resource watch cache actor.
@@ -273,11 +279,11 @@ impl CacherActor {
         let mut slow = Vec::new();
         for (id, w) in &mut self.watchers {
             let Some(out) = translate(def, w, event) else { continue };
+            if event.revision <= w.after {
+                continue;
+            }
             match w.tx.try_send(out) {
-                Ok(()) => {
-                    w.last_sent = event.revision;
-                    self.metrics.watch_events.increment(1);
-                }
+                Ok(()) => self.metrics.watch_events.increment(1),
                 Err(mpsc::error::TrySendError::Full(_)) => slow.push(*id),
                 Err(mpsc::error::TrySendError::Closed(_)) => gone.push(*id),
             }
@@ -303,10 +309,10 @@ impl CacherActor {
         }));
         for w in self.watchers.values_mut() {
             if w.bookmarks
-                && w.last_sent < rv
+                && rv > w.start.max(w.last_bookmark).max(w.after)
                 && w.tx.try_send(WatchEvent { kind: WatchEventType::Bookmark, object: bookmark.clone() }).is_ok()
             {
-                w.last_sent = rv;
+                w.last_bookmark = rv;
             }
         }
     }
@@ -365,19 +371,15 @@ impl CacherActor {
                         act.request_progress();
                     }
                     Box::pin(
-                        async move {
-                            match tokio::time::timeout(deadline, rx).await {
-                                Ok(Ok(())) => Ok(Source::Cache),
-                                _ => {
-                                    let mut e = ApiError::timeout(format!(
-                                        "Too large resource version: {rev}, current: (cache not caught up)"
-                                    ));
-                                    e.retry_after_seconds = Some(1);
-                                    Err(e)
+                        async move { matches!(tokio::time::timeout(deadline, rx).await, Ok(Ok(()))) }
+                            .into_actor(act)
+                            .map(move |reached, act, _| {
+                                if reached {
+                                    Ok(Source::Cache)
+                                } else {
+                                    Err(ApiError::too_large_resource_version(rev, act.revision))
                                 }
-                            }
-                        }
-                        .into_actor(act),
+                            }),
                     )
                 }
             };
@@ -439,7 +441,9 @@ impl CacherActor {
             fields,
             bookmarks: msg.allow_bookmarks,
             tx,
-            last_sent: self.revision,
+            start: self.revision,
+            after: 0,
+            last_bookmark: 0,
         };
         let from = match msg.consistency.resource_version.as_deref() {
             None | Some("") | Some("0") => None,
@@ -448,6 +452,12 @@ impl CacherActor {
                     .map_err(|_| ApiError::bad_request(format!("invalid resource version \"{rv}\"")))?,
             ),
         };
+        if let Some(from) = from {
+            // A watch from a revision the cache has not reached yet starts there (kube 1.30
+            // registers it at once and sends only what follows).
+            watcher.start = from;
+            watcher.after = from;
+        }
         let initial = matches!((from, msg.send_initial_events), (_, Some(true)) | (None, None));
         // Everything queued below fits: the buffer grows to hold the initial state and replay.
         let mut backlog: Vec<WatchEvent> = Vec::new();
@@ -476,7 +486,7 @@ impl CacherActor {
             }
         } else if let Some(from) = from {
             if from < self.window_floor {
-                let status = ApiError::expired(format!("too old resource version: {from} ({})", self.window_floor + 1));
+                let status = ApiError::expired(format!("too old resource version: {from} ({})", self.window_floor));
                 let (tx, rx) = mpsc::channel(1);
                 let _ = tx.try_send(WatchEvent { kind: WatchEventType::Error, object: Arc::new(status.to_status()) });
                 return Ok(WatchReceiver(rx));
@@ -672,10 +682,17 @@ impl Handler<WatchObjects> for CacherActor {
             Ok(s) => s,
             Err(e) => return Box::pin(fut::ready(Err(e))),
         };
-        // A watch from a revision newer than the cache waits for it, like a read; a watch from an
-        // older one is answered from the window.
+        // A consistent watch (no resourceVersion) and a watch-list from a revision newer than the
+        // cache wait for the cache, like reads; any other watch registers at once, answered from
+        // the window or, from a future revision, with what follows it.
         let consistency = match msg.consistency.resource_version.as_deref() {
-            Some(rv) if rv != "0" && rv.parse::<Revision>().is_ok_and(|n| n > self.revision) => msg.consistency.clone(),
+            Some(rv)
+                if rv != "0"
+                    && msg.send_initial_events == Some(true)
+                    && rv.parse::<Revision>().is_ok_and(|n| n > self.revision) =>
+            {
+                msg.consistency.clone()
+            }
             None | Some("") => ReadConsistency::default(),
             _ => ReadConsistency { resource_version: Some("0".into()), resource_version_match: None },
         };

@@ -88,11 +88,7 @@ pub fn interpret(def: &ResourceDef, name: &str, e: StorageError) -> ApiError {
         StorageError::Compacted { requested, compacted } => {
             ApiError::expired(format!("too old resource version: {requested} ({compacted})"))
         }
-        StorageError::FutureRevision { requested, current } => {
-            let mut e = ApiError::timeout(format!("Too large resource version: {requested}, current: {current}"));
-            e.retry_after_seconds = Some(1);
-            e
-        }
+        StorageError::FutureRevision { requested, current } => ApiError::too_large_resource_version(requested, current),
         StorageError::TooLarge { .. } => ApiError::new(actors::Reason::RequestEntityTooLarge, e.to_string()),
         StorageError::Unavailable { .. } | StorageError::Corrupt { .. } => ApiError::internal(e),
     }
