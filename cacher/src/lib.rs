@@ -188,17 +188,25 @@ impl CacherActor {
             }
             match res {
                 Ok((list, watch)) => {
-                    act.objects.clear();
+                    let mut objects = BTreeMap::new();
                     for kv in &list.items {
                         match decode_object(kv) {
                             Ok(obj) => {
-                                act.objects.insert(kv.key.clone(), Arc::new(obj));
+                                objects.insert(kv.key.clone(), Arc::new(obj));
                             }
                             Err(e) => tracing::error!(resource = act.def.resource, "skipping undecodable object: {e}"),
                         }
                     }
-                    act.window.clear();
-                    act.window_floor = list.revision;
+                    if act.revision > 0 && list.revision >= act.revision {
+                        act.catch_up(objects, list.revision);
+                    } else {
+                        // First sync, or storage went back in time (a restored backup): nothing
+                        // before can be trusted, so watchers start over.
+                        act.watchers.clear();
+                        act.objects = objects;
+                        act.window.clear();
+                        act.window_floor = list.revision;
+                    }
                     act.progress = Some(watch.progress.clone());
                     act.progress_requested = false;
                     act.ready = true;
@@ -216,12 +224,57 @@ impl CacherActor {
         }));
     }
 
-    /// Drops everything derived from the storage watch and starts over; watchers are closed so
-    /// clients re-watch (as kube's cacher does on re-initialisation).
+    /// Lists and watches storage again after its watch broke. Watchers stay connected: the
+    /// re-list is turned into the events they missed (see [`CacherActor::catch_up`]).
     fn resync(&mut self, ctx: &mut Context<Self>) {
         self.ready = false;
-        self.watchers.clear();
         self.sync(ctx);
+    }
+
+    /// Applies a re-list at `revision` as events: what appeared or changed since the cache last
+    /// heard from storage is ADDED or MODIFIED at its own resourceVersion, what vanished is
+    /// DELETED at `revision`. Watchers and the window see the same sequence a live watch would
+    /// have converged to, with no event twice and no state lost.
+    fn catch_up(&mut self, mut fresh: BTreeMap<String, Arc<Value>>, revision: Revision) {
+        let mut changes: Vec<CachedEvent> = Vec::new();
+        for (key, object) in &fresh {
+            let prev = self.objects.get(key);
+            let kind = match prev {
+                None => EventType::Added,
+                Some(old) if old.resource_version() != object.resource_version() => EventType::Modified,
+                Some(_) => continue,
+            };
+            let at = object.resource_version().parse().unwrap_or(revision);
+            changes.push(CachedEvent { kind, revision: at, object: object.clone(), prev: prev.cloned() });
+        }
+        for (key, old) in &self.objects {
+            if !fresh.contains_key(key) {
+                // A live DELETED event carries the deletion's revision; the re-list revision is
+                // the closest this catch-up knows.
+                let mut gone = (**old).clone();
+                gone.set_meta_str("resourceVersion", &revision.to_string());
+                let event =
+                    CachedEvent { kind: EventType::Deleted, revision, object: Arc::new(gone), prev: Some(old.clone()) };
+                changes.push(event);
+            }
+        }
+        changes.sort_by_key(|e| e.revision);
+        std::mem::swap(&mut self.objects, &mut fresh);
+        for event in changes {
+            self.metrics.events_received.increment(1);
+            self.dispatch(&event);
+            self.remember(event);
+        }
+    }
+
+    /// Keeps an event in the window, evicting the oldest past capacity.
+    fn remember(&mut self, event: CachedEvent) {
+        if self.window.len() >= self.options.window_capacity
+            && let Some(old) = self.window.pop_front()
+        {
+            self.window_floor = old.revision;
+        }
+        self.window.push_back(event);
     }
 
     fn advance(&mut self, revision: Revision) {
@@ -264,12 +317,7 @@ impl CacherActor {
         };
         let cached = CachedEvent { kind: event.kind, revision, object, prev };
         self.dispatch(&cached);
-        if self.window.len() >= self.options.window_capacity
-            && let Some(old) = self.window.pop_front()
-        {
-            self.window_floor = old.revision;
-        }
-        self.window.push_back(cached);
+        self.remember(cached);
         self.advance(revision);
     }
 

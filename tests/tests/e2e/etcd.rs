@@ -108,6 +108,23 @@ fn an_etcd_outage_is_named_and_the_server_recovers_without_restart() {
     let mut etcd = EtcdProcess::start();
     let s = TestServer::start_with(&["--storage-backend", "etcd3", "--etcd-servers", etcd.endpoint()]);
     s.kubectl_ok(&["create", "configmap", "before"]);
+    // A watch open across the outage: the server keeps it and delivers what follows.
+    let rv = s.kubectl_ok(&["get", "configmap", "before", "-o", "jsonpath={.metadata.resourceVersion}"]);
+    let mut watch = Command::new(tests::kubectl_bin())
+        .args(["get", "--raw", &format!("/api/v1/namespaces/default/configmaps?watch=1&resourceVersion={rv}")])
+        .env("KUBECONFIG", &s.kubeconfig)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = watch.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    std::thread::sleep(Duration::from_millis(500));
     etcd.stop();
 
     let out = s.kubectl(&["get", "configmaps", "--request-timeout=20s"]);
@@ -136,4 +153,17 @@ fn an_etcd_outage_is_named_and_the_server_recovers_without_restart() {
     let names = s.kubectl_ok(&["get", "configmaps", "-o", "jsonpath={.items[*].metadata.name}"]);
     assert!(names.contains("before") && names.contains("after") && !names.contains("during"), "{names}");
     s.kubectl_ok(&["get", "--raw", "/readyz"]);
+
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut seen = Vec::new();
+    while !seen.iter().any(|l: &String| l.contains("\"ADDED\"") && l.contains("\"name\":\"after\"")) {
+        assert!(Instant::now() < deadline, "the watch opened before the outage never saw the new object: {seen:?}");
+        if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
+            seen.push(line);
+        }
+    }
+    assert!(watch.try_wait().unwrap().is_none(), "the watch stayed open through the outage");
+    assert!(!seen.iter().any(|l| l.contains("\"name\":\"before\"")), "no event repeated: {seen:?}");
+    let _ = watch.kill();
+    let _ = watch.wait();
 }
