@@ -4,6 +4,7 @@
 //! - [`error`]: [`ApiError`], the Kubernetes `Status` every layer's error is mapped to once.
 //! - [`object`]: helpers over `serde_json::Value`, the one representation of API objects.
 //! - [`kinds`]: the catalogue of served resources (group, version, kind, scope, key prefix).
+//! - [`encoded`]: objects and watch events encoded to JSON once and shared by every reader.
 //! - [`messages`]: what stages send each other (plain serde types).
 //! - [`request`]: who is asking ([`request::UserInfo`]) and for what ([`request::RequestInfo`]).
 //! - [`selector`]: label and field selectors, shared by the cacher and storage paging.
@@ -19,6 +20,7 @@
 //! each other (the cacher on storage excepted).
 
 pub mod defaults;
+pub mod encoded;
 pub mod error;
 mod gofmt;
 pub mod kinds;

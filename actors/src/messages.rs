@@ -1,13 +1,12 @@
 //! The messages stages exchange. They are plain serde types (a watch's live stream excepted) so a
 //! stage can later run in another process behind the same handle.
 
-use std::sync::Arc;
-
 use actix::Message;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use crate::encoded::EncodedObject;
 use crate::error::ApiError;
 use crate::kinds::{self, ResourceDef};
 use crate::request::{RequestInfo, UserInfo};
@@ -269,7 +268,7 @@ pub struct ReadConsistency {
 
 /// GET of one object.
 #[derive(Clone, Debug, Serialize, Deserialize, Message)]
-#[rtype(result = "Result<Arc<Value>, ApiError>")]
+#[rtype(result = "Result<EncodedObject, ApiError>")]
 pub struct GetObject {
     /// The object.
     pub target: Target,
@@ -297,7 +296,7 @@ pub struct ListObjects {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ObjectList {
     /// The items, each with its `resourceVersion` set.
-    pub items: Vec<Arc<Value>>,
+    pub items: Vec<EncodedObject>,
     /// `metadata.resourceVersion` of the list.
     pub resource_version: String,
     /// `metadata.continue`.
@@ -338,15 +337,7 @@ pub enum WatchEventType {
     Error,
 }
 
-/// One watch event as delivered to a client.
-#[derive(Clone, Debug)]
-pub struct WatchEvent {
-    /// Event type.
-    pub kind: WatchEventType,
-    /// The object (for `ERROR`, a Status; for `BOOKMARK`, an object with only
-    /// `metadata.resourceVersion`).
-    pub object: Arc<Value>,
-}
+pub use crate::encoded::WatchEvent;
 
 /// The live side of a watch: events until the channel closes (the watch ended or the watcher
 /// was cut off for falling behind; clients re-watch from their last resourceVersion).
@@ -449,7 +440,7 @@ mod tests {
             continue_token: Some("c".into()),
         });
         round_trip(&ObjectList {
-            items: vec![Arc::new(object)],
+            items: vec![crate::encoded::EncodedObject::encode(&object)],
             resource_version: "5".into(),
             continue_token: None,
             remaining_item_count: Some(2),

@@ -83,6 +83,19 @@ struct PromMeters {
     latency: metrics::Histogram,
 }
 
+/// A call metered by [`StageMeters::start_call`]; ends when dropped.
+pub struct CallInFlight {
+    meters: Arc<StageMeters>,
+    started: Instant,
+}
+
+impl Drop for CallInFlight {
+    fn drop(&mut self) {
+        self.meters.on_dequeued();
+        self.meters.observe(self.started.elapsed());
+    }
+}
+
 /// A point-in-time copy of [`StageMeters`], as the admin endpoint reports it.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct MeterSnapshot {
@@ -161,6 +174,14 @@ impl StageMeters {
             self.last_rate.store(rate, Ordering::Relaxed);
         }
         self.rate_window_count.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Meters a call served without a mailbox (a read of a shared snapshot): it counts as
+    /// enqueued now and dequeued, with its latency, when the returned guard drops, so the
+    /// depth shows the calls in flight.
+    pub fn start_call(self: &Arc<Self>) -> CallInFlight {
+        self.on_enqueued();
+        CallInFlight { meters: self.clone(), started: Instant::now() }
     }
 
     /// Counts a failed call (an error reply or a refused enqueue).

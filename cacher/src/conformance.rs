@@ -57,7 +57,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Map, Value, json};
 use storage::{Expect, Revision, Storage};
 
-use crate::{CacherActor, CacherOptions};
+use crate::{CacheReader, CacherActor, CacherOptions};
 
 /// The storage prefix keys live under (`--etcd-prefix`'s default).
 pub const PREFIX: &str = "/registry";
@@ -106,20 +106,13 @@ impl Fixture {
         let recorder = StorageReadRecorder { reads: Arc::clone(&storage_reads) };
         // The cacher registers its counters when it is built: building it under this recorder
         // binds its fall-through counter to `storage_reads` for the actor's whole life.
-        let actor =
+        let (actor, reader) =
             metrics::with_local_recorder(&recorder, || CacherActor::new(def, Arc::clone(&self.store), PREFIX, options));
         let registry = ActorRegistry::default();
         let mailbox = Mailbox::new(&registry, "cacher", &def.qualified(), MAILBOX_CAPACITY, MAILBOX_WAIT);
         let arbiter = Arbiter::new();
         let addr = mailbox.start(&arbiter, actor);
-        CacherUnderTest {
-            def,
-            get: mailbox.handle(addr.clone().recipient()),
-            list: mailbox.handle(addr.clone().recipient()),
-            watch: mailbox.handle(addr.recipient()),
-            storage_reads,
-            arbiter,
-        }
+        CacherUnderTest { def, reader, watch: mailbox.handle(addr.recipient()), storage_reads, arbiter }
     }
 }
 
@@ -157,10 +150,8 @@ impl metrics::Recorder for StorageReadRecorder {
 pub struct CacherUnderTest {
     /// The resource it caches.
     pub def: &'static ResourceDef,
-    /// Gets.
-    pub get: StageHandle<GetObject>,
-    /// Lists.
-    pub list: StageHandle<ListObjects>,
+    /// Gets and lists.
+    pub reader: CacheReader,
     /// Watches.
     pub watch: StageHandle<WatchObjects>,
     /// Reads the cacher answered from storage (its `apiserver_cache_list_fallthrough_total`).
@@ -191,7 +182,7 @@ impl CacherUnderTest {
     /// GET of one object at `resource_version` (`None`: a consistent read).
     pub async fn get_object(&self, namespace: &str, name: &str, rv: Option<&str>) -> Result<Value, ApiError> {
         let msg = GetObject { target: self.target(namespace, name), consistency: consistency(rv) };
-        self.get.ask(msg).await.map(|o| (*o).clone())
+        self.reader.get(msg).await.map(|o| o.value())
     }
 
     /// A consistent, unfiltered, unpaged list of `namespace` (`""`: all), to adjust.
@@ -207,7 +198,7 @@ impl CacherUnderTest {
 
     /// Sends a list.
     pub async fn list_objects(&self, msg: ListObjects) -> Result<ObjectList, ApiError> {
-        self.list.ask(msg).await
+        self.reader.list(msg).await
     }
 
     /// An unfiltered, unpaged list at `rv`, which must succeed.
@@ -404,7 +395,7 @@ fn revision_of(list: &ObjectList) -> Revision {
 
 /// `namespace/name` (or `name`) of each item, in order.
 fn names(list: &ObjectList) -> Vec<String> {
-    list.items.iter().map(|o| qualified_name(o)).collect()
+    list.items.iter().map(|o| qualified_name(&o.value())).collect()
 }
 
 fn qualified_name(o: &Value) -> String {
@@ -413,7 +404,7 @@ fn qualified_name(o: &Value) -> String {
 
 /// The items, as values.
 fn items(list: &ObjectList) -> Vec<Value> {
-    list.items.iter().map(|o| (**o).clone()).collect()
+    list.items.iter().map(|o| o.value()).collect()
 }
 
 /// The error of a read that must fail, checked for its code and reason.
@@ -429,7 +420,7 @@ fn expect_error<T: std::fmt::Debug>(result: Result<T, ApiError>, code: u16, reas
 
 /// A watch event as (type, object), comparable.
 fn ev(e: WatchEvent) -> (WatchEventType, Value) {
-    (e.kind, (*e.object).clone())
+    (e.kind, e.object.value())
 }
 
 /// The next event of a watch; fails if none comes in time or the watch ends.
@@ -490,6 +481,7 @@ macro_rules! cacher_read_path_tests {
             bookmarks_advance_filtered_watchers,
             bookmarks_follow_delivered_events,
             slow_watcher_is_cut_off_fast_watcher_gets_everything,
+            window_keeps_fresh_events_past_its_capacity,
             namespaces_do_not_leak,
             cluster_scoped_resources_are_served,
             consistent_reads_come_from_cache_when_progress_is_prompt,
@@ -563,8 +555,8 @@ pub async fn consistent_reads_never_miss_concurrent_writes(f: &Fixture) {
                 assert_eq!(got, stored(&obj, rv), "{name} round {round}: get");
                 let list = c.list_at(ns, None).await;
                 assert!(revision_of(&list) >= rv, "{name} round {round}: list at {} < {rv}", list.resource_version);
-                let mine = list.items.iter().find(|o| o.name() == name);
-                assert_eq!(mine.map(|o| (**o).clone()), Some(stored(&obj, rv)), "{name} round {round}: list");
+                let mine = list.items.iter().map(|o| o.value()).find(|o| o.name() == name);
+                assert_eq!(mine, Some(stored(&obj, rv)), "{name} round {round}: list");
             }
         }));
     }
@@ -829,7 +821,7 @@ pub async fn paged_list_is_consistent_at_the_first_page_revision(f: &Fixture) {
 
     let now = c.list_at(ns, None).await;
     assert_eq!(names(&now), ["paged/a", "paged/b", "paged/bb", "paged/c", "paged/e"]);
-    assert_eq!(now.items[3].as_ref(), &stored(&c_new, c_new_rv));
+    assert_eq!(now.items[3].value(), stored(&c_new, c_new_rv));
 
     // A limit covering everything: one page, no token.
     let mut msg = c.list_request(ns);
@@ -1234,7 +1226,10 @@ async fn versions(f: &Fixture, c: &CacherUnderTest, ns: &str, n: usize) -> Vec<R
 /// a Status 410 Expired, and ends; one from the oldest resumable resourceVersion replays the
 /// window.
 pub async fn watch_older_than_window_gets_one_expired_error(f: &Fixture) {
-    let c = f.cacher(configmaps(), CacherOptions { window_capacity: 3, ..CacherOptions::default() });
+    let c = f.cacher(
+        configmaps(),
+        CacherOptions { window_capacity: 3, window_freshness: Duration::ZERO, ..CacherOptions::default() },
+    );
     c.ready().await;
     let revs = versions(f, &c, "old", 6).await;
     c.wait_for_cache(revs[5]).await;
@@ -1272,10 +1267,37 @@ pub async fn watch_older_than_window_gets_one_expired_error(f: &Fixture) {
     assert_eq!(bookmark["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
 }
 
+/// Events younger than the window's freshness stay past its capacity, so a watcher resuming
+/// soon after a burst needs no re-list; once older, the window shrinks back to its capacity.
+pub async fn window_keeps_fresh_events_past_its_capacity(f: &Fixture) {
+    let freshness = Duration::from_millis(500);
+    let options = CacherOptions { window_capacity: 3, window_freshness: freshness, ..CacherOptions::default() };
+    let c = f.cacher(configmaps(), options);
+    c.ready().await;
+    let revs = versions(f, &c, "fresh", 6).await;
+    c.wait_for_cache(revs[5]).await;
+    let mut w = c.watch_objects(c.watch_request("fresh", Some(&revs[0].to_string()))).await;
+    for rv in &revs[1..] {
+        let (kind, obj) = ev(next_event(&mut w).await);
+        assert_eq!((kind, rv_of(&obj)), (WatchEventType::Modified, *rv), "{obj}");
+    }
+    tokio::time::sleep(freshness + QUIET).await;
+    // The next event evicts what has gone stale beyond the capacity.
+    let another = configmap("fresh", "another", &[], "1");
+    let another_rv = put_object(&f.store, c.def, "fresh", "another", &another).await;
+    c.wait_for_cache(another_rv).await;
+    let mut w = c.watch_objects(c.watch_request("fresh", Some(&revs[0].to_string()))).await;
+    let (kind, status) = ev(next_event(&mut w).await);
+    assert_eq!((kind, &status["code"]), (WatchEventType::Error, &json!(410)), "{status}");
+}
+
 /// The 410 names what kube's watch cache names: the requested resourceVersion and the oldest
 /// one a watch could resume from (the first kept event's minus one).
 pub async fn watch_too_old_error_names_oldest_resumable_revision(f: &Fixture) {
-    let c = f.cacher(configmaps(), CacherOptions { window_capacity: 3, ..CacherOptions::default() });
+    let c = f.cacher(
+        configmaps(),
+        CacherOptions { window_capacity: 3, window_freshness: Duration::ZERO, ..CacherOptions::default() },
+    );
     c.ready().await;
     let revs = versions(f, &c, "old", 6).await;
     c.wait_for_cache(revs[5]).await;
@@ -1342,16 +1364,21 @@ pub async fn bookmarks_follow_delivered_events(f: &Fixture) {
     assert!(rv_of(&bookmark.1) >= x_rv);
 }
 
-/// A watcher that never reads is cut off once its buffer is full (it keeps what was buffered,
-/// then its stream ends) while a watcher on the same cacher that keeps up gets every event.
+/// A watcher that stops reading is cut off once it has left events undelivered for longer than
+/// its budget (it keeps what its channel held, then its stream ends); one that falls behind but
+/// catches up within the budget loses nothing; a watcher that keeps up gets every event.
 pub async fn slow_watcher_is_cut_off_fast_watcher_gets_everything(f: &Fixture) {
     const BUFFER: usize = 2;
     const WRITES: usize = 12;
-    let c = f.cacher(configmaps(), CacherOptions { watcher_buffer: BUFFER, ..CacherOptions::default() });
+    const BUDGET: Duration = Duration::from_secs(2);
+    let options = CacherOptions { watcher_buffer: BUFFER, slow_watcher_budget: BUDGET, ..CacherOptions::default() };
+    let c = f.cacher(configmaps(), options);
     let from = c.ready().await.to_string();
     let ns = "slow";
     let mut slow = c.watch_objects(c.watch_request(ns, Some(&from))).await;
+    let mut lagging = c.watch_objects(c.watch_request(ns, Some(&from))).await;
     let mut fast = c.watch_objects(c.watch_request(ns, Some(&from))).await;
+    let started = std::time::Instant::now();
     let mut written = Vec::new();
     for i in 0..WRITES {
         let name = format!("k{i:02}");
@@ -1361,6 +1388,13 @@ pub async fn slow_watcher_is_cut_off_fast_watcher_gets_everything(f: &Fixture) {
         // Read before the next write: the fast watcher never has more than one event queued.
         assert_eq!(ev(next_event(&mut fast).await), (WatchEventType::Added, written[i].clone()), "fast, write {i}");
     }
+    // Behind by ten events, but within its budget: everything arrives, in order.
+    assert!(started.elapsed() < BUDGET, "the writes took longer than the budget; the case proves nothing");
+    for (i, obj) in written.iter().enumerate() {
+        assert_eq!(ev(next_event(&mut lagging).await), (WatchEventType::Added, obj.clone()), "lagging, event {i}");
+    }
+    // The slow watcher reads nothing until its budget has run out.
+    tokio::time::sleep_until((started + BUDGET + QUIET * 2).into()).await;
     for (i, obj) in written.iter().take(BUFFER).enumerate() {
         assert_eq!(ev(next_event(&mut slow).await), (WatchEventType::Added, obj.clone()), "slow, event {i}");
     }
@@ -1368,6 +1402,7 @@ pub async fn slow_watcher_is_cut_off_fast_watcher_gets_everything(f: &Fixture) {
     let last = configmap(ns, "last", &[], "1");
     let last_rv = put_object(&f.store, c.def, ns, "last", &last).await;
     assert_eq!(ev(next_event(&mut fast).await), (WatchEventType::Added, stored(&last, last_rv)));
+    assert_eq!(ev(next_event(&mut lagging).await), (WatchEventType::Added, stored(&last, last_rv)));
     written.push(stored(&last, last_rv));
     c.wait_for_cache(last_rv).await;
 
@@ -1422,7 +1457,7 @@ pub async fn namespaces_do_not_leak(f: &Fixture) {
     assert_quiet(&mut team_watch).await;
     let mut current = c.watch_objects(c.watch_request("teamb", None)).await;
     for expected in ["teamb/a", "teamb/b"] {
-        assert_eq!(qualified_name(&next_event(&mut current).await.object), expected);
+        assert_eq!(qualified_name(&next_event(&mut current).await.object.value()), expected);
     }
     assert_quiet(&mut current).await;
 }

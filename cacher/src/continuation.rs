@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use actors::encoded::EncodedObject;
 use actors::error::ApiError;
 use actors::kinds::ResourceDef;
 use actors::messages::{ListObjects, ObjectList};
@@ -123,7 +124,7 @@ pub async fn list_from_storage(
             last_key = Some(kv.key.clone());
             let obj = decode_object(kv).map_err(|e| interpret(def, "", e))?;
             if labels.matches(obj.labels()) && fields.matches(&actors::selector::field_set(def, &obj)) {
-                items.push(Arc::new(obj));
+                items.push(EncodedObject::encode(&obj));
                 if limit > 0 && items.len() == limit {
                     break;
                 }

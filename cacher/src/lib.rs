@@ -1,50 +1,71 @@
 //! One cacher actor per stored resource: the read path of the apiserver.
 //!
 //! The [`CacherActor`] lists its resource from storage, then follows the storage watch from the
-//! list's revision. It is the single writer of its state (current objects by key, and a window
-//! of recent events) and serves gets, lists and watches from memory:
+//! list's revision. It is the single writer of the cache's state: current objects by key, each
+//! encoded to JSON once, and a window of recent events. After every change it publishes an
+//! immutable snapshot (a persistent map, so publishing copies nothing), and the
+//! [`CacheReader`] answers gets and lists from those snapshots on the caller's task, never
+//! through the actor's mailbox:
 //!
 //! - `resourceVersion` unset (a consistent read) is served once the cache provably reflects the
-//!   storage's current revision: it asks the storage watch for a progress notification and
-//!   answers when that arrives (immediately when nothing was written since).
+//!   storage's current revision: the reader asks the storage watch for a progress notification
+//!   and answers when it arrives (at once when nothing was written since). On a backend whose
+//!   notifications are slow (etcd), a consistent read the cache cannot prove fresh goes to
+//!   storage instead.
 //! - `resourceVersion=0` is served from whatever the cache holds.
 //! - `resourceVersion=N` waits up to 3 s for the cache to reach N, then 504 as kube.
 //! - Paged lists (`limit` with a consistent or exact read, or `continue`) read storage at the
 //!   first page's revision, so pages stay consistent.
-//! - Watches replay the window from their resourceVersion (410 Expired through an ERROR event
-//!   when it is older than the window), then get live events filtered per watcher. A watcher
-//!   whose buffer fills is cut off (its stream ends; clients re-watch) so it never slows others.
+//!
+//! Watches register with the actor. They replay the window from their resourceVersion (an
+//! ERROR event with 410 Expired when it is older than the window), then get live events
+//! filtered per watcher. Each event's line is encoded once and shared by every watcher that
+//! receives it. A watcher that stops reading is given a time budget to catch up; past it, its
+//! stream ends (clients re-watch from their last resourceVersion) and the others never wait.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
-use actix::fut::{self, LocalBoxActorFuture};
+use actix::fut;
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, ResponseActFuture, StreamHandler, WrapFuture};
+use actors::encoded::EncodedObject;
 use actors::error::ApiError;
 use actors::kinds::ResourceDef;
-use actors::messages::{
-    GetObject, ListObjects, ObjectList, ReadConsistency, Selection, Target, WatchEvent, WatchEventType, WatchObjects,
-    WatchReceiver,
-};
+use actors::messages::{ReadConsistency, Selection, WatchEvent, WatchEventType, WatchObjects, WatchReceiver};
 use actors::object::ObjectExt;
 use actors::selector::{FieldSelector, LabelSelector};
-use serde_json::{Value, json};
-use storage::registry::{decode_object, interpret};
+use actors::stage::StageMeters;
+use serde_json::json;
+use storage::registry::decode_object;
 use storage::{EventType, ProgressRequester, Revision, Storage, StorageError, WatchItem};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, watch};
 use tokio_stream::StreamExt;
 
 pub mod conformance;
 pub mod continuation;
+mod reader;
+mod watchers;
+
+pub use reader::CacheReader;
+use reader::{Entry, Objects, Shared, Snapshot};
+use watchers::{CachedEvent, Lines, Watcher};
 
 /// How a cacher is sized and timed.
 #[derive(Clone, Debug)]
 pub struct CacherOptions {
-    /// Events kept for watches that resume from a past resourceVersion.
+    /// Events the window keeps whatever their age (`--watch-cache-sizes`).
     pub window_capacity: usize,
-    /// Events buffered per watcher before it is cut off as too slow.
+    /// Events younger than this stay in the window past its capacity, so a client that
+    /// re-watches within it resumes without a re-list (kube keeps about 75 s).
+    pub window_freshness: Duration,
+    /// The window never holds more events than this, however young.
+    pub window_limit: usize,
+    /// Events a watcher's channel holds before further ones wait in its overflow.
     pub watcher_buffer: usize,
+    /// How long a watcher may leave events waiting in its overflow before it is cut off.
+    pub slow_watcher_budget: Duration,
     /// How long a read waits for the cache to reach a requested revision.
     pub wait_for_revision: Duration,
     /// How often watchers that asked for bookmarks get one.
@@ -54,44 +75,15 @@ pub struct CacherOptions {
 impl Default for CacherOptions {
     fn default() -> Self {
         CacherOptions {
-            window_capacity: 10_000,
+            window_capacity: 1_000,
+            window_freshness: Duration::from_secs(75),
+            window_limit: 100 * 1024,
             watcher_buffer: 1_000,
+            slow_watcher_budget: Duration::from_secs(5),
             wait_for_revision: Duration::from_secs(3),
             bookmark_interval: Duration::from_secs(60),
         }
     }
-}
-
-/// Where a read is answered from.
-enum Source {
-    /// The cache is fresh enough.
-    Cache,
-    /// Storage answers: the cache is behind and would catch up only slowly.
-    Storage,
-}
-
-/// One change as the cache keeps it: decoded once, shared by every watcher.
-struct CachedEvent {
-    kind: EventType,
-    revision: Revision,
-    object: Arc<Value>,
-    prev: Option<Arc<Value>>,
-}
-
-/// A registered watcher and its filter.
-struct Watcher {
-    namespace: String,
-    labels: LabelSelector,
-    fields: FieldSelector,
-    bookmarks: bool,
-    /// Bounded: a full buffer means the client is too slow, and the watcher is cut off.
-    tx: mpsc::Sender<WatchEvent>,
-    /// The resourceVersion the watch started at: bookmarks report progress past it.
-    start: Revision,
-    /// Events at or below it are not sent (a watch from a revision the cache has not reached).
-    after: Revision,
-    /// The last bookmark's resourceVersion, so an idle watch is not sent the same one twice.
-    last_bookmark: Revision,
 }
 
 /// The per-resource watch cache actor.
@@ -100,7 +92,7 @@ pub struct CacherActor {
     storage: Arc<dyn Storage>,
     prefix: String,
     options: CacherOptions,
-    objects: BTreeMap<String, Arc<Value>>,
+    objects: Objects,
     window: VecDeque<CachedEvent>,
     /// The oldest revision a watch can resume from (events after it are all in the window).
     window_floor: Revision,
@@ -109,10 +101,10 @@ pub struct CacherActor {
     ready: bool,
     watchers: HashMap<u64, Watcher>,
     next_watcher: u64,
-    /// Reads waiting for the cache to reach a revision, keyed by that revision.
-    waiting: BTreeMap<Revision, Vec<oneshot::Sender<()>>>,
     progress: Option<Arc<dyn ProgressRequester>>,
-    progress_requested: bool,
+    snapshots: watch::Sender<Arc<Snapshot>>,
+    shared: Arc<Shared>,
+    reader: CacheReader,
     /// Bumped on every re-list so events of an abandoned storage watch are ignored.
     generation: u64,
     metrics: CacherMetrics,
@@ -124,7 +116,6 @@ struct CacherMetrics {
     capacity: metrics::Gauge,
     terminated_watchers: metrics::Counter,
     watch_events: metrics::Counter,
-    storage_lists: metrics::Counter,
 }
 
 impl CacherMetrics {
@@ -134,41 +125,69 @@ impl CacherMetrics {
             events_received: metrics::counter!("apiserver_watch_cache_events_received_total", "resource" => resource.clone()),
             resource_version: metrics::gauge!("apiserver_watch_cache_resource_version", "resource" => resource.clone()),
             capacity: metrics::gauge!("apiserver_watch_cache_capacity", "resource" => resource.clone()),
-            terminated_watchers: metrics::counter!("apiserver_terminated_watchers_total", "resource" => resource.clone()),
+            terminated_watchers: metrics::counter!("apiserver_terminated_watchers_total", "resource" => resource),
             watch_events: metrics::counter!("apiserver_watch_events_total", "group" => def.group, "version" => def.version, "kind" => def.kind),
-            storage_lists: metrics::counter!("apiserver_cache_list_fallthrough_total", "resource" => resource),
         }
     }
 }
 
 impl CacherActor {
-    /// A cacher for `def`'s objects under `storage_prefix` (e.g. `/registry`).
+    /// A cacher for `def`'s objects under `storage_prefix` (e.g. `/registry`), and the reader
+    /// that answers gets and lists from its snapshots.
     pub fn new(
         def: &'static ResourceDef,
         storage: Arc<dyn Storage>,
         storage_prefix: &str,
         options: CacherOptions,
-    ) -> Self {
+    ) -> (Self, CacheReader) {
         let metrics = CacherMetrics::new(def);
-        metrics.capacity.set(options.window_capacity as f64);
-        CacherActor {
+        let prefix = def.key_prefix(storage_prefix);
+        let (snapshots, rx) = watch::channel(Arc::new(Snapshot::empty()));
+        let shared = Arc::new(Shared {
+            progress_requested: AtomicBool::new(false),
+            storage_reads: metrics::counter!("apiserver_cache_list_fallthrough_total", "resource" => def.qualified()),
+        });
+        let reader = CacheReader {
+            def,
+            storage: storage.clone(),
+            prefix: prefix.clone(),
+            wait_for_revision: options.wait_for_revision,
+            snapshots: rx,
+            shared: shared.clone(),
+            meters: Arc::new(StageMeters::new("cache-reads", &def.qualified(), 0)),
+            _registration: None,
+        };
+        let actor = CacherActor {
             def,
             storage,
-            prefix: def.key_prefix(storage_prefix),
+            prefix,
             options,
-            objects: BTreeMap::new(),
+            objects: Objects::new(),
             window: VecDeque::new(),
             window_floor: 0,
             revision: 0,
             ready: false,
             watchers: HashMap::new(),
             next_watcher: 0,
-            waiting: BTreeMap::new(),
             progress: None,
-            progress_requested: false,
+            snapshots,
+            shared,
+            reader: reader.clone(),
             generation: 0,
             metrics,
-        }
+        };
+        (actor, reader)
+    }
+
+    /// Makes the current state visible to readers.
+    fn publish(&self) {
+        self.metrics.capacity.set(self.window.len() as f64);
+        self.snapshots.send_replace(Arc::new(Snapshot {
+            objects: self.objects.clone(),
+            revision: self.revision,
+            ready: self.ready,
+            progress: self.progress.clone(),
+        }));
     }
 
     /// Lists storage and starts following its watch; retried until it succeeds.
@@ -188,11 +207,11 @@ impl CacherActor {
             }
             match res {
                 Ok((list, watch)) => {
-                    let mut objects = BTreeMap::new();
+                    let mut objects = Objects::new();
                     for kv in &list.items {
                         match decode_object(kv) {
                             Ok(obj) => {
-                                objects.insert(kv.key.clone(), Arc::new(obj));
+                                objects.insert(Arc::from(kv.key.as_str()), Arc::new(Entry::new(act.def, &obj)));
                             }
                             Err(e) => tracing::error!(resource = act.def.resource, "skipping undecodable object: {e}"),
                         }
@@ -208,9 +227,10 @@ impl CacherActor {
                         act.window_floor = list.revision;
                     }
                     act.progress = Some(watch.progress.clone());
-                    act.progress_requested = false;
+                    act.shared.progress_requested.store(false, Ordering::Release);
                     act.ready = true;
                     act.advance(list.revision);
+                    act.publish();
                     let generation = act.generation;
                     ctx.add_stream(
                         tokio_stream::wrappers::ReceiverStream::new(watch.items).map(move |i| (generation, i)),
@@ -228,6 +248,7 @@ impl CacherActor {
     /// re-list is turned into the events they missed (see [`CacherActor::catch_up`]).
     fn resync(&mut self, ctx: &mut Context<Self>) {
         self.ready = false;
+        self.publish();
         self.sync(ctx);
     }
 
@@ -235,31 +256,32 @@ impl CacherActor {
     /// heard from storage is ADDED or MODIFIED at its own resourceVersion, what vanished is
     /// DELETED at `revision`. Watchers and the window see the same sequence a live watch would
     /// have converged to, with no event twice and no state lost.
-    fn catch_up(&mut self, mut fresh: BTreeMap<String, Arc<Value>>, revision: Revision) {
+    fn catch_up(&mut self, fresh: Objects, revision: Revision) {
+        let received = Instant::now();
         let mut changes: Vec<CachedEvent> = Vec::new();
-        for (key, object) in &fresh {
+        for (key, entry) in &fresh {
             let prev = self.objects.get(key);
             let kind = match prev {
                 None => EventType::Added,
-                Some(old) if old.resource_version() != object.resource_version() => EventType::Modified,
+                Some(old) if old.revision != entry.revision => EventType::Modified,
                 Some(_) => continue,
             };
-            let at = object.resource_version().parse().unwrap_or(revision);
-            changes.push(CachedEvent { kind, revision: at, object: object.clone(), prev: prev.cloned() });
+            let at = if entry.revision > 0 { entry.revision } else { revision };
+            changes.push(CachedEvent { kind, revision: at, entry: entry.clone(), prev: prev.cloned(), received });
         }
         for (key, old) in &self.objects {
             if !fresh.contains_key(key) {
                 // A live DELETED event carries the deletion's revision; the re-list revision is
                 // the closest this catch-up knows.
-                let mut gone = (**old).clone();
+                let mut gone = old.object.value();
                 gone.set_meta_str("resourceVersion", &revision.to_string());
-                let event =
-                    CachedEvent { kind: EventType::Deleted, revision, object: Arc::new(gone), prev: Some(old.clone()) };
-                changes.push(event);
+                let entry = Arc::new(Entry::new(self.def, &gone));
+                let kind = EventType::Deleted;
+                changes.push(CachedEvent { kind, revision, entry, prev: Some(old.clone()), received });
             }
         }
         changes.sort_by_key(|e| e.revision);
-        std::mem::swap(&mut self.objects, &mut fresh);
+        self.objects = fresh;
         for event in changes {
             self.metrics.events_received.increment(1);
             self.dispatch(&event);
@@ -267,14 +289,20 @@ impl CacherActor {
         }
     }
 
-    /// Keeps an event in the window, evicting the oldest past capacity.
+    /// Keeps an event in the window, evicting what is past both its capacity and its
+    /// freshness, and anything past its hard limit.
     fn remember(&mut self, event: CachedEvent) {
-        if self.window.len() >= self.options.window_capacity
-            && let Some(old) = self.window.pop_front()
-        {
-            self.window_floor = old.revision;
-        }
         self.window.push_back(event);
+        let o = &self.options;
+        while let Some(oldest) = self.window.front() {
+            let over = self.window.len() > o.window_capacity;
+            let stale = oldest.received.elapsed() > o.window_freshness;
+            if !(over && stale) && self.window.len() <= o.window_limit {
+                break;
+            }
+            self.window_floor = oldest.revision;
+            self.window.pop_front();
+        }
     }
 
     fn advance(&mut self, revision: Revision) {
@@ -282,30 +310,15 @@ impl CacherActor {
             self.revision = revision;
             self.metrics.resource_version.set(revision as f64);
         }
-        let later = self.waiting.split_off(&(self.revision + 1));
-        for (_, senders) in std::mem::replace(&mut self.waiting, later) {
-            for s in senders {
-                let _ = s.send(());
-            }
-        }
-        if !self.waiting.is_empty() && !self.progress_requested {
-            self.request_progress();
-        }
-    }
-
-    fn request_progress(&mut self) {
-        if let Some(p) = &self.progress {
-            self.progress_requested = true;
-            p.request_progress();
-        }
     }
 
     fn apply(&mut self, event: storage::Event) {
         self.metrics.events_received.increment(1);
+        let received = Instant::now();
         let revision = event.kv.mod_revision;
-        let key = event.kv.key.clone();
-        let object = match decode_object(&event.kv) {
-            Ok(o) => Arc::new(o),
+        let key: Arc<str> = Arc::from(event.kv.key.as_str());
+        let entry = match decode_object(&event.kv) {
+            Ok(o) => Arc::new(Entry::new(self.def, &o)),
             Err(e) => {
                 tracing::error!(resource = self.def.resource, "skipping undecodable event: {e}");
                 return;
@@ -313,9 +326,9 @@ impl CacherActor {
         };
         let prev = match event.kind {
             EventType::Deleted => self.objects.remove(&key),
-            _ => self.objects.insert(key, object.clone()),
+            _ => self.objects.insert(key, entry.clone()),
         };
-        let cached = CachedEvent { kind: event.kind, revision, object, prev };
+        let cached = CachedEvent { kind: event.kind, revision, entry, prev, received };
         self.dispatch(&cached);
         self.remember(cached);
         self.advance(revision);
@@ -323,156 +336,58 @@ impl CacherActor {
 
     fn dispatch(&mut self, event: &CachedEvent) {
         let def = self.def;
+        let mut lines = Lines::new(event);
         let mut gone = Vec::new();
-        let mut slow = Vec::new();
         for (id, w) in &mut self.watchers {
-            let Some(out) = translate(def, w, event) else { continue };
-            if event.revision <= w.after {
-                continue;
-            }
-            match w.tx.try_send(out) {
+            let Some(kind) = w.sees(def, event) else { continue };
+            let delivered = w.flush().and_then(|()| w.push(lines.get(kind)));
+            match delivered {
                 Ok(()) => self.metrics.watch_events.increment(1),
-                Err(mpsc::error::TrySendError::Full(_)) => slow.push(*id),
-                Err(mpsc::error::TrySendError::Closed(_)) => gone.push(*id),
+                Err(_closed) => gone.push(*id),
             }
         }
         for id in gone {
             self.watchers.remove(&id);
         }
-        for id in slow {
-            // Dropping the sender ends the client's stream; it re-watches from its last
-            // resourceVersion, which the window still holds unless it fell very far behind.
-            self.watchers.remove(&id);
-            self.metrics.terminated_watchers.increment(1);
-            tracing::info!(resource = def.resource, "cut off a watcher that fell behind");
+        self.cut_slow_watchers();
+    }
+
+    /// Drains what slow watchers have room for and cuts off those past their budget. Dropping
+    /// the sender ends the client's stream; it re-watches from its last resourceVersion.
+    fn cut_slow_watchers(&mut self) {
+        let (budget, limit) = (self.options.slow_watcher_budget, self.options.watcher_buffer * 10);
+        let mut cut = Vec::new();
+        for (id, w) in self.watchers.iter_mut().filter(|(_, w)| !w.overflow.is_empty()) {
+            if w.flush().is_err() || w.too_slow(budget, limit) {
+                cut.push(*id);
+            }
+        }
+        for id in cut {
+            if self.watchers.remove(&id).is_some_and(|w| !w.tx.is_closed()) {
+                self.metrics.terminated_watchers.increment(1);
+                tracing::info!(resource = self.def.resource, "cut off a watcher that fell behind");
+            }
         }
     }
 
     fn send_bookmarks(&mut self) {
         let rv = self.revision;
-        let bookmark = Arc::new(json!({
-            "kind": self.def.kind,
-            "apiVersion": self.def.api_version(),
-            "metadata": { "resourceVersion": rv.to_string(), "creationTimestamp": null },
-        }));
+        let bookmark = WatchEvent::new(
+            WatchEventType::Bookmark,
+            EncodedObject::encode(&json!({
+                "kind": self.def.kind,
+                "apiVersion": self.def.api_version(),
+                "metadata": { "resourceVersion": rv.to_string(), "creationTimestamp": null },
+            })),
+        );
         for w in self.watchers.values_mut() {
             if w.bookmarks
+                && w.overflow.is_empty()
                 && rv > w.start.max(w.last_bookmark).max(w.after)
-                && w.tx.try_send(WatchEvent { kind: WatchEventType::Bookmark, object: bookmark.clone() }).is_ok()
+                && w.tx.try_send(bookmark.clone()).is_ok()
             {
                 w.last_bookmark = rv;
             }
-        }
-    }
-
-    /// Resolves once the cache reflects `consistency`: immediately for `0`, after the given
-    /// revision for an explicit one (504 after the deadline), after the storage's current
-    /// revision for a consistent read. A consistent read that `may_read_storage` resolves to
-    /// [`Source::Storage`] instead of waiting when the cache is behind and the backend's
-    /// progress notifications are slow (etcd batches them about every 100 ms), as kube 1.30
-    /// serves consistent reads from etcd.
-    fn wait_until(
-        &mut self,
-        consistency: &ReadConsistency,
-        may_read_storage: bool,
-    ) -> LocalBoxActorFuture<Self, Result<Source, ApiError>> {
-        let explicit = match consistency.resource_version.as_deref() {
-            None | Some("") => None,
-            Some("0") if self.ready => return Box::pin(fut::ready(Ok(Source::Cache))),
-            Some("0") => Some(0),
-            Some(rv) => match rv.parse::<Revision>() {
-                Ok(n) => Some(n),
-                Err(_) => {
-                    return Box::pin(fut::ready(Err(ApiError::bad_request(format!(
-                        "invalid resource version \"{rv}\""
-                    )))));
-                }
-            },
-        };
-        let deadline = self.options.wait_for_revision;
-        let target: LocalBoxActorFuture<Self, Result<Revision, ApiError>> = match explicit {
-            Some(n) => Box::pin(fut::ready(Ok(n))),
-            None => {
-                let storage = self.storage.clone();
-                let def = self.def;
-                Box::pin(
-                    async move { storage.current_revision().await.map_err(|e| interpret(def, "", e)) }.into_actor(self),
-                )
-            }
-        };
-        let read_storage = explicit.is_none() && may_read_storage && !self.storage.prompt_progress();
-        Box::pin(target.then(move |target, act, _ctx| {
-            let wait: LocalBoxActorFuture<Self, Result<Source, ApiError>> = match target {
-                Err(e) => Box::pin(fut::ready(Err(e))),
-                Ok(rev) if act.ready && act.revision >= rev => Box::pin(fut::ready(Ok(Source::Cache))),
-                Ok(_) if read_storage => {
-                    // Catch up in the background so later reads find the cache fresh.
-                    if act.ready && !act.progress_requested {
-                        act.request_progress();
-                    }
-                    Box::pin(fut::ready(Ok(Source::Storage)))
-                }
-                Ok(rev) => {
-                    let (tx, rx) = oneshot::channel();
-                    act.waiting.entry(rev).or_default().push(tx);
-                    if act.ready && !act.progress_requested {
-                        act.request_progress();
-                    }
-                    Box::pin(
-                        async move { matches!(tokio::time::timeout(deadline, rx).await, Ok(Ok(()))) }
-                            .into_actor(act)
-                            .map(move |reached, act, _| {
-                                if reached {
-                                    Ok(Source::Cache)
-                                } else {
-                                    Err(ApiError::too_large_resource_version(rev, act.revision))
-                                }
-                            }),
-                    )
-                }
-            };
-            wait
-        }))
-    }
-
-    fn key(&self, target: &Target) -> String {
-        if self.def.namespaced {
-            format!("{}{}/{}", self.prefix, target.namespace, target.name)
-        } else {
-            format!("{}{}", self.prefix, target.name)
-        }
-    }
-
-    fn get(&self, target: &Target) -> Result<Arc<Value>, ApiError> {
-        let key = self.key(target);
-        self.objects
-            .get(&key)
-            .cloned()
-            .ok_or_else(|| ApiError::not_found(self.def.group, self.def.resource, &target.name))
-    }
-
-    fn namespace_range(&self, namespace: &str) -> String {
-        if self.def.namespaced && !namespace.is_empty() {
-            format!("{}{namespace}/", self.prefix)
-        } else {
-            self.prefix.clone()
-        }
-    }
-
-    fn list_from_cache(&self, target: &Target, labels: &LabelSelector, fields: &FieldSelector) -> ObjectList {
-        let start = self.namespace_range(&target.namespace);
-        let items = self
-            .objects
-            .range(start.clone()..)
-            .take_while(|(k, _)| k.starts_with(&start))
-            .filter(|(_, o)| labels.matches(o.labels()) && fields.matches(&actors::selector::field_set(self.def, o)))
-            .map(|(_, o)| o.clone())
-            .collect();
-        ObjectList {
-            items,
-            resource_version: self.revision.to_string(),
-            continue_token: None,
-            remaining_item_count: None,
         }
     }
 
@@ -482,6 +397,13 @@ impl CacherActor {
         labels: LabelSelector,
         fields: FieldSelector,
     ) -> Result<WatchReceiver, ApiError> {
+        let from = match msg.consistency.resource_version.as_deref() {
+            None | Some("") | Some("0") => None,
+            Some(rv) => Some(
+                rv.parse::<Revision>()
+                    .map_err(|_| ApiError::bad_request(format!("invalid resource version \"{rv}\"")))?,
+            ),
+        };
         let (tx, rx) = mpsc::channel(self.options.watcher_buffer.max(1));
         let mut watcher = Watcher {
             namespace: msg.target.namespace.clone(),
@@ -489,16 +411,11 @@ impl CacherActor {
             fields,
             bookmarks: msg.allow_bookmarks,
             tx,
+            overflow: VecDeque::new(),
+            stalled_since: None,
             start: self.revision,
             after: 0,
             last_bookmark: 0,
-        };
-        let from = match msg.consistency.resource_version.as_deref() {
-            None | Some("") | Some("0") => None,
-            Some(rv) => Some(
-                rv.parse::<Revision>()
-                    .map_err(|_| ApiError::bad_request(format!("invalid resource version \"{rv}\"")))?,
-            ),
         };
         if let Some(from) = from {
             // A watch from a revision the cache has not reached yet starts there (kube 1.30
@@ -507,21 +424,20 @@ impl CacherActor {
             watcher.after = from;
         }
         let initial = matches!((from, msg.send_initial_events), (_, Some(true)) | (None, None));
-        // Everything queued below fits: the buffer grows to hold the initial state and replay.
         let mut backlog: Vec<WatchEvent> = Vec::new();
         if initial {
-            let start = self.namespace_range(&watcher.namespace);
-            for (_, o) in self.objects.range(start.clone()..).take_while(|(k, _)| k.starts_with(&start)) {
-                if watcher.labels.matches(o.labels())
-                    && watcher.fields.matches(&actors::selector::field_set(self.def, o))
-                {
-                    backlog.push(WatchEvent { kind: WatchEventType::Added, object: o.clone() });
+            let start = self.reader.namespace_range(&watcher.namespace);
+            let range =
+                self.objects.range::<_, str>((std::ops::Bound::Included(start.as_str()), std::ops::Bound::Unbounded));
+            for (_, e) in range.take_while(|(k, _)| k.starts_with(&start)) {
+                if e.matches(&watcher.labels, &watcher.fields) {
+                    backlog.push(WatchEvent::new(WatchEventType::Added, e.object.clone()));
                 }
             }
             if msg.send_initial_events == Some(true) {
-                backlog.push(WatchEvent {
-                    kind: WatchEventType::Bookmark,
-                    object: Arc::new(json!({
+                backlog.push(WatchEvent::new(
+                    WatchEventType::Bookmark,
+                    EncodedObject::encode(&json!({
                         "kind": self.def.kind,
                         "apiVersion": self.def.api_version(),
                         "metadata": {
@@ -530,74 +446,32 @@ impl CacherActor {
                             "annotations": { "k8s.io/initial-events-end": "true" },
                         },
                     })),
-                });
+                ));
             }
         } else if let Some(from) = from {
             if from < self.window_floor {
                 let status = ApiError::expired(format!("too old resource version: {from} ({})", self.window_floor));
                 let (tx, rx) = mpsc::channel(1);
-                let _ = tx.try_send(WatchEvent { kind: WatchEventType::Error, object: Arc::new(status.to_status()) });
+                let _ = tx.try_send(WatchEvent::new(WatchEventType::Error, EncodedObject::encode(&status.to_status())));
                 return Ok(WatchReceiver(rx));
             }
             for e in self.window.iter().filter(|e| e.revision > from) {
-                if let Some(out) = translate(self.def, &watcher, e) {
-                    backlog.push(out);
+                if let Some(kind) = watcher.sees(self.def, e) {
+                    backlog.push(Lines::new(e).get(kind));
                 }
             }
         }
-        if backlog.len() >= self.options.watcher_buffer {
-            let (tx, rx) = mpsc::channel(backlog.len() + self.options.watcher_buffer);
-            watcher.tx = tx;
-            for e in backlog {
-                let _ = watcher.tx.try_send(e);
-            }
-            self.insert_watcher(watcher);
-            return Ok(WatchReceiver(rx));
-        }
+        // The initial state and replay always fit: they wait in the overflow, which the budget
+        // does not count against until the channel is full of live events.
         for e in backlog {
-            let _ = watcher.tx.try_send(e);
+            if watcher.push(e).is_err() {
+                return Ok(WatchReceiver(rx));
+            }
         }
-        self.insert_watcher(watcher);
-        Ok(WatchReceiver(rx))
-    }
-
-    fn insert_watcher(&mut self, watcher: Watcher) {
+        watcher.stalled_since = None;
         self.next_watcher += 1;
         self.watchers.insert(self.next_watcher, watcher);
-    }
-}
-
-/// What one watcher sees of one change: kube's `convertToWatchEvent` (an object entering the
-/// selection is ADDED, leaving it DELETED with its previous state).
-fn translate(def: &ResourceDef, w: &Watcher, e: &CachedEvent) -> Option<WatchEvent> {
-    let passes = |o: &Value| {
-        (w.namespace.is_empty() || !def.namespaced || o.namespace() == w.namespace)
-            && w.labels.matches(o.labels())
-            && w.fields.matches(&actors::selector::field_set(def, o))
-    };
-    match e.kind {
-        EventType::Deleted => {
-            let last = e.prev.as_ref().unwrap_or(&e.object);
-            passes(last).then(|| {
-                let mut gone = (**last).clone();
-                gone.set_meta_str("resourceVersion", &e.revision.to_string());
-                WatchEvent { kind: WatchEventType::Deleted, object: Arc::new(gone) }
-            })
-        }
-        EventType::Added | EventType::Modified => {
-            let now = passes(&e.object);
-            let before = e.prev.as_ref().is_some_and(|p| passes(p));
-            match (before, now) {
-                (false, true) => Some(WatchEvent { kind: WatchEventType::Added, object: e.object.clone() }),
-                (true, true) => Some(WatchEvent { kind: WatchEventType::Modified, object: e.object.clone() }),
-                (true, false) => {
-                    let mut gone = (**e.prev.as_ref().expect("before implies prev")).clone();
-                    gone.set_meta_str("resourceVersion", &e.revision.to_string());
-                    Some(WatchEvent { kind: WatchEventType::Deleted, object: Arc::new(gone) })
-                }
-                (false, false) => None,
-            }
-        }
+        Ok(WatchReceiver(rx))
     }
 }
 
@@ -608,10 +482,13 @@ impl Actor for CacherActor {
         self.sync(ctx);
         ctx.run_interval(self.options.bookmark_interval, |act, _| {
             if act.watchers.values().any(|w| w.bookmarks) {
-                act.request_progress();
+                let snapshot = act.snapshots.borrow().clone();
+                act.shared.request_progress(&snapshot);
                 act.send_bookmarks();
             }
         });
+        // Slow watchers drain (or run out of budget) even when no new event arrives.
+        ctx.run_interval(Duration::from_millis(100), |act, _| act.cut_slow_watchers());
     }
 }
 
@@ -621,10 +498,14 @@ impl StreamHandler<(u64, WatchItem)> for CacherActor {
             return;
         }
         match item {
-            WatchItem::Event(e) => self.apply(e),
+            WatchItem::Event(e) => {
+                self.apply(e);
+                self.publish();
+            }
             WatchItem::Progress(rev) => {
-                self.progress_requested = false;
+                self.shared.progress_requested.store(false, Ordering::Release);
                 self.advance(rev);
+                self.publish();
             }
             WatchItem::Error(e) => {
                 tracing::warn!(resource = self.def.resource, "storage watch failed, re-listing: {e}");
@@ -643,83 +524,11 @@ impl StreamHandler<(u64, WatchItem)> for CacherActor {
     }
 }
 
-fn parse_selection(def: &ResourceDef, s: &Selection) -> Result<(LabelSelector, FieldSelector), ApiError> {
+pub(crate) fn parse_selection(def: &ResourceDef, s: &Selection) -> Result<(LabelSelector, FieldSelector), ApiError> {
     let labels = LabelSelector::parse(&s.label_selector)?;
     // Validation also converts aliases (`spec.host`) to the canonical labels `field_set` uses.
     let fields = FieldSelector::parse(&s.field_selector)?.validate_for(def)?;
     Ok((labels, fields))
-}
-
-impl Handler<GetObject> for CacherActor {
-    type Result = ResponseActFuture<Self, Result<Arc<Value>, ApiError>>;
-
-    fn handle(&mut self, msg: GetObject, _: &mut Context<Self>) -> Self::Result {
-        let wait = self.wait_until(&msg.consistency, true);
-        Box::pin(wait.then(move |source, act, _| -> LocalBoxActorFuture<Self, Result<Arc<Value>, ApiError>> {
-            match source {
-                Err(e) => Box::pin(fut::ready(Err(e))),
-                Ok(Source::Cache) => Box::pin(fut::ready(act.get(&msg.target))),
-                Ok(Source::Storage) => {
-                    act.metrics.storage_lists.increment(1);
-                    let (storage, def, key) = (act.storage.clone(), act.def, act.key(&msg.target));
-                    Box::pin(
-                        async move {
-                            match storage.get(&key).await.map_err(|e| interpret(def, &msg.target.name, e))? {
-                                (Some(kv), _) => {
-                                    decode_object(&kv).map(Arc::new).map_err(|e| interpret(def, &msg.target.name, e))
-                                }
-                                (None, _) => Err(ApiError::not_found(def.group, def.resource, &msg.target.name)),
-                            }
-                        }
-                        .into_actor(act),
-                    )
-                }
-            }
-        }))
-    }
-}
-
-impl Handler<ListObjects> for CacherActor {
-    type Result = ResponseActFuture<Self, Result<ObjectList, ApiError>>;
-
-    fn handle(&mut self, msg: ListObjects, _: &mut Context<Self>) -> Self::Result {
-        let (labels, fields) = match parse_selection(self.def, &msg.selection) {
-            Ok(s) => s,
-            Err(e) => return Box::pin(fut::ready(Err(e))),
-        };
-        let rv = msg.consistency.resource_version.as_deref().unwrap_or("");
-        let exact = msg.consistency.resource_version_match.as_deref() == Some("Exact");
-        let paged = msg.continue_token.is_some() || (msg.limit > 0 && rv != "0") || exact;
-        if paged {
-            // Pages must be consistent at one revision, which only storage history keeps.
-            self.metrics.storage_lists.increment(1);
-            let storage = self.storage.clone();
-            let def = self.def;
-            let prefix = self.namespace_range(&msg.target.namespace);
-            return Box::pin(
-                async move { continuation::list_from_storage(def, storage, &prefix, &msg, &labels, &fields).await }
-                    .into_actor(self),
-            );
-        }
-        let wait = self.wait_until(&msg.consistency, true);
-        Box::pin(wait.then(move |source, act, _| -> LocalBoxActorFuture<Self, Result<ObjectList, ApiError>> {
-            match source {
-                Err(e) => Box::pin(fut::ready(Err(e))),
-                Ok(Source::Cache) => Box::pin(fut::ready(Ok(act.list_from_cache(&msg.target, &labels, &fields)))),
-                Ok(Source::Storage) => {
-                    act.metrics.storage_lists.increment(1);
-                    let (storage, def, prefix) =
-                        (act.storage.clone(), act.def, act.namespace_range(&msg.target.namespace));
-                    Box::pin(
-                            async move {
-                                continuation::list_from_storage(def, storage, &prefix, &msg, &labels, &fields).await
-                            }
-                            .into_actor(act),
-                        )
-                }
-            }
-        }))
-    }
 }
 
 impl Handler<WatchObjects> for CacherActor {
@@ -744,9 +553,10 @@ impl Handler<WatchObjects> for CacherActor {
             None | Some("") => ReadConsistency::default(),
             _ => ReadConsistency { resource_version: Some("0".into()), resource_version_match: None },
         };
-        let wait = self.wait_until(&consistency, false);
-        Box::pin(wait.map(move |r, act, _| r.and_then(|_| act.add_watcher(&msg, labels, fields))))
+        let reader = self.reader.clone();
+        let wait = async move { reader.fresh(&consistency, false).await.map(|_| ()) };
+        Box::pin(wait.into_actor(self).map(move |r, act, _| r.and_then(|()| act.add_watcher(&msg, labels, fields))))
     }
 }
 
-actors::stage_handler!(CacherActor => GetObject, ListObjects, WatchObjects);
+actors::stage_handler!(CacherActor => WatchObjects);

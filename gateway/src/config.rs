@@ -114,6 +114,38 @@ pub struct ServeOptions {
     /// HTTP worker threads (0: one per core).
     #[arg(long, default_value_t = 0)]
     pub workers: usize,
+    /// Watch cache window per resource, `resource[.group]#size` comma-separated (e.g.
+    /// `pods#1000,deployments.apps#500`): events kept whatever their age.
+    #[arg(long, value_delimiter = ',', value_parser = parse_watch_cache_size)]
+    pub watch_cache_sizes: Vec<(String, usize)>,
+    /// Watch cache window of resources not in `--watch-cache-sizes`.
+    #[arg(long, default_value_t = 100)]
+    pub default_watch_cache_size: usize,
+    /// Events younger than this stay in the watch cache window past its size, so clients
+    /// re-watching soon after a burst resume without a re-list (kube keeps about 75 s).
+    #[arg(long, default_value = "75s", value_parser = parse_duration)]
+    pub watch_cache_event_freshness: Duration,
+    /// How long a watcher may leave events undelivered (its buffer full) before it is cut
+    /// off; it then re-watches from its last resourceVersion.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub slow_watcher_budget: Duration,
+}
+
+impl ServeOptions {
+    /// The watch cache window size of a resource (`configmaps`, `deployments.apps`).
+    pub fn watch_cache_size(&self, qualified_resource: &str) -> usize {
+        self.watch_cache_sizes
+            .iter()
+            .find(|(r, _)| r == qualified_resource)
+            .map_or(self.default_watch_cache_size, |(_, n)| *n)
+    }
+}
+
+/// Parses one `resource[.group]#size` entry of `--watch-cache-sizes`.
+fn parse_watch_cache_size(s: &str) -> Result<(String, usize), String> {
+    let (resource, size) = s.split_once('#').ok_or_else(|| format!("invalid value of watch cache size: {s}"))?;
+    let size = size.trim().parse().map_err(|_| format!("invalid size of watch cache capabilities: {s}"))?;
+    Ok((resource.trim().to_string(), size))
 }
 
 /// `--storage-backend`.
@@ -150,6 +182,16 @@ mod tests {
         assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
         assert_eq!(parse_duration("7").unwrap(), Duration::from_secs(7));
         assert!(parse_duration("5x").is_err());
+    }
+
+    #[test]
+    fn watch_cache_sizes_follow_kube_syntax() {
+        let cli = Cli::try_parse_from(["apiserver", "--watch-cache-sizes", "pods#1000,deployments.apps#5"]).unwrap();
+        assert_eq!(cli.serve.watch_cache_size("pods"), 1000);
+        assert_eq!(cli.serve.watch_cache_size("deployments.apps"), 5);
+        assert_eq!(cli.serve.watch_cache_size("configmaps"), 100);
+        assert!(Cli::try_parse_from(["apiserver", "--watch-cache-sizes", "pods"]).is_err());
+        assert!(Cli::try_parse_from(["apiserver", "--watch-cache-sizes", "pods#many"]).is_err());
     }
 
     #[test]

@@ -2,8 +2,6 @@
 //! `events.k8s.io/v1`, whose fields are renamed: requests of that group are converted to the core
 //! form on the way in and back on the way out, as kube's conversion does.
 
-use std::sync::Arc;
-
 use actors::error::ApiError;
 use actors::kinds::{self, ResourceDef};
 use actors::messages::Target;
@@ -72,9 +70,10 @@ pub fn from_storage(def: &ResourceDef, obj: &Value) -> Value {
     rename(obj, EVENT_FIELDS.iter().map(|(a, b)| (*b, *a)), "events.k8s.io/v1")
 }
 
-/// Like [`from_storage`], sharing the object when no conversion is needed.
-pub fn from_storage_arc(def: &ResourceDef, obj: &Arc<Value>) -> Arc<Value> {
-    if is_events_v1(def) { Arc::new(from_storage(def, obj)) } else { obj.clone() }
+/// Whether objects of `def` are served in another form than they are stored (so cached
+/// encodings cannot be sent as they are).
+pub fn converts(def: &ResourceDef) -> bool {
+    is_events_v1(def)
 }
 
 #[cfg(test)]

@@ -73,7 +73,7 @@ async fn cachers_synced(ctx: &RequestContext<'_>) -> Result<(), String> {
             limit: 0,
             continue_token: None,
         };
-        match tokio::time::timeout(Duration::from_secs(2), reads.list.ask(probe)).await {
+        match tokio::time::timeout(Duration::from_secs(2), reads.reader.list(probe)).await {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => return Err(format!("cacher of {path}: {}", e.message)),
             Err(_) => return Err(format!("cacher of {path} has not synced")),

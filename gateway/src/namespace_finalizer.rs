@@ -83,7 +83,7 @@ async fn empty_namespace(stages: &Stages, namespace: &str) -> bool {
             limit: 0,
             continue_token: None,
         };
-        match stages.reads(def).list.ask(list).await {
+        match stages.reads(def).reader.list(list).await {
             Ok(l) if l.items.is_empty() => {}
             _ => empty = false,
         }
@@ -99,10 +99,11 @@ async fn finalize(stages: &Stages, name: &str) {
                 target: Target { name: name.into(), ..namespaces() },
                 consistency: ReadConsistency::default(),
             };
-            let Ok(ns) = stages.reads(kinds::find("", "v1", "namespaces").expect("served")).get.ask(get).await else {
+            let Ok(ns) = stages.reads(kinds::find("", "v1", "namespaces").expect("served")).reader.get(get).await
+            else {
                 return;
             };
-            let mut ns = (*ns).clone();
+            let mut ns = ns.value();
             if let Some(list) = ns.pointer_mut("/spec/finalizers").and_then(Value::as_array_mut) {
                 list.retain(|f| f != "kubernetes");
             }
@@ -144,10 +145,11 @@ pub fn spawn(stages: Stages) {
                 }
             };
             while let Some(event) = rx.recv().await {
-                if !terminating(&event.object) {
+                let object = event.object.value();
+                if !terminating(&object) {
                     continue;
                 }
-                let name = event.object.name().to_string();
+                let name = object.name().to_string();
                 if !active.lock().expect("not poisoned").insert(name.clone()) {
                     continue;
                 }

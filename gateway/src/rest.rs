@@ -1,8 +1,6 @@
 //! Generic REST for every served resource: decode, hand to the storage stage (writes) or the
 //! resource's cacher (reads), encode the answer as JSON, YAML or a Table.
 
-use std::sync::Arc;
-
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use actors::error::ApiError;
@@ -14,7 +12,7 @@ use actors::messages::{
 use actors::table::{self, IncludeObject, TableOptions};
 use bytes::BytesMut;
 use futures_util::StreamExt;
-use serde::ser::{SerializeMap, Serializer};
+
 use serde_json::{Value, json};
 
 use crate::convert;
@@ -141,8 +139,12 @@ async fn get(ctx: &RequestContext<'_>, def: &'static ResourceDef, target: Target
     let output = negotiate(ctx.header("Accept"), target.subresource.is_empty())?;
     let consistency = consistency(ctx)?;
     let reads = ctx.server.stages.reads(def);
-    let obj = reads.get.ask(GetObject { target: target.clone(), consistency }).await?;
-    let obj = convert::from_storage(def, &obj);
+    let encoded = reads.reader.get(GetObject { target: target.clone(), consistency }).await?;
+    if output == Output::Json && target.subresource.is_empty() && !ctx.pretty() && !convert::converts(def) {
+        // The cached bytes, as encoded once when the object entered the cache.
+        return Ok(HttpResponse::Ok().content_type("application/json").body(encoded.json().clone()));
+    }
+    let obj = convert::from_storage(def, &encoded.value());
     if target.subresource == Subresource::Scale.name() {
         return Ok(respond(StatusCode::OK, output, &storage::registry::to_scale(def, &obj), ctx.pretty()));
     }
@@ -177,11 +179,15 @@ async fn list(ctx: &RequestContext<'_>, def: &'static ResourceDef, target: Targe
             "resourceVersion: Forbidden: specifying resource version is not allowed when using continue",
         ));
     }
-    let list = ctx.server.stages.reads(def).list.ask(msg).await?;
-    let items: Vec<Arc<Value>> = list.items.iter().map(|o| convert::from_storage_arc(def, o)).collect();
+    let list = ctx.server.stages.reads(def).reader.list(msg).await?;
+    if output == Output::Json && !ctx.pretty() && !convert::converts(def) {
+        let body = futures_util::stream::iter(ListChunks::new(def, list).map(Ok::<_, actix_web::Error>));
+        return Ok(HttpResponse::Ok().content_type("application/json").streaming(body));
+    }
+    let items: Vec<Value> = list.items.iter().map(|o| convert::from_storage(def, &o.value())).collect();
     match output {
         Output::Table => {
-            let refs: Vec<&Value> = items.iter().map(|o| o.as_ref()).collect();
+            let refs: Vec<&Value> = items.iter().collect();
             let meta = table::ListMetaInfo {
                 resource_version: list.resource_version.clone(),
                 continue_token: list.continue_token.clone().unwrap_or_default(),
@@ -190,11 +196,62 @@ async fn list(ctx: &RequestContext<'_>, def: &'static ResourceDef, target: Targe
             let t = table::to_table(def, &refs, &table_options(ctx)?, meta, chrono::Utc::now());
             Ok(respond(StatusCode::OK, output, &t, ctx.pretty()))
         }
-        Output::Yaml => Ok(respond(StatusCode::OK, output, &list_value(def, &list, &items), ctx.pretty())),
-        Output::Json => {
-            let body = encode_list_json(def, &list, &items, ctx.pretty());
-            Ok(HttpResponse::Ok().content_type("application/json").body(body))
+        Output::Yaml | Output::Json => {
+            Ok(respond(StatusCode::OK, output, &list_value(def, &list, &items), ctx.pretty()))
         }
+    }
+}
+
+/// A JSON list response in chunks of about [`ListChunks::CHUNK`] bytes, copied from the
+/// cached encodings as the client reads: the whole document never exists at once.
+struct ListChunks {
+    head: Option<Vec<u8>>,
+    items: std::vec::IntoIter<actors::encoded::EncodedObject>,
+    first: bool,
+    done: bool,
+}
+
+impl ListChunks {
+    const CHUNK: usize = 64 * 1024;
+
+    fn new(def: &ResourceDef, list: ObjectList) -> Self {
+        let mut head = Vec::with_capacity(256);
+        head.extend_from_slice(b"{\"kind\":");
+        serde_json::to_writer(&mut head, &format!("{}List", def.kind)).expect("vec write");
+        head.extend_from_slice(b",\"apiVersion\":");
+        serde_json::to_writer(&mut head, &def.api_version()).expect("vec write");
+        head.extend_from_slice(b",\"metadata\":");
+        serde_json::to_writer(&mut head, &list_metadata(&list)).expect("vec write");
+        head.extend_from_slice(b",\"items\":[");
+        ListChunks { head: Some(head), items: list.items.into_iter(), first: true, done: false }
+    }
+}
+
+impl Iterator for ListChunks {
+    type Item = bytes::Bytes;
+
+    fn next(&mut self) -> Option<bytes::Bytes> {
+        if self.done {
+            return None;
+        }
+        let mut out = self.head.take().unwrap_or_else(|| Vec::with_capacity(Self::CHUNK + 4096));
+        while out.len() < Self::CHUNK {
+            match self.items.next() {
+                Some(item) => {
+                    if !self.first {
+                        out.push(b',');
+                    }
+                    self.first = false;
+                    item.write_item(&mut out);
+                }
+                None => {
+                    out.extend_from_slice(b"]}");
+                    self.done = true;
+                    break;
+                }
+            }
+        }
+        Some(bytes::Bytes::from(out))
     }
 }
 
@@ -209,12 +266,12 @@ fn list_metadata(list: &ObjectList) -> Value {
     meta
 }
 
-fn list_value(def: &ResourceDef, list: &ObjectList, items: &[Arc<Value>]) -> Value {
+fn list_value(def: &ResourceDef, list: &ObjectList, items: &[Value]) -> Value {
     json!({
         "kind": format!("{}List", def.kind),
         "apiVersion": def.api_version(),
         "metadata": list_metadata(list),
-        "items": items.iter().map(|i| strip_type_meta(i)).collect::<Vec<_>>(),
+        "items": items.iter().map(strip_type_meta).collect::<Vec<_>>(),
     })
 }
 
@@ -225,48 +282,6 @@ fn strip_type_meta(obj: &Value) -> Value {
         m.remove("apiVersion");
     }
     o
-}
-
-/// An item of a typed list: kube omits each item's `kind` and `apiVersion`.
-struct ListItem<'a>(&'a Value);
-
-impl serde::Serialize for ListItem<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self.0.as_object() {
-            Some(m) => {
-                let mut map = s.serialize_map(None)?;
-                for (k, v) in m.iter().filter(|(k, _)| *k != "kind" && *k != "apiVersion") {
-                    map.serialize_entry(k, v)?;
-                }
-                map.end()
-            }
-            None => self.0.serialize(s),
-        }
-    }
-}
-
-/// Encodes a list straight from the shared cached objects, without copying them into a
-/// new document first.
-fn encode_list_json(def: &ResourceDef, list: &ObjectList, items: &[Arc<Value>], pretty: bool) -> Vec<u8> {
-    if pretty {
-        return serde_json::to_vec_pretty(&list_value(def, list, items)).unwrap_or_default();
-    }
-    let mut out = Vec::with_capacity(256 + items.len() * 512);
-    out.extend_from_slice(b"{\"kind\":");
-    serde_json::to_writer(&mut out, &format!("{}List", def.kind)).expect("vec write");
-    out.extend_from_slice(b",\"apiVersion\":");
-    serde_json::to_writer(&mut out, &def.api_version()).expect("vec write");
-    out.extend_from_slice(b",\"metadata\":");
-    serde_json::to_writer(&mut out, &list_metadata(list)).expect("vec write");
-    out.extend_from_slice(b",\"items\":[");
-    for (i, item) in items.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        serde_json::to_writer(&mut out, &ListItem(item)).expect("vec write");
-    }
-    out.extend_from_slice(b"]}");
-    out
 }
 
 fn write_options(ctx: &RequestContext<'_>, body_dry_run: bool) -> Result<WriteOptions, ApiError> {
@@ -431,7 +446,7 @@ async fn delete_collection(
     let options = write_options(ctx, body_dry_run)?;
     let msg = DeleteCollection { target, selection: selection(ctx), delete, options };
     let deleted = ctx.server.stages.delete_collection.ask(msg).await?;
-    let items: Vec<Arc<Value>> = deleted.iter().map(|o| Arc::new(convert::from_storage(def, o))).collect();
+    let items: Vec<Value> = deleted.iter().map(|o| convert::from_storage(def, o)).collect();
     let list = ObjectList {
         items: Vec::new(),
         resource_version: String::new(),

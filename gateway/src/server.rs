@@ -11,15 +11,15 @@ use actix_web::{App, HttpServer, web};
 use actors::error::ApiError;
 use actors::kinds::{self, ResourceDef};
 use actors::messages::{
-    Authenticate, Authorize, CreateObject, DeleteCollection, DeleteObject, GetObject, ListObjects, PatchObject,
-    ReadConsistency, StartRequest, Target, UpdateObject, WatchObjects, WriteOptions,
+    Authenticate, Authorize, CreateObject, DeleteCollection, DeleteObject, GetObject, PatchObject, ReadConsistency,
+    StartRequest, Target, UpdateObject, WatchObjects, WriteOptions,
 };
 use actors::registry::ActorRegistry;
 use actors::request::UserInfo;
 use actors::stage::{Mailbox, StageHandle};
 use admission::{AdmissionActor, NamespaceLookup, PluginContext};
 use async_trait::async_trait;
-use cacher::{CacherActor, CacherOptions};
+use cacher::{CacheReader, CacherActor, CacherOptions};
 use flowcontrol::FlowControlActor;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use serde_json::{Value, json};
@@ -33,10 +33,8 @@ use crate::tls;
 /// Handles to one resource's cacher.
 #[derive(Clone)]
 pub struct Reads {
-    /// Gets.
-    pub get: StageHandle<GetObject>,
-    /// Lists.
-    pub list: StageHandle<ListObjects>,
+    /// Gets and lists, answered from the cacher's snapshots without its mailbox.
+    pub reader: CacheReader,
     /// Watches.
     pub watch: StageHandle<WatchObjects>,
 }
@@ -92,7 +90,7 @@ pub struct Server {
 /// Looks namespaces up through the namespace cacher as kube's plugin uses its informer: the
 /// cache first, and a consistent read only when the cache does not know the namespace (one
 /// created a moment ago), so admission never waits on storage in the common case.
-struct CachedNamespaces(StageHandle<GetObject>);
+struct CachedNamespaces(CacheReader);
 
 #[async_trait]
 impl NamespaceLookup for CachedNamespaces {
@@ -101,8 +99,8 @@ impl NamespaceLookup for CachedNamespaces {
             Target { version: "v1".into(), resource: "namespaces".into(), name: name.into(), ..Default::default() };
         let cached = ReadConsistency { resource_version: Some("0".into()), resource_version_match: None };
         for consistency in [cached, ReadConsistency::default()] {
-            match self.0.ask(GetObject { target: target.clone(), consistency }).await {
-                Ok(ns) => return Ok(Some((*ns).clone())),
+            match self.0.get(GetObject { target: target.clone(), consistency }).await {
+                Ok(ns) => return Ok(Some(ns.value())),
                 Err(e) if e.reason == actors::Reason::NotFound => continue,
                 Err(e) => return Err(e),
             }
@@ -145,19 +143,21 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         }
         let mailbox = Mailbox::new(&registry, "cacher", &def.qualified(), cap, wait);
         let backend = router.backend(&def.key_prefix(&options.etcd_prefix)).clone();
-        let actor = CacherActor::new(def, backend, &options.etcd_prefix, CacherOptions::default());
+        let cacher_options = CacherOptions {
+            window_capacity: options.watch_cache_size(&def.qualified()),
+            window_freshness: options.watch_cache_event_freshness,
+            slow_watcher_budget: options.slow_watcher_budget,
+            ..CacherOptions::default()
+        };
+        let (actor, reader) = CacherActor::new(def, backend, &options.etcd_prefix, cacher_options);
         let addr = mailbox.start(&cacher_arbiter, actor);
         reads.insert(
             def.storage_path,
-            Reads {
-                get: mailbox.handle(addr.clone().recipient()),
-                list: mailbox.handle(addr.clone().recipient()),
-                watch: mailbox.handle(addr.recipient()),
-            },
+            Reads { reader: reader.register(&registry), watch: mailbox.handle(addr.recipient()) },
         );
     }
 
-    let namespaces = Arc::new(CachedNamespaces(reads["namespaces"].get.clone()));
+    let namespaces = Arc::new(CachedNamespaces(reads["namespaces"].reader.clone()));
     let chain = admission::build_chain(&options.enable_admission_plugins, &PluginContext { namespaces })?;
     tracing::info!(plugins = ?chain.names(), "admission chain");
     let admission_mb = Mailbox::new(&registry, "admission", "", cap, wait);

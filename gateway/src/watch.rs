@@ -81,23 +81,38 @@ pub async fn serve(
     gauge.increment(1.0);
     let guard = LongRunning(gauge);
     let sizes = metrics::histogram!("apiserver_watch_events_sizes", "group" => def.group, "version" => def.version, "kind" => def.kind);
+    let latency = metrics::histogram!("apiserver_watch_delivery_latency_seconds", "group" => def.group, "version" => def.version, "kind" => def.kind);
     let mut tables =
         if output == Output::Table { Some(WatchTableEncoder::new(crate::rest::table_options(ctx)?)) } else { None };
+    let shared_lines = output == Output::Json && !convert::converts(def);
     let deadline = tokio::time::sleep(duration);
     let stream =
         tokio_stream::wrappers::ReceiverStream::new(receiver.0).take_until(deadline).map(move |event: WatchEvent| {
             let _keep = &guard;
-            let object = match (&mut tables, event.kind) {
-                (
-                    Some(enc),
-                    WatchEventType::Added | WatchEventType::Modified | WatchEventType::Deleted | WatchEventType::Error,
-                ) => enc.encode(def, &convert::from_storage(def, &event.object), chrono::Utc::now()),
-                _ => convert::from_storage(def, &event.object),
+            if let Some(received) = event.received {
+                latency.record(received.elapsed().as_secs_f64());
+            }
+            let line = if shared_lines {
+                // The line the cacher encoded once for every watcher of this event.
+                event.line
+            } else {
+                let object = convert::from_storage(def, &event.object.value());
+                let object = match (&mut tables, event.kind) {
+                    (
+                        Some(enc),
+                        WatchEventType::Added
+                        | WatchEventType::Modified
+                        | WatchEventType::Deleted
+                        | WatchEventType::Error,
+                    ) => enc.encode(def, &object, chrono::Utc::now()),
+                    _ => object,
+                };
+                let mut line = serde_json::to_vec(&json!({ "type": event.kind, "object": object })).unwrap_or_default();
+                line.push(b'\n');
+                Bytes::from(line)
             };
-            let mut line = serde_json::to_vec(&json!({ "type": event.kind, "object": object })).unwrap_or_default();
-            line.push(b'\n');
             sizes.record(line.len() as f64);
-            Ok::<Bytes, actix_web::Error>(Bytes::from(line))
+            Ok::<Bytes, actix_web::Error>(line)
         });
     Ok(HttpResponse::Ok()
         .content_type("application/json")

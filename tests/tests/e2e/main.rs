@@ -9,3 +9,4 @@ mod kubectl;
 mod namespaces;
 mod python;
 mod rest;
+mod watch_sync;

@@ -1,0 +1,280 @@
+//! The cache's state as readers see it: immutable snapshots the cacher actor publishes after
+//! every change, read by gets and lists on the caller's task so reads never queue in the actor's
+//! mailbox behind watch fan-out.
+
+use std::ops::Bound;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use actors::encoded::EncodedObject;
+use actors::error::ApiError;
+use actors::kinds::ResourceDef;
+use actors::messages::{GetObject, ListObjects, ObjectList, ReadConsistency, Target};
+use actors::object::ObjectExt;
+use actors::registry::{ActorRegistry, Registration};
+use actors::selector::{FieldSelector, LabelSelector};
+use actors::stage::StageMeters;
+use serde_json::{Map, Value};
+use storage::registry::{decode_object, interpret};
+use storage::{ProgressRequester, Revision, Storage};
+use tokio::sync::watch;
+
+use crate::continuation;
+
+/// One object as the cache holds it: its JSON, encoded once, and what selectors look at.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    pub object: EncodedObject,
+    /// `metadata.resourceVersion` (the object's mod revision).
+    pub revision: Revision,
+    pub labels: Option<Map<String, Value>>,
+    /// The selectable fields (`metadata.name`, `metadata.namespace`, `spec.nodeName`, ...).
+    pub fields: Vec<(&'static str, String)>,
+}
+
+impl Entry {
+    pub fn new(def: &ResourceDef, obj: &Value) -> Self {
+        Entry {
+            object: EncodedObject::encode(obj),
+            revision: obj.resource_version().parse().unwrap_or(0),
+            labels: obj.labels().cloned(),
+            fields: actors::selector::field_set(def, obj),
+        }
+    }
+
+    pub fn namespace(&self) -> &str {
+        self.fields.iter().find(|(k, _)| *k == "metadata.namespace").map_or("", |(_, v)| v.as_str())
+    }
+
+    pub fn matches(&self, labels: &LabelSelector, fields: &FieldSelector) -> bool {
+        labels.matches(self.labels.as_ref()) && fields.matches(&self.fields)
+    }
+}
+
+/// Objects by storage key. Keys are shared so that publishing a snapshot and then changing
+/// the map copies pointers, not strings.
+pub(crate) type Objects = imbl::OrdMap<Arc<str>, Arc<Entry>>;
+
+/// The cache at one revision.
+pub(crate) struct Snapshot {
+    pub objects: Objects,
+    /// Every change under the resource's prefix up to this revision is in `objects`.
+    pub revision: Revision,
+    /// False until the first list from storage has been applied.
+    pub ready: bool,
+    pub progress: Option<Arc<dyn ProgressRequester>>,
+}
+
+impl Snapshot {
+    pub fn empty() -> Self {
+        Snapshot { objects: Objects::new(), revision: 0, ready: false, progress: None }
+    }
+}
+
+/// State the actor and its readers share.
+pub(crate) struct Shared {
+    /// Set while a progress notification is on its way, so concurrent readers ask once.
+    pub progress_requested: AtomicBool,
+    /// Reads answered by storage (`apiserver_cache_list_fallthrough_total`).
+    pub storage_reads: metrics::Counter,
+}
+
+impl Shared {
+    pub fn request_progress(&self, snapshot: &Snapshot) {
+        if let Some(p) = &snapshot.progress
+            && !self.progress_requested.swap(true, Ordering::AcqRel)
+        {
+            p.request_progress();
+        }
+    }
+}
+
+/// Where a read is answered from.
+pub(crate) enum Source {
+    /// The cache, at this snapshot.
+    Cache(Arc<Snapshot>),
+    /// Storage: the cache is behind and would catch up only slowly.
+    Storage,
+}
+
+/// Gets and lists of one resource, answered from the cacher's snapshots (or storage when the
+/// cache cannot prove it is fresh). Cheap to clone; every clone reads the same cache.
+#[derive(Clone)]
+pub struct CacheReader {
+    pub(crate) def: &'static ResourceDef,
+    pub(crate) storage: Arc<dyn Storage>,
+    pub(crate) prefix: String,
+    pub(crate) wait_for_revision: Duration,
+    pub(crate) snapshots: watch::Receiver<Arc<Snapshot>>,
+    pub(crate) shared: Arc<Shared>,
+    /// Reads are metered like a stage (depth = reads in flight), without a mailbox.
+    pub(crate) meters: Arc<StageMeters>,
+    pub(crate) _registration: Option<Arc<Registration>>,
+}
+
+impl CacheReader {
+    /// Lists this reader among the actors the admin endpoint shows, as `cache-reads`.
+    pub fn register(mut self, registry: &ActorRegistry) -> Self {
+        self._registration = Some(Arc::new(registry.register(self.meters.clone())));
+        self
+    }
+
+    /// GET of one object.
+    pub async fn get(&self, msg: GetObject) -> Result<EncodedObject, ApiError> {
+        let _call = self.meters.start_call();
+        let out = self.get_inner(msg).await;
+        if out.is_err() {
+            self.meters.on_error();
+        }
+        out
+    }
+
+    async fn get_inner(&self, msg: GetObject) -> Result<EncodedObject, ApiError> {
+        match self.fresh(&msg.consistency, true).await? {
+            Source::Cache(snapshot) => snapshot
+                .objects
+                .get(self.key(&msg.target).as_str())
+                .map(|e| e.object.clone())
+                .ok_or_else(|| ApiError::not_found(self.def.group, self.def.resource, &msg.target.name)),
+            Source::Storage => {
+                self.shared.storage_reads.increment(1);
+                let (def, name) = (self.def, &msg.target.name);
+                match self.storage.get(&self.key(&msg.target)).await.map_err(|e| interpret(def, name, e))? {
+                    (Some(kv), _) => {
+                        decode_object(&kv).map(|o| EncodedObject::encode(&o)).map_err(|e| interpret(def, name, e))
+                    }
+                    (None, _) => Err(ApiError::not_found(def.group, def.resource, name)),
+                }
+            }
+        }
+    }
+
+    /// GET of a collection.
+    pub async fn list(&self, msg: ListObjects) -> Result<ObjectList, ApiError> {
+        let _call = self.meters.start_call();
+        let out = self.list_inner(msg).await;
+        if out.is_err() {
+            self.meters.on_error();
+        }
+        out
+    }
+
+    async fn list_inner(&self, msg: ListObjects) -> Result<ObjectList, ApiError> {
+        let (labels, fields) = crate::parse_selection(self.def, &msg.selection)?;
+        let rv = msg.consistency.resource_version.as_deref().unwrap_or("");
+        let exact = msg.consistency.resource_version_match.as_deref() == Some("Exact");
+        // Pages must be consistent at one revision, which only storage history keeps.
+        let paged = msg.continue_token.is_some() || (msg.limit > 0 && rv != "0") || exact;
+        let source = if paged { Source::Storage } else { self.fresh(&msg.consistency, true).await? };
+        match source {
+            Source::Cache(snapshot) => Ok(self.list_snapshot(&snapshot, &msg.target, &labels, &fields)),
+            Source::Storage => {
+                self.shared.storage_reads.increment(1);
+                let prefix = self.namespace_range(&msg.target.namespace);
+                continuation::list_from_storage(self.def, self.storage.clone(), &prefix, &msg, &labels, &fields).await
+            }
+        }
+    }
+
+    fn list_snapshot(
+        &self,
+        snapshot: &Snapshot,
+        target: &Target,
+        labels: &LabelSelector,
+        fields: &FieldSelector,
+    ) -> ObjectList {
+        let start = self.namespace_range(&target.namespace);
+        let items = snapshot
+            .objects
+            .range::<_, str>((Bound::Included(start.as_str()), Bound::Unbounded))
+            .take_while(|(k, _)| k.starts_with(&start))
+            .filter(|(_, e)| e.matches(labels, fields))
+            .map(|(_, e)| e.object.clone())
+            .collect();
+        ObjectList {
+            items,
+            resource_version: snapshot.revision.to_string(),
+            continue_token: None,
+            remaining_item_count: None,
+        }
+    }
+
+    pub(crate) fn key(&self, target: &Target) -> String {
+        if self.def.namespaced {
+            format!("{}{}/{}", self.prefix, target.namespace, target.name)
+        } else {
+            format!("{}{}", self.prefix, target.name)
+        }
+    }
+
+    pub(crate) fn namespace_range(&self, namespace: &str) -> String {
+        if self.def.namespaced && !namespace.is_empty() {
+            format!("{}{namespace}/", self.prefix)
+        } else {
+            self.prefix.clone()
+        }
+    }
+
+    /// The snapshot a read may be answered from: at once for `resourceVersion=0`; once the cache
+    /// reaches an explicit revision (504 after the deadline, as kube); once it reaches the
+    /// storage's current revision for a consistent read. A consistent read that
+    /// `may_read_storage` goes to storage instead of waiting when the backend's progress
+    /// notifications are slow (etcd batches them about every 100 ms), as kube 1.30 serves
+    /// consistent reads from etcd.
+    pub(crate) async fn fresh(
+        &self,
+        consistency: &ReadConsistency,
+        may_read_storage: bool,
+    ) -> Result<Source, ApiError> {
+        let explicit = match consistency.resource_version.as_deref() {
+            None | Some("") => None,
+            Some("0") => Some(0),
+            Some(rv) => Some(
+                rv.parse::<Revision>()
+                    .map_err(|_| ApiError::bad_request(format!("invalid resource version \"{rv}\"")))?,
+            ),
+        };
+        let now = self.snapshots.borrow().clone();
+        if now.ready && explicit.is_some_and(|n| now.revision >= n) {
+            return Ok(Source::Cache(now));
+        }
+        let target = match explicit {
+            Some(n) => n,
+            None => self.storage.current_revision().await.map_err(|e| interpret(self.def, "", e))?,
+        };
+        let now = self.snapshots.borrow().clone();
+        if now.ready && now.revision >= target {
+            return Ok(Source::Cache(now));
+        }
+        if explicit.is_none() && may_read_storage && !self.storage.prompt_progress() {
+            // Catch up in the background so later reads find the cache fresh.
+            if now.ready {
+                self.shared.request_progress(&now);
+            }
+            return Ok(Source::Storage);
+        }
+        self.wait_for(target).await.map(Source::Cache)
+    }
+
+    /// Waits until the cache reflects `target`, asking storage for progress notifications
+    /// while it is behind.
+    async fn wait_for(&self, target: Revision) -> Result<Arc<Snapshot>, ApiError> {
+        let deadline = tokio::time::Instant::from_std(Instant::now() + self.wait_for_revision);
+        let mut rx = self.snapshots.clone();
+        loop {
+            let snapshot = rx.borrow_and_update().clone();
+            if snapshot.ready && snapshot.revision >= target {
+                return Ok(snapshot);
+            }
+            if snapshot.ready {
+                self.shared.request_progress(&snapshot);
+            }
+            match tokio::time::timeout_at(deadline, rx.changed()).await {
+                Ok(Ok(())) => continue,
+                Ok(Err(_)) => return Err(ApiError::unavailable(format!("the {} cache stopped", self.def.resource))),
+                Err(_) => return Err(ApiError::too_large_resource_version(target, snapshot.revision)),
+            }
+        }
+    }
+}
