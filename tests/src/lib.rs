@@ -273,6 +273,20 @@ impl TestServer {
         format!("http://127.0.0.1:{}{path}", self.admin_port)
     }
 
+    /// Compacts every backend's history up to its current revision through the admin endpoint
+    /// (`POST /compact`), from any thread or runtime; returns the endpoint's JSON answer.
+    pub fn compact(&self) -> serde_json::Value {
+        use std::io::{Read, Write};
+        let mut conn = std::net::TcpStream::connect(("127.0.0.1", self.admin_port)).expect("admin endpoint");
+        conn.write_all(b"POST /compact HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            .expect("send");
+        let mut response = String::new();
+        conn.read_to_string(&mut response).expect("read");
+        assert!(response.starts_with("HTTP/1.1 200"), "compaction failed: {response}");
+        let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+        serde_json::from_str(body).unwrap_or_else(|e| panic!("compaction answer {body:?}: {e}"))
+    }
+
     /// TLS client settings trusting the server's CA, optionally presenting the admin certificate.
     pub fn tls_config(&self, as_admin: bool) -> rustls::ClientConfig {
         let kc: serde_json::Value =

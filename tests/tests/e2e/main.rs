@@ -9,4 +9,5 @@ mod kubectl;
 mod namespaces;
 mod python;
 mod rest;
+mod watch_cache;
 mod watch_sync;

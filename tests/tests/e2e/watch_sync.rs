@@ -44,7 +44,7 @@ fn tier(obj: &serde_json::Value) -> Option<String> {
     obj.pointer("/metadata/labels/tier").and_then(|v| v.as_str()).map(String::from)
 }
 
-async fn client(kubeconfig: &std::path::Path) -> kube::Client {
+pub(crate) async fn client(kubeconfig: &std::path::Path) -> kube::Client {
     let config = kube::Config::from_custom_kubeconfig(
         Kubeconfig::read_from(kubeconfig).expect("kubeconfig"),
         &KubeConfigOptions::default(),
