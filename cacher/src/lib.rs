@@ -116,6 +116,8 @@ struct CacherMetrics {
     capacity: metrics::Gauge,
     terminated_watchers: metrics::Counter,
     watch_events: metrics::Counter,
+    /// `apiserver_watch_events_sizes` of the shared JSON lines, recorded once per line.
+    event_sizes: metrics::Histogram,
 }
 
 impl CacherMetrics {
@@ -127,6 +129,7 @@ impl CacherMetrics {
             capacity: metrics::gauge!("apiserver_watch_cache_capacity", "resource" => resource.clone()),
             terminated_watchers: metrics::counter!("apiserver_terminated_watchers_total", "resource" => resource),
             watch_events: metrics::counter!("apiserver_watch_events_total", "group" => def.group, "version" => def.version, "kind" => def.kind),
+            event_sizes: metrics::histogram!("apiserver_watch_events_sizes", "group" => def.group, "version" => def.version, "kind" => def.kind),
         }
     }
 }
@@ -338,14 +341,16 @@ impl CacherActor {
         let def = self.def;
         let mut lines = Lines::new(event);
         let mut gone = Vec::new();
+        let mut delivered = 0;
         for (id, w) in &mut self.watchers {
             let Some(kind) = w.sees(def, event) else { continue };
-            let delivered = w.flush().and_then(|()| w.push(lines.get(kind)));
-            match delivered {
-                Ok(()) => self.metrics.watch_events.increment(1),
+            match w.flush().and_then(|()| w.push(lines.get(kind))) {
+                Ok(()) => delivered += 1,
                 Err(_closed) => gone.push(*id),
             }
         }
+        self.metrics.watch_events.increment(delivered);
+        lines.record_sizes(&self.metrics.event_sizes);
         for id in gone {
             self.watchers.remove(&id);
         }

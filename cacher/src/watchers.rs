@@ -122,11 +122,13 @@ impl Watcher {
 pub(crate) struct Lines<'a> {
     event: &'a CachedEvent,
     built: [Option<WatchEvent>; 3],
+    /// How many watchers took each line.
+    taken: [u32; 3],
 }
 
 impl<'a> Lines<'a> {
     pub fn new(event: &'a CachedEvent) -> Self {
-        Lines { event, built: [None, None, None] }
+        Lines { event, built: [None, None, None], taken: [0; 3] }
     }
 
     pub fn get(&mut self, kind: WatchEventType) -> WatchEvent {
@@ -136,6 +138,7 @@ impl<'a> Lines<'a> {
             _ => 2,
         };
         let event = self.event;
+        self.taken[slot] += 1;
         self.built[slot]
             .get_or_insert_with(|| {
                 let object = match kind {
@@ -147,6 +150,17 @@ impl<'a> Lines<'a> {
                 line
             })
             .clone()
+    }
+}
+
+impl Lines<'_> {
+    /// Records the size of every line handed out, once per line with its count.
+    pub fn record_sizes(&self, sizes: &metrics::Histogram) {
+        for (line, taken) in self.built.iter().zip(self.taken) {
+            if let Some(line) = line {
+                sizes.record_many(line.line.len() as f64, taken as usize);
+            }
+        }
     }
 }
 

@@ -112,11 +112,24 @@ impl NamespaceLookup for CachedNamespaces {
 fn install_metrics() -> PrometheusHandle {
     const SECONDS: &[f64] =
         &[0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
-    PrometheusBuilder::new()
+    let handle = PrometheusBuilder::new()
         .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), SECONDS)
         .expect("bucket list is not empty")
         .install_recorder()
-        .expect("the metrics recorder is installed once")
+        .expect("the metrics recorder is installed once");
+    // Histograms buffer raw samples until upkeep folds them into buckets; without it, a server
+    // nobody scrapes would grow by every request's samples.
+    let upkeep = handle.clone();
+    std::thread::Builder::new()
+        .name("metrics-upkeep".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(Duration::from_secs(5));
+                upkeep.run_upkeep();
+            }
+        })
+        .expect("spawn the metrics upkeep thread");
+    handle
 }
 
 /// Runs the server until it is stopped.

@@ -93,7 +93,8 @@ pub async fn serve(
                 latency.record(received.elapsed().as_secs_f64());
             }
             let line = if shared_lines {
-                // The line the cacher encoded once for every watcher of this event.
+                // The line the cacher encoded once for every watcher of this event (and whose
+                // size it recorded once for all of them).
                 event.line
             } else {
                 let object = convert::from_storage(def, &event.object.value());
@@ -109,9 +110,9 @@ pub async fn serve(
                 };
                 let mut line = serde_json::to_vec(&json!({ "type": event.kind, "object": object })).unwrap_or_default();
                 line.push(b'\n');
+                sizes.record(line.len() as f64);
                 Bytes::from(line)
             };
-            sizes.record(line.len() as f64);
             Ok::<Bytes, actix_web::Error>(line)
         });
     Ok(HttpResponse::Ok()

@@ -3,10 +3,11 @@
 //! beside the same operations on the storage trait directly, so the pipeline's cost shows as a
 //! ratio measured in the same run on the same machine.
 //!
-//! Usage: `cargo run --release -p tests --bin loadgen -- [seconds-per-phase] [embedded|etcd|startup|all]`
+//! Usage: `cargo run --release -p tests --bin loadgen -- [seconds-per-phase] [embedded|etcd|startup|watch|watch-matrix|watch=WxR,...|all]`
 //! (default 5 seconds, all). `etcd` runs the same phases on a real etcd started for the run (the
 //! storage-trait rows are then etcd's own put/get rate through our client); `startup` times a
-//! server start on a store already holding 100,000 objects. Needs the release apiserver binary
+//! server start on a store already holding 100,000 objects; `watch` measures watch delivery with
+//! 100 to 10,000 watchers (see `watch.rs`). Needs the release apiserver binary
 //! (`cargo build --release -p gateway --bin apiserver`).
 
 use std::sync::Arc;
@@ -18,6 +19,8 @@ use storage::embedded::{EmbeddedOptions, EmbeddedStore};
 use storage::etcd::testing::EtcdProcess;
 use storage::{Expect, Storage};
 use tests::TestServer;
+
+mod watch;
 
 /// Latencies of one phase.
 struct Phase {
@@ -255,6 +258,27 @@ fn main() {
         }
         if what == "startup" || what == "all" {
             startup(100_000).await;
+        }
+        if what == "watch" || what == "all" {
+            watch::run(seconds, &[(100, 100), (1_000, 20), (1_000, 100), (10_000, 10)]).await;
+        }
+        if let Some(list) = what.strip_prefix("watch=") {
+            // `watch=1000x100,10000x10`: chosen phases, watchers x changes/s.
+            let phases: Vec<(usize, u32)> = list
+                .split(',')
+                .filter_map(|p| p.split_once('x'))
+                .map(|(w, r)| (w.parse().expect("watchers"), r.parse().expect("rate")))
+                .collect();
+            watch::run(seconds, &phases).await;
+        }
+        if what == "watch-matrix" {
+            let mut phases = Vec::new();
+            for watchers in [100, 1_000, 10_000] {
+                for rate in [10, 20, 100] {
+                    phases.push((watchers, rate));
+                }
+            }
+            watch::run(seconds, &phases).await;
         }
     });
 }
