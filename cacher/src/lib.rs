@@ -199,40 +199,32 @@ impl CacherActor {
         let generation = self.generation;
         let storage = self.storage.clone();
         let prefix = self.prefix.clone();
+        let def = self.def;
         let fut = async move {
-            let list = storage.list(&prefix, storage::ListOptions::default()).await?;
-            let watch = storage.watch(&prefix, list.revision).await?;
-            Ok::<_, StorageError>((list, watch))
+            let (objects, revision) = initial_list(def, storage.as_ref(), &prefix).await?;
+            let watch = storage.watch(&prefix, revision).await?;
+            Ok::<_, StorageError>((objects, revision, watch))
         };
         ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| {
             if generation != act.generation {
                 return;
             }
             match res {
-                Ok((list, watch)) => {
-                    let mut objects = Objects::new();
-                    for kv in &list.items {
-                        match decode_object(kv) {
-                            Ok(obj) => {
-                                objects.insert(Arc::from(kv.key.as_str()), Arc::new(Entry::new(act.def, &obj)));
-                            }
-                            Err(e) => tracing::error!(resource = act.def.resource, "skipping undecodable object: {e}"),
-                        }
-                    }
-                    if act.revision > 0 && list.revision >= act.revision {
-                        act.catch_up(objects, list.revision);
+                Ok((objects, revision, watch)) => {
+                    if act.revision > 0 && revision >= act.revision {
+                        act.catch_up(objects, revision);
                     } else {
                         // First sync, or storage went back in time (a restored backup): nothing
                         // before can be trusted, so watchers start over.
                         act.watchers.clear();
                         act.objects = objects;
                         act.window.clear();
-                        act.window_floor = list.revision;
+                        act.window_floor = revision;
                     }
                     act.progress = Some(watch.progress.clone());
                     act.shared.progress_requested.store(false, Ordering::Release);
                     act.ready = true;
-                    act.advance(list.revision);
+                    act.advance(revision);
                     act.publish();
                     let generation = act.generation;
                     ctx.add_stream(
@@ -525,6 +517,42 @@ impl StreamHandler<(u64, WatchItem)> for CacherActor {
         if self.ready {
             tracing::warn!(resource = self.def.resource, "storage watch ended, re-listing");
             self.resync(ctx);
+        }
+    }
+}
+
+/// Objects read per page of the initial list: decoding page by page keeps the transient
+/// memory of a sync to one page, not a second copy of the whole resource.
+const SYNC_PAGE: usize = 1_000;
+
+/// Lists the resource at one revision, page by page, into cache entries (off the actor, so a
+/// large sync does not hold up watch registrations).
+async fn initial_list(
+    def: &'static ResourceDef,
+    storage: &dyn Storage,
+    prefix: &str,
+) -> Result<(Objects, Revision), StorageError> {
+    let mut objects = Objects::new();
+    let mut options = storage::ListOptions { revision: None, start: None, limit: SYNC_PAGE };
+    loop {
+        let page = storage.list(prefix, options.clone()).await?;
+        for kv in &page.items {
+            match decode_object(kv) {
+                Ok(obj) => {
+                    objects.insert(Arc::from(kv.key.as_str()), Arc::new(Entry::new(def, &obj)));
+                }
+                Err(e) => tracing::error!(resource = def.resource, "skipping undecodable object: {e}"),
+            }
+        }
+        match page.items.last() {
+            Some(last) if page.more => {
+                options = storage::ListOptions {
+                    revision: Some(page.revision),
+                    start: Some(format!("{}\u{0}", last.key)),
+                    limit: SYNC_PAGE,
+                };
+            }
+            _ => return Ok((objects, page.revision)),
         }
     }
 }

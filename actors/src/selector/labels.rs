@@ -145,7 +145,11 @@ impl Requirement {
 
     /// Whether `labels` satisfy this requirement (`Requirement.Matches`).
     pub fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
-        let value = labels.and_then(|l| l.get(&self.key)).and_then(Value::as_str);
+        self.matches_value(labels.and_then(|l| l.get(&self.key)).and_then(Value::as_str))
+    }
+
+    /// Whether an object whose label under this requirement's key is `value` satisfies it.
+    pub fn matches_value(&self, value: Option<&str>) -> bool {
         match self.operator {
             Operator::In | Operator::Equals | Operator::DoubleEquals => {
                 value.is_some_and(|v| self.values.iter().any(|x| x == v))
@@ -326,6 +330,12 @@ impl LabelSelector {
     /// Whether an object with these `metadata.labels` is selected.
     pub fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
         !self.nothing && self.requirements.iter().all(|r| r.matches(labels))
+    }
+
+    /// Whether an object whose labels `label` looks up is selected; for callers that keep
+    /// labels in another form than a JSON map.
+    pub fn matches_with<'a>(&self, label: impl Fn(&str) -> Option<&'a str>) -> bool {
+        !self.nothing && self.requirements.iter().all(|r| r.matches_value(label(&r.key)))
     }
 }
 

@@ -3,11 +3,12 @@
 //! beside the same operations on the storage trait directly, so the pipeline's cost shows as a
 //! ratio measured in the same run on the same machine.
 //!
-//! Usage: `cargo run --release -p tests --bin loadgen -- [seconds-per-phase] [embedded|etcd|startup|watch|watch-matrix|watch=WxR,...|all]`
+//! Usage: `cargo run --release -p tests --bin loadgen -- [seconds-per-phase] [embedded|etcd|startup|watch|watch-matrix|watch=WxR,...|cache|all]`
 //! (default 5 seconds, all). `etcd` runs the same phases on a real etcd started for the run (the
 //! storage-trait rows are then etcd's own put/get rate through our client); `startup` times a
 //! server start on a store already holding 100,000 objects; `watch` measures watch delivery with
-//! 100 to 10,000 watchers (see `watch.rs`). Needs the release apiserver binary
+//! 100 to 10,000 watchers (see `watch.rs`); `cache` measures memory per cached object and
+//! LIST of 10,000 and 100,000 objects from the cache and from storage (see `cache.rs`). Needs the release apiserver binary
 //! (`cargo build --release -p gateway --bin apiserver`).
 
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use storage::etcd::testing::EtcdProcess;
 use storage::{Expect, Storage};
 use tests::TestServer;
 
+mod cache;
 mod watch;
 
 /// Latencies of one phase.
@@ -261,6 +263,9 @@ fn main() {
         }
         if what == "watch" || what == "all" {
             watch::run(seconds, &[(100, 100), (1_000, 20), (1_000, 100), (10_000, 10)]).await;
+        }
+        if what == "cache" || what == "all" {
+            cache::run().await;
         }
         if let Some(list) = what.strip_prefix("watch=") {
             // `watch=1000x100,10000x10`: chosen phases, watchers x changes/s.
