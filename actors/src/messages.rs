@@ -319,6 +319,10 @@ pub struct WatchObjects {
     pub allow_bookmarks: bool,
     /// `sendInitialEvents`.
     pub send_initial_events: Option<bool>,
+    /// How long the watch will last (`timeoutSeconds`, or the server's randomised default):
+    /// a watcher asking for bookmarks gets one shortly before it ends, so it resumes from a
+    /// recent resourceVersion.
+    pub timeout_seconds: Option<u64>,
 }
 
 /// The type of a watch event on the wire.

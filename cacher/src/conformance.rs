@@ -217,6 +217,7 @@ impl CacherUnderTest {
             consistency: consistency(rv),
             allow_bookmarks: false,
             send_initial_events: None,
+            timeout_seconds: None,
         }
     }
 
@@ -479,6 +480,7 @@ macro_rules! cacher_read_path_tests {
             watch_older_than_window_gets_one_expired_error,
             watch_too_old_error_names_oldest_resumable_revision,
             bookmarks_advance_filtered_watchers,
+            last_bookmark_comes_before_the_watch_deadline,
             bookmarks_follow_delivered_events,
             slow_watcher_is_cut_off_fast_watcher_gets_everything,
             window_keeps_fresh_events_past_its_capacity,
@@ -1315,6 +1317,30 @@ async fn bookmark_reaching(w: &mut WatchReceiver, at: Revision) -> Value {
             return obj;
         }
     }
+}
+
+/// A watch that will end gets a last BOOKMARK about two seconds before its deadline, even
+/// when the periodic interval is far off, so its client resumes from a recent resourceVersion.
+pub async fn last_bookmark_comes_before_the_watch_deadline(f: &Fixture) {
+    let c = f.cacher(configmaps(), CacherOptions::default());
+    let from = c.ready().await.to_string();
+    let mut msg = c.watch_request("quiet", Some(&from));
+    msg.allow_bookmarks = true;
+    msg.timeout_seconds = Some(3);
+    let started = std::time::Instant::now();
+    let mut w = c.watch_objects(msg).await;
+    let mut no_bookmarks = c.watch_request("quiet", Some(&from));
+    no_bookmarks.timeout_seconds = Some(3);
+    let mut silent = c.watch_objects(no_bookmarks).await;
+    let elsewhere = configmap("busy", "x", &[], "1");
+    let rv = put_object(&f.store, c.def, "busy", "x", &elsewhere).await;
+    let (kind, bookmark) = ev(next_event(&mut w).await);
+    assert_eq!(kind, WatchEventType::Bookmark, "{bookmark}");
+    assert!(rv_of(&bookmark) >= rv, "the bookmark is past the write elsewhere: {bookmark}");
+    let at = started.elapsed();
+    assert!(at >= Duration::from_millis(500) && at < Duration::from_secs(3), "sent {at:?} into a 3 s watch");
+    assert_quiet(&mut w).await;
+    assert_quiet(&mut silent).await;
 }
 
 /// A watcher asking for bookmarks whose selector filters out every change gets periodic

@@ -86,6 +86,9 @@ impl Default for CacherOptions {
     }
 }
 
+/// How long before a watch's deadline its last bookmark is sent.
+const FINAL_BOOKMARK_LEAD: Duration = Duration::from_secs(2);
+
 /// The per-resource watch cache actor.
 pub struct CacherActor {
     def: &'static ResourceDef,
@@ -367,8 +370,11 @@ impl CacherActor {
         }
     }
 
-    fn send_bookmarks(&mut self) {
+    /// Sends a bookmark to every watcher that asked for them (`only_ending`: to those whose
+    /// watch ends within [`FINAL_BOOKMARK_LEAD`] and did not get their last one yet).
+    fn send_bookmarks(&mut self, only_ending: bool) {
         let rv = self.revision;
+        let ending_by = Instant::now() + FINAL_BOOKMARK_LEAD;
         let bookmark = WatchEvent::new(
             WatchEventType::Bookmark,
             EncodedObject::encode(&json!({
@@ -378,12 +384,17 @@ impl CacherActor {
             })),
         );
         for w in self.watchers.values_mut() {
+            let ending = !w.final_bookmark_sent && w.deadline.is_some_and(|d| d <= ending_by);
+            if only_ending && !ending {
+                continue;
+            }
             if w.bookmarks
                 && w.overflow.is_empty()
                 && rv > w.start.max(w.last_bookmark).max(w.after)
                 && w.tx.try_send(bookmark.clone()).is_ok()
             {
                 w.last_bookmark = rv;
+                w.final_bookmark_sent |= ending;
             }
         }
     }
@@ -413,6 +424,8 @@ impl CacherActor {
             start: self.revision,
             after: 0,
             last_bookmark: 0,
+            deadline: msg.timeout_seconds.map(|t| Instant::now() + Duration::from_secs(t)),
+            final_bookmark_sent: false,
         };
         if let Some(from) = from {
             // A watch from a revision the cache has not reached yet starts there (kube 1.30
@@ -481,7 +494,19 @@ impl Actor for CacherActor {
             if act.watchers.values().any(|w| w.bookmarks) {
                 let snapshot = act.snapshots.borrow().clone();
                 act.shared.request_progress(&snapshot);
-                act.send_bookmarks();
+                act.send_bookmarks(false);
+            }
+        });
+        // A last bookmark shortly before each watch's deadline (kube's cacher does the same), so
+        // the client resumes from a recent resourceVersion instead of risking a 410.
+        ctx.run_interval(Duration::from_millis(500), |act, _| {
+            let ending_by = Instant::now() + FINAL_BOOKMARK_LEAD;
+            if act
+                .watchers
+                .values()
+                .any(|w| w.bookmarks && !w.final_bookmark_sent && w.deadline.is_some_and(|d| d <= ending_by))
+            {
+                act.send_bookmarks(true);
             }
         });
         // Slow watchers drain (or run out of budget) even when no new event arrives.

@@ -44,6 +44,10 @@ pub(crate) struct Watcher {
     pub after: Revision,
     /// The last bookmark's resourceVersion, so an idle watch is not sent the same one twice.
     pub last_bookmark: Revision,
+    /// When the watch will end, for a last bookmark shortly before (kube sends it 2 s ahead).
+    pub deadline: Option<Instant>,
+    /// Whether that last bookmark went out.
+    pub final_bookmark_sent: bool,
 }
 
 /// The client went away.

@@ -135,6 +135,7 @@ pub fn spawn(stages: Stages) {
                 consistency: ReadConsistency::default(),
                 allow_bookmarks: false,
                 send_initial_events: None,
+                timeout_seconds: None,
             };
             let mut rx = match stages.reads(ns_def).watch.ask(watch).await {
                 Ok(rx) => rx.0,

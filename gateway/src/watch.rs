@@ -74,6 +74,7 @@ pub async fn serve(
         },
         allow_bookmarks: ctx.query.flag("allowWatchBookmarks"),
         send_initial_events,
+        timeout_seconds: Some(duration.as_secs()),
     };
     let receiver = ctx.server.stages.reads(def).watch.ask(msg).await?;
 
