@@ -247,6 +247,10 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         let server = server.clone();
         HttpServer::new(move || App::new().app_data(server.clone()).default_service(web::to(crate::http::dispatch)))
             .workers(workers)
+            // Watch events and list chunks are written as they come; Nagle would hold a small
+            // write back until the client ACKs the previous one (up to its delayed-ACK 40 ms).
+            // Go, and so kube-apiserver, disables it on every connection too.
+            .tcp_nodelay(true)
             .on_connect(crate::http::on_connect)
             .bind_rustls_0_23((options.bind_address, options.secure_port), material.server_config)
             .map_err(|e| format!("binding {}:{}: {e}", options.bind_address, options.secure_port))?
