@@ -133,8 +133,13 @@ impl CacheReader {
 
     /// GET of one object.
     pub async fn get(&self, msg: GetObject) -> Result<EncodedObject, ApiError> {
+        self.metered(self.get_inner(msg)).await
+    }
+
+    /// Runs a read under the reader's meters, counting it in flight and its error if any.
+    async fn metered<T>(&self, read: impl Future<Output = Result<T, ApiError>>) -> Result<T, ApiError> {
         let _call = self.meters.start_call();
-        let out = self.get_inner(msg).await;
+        let out = read.await;
         if out.is_err() {
             self.meters.on_error();
         }
@@ -163,12 +168,7 @@ impl CacheReader {
 
     /// GET of a collection.
     pub async fn list(&self, msg: ListObjects) -> Result<ObjectList, ApiError> {
-        let _call = self.meters.start_call();
-        let out = self.list_inner(msg).await;
-        if out.is_err() {
-            self.meters.on_error();
-        }
-        out
+        self.metered(self.list_inner(msg)).await
     }
 
     async fn list_inner(&self, msg: ListObjects) -> Result<ObjectList, ApiError> {
@@ -287,5 +287,31 @@ impl CacheReader {
                 Err(_) => return Err(ApiError::too_large_resource_version(target, snapshot.revision)),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn entries_match_label_and_field_selectors() {
+        let def = actors::kinds::find("", "v1", "configmaps").unwrap();
+        let obj = json!({"metadata": {"name": "a", "namespace": "ns", "resourceVersion": "7",
+            "labels": {"zone": "1", "app": "web", "m": "x"}}});
+        let e = Entry::new(def, &obj);
+        assert_eq!((e.revision, e.namespace()), (7, "ns"));
+        let sel = |l: &str, f: &str| {
+            let labels = LabelSelector::parse(l).unwrap();
+            let fields = FieldSelector::parse(f).unwrap().validate_for(def).unwrap();
+            e.matches(&labels, &fields)
+        };
+        assert!(sel("", ""));
+        assert!(sel("app=web,zone=1,m", "metadata.name=a"));
+        assert!(sel("app in (db,web),!missing", "metadata.namespace=ns"));
+        assert!(!sel("app=db", ""));
+        assert!(!sel("zone", "metadata.name=b"));
+        assert!(!sel("m notin (x)", ""));
     }
 }

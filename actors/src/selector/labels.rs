@@ -813,6 +813,33 @@ mod tests {
         LabelSelector::parse_message(s).unwrap_err()
     }
 
+    #[test]
+    fn a_lookup_function_selects_as_the_json_map_does() {
+        let objects =
+            [json!({}), json!({"app": "web", "tier": "a"}), json!({"app": "db", "n": "7"}), json!({"tier": "b"})];
+        let selectors = [
+            "",
+            "app=web",
+            "app!=web",
+            "tier in (a,b)",
+            "tier notin (a)",
+            "app",
+            "!app",
+            "n>5",
+            "n<5",
+            "app=web,tier=a",
+        ];
+        for sel in selectors {
+            let selector = LabelSelector::parse(sel).unwrap();
+            for obj in &objects {
+                let map = labels(obj.clone());
+                let by_map = selector.matches(Some(&map));
+                let by_lookup = selector.matches_with(|k| map.get(k).and_then(Value::as_str));
+                assert_eq!(by_map, by_lookup, "{sel:?} on {obj}");
+            }
+        }
+    }
+
     fn canonical(s: &str) -> String {
         LabelSelector::parse(s).unwrap().to_string()
     }
