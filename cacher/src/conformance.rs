@@ -483,6 +483,7 @@ macro_rules! cacher_read_path_tests {
             last_bookmark_comes_before_the_watch_deadline,
             bookmarks_follow_delivered_events,
             slow_watcher_is_cut_off_fast_watcher_gets_everything,
+            a_large_initial_state_read_slowly_is_not_cut_off,
             window_keeps_fresh_events_past_its_capacity,
             namespaces_do_not_leak,
             cluster_scoped_resources_are_served,
@@ -1388,6 +1389,39 @@ pub async fn bookmarks_follow_delivered_events(f: &Fixture) {
     };
     assert_eq!(bookmark.0, WatchEventType::Bookmark, "{}", bookmark.1);
     assert!(rv_of(&bookmark.1) >= x_rv);
+}
+
+/// A watch whose initial state is far larger than its buffer, read late and slowly, is not
+/// "falling behind": it gets the whole state, then the live events that queued behind it, and
+/// is never cut off for it.
+pub async fn a_large_initial_state_read_slowly_is_not_cut_off(f: &Fixture) {
+    let options =
+        CacherOptions { watcher_buffer: 2, slow_watcher_budget: Duration::from_secs(1), ..CacherOptions::default() };
+    let c = f.cacher(configmaps(), options);
+    c.ready().await;
+    let ns = "initial";
+    let mut state = Vec::new();
+    for i in 0..30 {
+        let name = format!("k{i:02}");
+        let obj = configmap(ns, &name, &[], "1");
+        state.push(stored(&obj, put_object(&f.store, c.def, ns, &name, &obj).await));
+    }
+    c.wait_for_cache(rv_of(state.last().unwrap())).await;
+    let mut w = c.watch_objects(c.watch_request(ns, None)).await;
+    let mut live = Vec::new();
+    for i in 0..3 {
+        let name = format!("live{i}");
+        let obj = configmap(ns, &name, &[], "1");
+        live.push(stored(&obj, put_object(&f.store, c.def, ns, &name, &obj).await));
+    }
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    for (i, obj) in state.iter().enumerate() {
+        assert_eq!(ev(next_event(&mut w).await), (WatchEventType::Added, obj.clone()), "initial event {i}");
+    }
+    for (i, obj) in live.iter().enumerate() {
+        assert_eq!(ev(next_event(&mut w).await), (WatchEventType::Added, obj.clone()), "live event {i}");
+    }
+    assert_quiet(&mut w).await;
 }
 
 /// A watcher that stops reading is cut off once it has left events undelivered for longer than

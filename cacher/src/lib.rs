@@ -420,6 +420,7 @@ impl CacherActor {
             bookmarks: msg.allow_bookmarks,
             tx,
             overflow: VecDeque::new(),
+            backlog: 0,
             stalled_since: None,
             start: self.revision,
             after: 0,
@@ -471,13 +472,14 @@ impl CacherActor {
                 }
             }
         }
-        // The initial state and replay always fit: they wait in the overflow, which the budget
-        // does not count against until the channel is full of live events.
+        // The initial state and replay always fit: they wait in the overflow as its backlog,
+        // which neither the budget nor the overflow limit counts.
         for e in backlog {
             if watcher.push(e).is_err() {
                 return Ok(WatchReceiver(rx));
             }
         }
+        watcher.backlog = watcher.overflow.len();
         watcher.stalled_since = None;
         self.next_watcher += 1;
         self.watchers.insert(self.next_watcher, watcher);

@@ -37,6 +37,11 @@ pub(crate) struct Watcher {
     /// Events that did not fit in the channel; a watcher whose overflow does not drain within
     /// the slow-watcher budget is cut off.
     pub overflow: VecDeque<WatchEvent>,
+    /// How many events at the front of the overflow are the watch's initial state or replay:
+    /// a client reading a large initial list is not falling behind, so these count against
+    /// neither the budget nor the overflow limit.
+    pub backlog: usize,
+    /// Since when live events have waited in the overflow.
     pub stalled_since: Option<Instant>,
     /// The resourceVersion the watch started at: bookmarks report progress past it.
     pub start: Revision,
@@ -86,6 +91,9 @@ impl Watcher {
     pub fn push(&mut self, event: WatchEvent) -> Result<(), Closed> {
         if !self.overflow.is_empty() {
             self.overflow.push_back(event);
+            if self.backlog == 0 {
+                self.stalled_since.get_or_insert_with(Instant::now);
+            }
             return Ok(());
         }
         match self.tx.try_send(event) {
@@ -103,9 +111,13 @@ impl Watcher {
     pub fn flush(&mut self) -> Result<(), Closed> {
         while let Some(event) = self.overflow.pop_front() {
             match self.tx.try_send(event) {
-                Ok(()) => {}
+                Ok(()) => self.backlog = self.backlog.saturating_sub(1),
                 Err(mpsc::error::TrySendError::Full(event)) => {
                     self.overflow.push_front(event);
+                    // Once the initial state is out, live events still waiting start the clock.
+                    if self.backlog == 0 {
+                        self.stalled_since.get_or_insert_with(Instant::now);
+                    }
                     return Ok(());
                 }
                 Err(mpsc::error::TrySendError::Closed(_)) => return Err(Closed),
@@ -118,7 +130,7 @@ impl Watcher {
     /// Whether the watcher has been stalled longer than `budget` or holds more than `limit`
     /// undelivered events.
     pub fn too_slow(&self, budget: std::time::Duration, limit: usize) -> bool {
-        self.stalled_since.is_some_and(|t| t.elapsed() > budget) || self.overflow.len() > limit
+        self.stalled_since.is_some_and(|t| t.elapsed() > budget) || self.overflow.len() - self.backlog > limit
     }
 }
 
