@@ -118,7 +118,9 @@ impl<'de> Deserialize<'de> for EncodedObject {
 }
 
 /// One watch event as delivered: its type, its object, and its wire line
-/// (`{"type":"ADDED","object":{...}}\n`), built once and shared by every watcher that gets it.
+/// (`{"type":"ADDED","object":{...}}\n`). A change's line is built once and shared by every
+/// watcher that gets it; a watch's initial state is queued without lines (only the shared
+/// object), and each line is built as the client reads, so a backlog holds no copies.
 #[derive(Clone, Debug)]
 pub struct WatchEvent {
     /// Event type.
@@ -126,30 +128,45 @@ pub struct WatchEvent {
     /// The object (for `ERROR`, a Status; for `BOOKMARK`, an object with only
     /// `metadata.resourceVersion`).
     pub object: EncodedObject,
-    /// The JSON line.
-    pub line: Bytes,
+    /// The JSON line, when built ahead.
+    line: Option<Bytes>,
     /// When the cacher received the change from storage, for delivery latency.
     pub received: Option<std::time::Instant>,
 }
 
 impl WatchEvent {
-    /// Builds an event's line.
+    /// An event with its line built now, to be shared.
     pub fn new(kind: WatchEventType, object: EncodedObject) -> Self {
-        let name = match kind {
-            WatchEventType::Added => "ADDED",
-            WatchEventType::Modified => "MODIFIED",
-            WatchEventType::Deleted => "DELETED",
-            WatchEventType::Bookmark => "BOOKMARK",
-            WatchEventType::Error => "ERROR",
-        };
-        let mut line = Vec::with_capacity(object.len() + 32);
-        line.extend_from_slice(b"{\"type\":\"");
-        line.extend_from_slice(name.as_bytes());
-        line.extend_from_slice(b"\",\"object\":");
-        line.extend_from_slice(object.json());
-        line.extend_from_slice(b"}\n");
-        WatchEvent { kind, object, line: Bytes::from(line), received: None }
+        let line = Some(build_line(kind, &object));
+        WatchEvent { kind, object, line, received: None }
     }
+
+    /// An event whose line is built when it is written.
+    pub fn deferred(kind: WatchEventType, object: EncodedObject) -> Self {
+        WatchEvent { kind, object, line: None, received: None }
+    }
+
+    /// The JSON line.
+    pub fn line(&self) -> Bytes {
+        self.line.clone().unwrap_or_else(|| build_line(self.kind, &self.object))
+    }
+}
+
+fn build_line(kind: WatchEventType, object: &EncodedObject) -> Bytes {
+    let name = match kind {
+        WatchEventType::Added => "ADDED",
+        WatchEventType::Modified => "MODIFIED",
+        WatchEventType::Deleted => "DELETED",
+        WatchEventType::Bookmark => "BOOKMARK",
+        WatchEventType::Error => "ERROR",
+    };
+    let mut line = Vec::with_capacity(object.len() + 32);
+    line.extend_from_slice(b"{\"type\":\"");
+    line.extend_from_slice(name.as_bytes());
+    line.extend_from_slice(b"\",\"object\":");
+    line.extend_from_slice(object.json());
+    line.extend_from_slice(b"}\n");
+    Bytes::from(line)
 }
 
 #[cfg(test)]
@@ -186,10 +203,16 @@ mod tests {
 
     #[test]
     fn an_event_line_is_one_json_document_per_line() {
-        let ev = WatchEvent::new(WatchEventType::Modified, EncodedObject::encode(&json!({"kind": "Pod"})));
-        assert!(ev.line.ends_with(b"\n"));
-        let v: Value = serde_json::from_slice(&ev.line).unwrap();
-        assert_eq!(v, json!({"type": "MODIFIED", "object": {"kind": "Pod"}}));
+        let object = EncodedObject::encode(&json!({"kind": "Pod"}));
+        for ev in [
+            WatchEvent::new(WatchEventType::Modified, object.clone()),
+            WatchEvent::deferred(WatchEventType::Modified, object),
+        ] {
+            let line = ev.line();
+            assert!(line.ends_with(b"\n"));
+            let v: Value = serde_json::from_slice(&line).unwrap();
+            assert_eq!(v, json!({"type": "MODIFIED", "object": {"kind": "Pod"}}));
+        }
     }
 
     #[test]

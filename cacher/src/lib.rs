@@ -25,7 +25,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 use actix::fut;
@@ -110,6 +110,11 @@ pub struct CacherActor {
     reader: CacheReader,
     /// Bumped on every re-list so events of an abandoned storage watch are ignored.
     generation: u64,
+    /// Revisions between the last one the cache saw before its storage watch broke and the
+    /// re-list that followed: what happened inside is known only by its outcome.
+    resync_gap: Option<(Revision, Revision)>,
+    /// The current storage watch, cancelled when a re-sync replaces it.
+    storage_watch: Option<actix::SpawnHandle>,
     metrics: CacherMetrics,
 }
 
@@ -150,7 +155,8 @@ impl CacherActor {
         let prefix = def.key_prefix(storage_prefix);
         let (snapshots, rx) = watch::channel(Arc::new(Snapshot::empty()));
         let shared = Arc::new(Shared {
-            progress_requested: AtomicBool::new(false),
+            progress_requested: AtomicU64::new(0),
+            epoch: Instant::now(),
             storage_reads: metrics::counter!("apiserver_cache_list_fallthrough_total", "resource" => def.qualified()),
         });
         let reader = CacheReader {
@@ -180,6 +186,8 @@ impl CacherActor {
             shared,
             reader: reader.clone(),
             generation: 0,
+            storage_watch: None,
+            resync_gap: None,
             metrics,
         };
         (actor, reader)
@@ -223,16 +231,18 @@ impl CacherActor {
                         act.objects = objects;
                         act.window.clear();
                         act.window_floor = revision;
+                        act.revision = revision;
                     }
                     act.progress = Some(watch.progress.clone());
-                    act.shared.progress_requested.store(false, Ordering::Release);
+                    act.shared.progress_answered();
                     act.ready = true;
                     act.advance(revision);
                     act.publish();
                     let generation = act.generation;
-                    ctx.add_stream(
-                        tokio_stream::wrappers::ReceiverStream::new(watch.items).map(move |i| (generation, i)),
-                    );
+                    let items = tokio_stream::wrappers::ReceiverStream::new(watch.items)
+                        .map(move |i| (generation, Some(i)))
+                        .chain(tokio_stream::once((generation, None)));
+                    act.storage_watch = Some(ctx.add_stream(items));
                 }
                 Err(e) => {
                     tracing::warn!(resource = act.def.resource, "cacher sync failed, retrying: {e}");
@@ -245,6 +255,10 @@ impl CacherActor {
     /// Lists and watches storage again after its watch broke. Watchers stay connected: the
     /// re-list is turned into the events they missed (see [`CacherActor::catch_up`]).
     fn resync(&mut self, ctx: &mut Context<Self>) {
+        // Drop the broken watch so the backend releases it.
+        if let Some(old) = self.storage_watch.take() {
+            ctx.cancel_future(old);
+        }
         self.ready = false;
         self.publish();
         self.sync(ctx);
@@ -256,16 +270,34 @@ impl CacherActor {
     /// have converged to, with no event twice and no state lost.
     fn catch_up(&mut self, fresh: Objects, revision: Revision) {
         let received = Instant::now();
+        // What happened between the last revision the cache saw and the re-list is known only
+        // by its outcome: a watch from inside that gap cannot be answered (410), and watchers
+        // registered from inside it are dropped (they re-watch and get the 410).
+        let seen = self.revision;
+        if revision > seen + 1 {
+            self.resync_gap = Some((seen, revision));
+            self.watchers.retain(|_, w| w.after <= seen || w.after >= revision);
+        }
+        let uid = |e: &Entry| e.object.value().pointer("/metadata/uid").cloned();
         let mut changes: Vec<CachedEvent> = Vec::new();
         for (key, entry) in &fresh {
-            let prev = self.objects.get(key);
-            let kind = match prev {
-                None => EventType::Added,
-                Some(old) if old.revision != entry.revision => EventType::Modified,
-                Some(_) => continue,
-            };
+            let mut prev = self.objects.get(key).cloned();
             let at = if entry.revision > 0 { entry.revision } else { revision };
-            changes.push(CachedEvent { kind, revision: at, entry: entry.clone(), prev: prev.cloned(), received });
+            let kind = match &prev {
+                None => EventType::Added,
+                Some(old) if old.revision == entry.revision => continue,
+                // Deleted and created again in the gap: watchers see both, as they would live.
+                Some(old) if uid(old) != uid(entry) => {
+                    let mut gone = old.object.value();
+                    gone.set_meta_str("resourceVersion", &at.to_string());
+                    let entry = Arc::new(Entry::new(self.def, &gone));
+                    let kind = EventType::Deleted;
+                    changes.push(CachedEvent { kind, revision: at, entry, prev: prev.take(), received });
+                    EventType::Added
+                }
+                Some(_) => EventType::Modified,
+            };
+            changes.push(CachedEvent { kind, revision: at, entry: entry.clone(), prev, received });
         }
         for (key, old) in &self.objects {
             if !fresh.contains_key(key) {
@@ -278,6 +310,7 @@ impl CacherActor {
                 changes.push(CachedEvent { kind, revision, entry, prev: Some(old.clone()), received });
             }
         }
+        // Stable: a re-created object's DELETED stays before its ADDED.
         changes.sort_by_key(|e| e.revision);
         self.objects = fresh;
         for event in changes {
@@ -315,15 +348,25 @@ impl CacherActor {
         let received = Instant::now();
         let revision = event.kv.mod_revision;
         let key: Arc<str> = Arc::from(event.kv.key.as_str());
-        let entry = match decode_object(&event.kv) {
-            Ok(o) => Arc::new(Entry::new(self.def, &o)),
-            Err(e) => {
+        let decoded = decode_object(&event.kv);
+        let prev = if event.kind == EventType::Deleted { self.objects.remove(&key) } else { None };
+        let entry = match (decoded, event.kind, &prev) {
+            (Ok(o), _, _) => Arc::new(Entry::new(self.def, &o)),
+            // A deletion reported without the last value (etcd after compaction): the cached
+            // state, at the deletion's revision.
+            (Err(_), EventType::Deleted, Some(last)) => {
+                let mut gone = last.object.value();
+                gone.set_meta_str("resourceVersion", &revision.to_string());
+                Arc::new(Entry::new(self.def, &gone))
+            }
+            (Err(e), _, _) => {
                 tracing::error!(resource = self.def.resource, "skipping undecodable event: {e}");
+                self.advance(revision);
                 return;
             }
         };
         let prev = match event.kind {
-            EventType::Deleted => self.objects.remove(&key),
+            EventType::Deleted => prev,
             _ => self.objects.insert(key, entry.clone()),
         };
         let cached = CachedEvent { kind: event.kind, revision, entry, prev, received };
@@ -425,7 +468,8 @@ impl CacherActor {
             start: self.revision,
             after: 0,
             last_bookmark: 0,
-            deadline: msg.timeout_seconds.map(|t| Instant::now() + Duration::from_secs(t)),
+            // A deadline past what the clock can represent is no deadline.
+            deadline: msg.timeout_seconds.and_then(|t| Instant::now().checked_add(Duration::from_secs(t))),
             final_bookmark_sent: false,
         };
         if let Some(from) = from {
@@ -442,7 +486,7 @@ impl CacherActor {
                 self.objects.range::<_, str>((std::ops::Bound::Included(start.as_str()), std::ops::Bound::Unbounded));
             for (_, e) in range.take_while(|(k, _)| k.starts_with(&start)) {
                 if e.matches(&watcher.labels, &watcher.fields) {
-                    backlog.push(WatchEvent::new(WatchEventType::Added, e.object.clone()));
+                    backlog.push(WatchEvent::deferred(WatchEventType::Added, e.object.clone()));
                 }
             }
             if msg.send_initial_events == Some(true) {
@@ -460,15 +504,21 @@ impl CacherActor {
                 ));
             }
         } else if let Some(from) = from {
-            if from < self.window_floor {
-                let status = ApiError::expired(format!("too old resource version: {from} ({})", self.window_floor));
+            let in_gap = self.resync_gap.is_some_and(|(seen, relisted)| from > seen && from < relisted);
+            if from < self.window_floor || in_gap {
+                let oldest =
+                    if in_gap { self.resync_gap.map_or(self.window_floor, |(_, r)| r) } else { self.window_floor };
+                let status = ApiError::expired(format!("too old resource version: {from} ({oldest})"));
                 let (tx, rx) = mpsc::channel(1);
                 let _ = tx.try_send(WatchEvent::new(WatchEventType::Error, EncodedObject::encode(&status.to_status())));
                 return Ok(WatchReceiver(rx));
             }
             for e in self.window.iter().filter(|e| e.revision > from) {
                 if let Some(kind) = watcher.sees(self.def, e) {
-                    backlog.push(Lines::new(e).get(kind));
+                    // Lines are built as the client reads: a long replay holds no copies.
+                    let object =
+                        if kind == WatchEventType::Deleted { watchers::departed(e) } else { e.entry.object.clone() };
+                    backlog.push(WatchEvent::deferred(kind, object));
                 }
             }
         }
@@ -511,40 +561,48 @@ impl Actor for CacherActor {
                 act.send_bookmarks(true);
             }
         });
-        // Slow watchers drain (or run out of budget) even when no new event arrives.
-        ctx.run_interval(Duration::from_millis(100), |act, _| act.cut_slow_watchers());
+        // Slow watchers drain (or run out of budget) even when no new event arrives, and
+        // watchers whose client went away are dropped even if no event ever reaches them.
+        ctx.run_interval(Duration::from_millis(100), |act, _| {
+            act.cut_slow_watchers();
+            act.watchers.retain(|_, w| !w.tx.is_closed());
+        });
     }
 }
 
-impl StreamHandler<(u64, WatchItem)> for CacherActor {
-    fn handle(&mut self, (generation, item): (u64, WatchItem), ctx: &mut Context<Self>) {
+/// An item of the storage watch of one sync generation; `None` when that watch ended.
+type StorageItem = (u64, Option<WatchItem>);
+
+impl StreamHandler<StorageItem> for CacherActor {
+    fn handle(&mut self, (generation, item): StorageItem, ctx: &mut Context<Self>) {
+        // Items (and the end) of a watch a re-sync abandoned are ignored.
         if generation != self.generation {
             return;
         }
         match item {
-            WatchItem::Event(e) => {
+            Some(WatchItem::Event(e)) => {
                 self.apply(e);
                 self.publish();
             }
-            WatchItem::Progress(rev) => {
-                self.shared.progress_requested.store(false, Ordering::Release);
+            Some(WatchItem::Progress(rev)) => {
+                self.shared.progress_answered();
                 self.advance(rev);
                 self.publish();
             }
-            WatchItem::Error(e) => {
+            Some(WatchItem::Error(e)) => {
                 tracing::warn!(resource = self.def.resource, "storage watch failed, re-listing: {e}");
+                self.resync(ctx);
+            }
+            None => {
+                // The storage watch ended (backend restart or a dropped watcher): start over.
+                tracing::warn!(resource = self.def.resource, "storage watch ended, re-listing");
                 self.resync(ctx);
             }
         }
     }
 
-    fn finished(&mut self, ctx: &mut Context<Self>) {
-        // The storage watch ended (backend restart or a dropped watcher): start over. Streams of
-        // abandoned generations end too; only the current one matters.
-        if self.ready {
-            tracing::warn!(resource = self.def.resource, "storage watch ended, re-listing");
-            self.resync(ctx);
-        }
+    fn finished(&mut self, _: &mut Context<Self>) {
+        // Each watch announces its own end with a `None` item, tagged with its generation.
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::ops::Bound;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use actors::encoded::EncodedObject;
@@ -85,19 +85,30 @@ impl Snapshot {
 
 /// State the actor and its readers share.
 pub(crate) struct Shared {
-    /// Set while a progress notification is on its way, so concurrent readers ask once.
-    pub progress_requested: AtomicBool,
+    /// When the progress notification on its way was asked for (milliseconds since `epoch`;
+    /// 0: none), so concurrent readers ask once, and ask again if no answer came within a
+    /// second (the request may have gone to a storage watch that has since been replaced).
+    pub progress_requested: AtomicU64,
+    pub epoch: Instant,
     /// Reads answered by storage (`apiserver_cache_list_fallthrough_total`).
     pub storage_reads: metrics::Counter,
 }
 
 impl Shared {
     pub fn request_progress(&self, snapshot: &Snapshot) {
-        if let Some(p) = &snapshot.progress
-            && !self.progress_requested.swap(true, Ordering::AcqRel)
+        let Some(p) = &snapshot.progress else { return };
+        let now = self.epoch.elapsed().as_millis() as u64 + 1;
+        let asked = self.progress_requested.load(Ordering::Acquire);
+        if (asked == 0 || now.saturating_sub(asked) >= 1_000)
+            && self.progress_requested.compare_exchange(asked, now, Ordering::AcqRel, Ordering::Acquire).is_ok()
         {
             p.request_progress();
         }
+    }
+
+    /// A progress notification arrived (or the storage watch was replaced).
+    pub fn progress_answered(&self) {
+        self.progress_requested.store(0, Ordering::Release);
     }
 }
 

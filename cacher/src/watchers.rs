@@ -174,7 +174,7 @@ impl Lines<'_> {
     pub fn record_sizes(&self, sizes: &metrics::Histogram) {
         for (line, taken) in self.built.iter().zip(self.taken) {
             if let Some(line) = line {
-                sizes.record_many(line.line.len() as f64, taken as usize);
+                sizes.record_many(line.line().len() as f64, taken as usize);
             }
         }
     }
@@ -182,7 +182,7 @@ impl Lines<'_> {
 
 /// The object a DELETED event carries: the last state, at the revision it went away (or left
 /// the selection), as kube's cacher sets it.
-fn departed(e: &CachedEvent) -> EncodedObject {
+pub(crate) fn departed(e: &CachedEvent) -> EncodedObject {
     match (&e.kind, &e.prev) {
         // A deletion's entry is already the last state at the deletion's revision.
         (EventType::Deleted, _) | (_, None) => e.entry.object.clone(),

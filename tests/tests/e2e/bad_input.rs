@@ -99,6 +99,20 @@ async fn every_bad_input_gets_its_status_and_nothing_is_lost() {
     let r = api.get(&format!("{CMS}?limit=1&continue=not-a-token")).await;
     assert_status(&r, 400, "BadRequest");
 
+    // A watch whose timeout the clock cannot represent is served, and the watch cache lives on.
+    let huge = api.client.get(s.url(&format!("{CMS}?watch=1&timeoutSeconds={}", u64::MAX))).send().await.unwrap();
+    assert_eq!(huge.status().as_u16(), 200);
+    drop(huge);
+    let keep_rv = keep.body["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let after = api.json("POST", CMS, &json!({"metadata": {"name": "after-huge"}})).await;
+    assert_eq!(after.code, 201, "{}", after.body);
+    let r = api.get(&format!("{CMS}?watch=1&timeoutSeconds=1&resourceVersion={keep_rv}")).await;
+    assert_eq!(r.code, 200);
+    // One event, so the body parses as that event.
+    assert_eq!((&r.body["type"], &r.body["object"]["metadata"]["name"]), (&json!("ADDED"), &json!("after-huge")));
+    let r = api.call("DELETE", &format!("{CMS}/after-huge"), None, Vec::new(), None).await;
+    assert_eq!(r.code, 200, "{}", r.body);
+
     let big = json!({"metadata": {"name": "big"}, "data": {"x": "a".repeat(3 * 1024 * 1024 + 1)}});
     let r = api.json("POST", CMS, &big).await;
     assert_status(&r, 413, "RequestEntityTooLarge");
