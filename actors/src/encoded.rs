@@ -150,6 +150,11 @@ impl WatchEvent {
     pub fn line(&self) -> Bytes {
         self.line.clone().unwrap_or_else(|| build_line(self.kind, &self.object))
     }
+
+    /// The JSON line, taking the shared one without touching its reference count.
+    pub fn into_line(self) -> Bytes {
+        self.line.unwrap_or_else(|| build_line(self.kind, &self.object))
+    }
 }
 
 fn build_line(kind: WatchEventType, object: &EncodedObject) -> Bytes {

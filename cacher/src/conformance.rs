@@ -37,7 +37,6 @@
 //! metrics recorder that keeps that counter, so a case can tell a read served from memory from
 //! one served by storage without a decorator around the backend.
 
-use std::any::Any;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -80,28 +79,18 @@ const MAILBOX_CAPACITY: usize = 1024;
 /// How long a call waits for a mailbox slot.
 const MAILBOX_WAIT: Duration = Duration::from_secs(5);
 
-/// A store for one case, with whatever must live as long as it.
-pub struct Fixture {
-    /// The store under test, written to directly by the cases.
-    pub store: Arc<dyn Storage>,
-    /// Kept until the case ends: a temp dir, or the etcd process.
-    pub guard: Box<dyn Any + Send + Sync>,
-}
+/// A store for one case: the storage suite's fixture, which cases start cachers over.
+pub use storage::conformance::Fixture;
 
-impl Fixture {
-    /// A fixture needing nothing kept alive.
-    pub fn new(store: Arc<dyn Storage>) -> Self {
-        Fixture { store, guard: Box::new(()) }
-    }
-
-    /// A fixture that keeps `guard` until the case ends.
-    pub fn with_guard(store: Arc<dyn Storage>, guard: impl Any + Send + Sync) -> Self {
-        Fixture { store, guard: Box::new(guard) }
-    }
-
+/// Starts cachers over a [`Fixture`]'s store.
+pub trait StartCacher {
     /// Starts a cacher for `def` over this fixture's store, on its own arbiter, reached through
     /// a bounded mailbox as the gateway reaches it. Must be called inside an actix `System`.
-    pub fn cacher(&self, def: &'static ResourceDef, options: CacherOptions) -> CacherUnderTest {
+    fn cacher(&self, def: &'static ResourceDef, options: CacherOptions) -> CacherUnderTest;
+}
+
+impl StartCacher for Fixture {
+    fn cacher(&self, def: &'static ResourceDef, options: CacherOptions) -> CacherUnderTest {
         let storage_reads = Arc::new(AtomicU64::new(0));
         let recorder = StorageReadRecorder { reads: Arc::clone(&storage_reads) };
         // The cacher registers its counters when it is built: building it under this recorder

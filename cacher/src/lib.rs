@@ -34,7 +34,6 @@ use actors::encoded::EncodedObject;
 use actors::error::ApiError;
 use actors::kinds::ResourceDef;
 use actors::messages::{ReadConsistency, Selection, WatchEvent, WatchEventType, WatchObjects, WatchReceiver};
-use actors::object::ObjectExt;
 use actors::selector::{FieldSelector, LabelSelector};
 use actors::stage::StageMeters;
 use serde_json::json;
@@ -288,9 +287,7 @@ impl CacherActor {
                 Some(old) if old.revision == entry.revision => continue,
                 // Deleted and created again in the gap: watchers see both, as they would live.
                 Some(old) if uid(old) != uid(entry) => {
-                    let mut gone = old.object.value();
-                    gone.set_meta_str("resourceVersion", &at.to_string());
-                    let entry = Arc::new(Entry::new(self.def, &gone));
+                    let entry = Arc::new(old.at(self.def, at));
                     let kind = EventType::Deleted;
                     changes.push(CachedEvent { kind, revision: at, entry, prev: prev.take(), received });
                     EventType::Added
@@ -303,9 +300,7 @@ impl CacherActor {
             if !fresh.contains_key(key) {
                 // A live DELETED event carries the deletion's revision; the re-list revision is
                 // the closest this catch-up knows.
-                let mut gone = old.object.value();
-                gone.set_meta_str("resourceVersion", &revision.to_string());
-                let entry = Arc::new(Entry::new(self.def, &gone));
+                let entry = Arc::new(old.at(self.def, revision));
                 let kind = EventType::Deleted;
                 changes.push(CachedEvent { kind, revision, entry, prev: Some(old.clone()), received });
             }
@@ -354,11 +349,7 @@ impl CacherActor {
             (Ok(o), _, _) => Arc::new(Entry::new(self.def, &o)),
             // A deletion reported without the last value (etcd after compaction): the cached
             // state, at the deletion's revision.
-            (Err(_), EventType::Deleted, Some(last)) => {
-                let mut gone = last.object.value();
-                gone.set_meta_str("resourceVersion", &revision.to_string());
-                Arc::new(Entry::new(self.def, &gone))
-            }
+            (Err(_), EventType::Deleted, Some(last)) => Arc::new(last.at(self.def, revision)),
             (Err(e), _, _) => {
                 tracing::error!(resource = self.def.resource, "skipping undecodable event: {e}");
                 self.advance(revision);
@@ -377,35 +368,44 @@ impl CacherActor {
 
     fn dispatch(&mut self, event: &CachedEvent) {
         let def = self.def;
-        let mut lines = Lines::new(event);
-        let mut gone = Vec::new();
+        let mut lines = Lines::new(def, event);
+        let (budget, limit) = self.slow_watcher_limits();
+        let mut cut = Vec::new();
         let mut delivered = 0;
         for (id, w) in &mut self.watchers {
             let Some(kind) = w.sees(def, event) else { continue };
             match w.flush().and_then(|()| w.push(lines.get(kind))) {
+                Ok(()) if w.too_slow(budget, limit) => cut.push(*id),
                 Ok(()) => delivered += 1,
-                Err(_closed) => gone.push(*id),
+                Err(_closed) => cut.push(*id),
             }
         }
         self.metrics.watch_events.increment(delivered);
         lines.record_sizes(&self.metrics.event_sizes);
-        for id in gone {
-            self.watchers.remove(&id);
-        }
-        self.cut_slow_watchers();
+        self.cut(cut);
     }
 
-    /// Drains what slow watchers have room for and cuts off those past their budget. Dropping
-    /// the sender ends the client's stream; it re-watches from its last resourceVersion.
-    fn cut_slow_watchers(&mut self) {
-        let (budget, limit) = (self.options.slow_watcher_budget, self.options.watcher_buffer * 10);
+    fn slow_watcher_limits(&self) -> (Duration, usize) {
+        (self.options.slow_watcher_budget, self.options.watcher_buffer * 10)
+    }
+
+    /// Between events: drains what slow watchers have room for and cuts off those past their
+    /// budget, and drops watchers whose client went away.
+    fn sweep_watchers(&mut self) {
+        let (budget, limit) = self.slow_watcher_limits();
         let mut cut = Vec::new();
-        for (id, w) in self.watchers.iter_mut().filter(|(_, w)| !w.overflow.is_empty()) {
-            if w.flush().is_err() || w.too_slow(budget, limit) {
+        for (id, w) in self.watchers.iter_mut() {
+            if w.tx.is_closed() || (!w.overflow.is_empty() && (w.flush().is_err() || w.too_slow(budget, limit))) {
                 cut.push(*id);
             }
         }
-        for id in cut {
+        self.cut(cut);
+    }
+
+    /// Removes watchers. Dropping the sender ends the client's stream; it re-watches from its
+    /// last resourceVersion. Those whose client is still there fell behind, and are counted.
+    fn cut(&mut self, ids: Vec<u64>) {
+        for id in ids {
             if self.watchers.remove(&id).is_some_and(|w| !w.tx.is_closed()) {
                 self.metrics.terminated_watchers.increment(1);
                 tracing::info!(resource = self.def.resource, "cut off a watcher that fell behind");
@@ -418,14 +418,7 @@ impl CacherActor {
     fn send_bookmarks(&mut self, only_ending: bool) {
         let rv = self.revision;
         let ending_by = Instant::now() + FINAL_BOOKMARK_LEAD;
-        let bookmark = WatchEvent::new(
-            WatchEventType::Bookmark,
-            EncodedObject::encode(&json!({
-                "kind": self.def.kind,
-                "apiVersion": self.def.api_version(),
-                "metadata": { "resourceVersion": rv.to_string(), "creationTimestamp": null },
-            })),
-        );
+        let bookmark = WatchEvent::new(WatchEventType::Bookmark, bookmark(self.def, rv, false));
         for w in self.watchers.values_mut() {
             let ending = !w.final_bookmark_sent && w.deadline.is_some_and(|d| d <= ending_by);
             if only_ending && !ending {
@@ -490,18 +483,7 @@ impl CacherActor {
                 }
             }
             if msg.send_initial_events == Some(true) {
-                backlog.push(WatchEvent::new(
-                    WatchEventType::Bookmark,
-                    EncodedObject::encode(&json!({
-                        "kind": self.def.kind,
-                        "apiVersion": self.def.api_version(),
-                        "metadata": {
-                            "resourceVersion": self.revision.to_string(),
-                            "creationTimestamp": null,
-                            "annotations": { "k8s.io/initial-events-end": "true" },
-                        },
-                    })),
-                ));
+                backlog.push(WatchEvent::new(WatchEventType::Bookmark, bookmark(self.def, self.revision, true)));
             }
         } else if let Some(from) = from {
             let in_gap = self.resync_gap.is_some_and(|(seen, relisted)| from > seen && from < relisted);
@@ -516,8 +498,11 @@ impl CacherActor {
             for e in self.window.iter().filter(|e| e.revision > from) {
                 if let Some(kind) = watcher.sees(self.def, e) {
                     // Lines are built as the client reads: a long replay holds no copies.
-                    let object =
-                        if kind == WatchEventType::Deleted { watchers::departed(e) } else { e.entry.object.clone() };
+                    let object = if kind == WatchEventType::Deleted {
+                        watchers::departed(self.def, e)
+                    } else {
+                        e.entry.object.clone()
+                    };
                     backlog.push(WatchEvent::deferred(kind, object));
                 }
             }
@@ -563,11 +548,18 @@ impl Actor for CacherActor {
         });
         // Slow watchers drain (or run out of budget) even when no new event arrives, and
         // watchers whose client went away are dropped even if no event ever reaches them.
-        ctx.run_interval(Duration::from_millis(100), |act, _| {
-            act.cut_slow_watchers();
-            act.watchers.retain(|_, w| !w.tx.is_closed());
-        });
+        ctx.run_interval(Duration::from_millis(100), |act, _| act.sweep_watchers());
     }
+}
+
+/// A BOOKMARK's object: only the kind and the resourceVersion (and, ending a watch's initial
+/// events, kube's `k8s.io/initial-events-end` annotation).
+fn bookmark(def: &ResourceDef, revision: Revision, initial_events_end: bool) -> EncodedObject {
+    let mut metadata = json!({ "resourceVersion": revision.to_string(), "creationTimestamp": null });
+    if initial_events_end {
+        metadata["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
+    }
+    EncodedObject::encode(&json!({ "kind": def.kind, "apiVersion": def.api_version(), "metadata": metadata }))
 }
 
 /// An item of the storage watch of one sync generation; `None` when that watch ended.

@@ -50,6 +50,14 @@ impl Entry {
         }
     }
 
+    /// This object as it was when it went away at `revision`: its last state with that
+    /// resourceVersion, as DELETED events carry it.
+    pub fn at(&self, def: &ResourceDef, revision: Revision) -> Entry {
+        let mut gone = self.object.value();
+        gone.set_meta_str("resourceVersion", &revision.to_string());
+        Entry::new(def, &gone)
+    }
+
     pub fn namespace(&self) -> &str {
         self.fields.iter().find(|(k, _)| *k == "metadata.namespace").map_or("", |(_, v)| v.as_str())
     }

@@ -8,7 +8,6 @@ use std::time::Instant;
 use actors::encoded::EncodedObject;
 use actors::kinds::ResourceDef;
 use actors::messages::{WatchEvent, WatchEventType};
-use actors::object::ObjectExt;
 use actors::selector::{FieldSelector, LabelSelector};
 use storage::{EventType, Revision};
 use tokio::sync::mpsc;
@@ -136,6 +135,7 @@ impl Watcher {
 
 /// The lines of one change, built the first time a watcher needs each and shared by all.
 pub(crate) struct Lines<'a> {
+    def: &'a ResourceDef,
     event: &'a CachedEvent,
     built: [Option<WatchEvent>; 3],
     /// How many watchers took each line.
@@ -143,8 +143,8 @@ pub(crate) struct Lines<'a> {
 }
 
 impl<'a> Lines<'a> {
-    pub fn new(event: &'a CachedEvent) -> Self {
-        Lines { event, built: [None, None, None], taken: [0; 3] }
+    pub fn new(def: &'a ResourceDef, event: &'a CachedEvent) -> Self {
+        Lines { def, event, built: [None, None, None], taken: [0; 3] }
     }
 
     pub fn get(&mut self, kind: WatchEventType) -> WatchEvent {
@@ -153,12 +153,12 @@ impl<'a> Lines<'a> {
             WatchEventType::Modified => 1,
             _ => 2,
         };
-        let event = self.event;
+        let (def, event) = (self.def, self.event);
         self.taken[slot] += 1;
         self.built[slot]
             .get_or_insert_with(|| {
                 let object = match kind {
-                    WatchEventType::Deleted => departed(event),
+                    WatchEventType::Deleted => departed(def, event),
                     _ => event.entry.object.clone(),
                 };
                 let mut line = WatchEvent::new(kind, object);
@@ -182,14 +182,10 @@ impl Lines<'_> {
 
 /// The object a DELETED event carries: the last state, at the revision it went away (or left
 /// the selection), as kube's cacher sets it.
-pub(crate) fn departed(e: &CachedEvent) -> EncodedObject {
+pub(crate) fn departed(def: &ResourceDef, e: &CachedEvent) -> EncodedObject {
     match (&e.kind, &e.prev) {
         // A deletion's entry is already the last state at the deletion's revision.
         (EventType::Deleted, _) | (_, None) => e.entry.object.clone(),
-        (_, Some(prev)) => {
-            let mut gone = prev.object.value();
-            gone.set_meta_str("resourceVersion", &e.revision.to_string());
-            EncodedObject::encode(&gone)
-        }
+        (_, Some(prev)) => prev.at(def, e.revision).object,
     }
 }

@@ -96,7 +96,7 @@ pub async fn serve(
             let line = if shared_lines {
                 // The line the cacher encoded once for every watcher of this event (and whose
                 // size it recorded once for all of them), or, for initial events, built now.
-                event.line()
+                event.into_line()
             } else {
                 let object = convert::from_storage(def, &event.object.value());
                 let object = match (&mut tables, event.kind) {

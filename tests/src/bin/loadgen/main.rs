@@ -127,6 +127,16 @@ async fn storage_phases(store: Arc<dyn Storage>, seconds: Duration) -> Vec<(usiz
     out
 }
 
+/// Whether a request got `code`; reads the body so the connection can be reused.
+async fn answered<S>(sent: Result<awc::ClientResponse<S>, awc::error::SendRequestError>, code: u16) -> bool
+where
+    S: futures_util::Stream<Item = Result<Bytes, awc::error::PayloadError>> + Unpin,
+{
+    let Ok(mut r) = sent else { return false };
+    let _ = r.body().await;
+    r.status().as_u16() == code
+}
+
 async fn https_phases(server: &TestServer, baseline: &[(usize, Phase, Phase)], seconds: Duration) {
     let client = server.client(true);
     let url = server.url("/api/v1/namespaces/default/configmaps");
@@ -140,14 +150,7 @@ async fn https_phases(server: &TestServer, baseline: &[(usize, Phase, Phase)], s
             async move {
                 let body =
                     json!({"metadata": {"name": format!("r{round}-{w}-{i}")}, "data": {"payload": "x".repeat(512)}});
-                match cl.post(&u).send_json(&body).await {
-                    Ok(mut r) => {
-                        let ok = r.status().as_u16() == 201;
-                        let _ = r.body().await;
-                        ok
-                    }
-                    Err(_) => false,
-                }
+                answered(cl.post(&u).send_json(&body).await, 201).await
             }
         })
         .await;
@@ -155,16 +158,7 @@ async fn https_phases(server: &TestServer, baseline: &[(usize, Phase, Phase)], s
         let (cl, u) = (client.clone(), format!("{url}/hot"));
         let get = run(*c, seconds, move |_, _| {
             let (cl, u) = (cl.clone(), u.clone());
-            async move {
-                match cl.get(&u).send().await {
-                    Ok(mut r) => {
-                        let ok = r.status().as_u16() == 200;
-                        let _ = r.body().await;
-                        ok
-                    }
-                    Err(_) => false,
-                }
-            }
+            async move { answered(cl.get(&u).send().await, 200).await }
         })
         .await;
         report("https get configmap (cache)", *c, &get, Some(base_get));
