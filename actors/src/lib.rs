@@ -1,38 +1,43 @@
-//! The kernel shared by every stage of the apiserver.
+//! The actor runtime every stage runs on. It knows nothing of Kubernetes.
+//!
+//! A stage is an actix actor behind a bounded [`Mailbox`]: a message takes a slot when admitted
+//! and gives it back when its reply is sent, so queued and in-progress work together never
+//! exceed the bound, and both are live meters. Callers reach a stage only through a typed
+//! [`StageHandle`], which sends over a [`Transport`] (in-process delivery now; the seam is where a
+//! networked one goes). Every message carries a [`Deadline`]; work past it is dropped.
 //!
 //! # Layout
-//! - [`error`]: [`ApiError`], the Kubernetes `Status` every layer's error is mapped to once.
-//! - [`object`]: helpers over `serde_json::Value`, the one representation of API objects.
-//! - [`kinds`]: the catalogue of served resources (group, version, kind, scope, key prefix).
-//! - [`encoded`]: objects and watch events encoded to JSON once and shared by every reader.
-//! - [`messages`]: what stages send each other (plain serde types).
-//! - [`request`]: who is asking ([`request::UserInfo`]) and for what ([`request::RequestInfo`]).
-//! - [`selector`]: label and field selectors, shared by the cacher and storage paging.
-//! - [`schema`]: OpenAPI schemas of the built-in kinds (from k8s-openapi), pruning and strict
-//!   field validation.
-//! - [`patch`]: JSON patch, JSON merge patch and strategic merge patch.
-//! - [`defaults`] and [`validation`]: what kube-apiserver defaults and validates per kind.
-//! - [`table`]: `meta.k8s.io/v1` Table rows and columns for `kubectl get`.
-//! - [`stage`]: metered handles to stage actors with bounded mailboxes.
-//! - [`registry`]: every live actor, for the admin endpoint.
-//!
-//! No crate here knows actix-web or a storage backend: stages depend on this crate, never on
-//! each other (the cacher on storage excepted).
+//! - [`message`]: what a stage message and its reply must be ([`Request`], [`Reply`]: serde
+//!   types, so they can cross processes).
+//! - [`deadline`]: [`Deadline`], carried by every message.
+//! - [`mailbox`]: the receiving side's slots and its [`WhenFull`] policy.
+//! - [`stage`]: [`StageHandler`], [`Work`], [`stage_handler!`], starting a stage on a
+//!   [`StageArbiter`].
+//! - [`envelope`]: [`Envelope`], an admitted message with its deadline, slot and reply.
+//! - [`transport`]: the [`Transport`] seam and [`LocalTransport`].
+//! - [`handle`]: [`StageHandle`], the only way a stage reaches another.
+//! - [`meters`]: the shared counters ([`StageMeters`]) and their Prometheus series.
+//! - [`directory`]: every live actor ([`ActorDirectory`]), for the admin endpoint.
+//! - [`error`]: [`StageError`], why a stage could not be reached.
 
-pub mod defaults;
-pub mod encoded;
+pub mod deadline;
+pub mod directory;
+pub mod envelope;
 pub mod error;
-mod gofmt;
-pub mod kinds;
-pub mod messages;
-pub mod object;
-pub mod patch;
-pub mod registry;
-pub mod request;
-pub mod schema;
-pub mod selector;
+pub mod handle;
+pub mod mailbox;
+pub mod message;
+pub mod meters;
 pub mod stage;
-pub mod table;
-pub mod validation;
+pub mod transport;
 
-pub use error::{ApiError, Reason};
+pub use deadline::Deadline;
+pub use directory::ActorDirectory;
+pub use envelope::Envelope;
+pub use error::StageError;
+pub use handle::StageHandle;
+pub use mailbox::{Mailbox, MailboxSpec};
+pub use message::{Reply, Request};
+pub use meters::{MeterSnapshot, StageMeters, WhenFull};
+pub use stage::{StageArbiter, StageHandler, Started, Work, start};
+pub use transport::{LocalTransport, Transport};

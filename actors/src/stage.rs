@@ -1,486 +1,317 @@
-//! Metered handles to stage actors.
+//! Stage actors: how a stage handles a message, and the runtime around it that keeps the
+//! mailbox's slot until the reply is sent, drops work whose deadline passed or whose caller went
+//! away, and meters every step.
 //!
-//! A stage is an actix actor whose mailbox is bounded by a semaphore we own: actix exposes no
-//! mailbox length and its own capacity parks senders without a deadline, so the semaphore is the
-//! bound (the actix channel is set unbounded) and [`StageMeters`] counts what goes in and out.
-//!
-//! A caller reaches a stage only through a [`StageHandle`] for one message type. `call` waits
-//! for a mailbox slot up to the handle's deadline and then fails with [`StageError::Saturated`]
-//! (429 with Retry-After): a full mailbox pushes back instead of growing memory.
-//!
-//! The actor opens each [`Envelope`] with [`stage_handler!`](crate::stage_handler), which frees the
-//! slot, counts the dequeue and forwards the inner message to the actor's plain `Handler`.
+//! A stage is an actix actor that implements [`StageHandler`] for each message it accepts and
+//! lists them in [`stage_handler!`](crate::stage_handler). Its handler answers with [`Work`]:
+//! a reply now, a future run on the stage's own arbiter, or a future that needs the actor between
+//! awaits. For futures the runtime holds the slot until the future's reply is sent, so a stage
+//! doing asynchronous work (storage, admission) counts it as in progress and its bound limits
+//! it; a future whose deadline passes, or whose caller stops waiting, is dropped (cancelled).
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::future::Future;
+use std::pin::Pin;
 
-use actix::{Actor, Addr, Arbiter, Context, Message, Recipient};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
+use actix::fut::ActorFutureExt;
+use actix::{Actor, Addr, Arbiter, AsyncContext, Context, Handler, ResponseActFuture};
+use tokio::sync::oneshot;
 
-use crate::error::ApiError;
-use crate::registry::{ActorRegistry, Registration};
+use crate::deadline::Deadline;
+use crate::directory::ActorDirectory;
+use crate::envelope::Envelope;
+use crate::handle::StageHandle;
+use crate::mailbox::{Mailbox, MailboxSpec, Slot};
+use crate::message::{Reply, Request};
+use crate::meters::Outcome;
+use crate::transport::LocalTransport;
 
-/// Why a stage could not be reached.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum StageError {
-    /// The mailbox stayed full for the whole deadline.
-    #[error("the {stage} stage is saturated: its mailbox stayed full for {waited:?}")]
-    Saturated {
-        /// Stage name.
-        stage: String,
-        /// How long the caller waited.
-        waited: Duration,
-    },
-    /// The actor stopped or dropped the request without answering.
-    #[error("the {stage} stage is not running")]
-    Stopped {
-        /// Stage name.
-        stage: String,
-    },
+/// A future a stage runs on its own arbiter (thread): it need not be `Send`.
+pub type LocalFuture<R> = Pin<Box<dyn Future<Output = R>>>;
+
+/// How a stage answers one message.
+pub enum Work<A: Actor, R> {
+    /// The reply, computed in the handler.
+    Done(R),
+    /// A future producing the reply, run on the stage's arbiter beside the actor (which keeps
+    /// handling other messages meanwhile).
+    Later(LocalFuture<R>),
+    /// A future that reads or changes the actor between its awaits, run inside the actor's
+    /// context.
+    OnActor(ResponseActFuture<A, R>),
 }
 
-impl From<StageError> for ApiError {
-    fn from(e: StageError) -> Self {
-        match e {
-            StageError::Saturated { .. } => ApiError::too_many_requests(format!("{e}; please try again later"), 1),
-            StageError::Stopped { .. } => ApiError::unavailable(e.to_string()),
-        }
+impl<A: Actor, R> Work<A, R> {
+    /// Work answered by `future`.
+    pub fn later(future: impl Future<Output = R> + 'static) -> Self {
+        Work::Later(Box::pin(future))
     }
 }
 
-/// Log2 latency buckets in microseconds: bucket `i` holds samples in `[2^i, 2^(i+1))` µs.
-const BUCKETS: usize = 36;
-
-/// Shared counters of one actor's mailbox. Everything is atomic so the admin endpoint reads it
-/// without messaging the (possibly saturated) actor.
-#[derive(Debug)]
-pub struct StageMeters {
-    /// Stage name (`authentication`, `cacher`, ...).
-    pub stage: String,
-    /// Resource for per-resource actors (cachers), `""` otherwise.
-    pub resource: String,
-    /// Mailbox capacity.
-    pub capacity: usize,
-    enqueued: AtomicU64,
-    dequeued: AtomicU64,
-    errors: AtomicU64,
-    latency_us: [AtomicU64; BUCKETS],
-    rate_window_start: AtomicU64,
-    rate_window_count: AtomicU64,
-    last_rate: AtomicU64,
-    started: Instant,
-    prom: PromMeters,
+/// A stage's handling of messages of type `M`.
+pub trait StageHandler<M: Request>: Actor<Context = Context<Self>> {
+    /// Handles `msg`, whose request must be answered before `deadline`.
+    fn handle(&mut self, msg: M, deadline: Deadline, ctx: &mut Context<Self>) -> Work<Self, M::Reply>;
 }
 
-/// Prometheus handles, created once so the hot path does no registry lookups.
-#[derive(Debug)]
-struct PromMeters {
-    enqueued: metrics::Counter,
-    dequeued: metrics::Counter,
-    errors: metrics::Counter,
-    depth: metrics::Gauge,
-    latency: metrics::Histogram,
-}
-
-/// A call metered by [`StageMeters::start_call`]; ends when dropped.
-pub struct CallInFlight {
-    meters: Arc<StageMeters>,
-    started: Instant,
-}
-
-impl Drop for CallInFlight {
-    fn drop(&mut self) {
-        self.meters.on_dequeued();
-        self.meters.observe(self.started.elapsed());
-    }
-}
-
-/// A point-in-time copy of [`StageMeters`], as the admin endpoint reports it.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct MeterSnapshot {
-    /// Stage name.
-    pub stage: String,
-    /// Resource, for cachers.
-    pub resource: String,
-    /// Messages waiting in the mailbox.
-    pub mailbox_depth: u64,
-    /// Mailbox capacity.
-    pub mailbox_capacity: usize,
-    /// Messages enqueued since start.
-    pub enqueued: u64,
-    /// Messages dequeued since start.
-    pub dequeued: u64,
-    /// Replies that were errors, plus requests refused for a full mailbox.
-    pub errors: u64,
-    /// Messages handled per second over the last full second.
-    pub throughput_per_sec: u64,
-    /// Median time from enqueue to reply, in milliseconds.
-    pub latency_p50_ms: f64,
-    /// 99th percentile time from enqueue to reply, in milliseconds.
-    pub latency_p99_ms: f64,
-}
-
-impl StageMeters {
-    /// Meters for one actor, with Prometheus series labelled by stage and resource.
-    pub fn new(stage: &str, resource: &str, capacity: usize) -> Self {
-        let labels = [("stage", stage.to_string()), ("resource", resource.to_string())];
-        let prom = PromMeters {
-            enqueued: metrics::counter!("apiserver_stage_mailbox_enqueued_total", &labels),
-            dequeued: metrics::counter!("apiserver_stage_mailbox_dequeued_total", &labels),
-            errors: metrics::counter!("apiserver_stage_errors_total", &labels),
-            depth: metrics::gauge!("apiserver_stage_mailbox_depth", &labels),
-            latency: metrics::histogram!("apiserver_stage_latency_seconds", &labels),
-        };
-        metrics::gauge!("apiserver_stage_mailbox_capacity", &labels).set(capacity as f64);
-        StageMeters {
-            stage: stage.to_string(),
-            resource: resource.to_string(),
-            capacity,
-            enqueued: AtomicU64::new(0),
-            dequeued: AtomicU64::new(0),
-            errors: AtomicU64::new(0),
-            latency_us: std::array::from_fn(|_| AtomicU64::new(0)),
-            rate_window_start: AtomicU64::new(0),
-            rate_window_count: AtomicU64::new(0),
-            last_rate: AtomicU64::new(0),
-            started: Instant::now(),
-            prom,
-        }
-    }
-
-    fn depth(&self) -> u64 {
-        self.enqueued.load(Ordering::Relaxed).saturating_sub(self.dequeued.load(Ordering::Relaxed))
-    }
-
-    fn on_enqueued(&self) {
-        self.enqueued.fetch_add(1, Ordering::Relaxed);
-        self.prom.enqueued.increment(1);
-        self.prom.depth.set(self.depth() as f64);
-    }
-
-    fn on_dequeued(&self) {
-        self.dequeued.fetch_add(1, Ordering::Relaxed);
-        self.prom.dequeued.increment(1);
-        self.prom.depth.set(self.depth() as f64);
-        let sec = self.started.elapsed().as_secs() + 1;
-        let start = self.rate_window_start.load(Ordering::Relaxed);
-        if sec != start
-            && self.rate_window_start.compare_exchange(start, sec, Ordering::Relaxed, Ordering::Relaxed).is_ok()
-        {
-            let count = self.rate_window_count.swap(0, Ordering::Relaxed);
-            // A window that ended more than a second ago says nothing about the current rate.
-            let rate = if sec == start + 1 { count } else { 0 };
-            self.last_rate.store(rate, Ordering::Relaxed);
-        }
-        self.rate_window_count.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Meters a call served without a mailbox (a read of a shared snapshot): it counts as
-    /// enqueued now and dequeued, with its latency, when the returned guard drops, so the
-    /// depth shows the calls in flight.
-    pub fn start_call(self: &Arc<Self>) -> CallInFlight {
-        self.on_enqueued();
-        CallInFlight { meters: self.clone(), started: Instant::now() }
-    }
-
-    /// Counts a failed call (an error reply or a refused enqueue).
-    pub fn on_error(&self) {
-        self.errors.fetch_add(1, Ordering::Relaxed);
-        self.prom.errors.increment(1);
-    }
-
-    fn observe(&self, elapsed: Duration) {
-        let us = elapsed.as_micros().max(1) as u64;
-        let bucket = (63 - us.leading_zeros() as usize).min(BUCKETS - 1);
-        self.latency_us[bucket].fetch_add(1, Ordering::Relaxed);
-        self.prom.latency.record(elapsed.as_secs_f64());
-    }
-
-    fn quantile_ms(&self, q: f64) -> f64 {
-        let counts: Vec<u64> = self.latency_us.iter().map(|c| c.load(Ordering::Relaxed)).collect();
-        let total: u64 = counts.iter().sum();
-        if total == 0 {
-            return 0.0;
-        }
-        let rank = ((total as f64) * q).ceil().max(1.0) as u64;
-        let mut seen = 0;
-        for (i, c) in counts.iter().enumerate() {
-            seen += c;
-            if seen >= rank {
-                // Report the bucket's geometric middle: within a factor of 1.42 of the truth.
-                return (1u64 << i) as f64 * std::f64::consts::SQRT_2 / 1000.0;
-            }
-        }
-        0.0
-    }
-
-    /// Copies the counters.
-    pub fn snapshot(&self) -> MeterSnapshot {
-        let sec = self.started.elapsed().as_secs() + 1;
-        let window = self.rate_window_start.load(Ordering::Relaxed);
-        let throughput = if sec <= window + 1 { self.last_rate.load(Ordering::Relaxed) } else { 0 };
-        MeterSnapshot {
-            stage: self.stage.clone(),
-            resource: self.resource.clone(),
-            mailbox_depth: self.depth(),
-            mailbox_capacity: self.capacity,
-            enqueued: self.enqueued.load(Ordering::Relaxed),
-            dequeued: self.dequeued.load(Ordering::Relaxed),
-            errors: self.errors.load(Ordering::Relaxed),
-            throughput_per_sec: throughput,
-            latency_p50_ms: self.quantile_ms(0.50),
-            latency_p99_ms: self.quantile_ms(0.99),
-        }
-    }
-}
-
-/// A message in a stage mailbox, holding its slot until the actor opens it.
-pub struct Envelope<M: Message> {
-    msg: M,
-    reply: oneshot::Sender<M::Result>,
-    meters: Arc<StageMeters>,
-    /// Held while the message waits in the mailbox; dropping it frees a slot for the next caller.
-    _slot: OwnedSemaphorePermit,
-}
-
-impl<M: Message> Message for Envelope<M> {
-    type Result = ();
-}
-
-impl<M: Message> Envelope<M> {
-    /// Takes the message out, freeing its mailbox slot and counting the dequeue.
-    pub fn open(self) -> (M, oneshot::Sender<M::Result>) {
-        self.meters.on_dequeued();
-        (self.msg, self.reply)
-    }
-}
-
-/// Implements `Handler<Envelope<M>>` for an actor by opening the envelope and forwarding to the
-/// actor's `Handler<M>`, whose response (sync value or future) answers the caller.
+/// Implements `Handler<Envelope<M>>` for a stage actor, for each `M` it has a
+/// [`StageHandler`] for, by handing the envelope to [`dispatch`].
 #[macro_export]
 macro_rules! stage_handler {
     ($actor:ty => $($msg:ty),+ $(,)?) => {$(
-        impl ::actix::Handler<$crate::stage::Envelope<$msg>> for $actor {
+        impl ::actix::Handler<$crate::Envelope<$msg>> for $actor {
             type Result = ();
-            fn handle(&mut self, env: $crate::stage::Envelope<$msg>, ctx: &mut Self::Context) {
-                let (msg, reply) = env.open();
-                let response = <Self as ::actix::Handler<$msg>>::handle(self, msg, ctx);
-                ::actix::dev::MessageResponse::<Self, $msg>::handle(response, ctx, Some(reply));
+            fn handle(&mut self, envelope: $crate::Envelope<$msg>, ctx: &mut Self::Context) {
+                $crate::stage::dispatch(self, envelope, ctx)
             }
         }
     )+};
 }
 
-/// The bounded mailbox of one actor: the slots and the meters every handle to it shares.
-#[derive(Clone)]
-pub struct Mailbox {
-    slots: Arc<Semaphore>,
-    meters: Arc<StageMeters>,
-    wait: Duration,
-    _registration: Arc<Registration>,
-}
-
-impl Mailbox {
-    /// A mailbox of `capacity` slots, registered in `registry`; callers wait at most `wait` for
-    /// a slot.
-    pub fn new(registry: &ActorRegistry, stage: &str, resource: &str, capacity: usize, wait: Duration) -> Self {
-        let meters = Arc::new(StageMeters::new(stage, resource, capacity));
-        let registration = registry.register(meters.clone());
-        Mailbox { slots: Arc::new(Semaphore::new(capacity)), meters, wait, _registration: Arc::new(registration) }
-    }
-
-    /// Starts `actor` on `arbiter` with an actix channel left unbounded: this mailbox's slots
-    /// are the bound.
-    pub fn start<A>(&self, arbiter: &Arbiter, actor: A) -> Addr<A>
-    where
-        A: Actor<Context = Context<A>> + Send,
-    {
-        A::start_in_arbiter(&arbiter.handle(), move |ctx: &mut Context<A>| {
-            ctx.set_mailbox_capacity(0);
-            actor
-        })
-    }
-
-    /// A handle for one message type.
-    pub fn handle<M>(&self, recipient: Recipient<Envelope<M>>) -> StageHandle<M>
-    where
-        M: Message + Send + 'static,
-        M::Result: Send,
-    {
-        StageHandle { recipient, mailbox: self.clone() }
-    }
-
-    /// The shared meters.
-    pub fn meters(&self) -> &Arc<StageMeters> {
-        &self.meters
-    }
-}
-
-/// A typed, metered, bounded way to reach a stage with messages of type `M`.
-pub struct StageHandle<M>
+/// Opens an envelope: drops it if nobody waits for it any more, otherwise runs the handler and
+/// answers, keeping the slot until the reply is sent.
+pub fn dispatch<A, M>(actor: &mut A, envelope: Envelope<M>, ctx: &mut Context<A>)
 where
-    M: Message + Send + 'static,
-    M::Result: Send,
+    A: StageHandler<M>,
+    M: Request,
 {
-    recipient: Recipient<Envelope<M>>,
+    let Envelope { msg, deadline, mut slot, reply } = envelope;
+    slot.start();
+    if deadline.expired() {
+        slot.finish(Outcome::Expired);
+        return;
+    }
+    if reply.is_closed() {
+        slot.finish(Outcome::Cancelled);
+        return;
+    }
+    match actor.handle(msg, deadline, ctx) {
+        Work::Done(r) => answer(reply, r, slot),
+        Work::Later(future) => {
+            actix::spawn(async move {
+                let mut reply = reply;
+                let ended = tokio::select! {
+                    r = future => Ok(r),
+                    () = deadline.reached() => Err(Outcome::Expired),
+                    () = reply.closed() => Err(Outcome::Cancelled),
+                };
+                match ended {
+                    Ok(r) => answer(reply, r, slot),
+                    Err(outcome) => slot.finish(outcome),
+                }
+            });
+        }
+        Work::OnActor(future) => {
+            let future = match deadline.remaining() {
+                Some(left) => future
+                    .timeout(left)
+                    .map(move |r, _, _| match r {
+                        Ok(r) => answer(reply, r, slot),
+                        Err(()) => slot.finish(Outcome::Expired),
+                    })
+                    .boxed_local(),
+                None => future.map(move |r, _, _| answer(reply, r, slot)).boxed_local(),
+            };
+            ctx.spawn(future);
+        }
+    }
+}
+
+fn answer<R: Reply>(reply: oneshot::Sender<R>, r: R, mut slot: Slot) {
+    let outcome = if r.is_error() { Outcome::Failed } else { Outcome::Succeeded };
+    match reply.send(r) {
+        Ok(()) => slot.finish(outcome),
+        Err(_) => slot.finish(Outcome::Cancelled),
+    }
+}
+
+/// An arbiter (a thread with its own event loop) stages run on, with the name `GET /actors`
+/// shows for it.
+pub struct StageArbiter {
+    arbiter: Arbiter,
+    name: String,
+}
+
+impl StageArbiter {
+    /// A new thread named `name`.
+    pub fn new(name: &str) -> Self {
+        StageArbiter { arbiter: Arbiter::new(), name: name.to_string() }
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Stops the thread once the stages on it have handled what they hold.
+    pub fn stop(&self) -> bool {
+        self.arbiter.stop()
+    }
+}
+
+/// A started stage: its actor and its mailbox.
+pub struct Started<A: Actor> {
+    addr: Addr<A>,
     mailbox: Mailbox,
 }
 
-impl<M> Clone for StageHandle<M>
+impl<A: Actor<Context = Context<A>>> Started<A> {
+    /// A handle sending `M` to the stage through this process's transport.
+    pub fn handle<M>(&self) -> StageHandle<M>
+    where
+        M: Request,
+        A: Handler<Envelope<M>>,
+    {
+        StageHandle::new(LocalTransport::new(self.addr.clone().recipient(), self.mailbox.clone()))
+    }
+
+    /// The stage's mailbox.
+    pub fn mailbox(&self) -> &Mailbox {
+        &self.mailbox
+    }
+}
+
+/// Starts `actor` on `arbiter` behind a mailbox sized by `spec`, listed in `directory`. The
+/// actix channel is left unbounded: the mailbox's slots are the bound.
+pub fn start<A>(arbiter: &StageArbiter, directory: &ActorDirectory, spec: &MailboxSpec, actor: A) -> Started<A>
 where
-    M: Message + Send + 'static,
-    M::Result: Send,
+    A: Actor<Context = Context<A>> + Send,
 {
-    fn clone(&self) -> Self {
-        StageHandle { recipient: self.recipient.clone(), mailbox: self.mailbox.clone() }
-    }
-}
-
-impl<M> StageHandle<M>
-where
-    M: Message + Send + 'static,
-    M::Result: Send,
-{
-    /// Sends `msg` and waits for the reply. Waits for a mailbox slot at most the mailbox's
-    /// deadline; the reply itself is awaited without a deadline (the request's own timeout
-    /// bounds it).
-    pub async fn call(&self, msg: M) -> Result<M::Result, StageError> {
-        let meters = &self.mailbox.meters;
-        let started = Instant::now();
-        let slot = match tokio::time::timeout(self.mailbox.wait, self.mailbox.slots.clone().acquire_owned()).await {
-            Ok(Ok(slot)) => slot,
-            Ok(Err(_closed)) => return Err(StageError::Stopped { stage: meters.stage.clone() }),
-            Err(_elapsed) => {
-                meters.on_error();
-                return Err(StageError::Saturated { stage: meters.stage.clone(), waited: self.mailbox.wait });
-            }
-        };
-        let (reply, rx) = oneshot::channel();
-        let env = Envelope { msg, reply, meters: meters.clone(), _slot: slot };
-        if self.recipient.try_send(env).is_err() {
-            meters.on_error();
-            return Err(StageError::Stopped { stage: meters.stage.clone() });
-        }
-        meters.on_enqueued();
-        let out = rx.await.map_err(|_| {
-            meters.on_error();
-            StageError::Stopped { stage: meters.stage.clone() }
-        });
-        meters.observe(started.elapsed());
-        out
-    }
-
-    /// The meters of the mailbox behind this handle.
-    pub fn meters(&self) -> &Arc<StageMeters> {
-        &self.mailbox.meters
-    }
-}
-
-/// Replies that are `Result`s count their errors against the stage.
-pub trait CountErrors {
-    /// Whether the reply is an error.
-    fn is_error(&self) -> bool;
-}
-
-impl<T, E> CountErrors for Result<T, E> {
-    fn is_error(&self) -> bool {
-        self.is_err()
-    }
-}
-
-impl<M, T> StageHandle<M>
-where
-    M: Message<Result = Result<T, ApiError>> + Send + 'static,
-    T: Send + 'static,
-{
-    /// Like [`call`](Self::call) for stages answering `Result<_, ApiError>`: mailbox failures
-    /// become their Status (429/503) and error replies are counted.
-    pub async fn ask(&self, msg: M) -> Result<T, ApiError> {
-        let reply = self.call(msg).await?;
-        if reply.is_error() {
-            self.mailbox.meters.on_error();
-        }
-        reply
-    }
+    let mailbox = Mailbox::new(directory, spec, arbiter.name());
+    let addr = A::start_in_arbiter(&arbiter.arbiter.handle(), move |ctx: &mut Context<A>| {
+        ctx.set_mailbox_capacity(0);
+        actor
+    });
+    Started { addr, mailbox }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Serialize};
+
     use super::*;
-    use actix::{Handler, ResponseFuture};
+    use crate::error::StageError;
+    use crate::meters::WhenFull;
 
     struct Sleeper;
     impl Actor for Sleeper {
         type Context = Context<Self>;
     }
 
-    #[derive(Message)]
-    #[rtype(result = "Result<u32, ApiError>")]
+    /// Answers after sleeping this many milliseconds, off the actor.
+    #[derive(Serialize, Deserialize)]
     struct Nap(u64);
+    impl Request for Nap {
+        type Reply = Result<u64, String>;
+    }
 
-    impl Handler<Nap> for Sleeper {
-        type Result = ResponseFuture<Result<u32, ApiError>>;
-        fn handle(&mut self, msg: Nap, _: &mut Context<Self>) -> Self::Result {
-            Box::pin(async move {
+    /// Blocks the actor's thread this many milliseconds.
+    #[derive(Serialize, Deserialize)]
+    struct Block(u64);
+    impl Request for Block {
+        type Reply = Result<u64, String>;
+    }
+
+    impl StageHandler<Nap> for Sleeper {
+        fn handle(&mut self, msg: Nap, _: Deadline, _: &mut Context<Self>) -> Work<Self, Result<u64, String>> {
+            Work::later(async move {
                 tokio::time::sleep(Duration::from_millis(msg.0)).await;
-                Ok(msg.0 as u32)
+                if msg.0 == 13 { Err("unlucky".into()) } else { Ok(msg.0) }
             })
         }
     }
 
-    #[derive(Message)]
-    #[rtype(result = "u32")]
-    struct Block(u64);
-
-    impl Handler<Block> for Sleeper {
-        type Result = u32;
-        fn handle(&mut self, msg: Block, _: &mut Context<Self>) -> u32 {
+    impl StageHandler<Block> for Sleeper {
+        fn handle(&mut self, msg: Block, _: Deadline, _: &mut Context<Self>) -> Work<Self, Result<u64, String>> {
             std::thread::sleep(Duration::from_millis(msg.0));
-            1
+            Work::Done(Ok(msg.0))
         }
     }
 
     crate::stage_handler!(Sleeper => Nap, Block);
 
+    fn started(capacity: usize, when_full: WhenFull) -> (ActorDirectory, Started<Sleeper>) {
+        let directory = ActorDirectory::default();
+        let spec = MailboxSpec { stage: "sleeper".into(), resource: String::new(), capacity, when_full };
+        let s = start(&StageArbiter::new("test"), &directory, &spec, Sleeper);
+        (directory, s)
+    }
+
+    const SHED: WhenFull = WhenFull::Shed { wait: Duration::from_millis(100) };
+
     #[actix::test]
     async fn replies_flow_and_are_counted() {
-        let registry = ActorRegistry::default();
-        let mb = Mailbox::new(&registry, "sleeper", "", 4, Duration::from_millis(50));
-        let addr = mb.start(&Arbiter::new(), Sleeper);
-        let h = mb.handle::<Nap>(addr.recipient());
-        assert_eq!(h.ask(Nap(1)).await.unwrap(), 1);
-        let snap = registry.snapshot();
-        assert_eq!(snap.len(), 1);
-        assert_eq!((snap[0].enqueued, snap[0].dequeued, snap[0].mailbox_depth), (1, 1, 0));
+        let (directory, s) = started(4, SHED);
+        let h = s.handle::<Nap>();
+        assert_eq!(h.call(Nap(1), Deadline::NONE).await.unwrap(), Ok(1));
+        assert_eq!(h.call(Nap(13), Deadline::NONE).await.unwrap(), Err("unlucky".into()));
+        let snap = &directory.snapshot()[0];
+        assert_eq!((snap.enqueued, snap.dequeued, snap.completed, snap.mailbox_depth), (2, 2, 2, 0));
+        assert_eq!((snap.errors, snap.arbiter.as_str()), (1, "test"));
     }
 
     #[actix::test]
-    async fn full_mailbox_pushes_back_with_429() {
-        let registry = ActorRegistry::default();
-        let mb = Mailbox::new(&registry, "blocker", "", 2, Duration::from_millis(100));
-        let addr = mb.start(&Arbiter::new(), Sleeper);
-        let h = mb.handle::<Block>(addr.recipient());
-        // One message is being handled (its slot freed on open), two fill the mailbox.
-        let busy: Vec<_> = (0..3)
+    async fn async_work_holds_its_slot_until_it_answers() {
+        let (directory, s) = started(2, SHED);
+        let h = s.handle::<Nap>();
+        // Two naps are in progress on the actor's arbiter; the actor itself is idle, yet the
+        // mailbox is full: the bound holds for the work, not just the queue.
+        let busy: Vec<_> = (0..2)
             .map(|_| {
-                tokio::spawn({
-                    let h = h.clone();
-                    async move { h.call(Block(600)).await }
-                })
+                let h = h.clone();
+                tokio::spawn(async move { h.call(Nap(600), Deadline::NONE).await })
             })
             .collect();
         tokio::time::sleep(Duration::from_millis(150)).await;
-        let refused = h.call(Block(0)).await.unwrap_err();
-        assert!(matches!(refused, StageError::Saturated { .. }));
-        let status = ApiError::from(refused);
-        assert_eq!((status.code, status.retry_after_seconds), (429, Some(1)));
-        let snap = &registry.snapshot()[0];
-        assert_eq!(snap.mailbox_depth, 2, "two wait while one is handled");
-        assert_eq!(snap.errors, 1);
+        let snap = &directory.snapshot()[0];
+        assert_eq!((snap.queued, snap.in_progress, snap.mailbox_depth), (0, 2, 2), "{snap:?}");
+        let refused = h.call(Nap(0), Deadline::NONE).await.unwrap_err();
+        assert!(matches!(refused, StageError::Saturated { ref stage, .. } if stage == "sleeper"), "{refused:?}");
         for b in busy {
-            assert_eq!(b.await.unwrap().unwrap(), 1);
+            assert_eq!(b.await.unwrap().unwrap(), Ok(600));
         }
-        assert_eq!(registry.snapshot()[0].mailbox_depth, 0);
+        let snap = &directory.snapshot()[0];
+        assert_eq!((snap.mailbox_depth, snap.refused, snap.errors), (0, 1, 1));
+    }
+
+    #[actix::test]
+    async fn a_blocked_actor_shows_its_queue() {
+        let (directory, s) = started(3, SHED);
+        let h = s.handle::<Block>();
+        let busy: Vec<_> = (0..3)
+            .map(|_| {
+                let h = h.clone();
+                tokio::spawn(async move { h.call(Block(400), Deadline::NONE).await })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        let snap = &directory.snapshot()[0];
+        assert_eq!((snap.queued, snap.in_progress), (2, 1), "one is handled while two wait: {snap:?}");
+        for b in busy {
+            assert_eq!(b.await.unwrap().unwrap(), Ok(400));
+        }
+    }
+
+    #[actix::test]
+    async fn work_past_its_deadline_is_cancelled() {
+        let (directory, s) = started(4, SHED);
+        let h = s.handle::<Nap>();
+        let err = h.call(Nap(5_000), Deadline::after(Duration::from_millis(100))).await.unwrap_err();
+        assert!(matches!(err, StageError::DeadlineExceeded { .. }), "{err:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let snap = &directory.snapshot()[0];
+        assert_eq!((snap.mailbox_depth, snap.in_progress), (0, 0), "the nap was dropped, not finished: {snap:?}");
+        assert_eq!(snap.expired + snap.cancelled, 1, "{snap:?}");
+        // A message already past its deadline when opened is not handled at all.
+        let blocker = h.clone();
+        let b = s.handle::<Block>();
+        let blocked = tokio::spawn(async move { b.call(Block(300), Deadline::NONE).await });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let late = blocker.call(Nap(0), Deadline::after(Duration::from_millis(100))).await.unwrap_err();
+        assert!(matches!(late, StageError::DeadlineExceeded { .. }), "{late:?}");
+        blocked.await.unwrap().unwrap().unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(directory.snapshot()[0].mailbox_depth, 0);
     }
 }

@@ -12,9 +12,10 @@
 
 use std::sync::Arc;
 
-use actix::{Actor, Context, Handler, ResponseFuture};
-use actors::error::ApiError;
-use actors::messages::Admit;
+use actix::{Actor, Context};
+use actors::{Deadline, StageHandler, Work};
+use apimachinery::error::ApiError;
+use apimachinery::messages::Admit;
 use async_trait::async_trait;
 use serde_json::Value;
 
@@ -83,6 +84,7 @@ impl AdmissionChain {
 
 /// The admission stage actor.
 pub struct AdmissionActor {
+    /// Shared with the admissions in flight, each a future that outlives the handler call.
     chain: Arc<AdmissionChain>,
 }
 
@@ -97,12 +99,12 @@ impl Actor for AdmissionActor {
     type Context = Context<Self>;
 }
 
-impl Handler<Admit> for AdmissionActor {
-    type Result = ResponseFuture<Result<Value, ApiError>>;
-
-    fn handle(&mut self, msg: Admit, _: &mut Context<Self>) -> Self::Result {
+/// The chain runs as a future on the stage's arbiter: the stage's slot is held until it
+/// answers, and it is dropped (a webhook call with it) when the request's deadline passes.
+impl StageHandler<Admit> for AdmissionActor {
+    fn handle(&mut self, msg: Admit, _: Deadline, _: &mut Context<Self>) -> Work<Self, Result<Value, ApiError>> {
         let chain = self.chain.clone();
-        Box::pin(async move { chain.admit(msg).await })
+        Work::later(async move { chain.admit(msg).await })
     }
 }
 

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use actors::error::ApiError;
-use actors::messages::{Admit, Operation};
+use apimachinery::error::ApiError;
+use apimachinery::messages::{Admit, Operation};
 use async_trait::async_trait;
 use serde_json::Value;
 
@@ -59,8 +59,8 @@ impl AdmissionPlugin for NamespaceLifecycle {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use actors::messages::Target;
-    use actors::request::UserInfo;
+    use apimachinery::messages::Target;
+    use apimachinery::request::UserInfo;
     use serde_json::json;
 
     struct Fixed(Option<Value>);

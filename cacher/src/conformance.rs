@@ -41,16 +41,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use actix::Arbiter;
-use actors::error::{ApiError, Cause, Reason};
-use actors::kinds::{self, ResourceDef};
-use actors::messages::{
-    GetObject, ListObjects, ObjectList, ReadConsistency, Selection, Target, WatchEvent, WatchEventType, WatchObjects,
-    WatchReceiver,
+use actors::{ActorDirectory, Deadline, MailboxSpec, StageArbiter, StageHandle, WhenFull};
+use apimachinery::error::{ApiError, Cause, Reason};
+use apimachinery::kinds::ResourceDef;
+use apimachinery::messages::{
+    GetObject, ListObjects, ObjectList, Target, WatchEvent, WatchEventType, WatchObjects, WatchReceiver,
 };
-use actors::object::ObjectExt;
-use actors::registry::ActorRegistry;
-use actors::stage::{Mailbox, StageHandle};
+use apimachinery::object::ObjectExt;
+use apimachinery::options::{ContinueToken, GetOptions, ListOptions, Params, ReadAt, Selection, WatchOptions};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Map, Value, json};
@@ -86,22 +84,28 @@ pub use storage::conformance::Fixture;
 pub trait StartCacher {
     /// Starts a cacher for `def` over this fixture's store, on its own arbiter, reached through
     /// a bounded mailbox as the gateway reaches it. Must be called inside an actix `System`.
-    fn cacher(&self, def: &'static ResourceDef, options: CacherOptions) -> CacherUnderTest;
+    fn cacher(&self, def: &'static Arc<ResourceDef>, options: CacherOptions) -> CacherUnderTest;
 }
 
 impl StartCacher for Fixture {
-    fn cacher(&self, def: &'static ResourceDef, options: CacherOptions) -> CacherUnderTest {
+    fn cacher(&self, def: &'static Arc<ResourceDef>, options: CacherOptions) -> CacherUnderTest {
         let storage_reads = Arc::new(AtomicU64::new(0));
         let recorder = StorageReadRecorder { reads: Arc::clone(&storage_reads) };
         // The cacher registers its counters when it is built: building it under this recorder
         // binds its fall-through counter to `storage_reads` for the actor's whole life.
-        let (actor, reader) =
-            metrics::with_local_recorder(&recorder, || CacherActor::new(def, Arc::clone(&self.store), PREFIX, options));
-        let registry = ActorRegistry::default();
-        let mailbox = Mailbox::new(&registry, "cacher", &def.qualified(), MAILBOX_CAPACITY, MAILBOX_WAIT);
-        let arbiter = Arbiter::new();
-        let addr = mailbox.start(&arbiter, actor);
-        CacherUnderTest { def, reader, watch: mailbox.handle(addr.recipient()), storage_reads, arbiter }
+        let (actor, reader) = metrics::with_local_recorder(&recorder, || {
+            CacherActor::new(def.clone(), Arc::clone(&self.store), PREFIX, options)
+        });
+        let directory = ActorDirectory::default();
+        let spec = MailboxSpec {
+            stage: "cacher".into(),
+            resource: def.qualified(),
+            capacity: MAILBOX_CAPACITY,
+            when_full: WhenFull::Shed { wait: MAILBOX_WAIT },
+        };
+        let arbiter = StageArbiter::new("cacher");
+        let started = actors::start(&arbiter, &directory, &spec, actor);
+        CacherUnderTest { def, reader, watch: started.handle(), storage_reads, arbiter }
     }
 }
 
@@ -138,7 +142,7 @@ impl metrics::Recorder for StorageReadRecorder {
 /// A running cacher and the handles the gateway would hold to it; stops its arbiter on drop.
 pub struct CacherUnderTest {
     /// The resource it caches.
-    pub def: &'static ResourceDef,
+    pub def: &'static Arc<ResourceDef>,
     /// Gets and lists.
     pub reader: CacheReader,
     /// Watches.
@@ -146,7 +150,7 @@ pub struct CacherUnderTest {
     /// Reads the cacher answered from storage (its `apiserver_cache_list_fallthrough_total`).
     storage_reads: Arc<AtomicU64>,
     /// The cacher's own thread, as the gateway gives cachers theirs.
-    arbiter: Arbiter,
+    arbiter: StageArbiter,
 }
 
 impl Drop for CacherUnderTest {
@@ -158,31 +162,18 @@ impl Drop for CacherUnderTest {
 impl CacherUnderTest {
     /// The target of one object (or, with `name` empty, a collection) of the cached resource.
     pub fn target(&self, namespace: &str, name: &str) -> Target {
-        Target {
-            group: self.def.group.into(),
-            version: self.def.version.into(),
-            resource: self.def.resource.into(),
-            subresource: String::new(),
-            namespace: namespace.into(),
-            name: name.into(),
-        }
+        Target::object(self.def, namespace, name)
     }
 
     /// GET of one object at `resource_version` (`None`: a consistent read).
     pub async fn get_object(&self, namespace: &str, name: &str, rv: Option<&str>) -> Result<Value, ApiError> {
-        let msg = GetObject { target: self.target(namespace, name), consistency: consistency(rv) };
+        let msg = GetObject { target: self.target(namespace, name), options: GetOptions { read_at: read_at(rv) } };
         self.reader.get(msg).await.map(|o| o.value())
     }
 
     /// A consistent, unfiltered, unpaged list of `namespace` (`""`: all), to adjust.
     pub fn list_request(&self, namespace: &str) -> ListObjects {
-        ListObjects {
-            target: self.target(namespace, ""),
-            selection: Selection::default(),
-            consistency: ReadConsistency::default(),
-            limit: 0,
-            continue_token: None,
-        }
+        ListObjects { target: self.target(namespace, ""), options: ListOptions::default() }
     }
 
     /// Sends a list.
@@ -193,7 +184,7 @@ impl CacherUnderTest {
     /// An unfiltered, unpaged list at `rv`, which must succeed.
     pub async fn list_at(&self, namespace: &str, rv: Option<&str>) -> ObjectList {
         let mut msg = self.list_request(namespace);
-        msg.consistency = consistency(rv);
+        msg.options.read_at = read_at(rv);
         self.list_objects(msg).await.unwrap_or_else(|e| panic!("list {namespace:?} at {rv:?}: {e}"))
     }
 
@@ -202,17 +193,13 @@ impl CacherUnderTest {
     pub fn watch_request(&self, namespace: &str, rv: Option<&str>) -> WatchObjects {
         WatchObjects {
             target: self.target(namespace, ""),
-            selection: Selection::default(),
-            consistency: consistency(rv),
-            allow_bookmarks: false,
-            send_initial_events: None,
-            timeout_seconds: None,
+            options: WatchOptions { read_at: read_at(rv), ..WatchOptions::default() },
         }
     }
 
     /// Starts a watch, which must be accepted.
     pub async fn watch_objects(&self, msg: WatchObjects) -> WatchReceiver {
-        self.watch.ask(msg).await.unwrap_or_else(|e| panic!("watch refused: {e}"))
+        self.watch.ask(msg, Deadline::NONE).await.unwrap_or_else(|e| panic!("watch refused: {e}"))
     }
 
     /// Reads the cacher answered from storage so far.
@@ -244,13 +231,13 @@ impl CacherUnderTest {
 // ---------------------------------------------------------------- objects and writes
 
 /// The ConfigMap resource.
-pub fn configmaps() -> &'static ResourceDef {
-    kinds::find("", "v1", "configmaps").expect("configmaps are served")
+pub fn configmaps() -> &'static Arc<ResourceDef> {
+    apimachinery::builtin::find("", "v1", "configmaps").expect("configmaps are served")
 }
 
 /// The Namespace resource (cluster-scoped).
-pub fn namespaces() -> &'static ResourceDef {
-    kinds::find("", "v1", "namespaces").expect("namespaces are served")
+pub fn namespaces() -> &'static Arc<ResourceDef> {
+    apimachinery::builtin::find("", "v1", "namespaces").expect("namespaces are served")
 }
 
 fn label_map(labels: &[(&str, &str)]) -> Map<String, Value> {
@@ -292,7 +279,7 @@ pub fn stored(object: &Value, rv: Revision) -> Value {
 /// Writes a Secret: a write to another resource of the same store, which moves the store's
 /// revision without any event reaching a ConfigMap cacher.
 pub async fn unrelated_write(store: &Arc<dyn Storage>, namespace: &str, name: &str) -> Revision {
-    let secrets = kinds::find("", "v1", "secrets").expect("secrets are served");
+    let secrets = apimachinery::builtin::find("", "v1", "secrets").expect("secrets are served");
     let secret = json!({
         "kind": "Secret",
         "apiVersion": "v1",
@@ -366,13 +353,31 @@ pub async fn delete_object(
 // ---------------------------------------------------------------- reading answers
 
 /// `resourceVersion` of a read, with no `resourceVersionMatch`.
-pub fn consistency(rv: Option<&str>) -> ReadConsistency {
-    ReadConsistency { resource_version: rv.map(String::from), resource_version_match: None }
+pub fn read_at(rv: Option<&str>) -> ReadAt {
+    match rv {
+        None | Some("") => ReadAt::Latest,
+        Some("0") => ReadAt::Any,
+        Some(rv) => ReadAt::NotOlderThan(rv.parse().expect("a revision")),
+    }
 }
 
 /// `resourceVersion` with `resourceVersionMatch`.
-pub fn consistency_match(rv: Option<&str>, rv_match: &str) -> ReadConsistency {
-    ReadConsistency { resource_version: rv.map(String::from), resource_version_match: Some(rv_match.into()) }
+pub fn read_at_match(rv: Option<&str>, rv_match: &str) -> ReadAt {
+    match (read_at(rv), rv_match) {
+        (ReadAt::NotOlderThan(n), "Exact") => ReadAt::Exact(n),
+        (at, _) => at,
+    }
+}
+
+/// Label and field selectors as the list and watch handlers parse them for `def`.
+pub fn selection(def: &ResourceDef, labels: &str, fields: &str) -> Result<Selection, ApiError> {
+    let params = Params::new(vec![("labelSelector".into(), labels.into()), ("fieldSelector".into(), fields.into())]);
+    Selection::parse(&params, def)
+}
+
+/// A continue token a list handed out, as the list handler parses it.
+pub fn token(continue_token: &str) -> ContinueToken {
+    ContinueToken::decode(continue_token).expect("a continue token the server handed out")
 }
 
 fn rv_of(obj: &Value) -> Revision {
@@ -618,8 +623,8 @@ pub async fn resource_version_zero_is_served_from_cache(f: &Fixture) {
     let b_rv = put_object(&f.store, c.def, ns, "b", &b).await;
     c.wait_for_cache(b_rv).await;
     let mut msg = c.list_request(ns);
-    msg.consistency = consistency(Some("0"));
-    msg.limit = 1;
+    msg.options.read_at = read_at(Some("0"));
+    msg.options.limit = 1;
     let list = c.list_objects(msg).await.unwrap();
     assert_eq!(items(&list), [stored(&obj, rv), stored(&b, b_rv)]);
     assert_eq!((list.continue_token, list.remaining_item_count), (None, None));
@@ -642,13 +647,13 @@ pub async fn future_resource_version_waits_for_the_write(f: &Fixture) {
     let list = tokio::spawn({
         let c = Arc::clone(&c);
         let mut msg = c.list_request(ns);
-        msg.consistency = consistency_match(Some(&(now + 2).to_string()), "NotOlderThan");
+        msg.options.read_at = read_at_match(Some(&(now + 2).to_string()), "NotOlderThan");
         async move { c.list_objects(msg).await }
     });
     let watch = tokio::spawn({
         let c = Arc::clone(&c);
         let msg = c.watch_request(ns, Some(&(now + 1).to_string()));
-        async move { c.watch.ask(msg).await }
+        async move { c.watch.ask(msg, Deadline::NONE).await }
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!get.is_finished(), "a get at a future resourceVersion answered before it was written");
@@ -674,7 +679,7 @@ pub async fn future_resource_version_waits_for_the_write(f: &Fixture) {
     let started = Instant::now();
     assert_eq!(c.get_object(ns, "late", Some(&late_rv.to_string())).await.unwrap(), stored(&late2, late2_rv));
     let mut msg = c.list_request(ns);
-    msg.consistency = consistency_match(Some(&late_rv.to_string()), "NotOlderThan");
+    msg.options.read_at = read_at_match(Some(&late_rv.to_string()), "NotOlderThan");
     let list = c.list_objects(msg).await.unwrap();
     assert_eq!(items(&list), [stored(&late2, late2_rv), stored(&later, later_rv)]);
     assert!(started.elapsed() < Duration::from_secs(2), "past resourceVersions are answered without waiting");
@@ -699,13 +704,13 @@ pub async fn future_resource_version_times_out(f: &Fixture) {
     assert!(started.elapsed() >= wait - Duration::from_millis(20), "answered after {:?}", started.elapsed());
 
     let mut msg = c.list_request("fut");
-    msg.consistency = consistency_match(Some(&future), "NotOlderThan");
+    msg.options.read_at = read_at_match(Some(&future), "NotOlderThan");
     let started = Instant::now();
     let e = expect_error(c.list_objects(msg.clone()).await, 504, Reason::Timeout, "list");
     check(&e);
     assert!(started.elapsed() >= wait - Duration::from_millis(20), "answered after {:?}", started.elapsed());
 
-    msg.limit = 2;
+    msg.options.limit = 2;
     let e = expect_error(c.list_objects(msg).await, 504, Reason::Timeout, "paged list");
     check(&e);
 }
@@ -723,7 +728,7 @@ pub async fn watch_from_future_resource_version_outlasts_the_wait(f: &Fixture) {
     let watch = tokio::spawn({
         let c = Arc::clone(&c);
         let msg = c.watch_request(ns, Some(&(now + 2).to_string()));
-        async move { c.watch.ask(msg).await }
+        async move { c.watch.ask(msg, Deadline::NONE).await }
     });
     tokio::time::sleep(wait * 3).await;
     let mut last = (Value::Null, 0);
@@ -756,8 +761,8 @@ pub async fn too_large_resource_version_status_matches_kube(f: &Fixture) {
     assert_eq!(e.message, format!("Timeout: Too large resource version: {future}, current: {now}"));
     assert_eq!(e.causes, std::slice::from_ref(&cause));
     let mut msg = c.list_request("fut");
-    msg.consistency = consistency_match(Some(&future.to_string()), "NotOlderThan");
-    msg.limit = 2;
+    msg.options.read_at = read_at_match(Some(&future.to_string()), "NotOlderThan");
+    msg.options.limit = 2;
     let e = expect_error(c.list_objects(msg).await, 504, Reason::Timeout, "paged list");
     assert_eq!(e.message, format!("Timeout: Too large resource version: {future}, current: {now}"));
     assert_eq!(e.causes, [cause]);
@@ -788,7 +793,7 @@ pub async fn paged_list_is_consistent_at_the_first_page_revision(f: &Fixture) {
     let now = put_object(&f.store, c.def, "paged-other", "a", &configmap("paged-other", "a", &[], "1")).await;
 
     let mut msg = c.list_request(ns);
-    msg.limit = 2;
+    msg.options.limit = 2;
     let page1 = c.list_objects(msg.clone()).await.unwrap();
     assert_eq!(items(&page1), objs[..2]);
     assert_eq!(page1.remaining_item_count, Some(3));
@@ -800,12 +805,12 @@ pub async fn paged_list_is_consistent_at_the_first_page_revision(f: &Fixture) {
     let c_new = configmap(ns, "c", &[], "2");
     let c_new_rv = update_object(&f.store, c.def, ns, "c", &c_new, rv_of(&objs[2])).await;
 
-    msg.continue_token = Some(token1);
+    msg.options.continue_token = Some(token(&token1));
     let page2 = c.list_objects(msg.clone()).await.unwrap();
     assert_eq!(items(&page2), objs[2..4], "page 2 is read at page 1's revision");
     assert_eq!(page2.resource_version, page1.resource_version);
     assert_eq!(page2.remaining_item_count, Some(1));
-    msg.continue_token = Some(page2.continue_token.clone().expect("page 2 has a continue token"));
+    msg.options.continue_token = Some(token(&page2.continue_token.clone().expect("page 2 has a continue token")));
     let page3 = c.list_objects(msg).await.unwrap();
     assert_eq!(items(&page3), objs[4..]);
     assert_eq!(page3.resource_version, page1.resource_version);
@@ -817,7 +822,7 @@ pub async fn paged_list_is_consistent_at_the_first_page_revision(f: &Fixture) {
 
     // A limit covering everything: one page, no token.
     let mut msg = c.list_request(ns);
-    msg.limit = 5;
+    msg.options.limit = 5;
     let all = c.list_objects(msg).await.unwrap();
     assert_eq!(names(&all), ["paged/a", "paged/b", "paged/bb", "paged/c", "paged/e"]);
     assert_eq!((all.continue_token, all.remaining_item_count), (None, None));
@@ -833,20 +838,20 @@ pub async fn exact_list_reads_the_past(f: &Fixture) {
     update_object(&f.store, c.def, ns, "b", &configmap(ns, "b", &[], "2"), at_b).await;
 
     let mut msg = c.list_request(ns);
-    msg.consistency = consistency_match(Some(&at_b.to_string()), "Exact");
+    msg.options.read_at = read_at_match(Some(&at_b.to_string()), "Exact");
     let past = c.list_objects(msg.clone()).await.unwrap();
     assert_eq!(items(&past), objs[..2]);
     assert_eq!(revision_of(&past), at_b);
     assert_eq!((past.continue_token, past.remaining_item_count), (None, None));
 
     let at_e = rv_of(&objs[4]);
-    msg.consistency = consistency_match(Some(&at_e.to_string()), "Exact");
-    msg.limit = 3;
+    msg.options.read_at = read_at_match(Some(&at_e.to_string()), "Exact");
+    msg.options.limit = 3;
     let page1 = c.list_objects(msg.clone()).await.unwrap();
     assert_eq!(items(&page1), objs[..3]);
     assert_eq!((revision_of(&page1), page1.remaining_item_count), (at_e, Some(2)));
-    msg.consistency = ReadConsistency::default();
-    msg.continue_token = page1.continue_token;
+    msg.options.read_at = ReadAt::Latest;
+    msg.options.continue_token = page1.continue_token.as_deref().map(token);
     let page2 = c.list_objects(msg).await.unwrap();
     assert_eq!(items(&page2), objs[3..]);
     assert_eq!((revision_of(&page2), page2.continue_token), (at_e, None));
@@ -864,11 +869,9 @@ pub async fn malformed_continue_token_is_bad_request(f: &Fixture) {
         encode(r#"{"v":"meta.k8s.io/v1","rv":1,"start":""}"#),
         encode(r#"{"v":"meta.k8s.io/v1","rv":1,"start":"../secrets/a"}"#),
     ];
+    // Lists parse their continue token where they enter, before any stage.
     for token in &tokens {
-        let mut msg = c.list_request("tokens");
-        msg.limit = 2;
-        msg.continue_token = Some(token.clone());
-        let e = expect_error(c.list_objects(msg).await, 400, Reason::BadRequest, token);
+        let e = expect_error(ContinueToken::decode(token), 400, Reason::BadRequest, token);
         assert!(e.message.starts_with("invalid continue token"), "{token}: {}", e.message);
     }
 }
@@ -889,7 +892,7 @@ pub async fn continue_after_compaction_is_expired_with_a_fresh_token(f: &Fixture
     let ns = "compacted";
     let objs = five(f, &c, ns).await;
     let mut msg = c.list_request(ns);
-    msg.limit = 2;
+    msg.options.limit = 2;
     let page1 = c.list_objects(msg.clone()).await.unwrap();
     assert_eq!(items(&page1), objs[..2]);
     let first_rv = revision_of(&page1);
@@ -900,23 +903,23 @@ pub async fn continue_after_compaction_is_expired_with_a_fresh_token(f: &Fixture
     let f1_rv = put_object(&f.store, c.def, ns, "f", &f1).await;
     f.store.compact(f1_rv).await.unwrap();
 
-    msg.continue_token = page1.continue_token.clone();
+    msg.options.continue_token = page1.continue_token.clone().as_deref().map(token);
     let e = expect_error(c.list_objects(msg.clone()).await, 410, Reason::Expired, "continue after compaction");
     assert_eq!(e.message, INCONSISTENT_CONTINUE);
     let fresh = e.continue_token.clone().expect("a fresh continue token");
     assert_eq!(e.to_status()["metadata"]["continue"], fresh.as_str());
 
-    msg.continue_token = Some(fresh);
+    msg.options.continue_token = Some(token(&fresh));
     let page2 = c.list_objects(msg.clone()).await.unwrap();
     assert_eq!(items(&page2), [stored(&c2, c2_rv), objs[3].clone()], "continues after b, at the newest revision");
     assert!(revision_of(&page2) >= f1_rv);
-    msg.continue_token = page2.continue_token.clone();
+    msg.options.continue_token = page2.continue_token.clone().as_deref().map(token);
     let page3 = c.list_objects(msg).await.unwrap();
     assert_eq!(items(&page3), [objs[4].clone(), stored(&f1, f1_rv)]);
     assert_eq!(page3.continue_token, None);
 
     let mut exact = c.list_request(ns);
-    exact.consistency = consistency_match(Some(&first_rv.to_string()), "Exact");
+    exact.options.read_at = read_at_match(Some(&first_rv.to_string()), "Exact");
     expect_error(c.list_objects(exact).await, 410, Reason::Expired, "Exact list at a compacted revision");
 
     // The cache's window does not depend on storage history: a watch from before the
@@ -936,7 +939,7 @@ pub async fn exact_list_at_compacted_revision_matches_kube_message(f: &Fixture) 
     let objs = five(f, &c, "compacted").await;
     f.store.compact(rv_of(&objs[4])).await.unwrap();
     let mut exact = c.list_request("compacted");
-    exact.consistency = consistency_match(Some(&rv_of(&objs[1]).to_string()), "Exact");
+    exact.options.read_at = read_at_match(Some(&rv_of(&objs[1]).to_string()), "Exact");
     let e = expect_error(c.list_objects(exact).await, 410, Reason::Expired, "Exact list at a compacted revision");
     assert_eq!(e.message, "The resourceVersion for the provided list is too old.");
 }
@@ -984,9 +987,9 @@ pub async fn selectors_filter_lists(f: &Fixture) {
     for (ns, labels, fields, expected) in cases {
         for (mode, rv, limit) in [("consistent", None, 0), ("resourceVersion=0", Some("0"), 0), ("paged", None, 100)] {
             let mut msg = c.list_request(ns);
-            msg.selection = Selection { label_selector: labels.into(), field_selector: fields.into() };
-            msg.consistency = consistency(rv);
-            msg.limit = limit;
+            msg.options.selection = selection(c.def, labels, fields).unwrap();
+            msg.options.read_at = read_at(rv);
+            msg.options.limit = limit;
             let what = format!("{mode} list of {ns:?} with labels {labels:?}, fields {fields:?}");
             let list = c.list_objects(msg).await.unwrap_or_else(|e| panic!("{what}: {e}"));
             assert_eq!(names(&list), expected, "{what}");
@@ -995,18 +998,18 @@ pub async fn selectors_filter_lists(f: &Fixture) {
     }
 
     let mut msg = c.list_request("");
-    msg.selection.label_selector = "app=web".into();
-    msg.limit = 2;
+    msg.options.selection = selection(c.def, "app=web", "").unwrap();
+    msg.options.limit = 2;
     let page1 = c.list_objects(msg.clone()).await.unwrap();
     assert_eq!(names(&page1), ["sel/a", "sel/c"]);
     assert_eq!(page1.remaining_item_count, None, "no remainingItemCount with a selector");
-    msg.continue_token = Some(page1.continue_token.expect("a filtered page 1 has a continue token"));
+    msg.options.continue_token = Some(token(&page1.continue_token.expect("a filtered page 1 has a continue token")));
     let page2 = c.list_objects(msg).await.unwrap();
     assert_eq!(names(&page2), ["sel2/f"]);
     assert_eq!((page2.continue_token, page2.resource_version), (None, page1.resource_version));
 
     let mut watch = c.watch_request("", None);
-    watch.selection = Selection { label_selector: "app=web".into(), field_selector: "metadata.name!=c".into() };
+    watch.options.selection = selection(c.def, "app=web", "metadata.name!=c").unwrap();
     let mut w = c.watch_objects(watch).await;
     for expected in ["sel/a", "sel2/f"] {
         let (kind, obj) = ev(next_event(&mut w).await);
@@ -1015,12 +1018,8 @@ pub async fn selectors_filter_lists(f: &Fixture) {
     assert_quiet(&mut w).await;
 
     for (labels, fields) in [("app in (web", ""), ("", "spec.foo=x"), ("", "metadata.name")] {
-        let mut msg = c.list_request("sel");
-        msg.selection = Selection { label_selector: labels.into(), field_selector: fields.into() };
-        expect_error(c.list_objects(msg).await, 400, Reason::BadRequest, &format!("list {labels:?} {fields:?}"));
-        let mut watch = c.watch_request("sel", None);
-        watch.selection = Selection { label_selector: labels.into(), field_selector: fields.into() };
-        expect_error(c.watch.ask(watch).await, 400, Reason::BadRequest, &format!("watch {labels:?} {fields:?}"));
+        // Lists and watches parse their selectors where they enter, before any stage.
+        expect_error(selection(c.def, labels, fields), 400, Reason::BadRequest, &format!("{labels:?} {fields:?}"));
     }
 }
 
@@ -1074,10 +1073,10 @@ pub async fn watch_selector_transitions_are_added_and_deleted(f: &Fixture) {
     let from = c.ready().await.to_string();
     let (ns, s) = ("sel", &f.store);
     let mut web = c.watch_request(ns, Some(&from));
-    web.selection.label_selector = "app=web".into();
+    web.options.selection = selection(c.def, "app=web", "").unwrap();
     let mut web = c.watch_objects(web).await;
     let mut one = c.watch_request(ns, Some(&from));
-    one.selection.field_selector = "metadata.name=y".into();
+    one.options.selection = selection(c.def, "", "metadata.name=y").unwrap();
     let mut one = c.watch_objects(one).await;
 
     let x1 = configmap(ns, "x", &[("app", "db")], "1");
@@ -1105,7 +1104,7 @@ pub async fn watch_selector_transitions_are_added_and_deleted(f: &Fixture) {
 
     // The same changes replayed from the window translate the same way.
     let mut replayed = c.watch_request(ns, Some(&from));
-    replayed.selection.label_selector = "app=web".into();
+    replayed.options.selection = selection(c.def, "app=web", "").unwrap();
     let mut replayed = c.watch_objects(replayed).await;
     for (kind, obj) in [
         (WatchEventType::Added, stored(&x2, x2_rv)),
@@ -1139,7 +1138,7 @@ pub async fn watch_without_resource_version_starts_with_current_state(f: &Fixtur
     assert_quiet(&mut w).await;
 
     let mut live = c.watch_request(ns, None);
-    live.send_initial_events = Some(false);
+    live.options.send_initial_events = Some(false);
     let mut live = c.watch_objects(live).await;
     assert_quiet(&mut live).await;
 
@@ -1162,7 +1161,7 @@ pub async fn watch_without_resource_version_starts_with_current_state(f: &Fixtur
     }
     assert_quiet(&mut from_cache).await;
     let mut live_from_cache = c.watch_request(ns, Some("0"));
-    live_from_cache.send_initial_events = Some(false);
+    live_from_cache.options.send_initial_events = Some(false);
     let mut live_from_cache = c.watch_objects(live_from_cache).await;
     assert_quiet(&mut live_from_cache).await;
     let b_gone = delete_object(s, c.def, ns, "b", b1_rv).await;
@@ -1183,9 +1182,9 @@ pub async fn send_initial_events_ends_with_annotated_bookmark(f: &Fixture) {
     let b1_rv = put_object(s, c.def, ns, "b", &b1).await;
 
     let mut msg = c.watch_request(ns, None);
-    msg.consistency = consistency_match(None, "NotOlderThan");
-    msg.allow_bookmarks = true;
-    msg.send_initial_events = Some(true);
+    msg.options.read_at = read_at_match(None, "NotOlderThan");
+    msg.options.allow_bookmarks = true;
+    msg.options.send_initial_events = Some(true);
     let mut w = c.watch_objects(msg).await;
     assert_eq!(ev(next_event(&mut w).await), (WatchEventType::Added, stored(&a1, a1_rv)));
     assert_eq!(ev(next_event(&mut w).await), (WatchEventType::Added, stored(&b1, b1_rv)));
@@ -1248,9 +1247,8 @@ pub async fn watch_older_than_window_gets_one_expired_error(f: &Fixture) {
 
     // sendInitialEvents=true asks for the state, not the history: no 410.
     let mut msg = c.watch_request("old", Some(&revs[0].to_string()));
-    msg.consistency.resource_version_match = Some("NotOlderThan".into());
-    msg.send_initial_events = Some(true);
-    msg.allow_bookmarks = true;
+    msg.options.send_initial_events = Some(true);
+    msg.options.allow_bookmarks = true;
     let mut w = c.watch_objects(msg).await;
     let (kind, obj) = ev(next_event(&mut w).await);
     assert_eq!((kind, obj.name(), rv_of(&obj)), (WatchEventType::Added, "k", revs[5]));
@@ -1315,12 +1313,12 @@ pub async fn last_bookmark_comes_before_the_watch_deadline(f: &Fixture) {
     let c = f.cacher(configmaps(), CacherOptions::default());
     let from = c.ready().await.to_string();
     let mut msg = c.watch_request("quiet", Some(&from));
-    msg.allow_bookmarks = true;
-    msg.timeout_seconds = Some(3);
+    msg.options.allow_bookmarks = true;
+    msg.options.timeout_seconds = Some(3);
     let started = std::time::Instant::now();
     let mut w = c.watch_objects(msg).await;
     let mut no_bookmarks = c.watch_request("quiet", Some(&from));
-    no_bookmarks.timeout_seconds = Some(3);
+    no_bookmarks.options.timeout_seconds = Some(3);
     let mut silent = c.watch_objects(no_bookmarks).await;
     let elsewhere = configmap("busy", "x", &[], "1");
     let rv = put_object(&f.store, c.def, "busy", "x", &elsewhere).await;
@@ -1341,10 +1339,10 @@ pub async fn bookmarks_advance_filtered_watchers(f: &Fixture) {
     let from = c.ready().await.to_string();
     let ns = "bm";
     let mut with = c.watch_request(ns, Some(&from));
-    with.selection.label_selector = "app=web".into();
-    with.allow_bookmarks = true;
+    with.options.selection = selection(c.def, "app=web", "").unwrap();
+    with.options.allow_bookmarks = true;
     let mut without = with.clone();
-    without.allow_bookmarks = false;
+    without.options.allow_bookmarks = false;
     let mut with = c.watch_objects(with).await;
     let mut without = c.watch_objects(without).await;
 
@@ -1366,7 +1364,7 @@ pub async fn bookmarks_follow_delivered_events(f: &Fixture) {
     let from = c.ready().await.to_string();
     let ns = "bm";
     let mut msg = c.watch_request(ns, Some(&from));
-    msg.allow_bookmarks = true;
+    msg.options.allow_bookmarks = true;
     let mut w = c.watch_objects(msg).await;
     let x = configmap(ns, "x", &[], "1");
     let x_rv = put_object(&f.store, c.def, ns, "x", &x).await;
@@ -1492,10 +1490,10 @@ pub async fn namespaces_do_not_leak(f: &Fixture) {
         assert_eq!(names(&c.list_at("teamb", rv).await), ["teamb/a", "teamb/b"], "at {rv:?}");
     }
     let mut msg = c.list_request("team");
-    msg.limit = 1;
+    msg.options.limit = 1;
     let page1 = c.list_objects(msg.clone()).await.unwrap();
     assert_eq!((names(&page1), page1.remaining_item_count), (vec!["team/a".to_string()], Some(1)));
-    msg.continue_token = page1.continue_token;
+    msg.options.continue_token = page1.continue_token.as_deref().map(token);
     let page2 = c.list_objects(msg).await.unwrap();
     assert_eq!((names(&page2), page2.continue_token), (vec!["team/c".to_string()], None));
 
@@ -1539,18 +1537,18 @@ pub async fn cluster_scoped_resources_are_served(f: &Fixture) {
         ("env=prod", "status.phase=Active", &["n1"]),
     ] {
         let mut msg = c.list_request("");
-        msg.selection = Selection { label_selector: labels.into(), field_selector: fields.into() };
+        msg.options.selection = selection(c.def, labels, fields).unwrap();
         assert_eq!(names(&c.list_objects(msg).await.unwrap()), expected, "{labels:?} {fields:?}");
     }
     let mut msg = c.list_request("");
-    msg.limit = 2;
+    msg.options.limit = 2;
     let page1 = c.list_objects(msg.clone()).await.unwrap();
     assert_eq!((names(&page1), page1.remaining_item_count), (vec!["n1".to_string(), "n2".to_string()], Some(1)));
-    msg.continue_token = page1.continue_token;
+    msg.options.continue_token = page1.continue_token.as_deref().map(token);
     assert_eq!(names(&c.list_objects(msg).await.unwrap()), ["n3"]);
 
     let mut watch = c.watch_request("", Some(&n3_rv.to_string()));
-    watch.selection.field_selector = "metadata.name=n1".into();
+    watch.options.selection = selection(c.def, "", "metadata.name=n1").unwrap();
     let mut w = c.watch_objects(watch).await;
     update_object(s, c.def, "", "n2", &namespace("n2", &[("env", "prod")], "Active"), n2_rv).await;
     let n1b = namespace("n1", &[("env", "prod")], "Terminating");
@@ -1597,7 +1595,7 @@ pub async fn consistent_reads_come_from_cache_when_progress_is_prompt(f: &Fixtur
     }
     let counted = c.storage_reads();
     let mut msg = c.list_request(ns);
-    msg.limit = 5;
+    msg.options.limit = 5;
     assert_eq!(c.list_objects(msg).await.unwrap().items.len(), 5);
     assert_eq!(c.storage_reads(), counted + 1, "a paged list is one storage read");
 }

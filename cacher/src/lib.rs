@@ -28,16 +28,15 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
-use actix::fut;
-use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, ResponseActFuture, StreamHandler, WrapFuture};
-use actors::encoded::EncodedObject;
-use actors::error::ApiError;
-use actors::kinds::ResourceDef;
-use actors::messages::{ReadConsistency, Selection, WatchEvent, WatchEventType, WatchObjects, WatchReceiver};
-use actors::selector::{FieldSelector, LabelSelector};
-use actors::stage::StageMeters;
+use actix::{Actor, ActorFutureExt, AsyncContext, Context, StreamHandler, WrapFuture};
+use actors::{Deadline, Request, StageHandler, StageMeters, WhenFull, Work};
+use apimachinery::encoded::EncodedObject;
+use apimachinery::error::ApiError;
+use apimachinery::kinds::ResourceDef;
+use apimachinery::messages::{WatchEvent, WatchEventType, WatchObjects, WatchReceiver};
+use apimachinery::options::ReadAt;
 use serde_json::json;
-use storage::registry::decode_object;
+use storage::codec::decode_object;
 use storage::{EventType, ProgressRequester, Revision, Storage, StorageError, WatchItem};
 use tokio::sync::{mpsc, watch};
 use tokio_stream::StreamExt;
@@ -90,7 +89,7 @@ const FINAL_BOOKMARK_LEAD: Duration = Duration::from_secs(2);
 
 /// The per-resource watch cache actor.
 pub struct CacherActor {
-    def: &'static ResourceDef,
+    def: Arc<ResourceDef>,
     storage: Arc<dyn Storage>,
     prefix: String,
     options: CacherOptions,
@@ -130,13 +129,14 @@ struct CacherMetrics {
 impl CacherMetrics {
     fn new(def: &ResourceDef) -> Self {
         let resource = def.qualified();
+        let (group, version, kind) = (def.group.clone(), def.version.clone(), def.kind.clone());
         CacherMetrics {
             events_received: metrics::counter!("apiserver_watch_cache_events_received_total", "resource" => resource.clone()),
             resource_version: metrics::gauge!("apiserver_watch_cache_resource_version", "resource" => resource.clone()),
             capacity: metrics::gauge!("apiserver_watch_cache_capacity", "resource" => resource.clone()),
             terminated_watchers: metrics::counter!("apiserver_terminated_watchers_total", "resource" => resource),
-            watch_events: metrics::counter!("apiserver_watch_events_total", "group" => def.group, "version" => def.version, "kind" => def.kind),
-            event_sizes: metrics::histogram!("apiserver_watch_events_sizes", "group" => def.group, "version" => def.version, "kind" => def.kind),
+            watch_events: metrics::counter!("apiserver_watch_events_total", "group" => group.clone(), "version" => version.clone(), "kind" => kind.clone()),
+            event_sizes: metrics::histogram!("apiserver_watch_events_sizes", "group" => group, "version" => version, "kind" => kind),
         }
     }
 }
@@ -145,12 +145,12 @@ impl CacherActor {
     /// A cacher for `def`'s objects under `storage_prefix` (e.g. `/registry`), and the reader
     /// that answers gets and lists from its snapshots.
     pub fn new(
-        def: &'static ResourceDef,
+        def: Arc<ResourceDef>,
         storage: Arc<dyn Storage>,
         storage_prefix: &str,
         options: CacherOptions,
     ) -> (Self, CacheReader) {
-        let metrics = CacherMetrics::new(def);
+        let metrics = CacherMetrics::new(&def);
         let prefix = def.key_prefix(storage_prefix);
         let (snapshots, rx) = watch::channel(Arc::new(Snapshot::empty()));
         let shared = Arc::new(Shared {
@@ -159,13 +159,13 @@ impl CacherActor {
             storage_reads: metrics::counter!("apiserver_cache_list_fallthrough_total", "resource" => def.qualified()),
         });
         let reader = CacheReader {
-            def,
+            def: def.clone(),
             storage: storage.clone(),
             prefix: prefix.clone(),
             wait_for_revision: options.wait_for_revision,
             snapshots: rx,
             shared: shared.clone(),
-            meters: Arc::new(StageMeters::new("cache-reads", &def.qualified(), 0)),
+            meters: Arc::new(StageMeters::new("cache-reads", &def.qualified(), 0, WhenFull::NoMailbox, "http")),
             _registration: None,
         };
         let actor = CacherActor {
@@ -209,9 +209,9 @@ impl CacherActor {
         let generation = self.generation;
         let storage = self.storage.clone();
         let prefix = self.prefix.clone();
-        let def = self.def;
+        let def = self.def.clone();
         let fut = async move {
-            let (objects, revision) = initial_list(def, storage.as_ref(), &prefix).await?;
+            let (objects, revision) = initial_list(&def, storage.as_ref(), &prefix).await?;
             let watch = storage.watch(&prefix, revision).await?;
             Ok::<_, StorageError>((objects, revision, watch))
         };
@@ -287,7 +287,7 @@ impl CacherActor {
                 Some(old) if old.revision == entry.revision => continue,
                 // Deleted and created again in the gap: watchers see both, as they would live.
                 Some(old) if uid(old) != uid(entry) => {
-                    let entry = Arc::new(old.at(self.def, at));
+                    let entry = Arc::new(old.at(&self.def, at));
                     let kind = EventType::Deleted;
                     changes.push(CachedEvent { kind, revision: at, entry, prev: prev.take(), received });
                     EventType::Added
@@ -300,7 +300,7 @@ impl CacherActor {
             if !fresh.contains_key(key) {
                 // A live DELETED event carries the deletion's revision; the re-list revision is
                 // the closest this catch-up knows.
-                let entry = Arc::new(old.at(self.def, revision));
+                let entry = Arc::new(old.at(&self.def, revision));
                 let kind = EventType::Deleted;
                 changes.push(CachedEvent { kind, revision, entry, prev: Some(old.clone()), received });
             }
@@ -346,10 +346,10 @@ impl CacherActor {
         let decoded = decode_object(&event.kv);
         let prev = if event.kind == EventType::Deleted { self.objects.remove(&key) } else { None };
         let entry = match (decoded, event.kind, &prev) {
-            (Ok(o), _, _) => Arc::new(Entry::new(self.def, &o)),
+            (Ok(o), _, _) => Arc::new(Entry::new(&self.def, &o)),
             // A deletion reported without the last value (etcd after compaction): the cached
             // state, at the deletion's revision.
-            (Err(_), EventType::Deleted, Some(last)) => Arc::new(last.at(self.def, revision)),
+            (Err(_), EventType::Deleted, Some(last)) => Arc::new(last.at(&self.def, revision)),
             (Err(e), _, _) => {
                 tracing::error!(resource = self.def.resource, "skipping undecodable event: {e}");
                 self.advance(revision);
@@ -367,13 +367,13 @@ impl CacherActor {
     }
 
     fn dispatch(&mut self, event: &CachedEvent) {
-        let def = self.def;
-        let mut lines = Lines::new(def, event);
+        let def = self.def.clone();
+        let mut lines = Lines::new(&def, event);
         let (budget, limit) = self.slow_watcher_limits();
         let mut cut = Vec::new();
         let mut delivered = 0;
         for (id, w) in &mut self.watchers {
-            let Some(kind) = w.sees(def, event) else { continue };
+            let Some(kind) = w.sees(&def, event) else { continue };
             match w.flush().and_then(|()| w.push(lines.get(kind))) {
                 Ok(()) if w.too_slow(budget, limit) => cut.push(*id),
                 Ok(()) => delivered += 1,
@@ -418,7 +418,7 @@ impl CacherActor {
     fn send_bookmarks(&mut self, only_ending: bool) {
         let rv = self.revision;
         let ending_by = Instant::now() + FINAL_BOOKMARK_LEAD;
-        let bookmark = WatchEvent::new(WatchEventType::Bookmark, bookmark(self.def, rv, false));
+        let bookmark = WatchEvent::new(WatchEventType::Bookmark, bookmark(&self.def, rv, false));
         for w in self.watchers.values_mut() {
             let ending = !w.final_bookmark_sent && w.deadline.is_some_and(|d| d <= ending_by);
             if only_ending && !ending {
@@ -435,25 +435,15 @@ impl CacherActor {
         }
     }
 
-    fn add_watcher(
-        &mut self,
-        msg: &WatchObjects,
-        labels: LabelSelector,
-        fields: FieldSelector,
-    ) -> Result<WatchReceiver, ApiError> {
-        let from = match msg.consistency.resource_version.as_deref() {
-            None | Some("") | Some("0") => None,
-            Some(rv) => Some(
-                rv.parse::<Revision>()
-                    .map_err(|_| ApiError::bad_request(format!("invalid resource version \"{rv}\"")))?,
-            ),
-        };
+    fn add_watcher(&mut self, msg: &WatchObjects) -> Result<WatchReceiver, ApiError> {
+        let options = &msg.options;
+        let from = options.read_at.revision();
         let (tx, rx) = mpsc::channel(self.options.watcher_buffer.max(1));
         let mut watcher = Watcher {
             namespace: msg.target.namespace.clone(),
-            labels,
-            fields,
-            bookmarks: msg.allow_bookmarks,
+            labels: options.selection.labels.clone(),
+            fields: options.selection.fields.clone(),
+            bookmarks: options.allow_bookmarks,
             tx,
             overflow: VecDeque::new(),
             backlog: 0,
@@ -462,7 +452,7 @@ impl CacherActor {
             after: 0,
             last_bookmark: 0,
             // A deadline past what the clock can represent is no deadline.
-            deadline: msg.timeout_seconds.and_then(|t| Instant::now().checked_add(Duration::from_secs(t))),
+            deadline: options.timeout_seconds.and_then(|t| Instant::now().checked_add(Duration::from_secs(t))),
             final_bookmark_sent: false,
         };
         if let Some(from) = from {
@@ -471,7 +461,7 @@ impl CacherActor {
             watcher.start = from;
             watcher.after = from;
         }
-        let initial = matches!((from, msg.send_initial_events), (_, Some(true)) | (None, None));
+        let initial = matches!((from, options.send_initial_events), (_, Some(true)) | (None, None));
         let mut backlog: Vec<WatchEvent> = Vec::new();
         if initial {
             let start = self.reader.namespace_range(&watcher.namespace);
@@ -482,8 +472,8 @@ impl CacherActor {
                     backlog.push(WatchEvent::deferred(WatchEventType::Added, e.object.clone()));
                 }
             }
-            if msg.send_initial_events == Some(true) {
-                backlog.push(WatchEvent::new(WatchEventType::Bookmark, bookmark(self.def, self.revision, true)));
+            if options.send_initial_events == Some(true) {
+                backlog.push(WatchEvent::new(WatchEventType::Bookmark, bookmark(&self.def, self.revision, true)));
             }
         } else if let Some(from) = from {
             let in_gap = self.resync_gap.is_some_and(|(seen, relisted)| from > seen && from < relisted);
@@ -496,10 +486,10 @@ impl CacherActor {
                 return Ok(WatchReceiver(rx));
             }
             for e in self.window.iter().filter(|e| e.revision > from) {
-                if let Some(kind) = watcher.sees(self.def, e) {
+                if let Some(kind) = watcher.sees(&self.def, e) {
                     // Lines are built as the client reads: a long replay holds no copies.
                     let object = if kind == WatchEventType::Deleted {
-                        watchers::departed(self.def, e)
+                        watchers::departed(&self.def, e)
                     } else {
                         e.entry.object.clone()
                     };
@@ -605,7 +595,7 @@ const SYNC_PAGE: usize = 1_000;
 /// Lists the resource at one revision, page by page, into cache entries (off the actor, so a
 /// large sync does not hold up watch registrations).
 async fn initial_list(
-    def: &'static ResourceDef,
+    def: &ResourceDef,
     storage: &dyn Storage,
     prefix: &str,
 ) -> Result<(Objects, Revision), StorageError> {
@@ -634,38 +624,26 @@ async fn initial_list(
     }
 }
 
-pub(crate) fn parse_selection(def: &ResourceDef, s: &Selection) -> Result<(LabelSelector, FieldSelector), ApiError> {
-    let labels = LabelSelector::parse(&s.label_selector)?;
-    // Validation also converts aliases (`spec.host`) to the canonical labels `field_set` uses.
-    let fields = FieldSelector::parse(&s.field_selector)?.validate_for(def)?;
-    Ok((labels, fields))
-}
-
-impl Handler<WatchObjects> for CacherActor {
-    type Result = ResponseActFuture<Self, Result<WatchReceiver, ApiError>>;
-
-    fn handle(&mut self, msg: WatchObjects, _: &mut Context<Self>) -> Self::Result {
-        let (labels, fields) = match parse_selection(self.def, &msg.selection) {
-            Ok(s) => s,
-            Err(e) => return Box::pin(fut::ready(Err(e))),
-        };
+impl StageHandler<WatchObjects> for CacherActor {
+    fn handle(
+        &mut self,
+        msg: WatchObjects,
+        _: Deadline,
+        _: &mut Context<Self>,
+    ) -> Work<Self, <WatchObjects as Request>::Reply> {
         // A consistent watch (no resourceVersion) and a watch-list from a revision newer than the
         // cache wait for the cache, like reads; any other watch registers at once, answered from
         // the window or, from a future revision, with what follows it.
-        let consistency = match msg.consistency.resource_version.as_deref() {
-            Some(rv)
-                if rv != "0"
-                    && msg.send_initial_events == Some(true)
-                    && rv.parse::<Revision>().is_ok_and(|n| n > self.revision) =>
-            {
-                msg.consistency.clone()
+        let wait = match msg.options.read_at {
+            ReadAt::NotOlderThan(n) if msg.options.send_initial_events == Some(true) && n > self.revision => {
+                ReadAt::NotOlderThan(n)
             }
-            None | Some("") => ReadConsistency::default(),
-            _ => ReadConsistency { resource_version: Some("0".into()), resource_version_match: None },
+            ReadAt::Latest => ReadAt::Latest,
+            _ => ReadAt::Any,
         };
         let reader = self.reader.clone();
-        let wait = async move { reader.fresh(&consistency, false).await.map(|_| ()) };
-        Box::pin(wait.into_actor(self).map(move |r, act, _| r.and_then(|()| act.add_watcher(&msg, labels, fields))))
+        let fresh = async move { reader.fresh(wait, false).await.map(|_| ()) };
+        Work::OnActor(Box::pin(fresh.into_actor(self).map(move |r, act, _| r.and_then(|()| act.add_watcher(&msg)))))
     }
 }
 

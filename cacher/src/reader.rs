@@ -7,16 +7,18 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use actors::encoded::EncodedObject;
-use actors::error::ApiError;
-use actors::kinds::ResourceDef;
-use actors::messages::{GetObject, ListObjects, ObjectList, ReadConsistency, Target};
-use actors::object::ObjectExt;
-use actors::registry::{ActorRegistry, Registration};
-use actors::selector::{FieldSelector, LabelSelector};
-use actors::stage::StageMeters;
+use actors::StageMeters;
+use actors::directory::{ActorDirectory, Registration};
+use apimachinery::encoded::EncodedObject;
+use apimachinery::error::ApiError;
+use apimachinery::kinds::ResourceDef;
+use apimachinery::messages::{GetObject, ListObjects, ObjectList, Target};
+use apimachinery::object::ObjectExt;
+use apimachinery::options::ReadAt;
+use apimachinery::selector::{FieldSelector, LabelSelector};
 use serde_json::Value;
-use storage::registry::{decode_object, interpret};
+use storage::codec::decode_object;
+use storage::errors::interpret;
 use storage::{ProgressRequester, Revision, Storage};
 use tokio::sync::watch;
 
@@ -46,7 +48,7 @@ impl Entry {
             object: EncodedObject::encode(obj),
             revision: obj.resource_version().parse().unwrap_or(0),
             labels: labels.into_boxed_slice(),
-            fields: actors::selector::field_set(def, obj),
+            fields: def.field_set(obj),
         }
     }
 
@@ -130,9 +132,13 @@ pub(crate) enum Source {
 
 /// Gets and lists of one resource, answered from the cacher's snapshots (or storage when the
 /// cache cannot prove it is fresh). Cheap to clone; every clone reads the same cache.
+///
+/// Shared memory by design, not a stage behind a handle: a read is a lookup in an immutable
+/// snapshot on the caller's own task, so it never queues behind watch fan-out in the cacher's
+/// mailbox. A stage in another process would reach it through its own local reader.
 #[derive(Clone)]
 pub struct CacheReader {
-    pub(crate) def: &'static ResourceDef,
+    pub(crate) def: Arc<ResourceDef>,
     pub(crate) storage: Arc<dyn Storage>,
     pub(crate) prefix: String,
     pub(crate) wait_for_revision: Duration,
@@ -145,8 +151,8 @@ pub struct CacheReader {
 
 impl CacheReader {
     /// Lists this reader among the actors the admin endpoint shows, as `cache-reads`.
-    pub fn register(mut self, registry: &ActorRegistry) -> Self {
-        self._registration = Some(Arc::new(registry.register(self.meters.clone())));
+    pub fn register(mut self, directory: &ActorDirectory) -> Self {
+        self._registration = Some(Arc::new(directory.register(self.meters.clone())));
         self
     }
 
@@ -157,29 +163,29 @@ impl CacheReader {
 
     /// Runs a read under the reader's meters, counting it in flight and its error if any.
     async fn metered<T>(&self, read: impl Future<Output = Result<T, ApiError>>) -> Result<T, ApiError> {
-        let _call = self.meters.start_call();
+        let mut call = self.meters.start_call();
         let out = read.await;
         if out.is_err() {
-            self.meters.on_error();
+            call.failed();
         }
         out
     }
 
     async fn get_inner(&self, msg: GetObject) -> Result<EncodedObject, ApiError> {
-        match self.fresh(&msg.consistency, true).await? {
+        match self.fresh(msg.options.read_at, true).await? {
             Source::Cache(snapshot) => snapshot
                 .objects
                 .get(self.key(&msg.target).as_str())
                 .map(|e| e.object.clone())
-                .ok_or_else(|| ApiError::not_found(self.def.group, self.def.resource, &msg.target.name)),
+                .ok_or_else(|| ApiError::not_found(&self.def.group, &self.def.resource, &msg.target.name)),
             Source::Storage => {
                 self.shared.storage_reads.increment(1);
-                let (def, name) = (self.def, &msg.target.name);
+                let (def, name) = (&self.def, &msg.target.name);
                 match self.storage.get(&self.key(&msg.target)).await.map_err(|e| interpret(def, name, e))? {
                     (Some(kv), _) => {
                         decode_object(&kv).map(|o| EncodedObject::encode(&o)).map_err(|e| interpret(def, name, e))
                     }
-                    (None, _) => Err(ApiError::not_found(def.group, def.resource, name)),
+                    (None, _) => Err(ApiError::not_found(&def.group, &def.resource, name)),
                 }
             }
         }
@@ -191,18 +197,18 @@ impl CacheReader {
     }
 
     async fn list_inner(&self, msg: ListObjects) -> Result<ObjectList, ApiError> {
-        let (labels, fields) = crate::parse_selection(self.def, &msg.selection)?;
-        let rv = msg.consistency.resource_version.as_deref().unwrap_or("");
-        let exact = msg.consistency.resource_version_match.as_deref() == Some("Exact");
+        let options = &msg.options;
+        let exact = matches!(options.read_at, ReadAt::Exact(_));
         // Pages must be consistent at one revision, which only storage history keeps.
-        let paged = msg.continue_token.is_some() || (msg.limit > 0 && rv != "0") || exact;
-        let source = if paged { Source::Storage } else { self.fresh(&msg.consistency, true).await? };
+        let paged = options.continue_token.is_some() || (options.limit > 0 && options.read_at != ReadAt::Any) || exact;
+        let source = if paged { Source::Storage } else { self.fresh(options.read_at, true).await? };
+        let (labels, fields) = (&options.selection.labels, &options.selection.fields);
         match source {
-            Source::Cache(snapshot) => Ok(self.list_snapshot(&snapshot, &msg.target, &labels, &fields)),
+            Source::Cache(snapshot) => Ok(self.list_snapshot(&snapshot, &msg.target, labels, fields)),
             Source::Storage => {
                 self.shared.storage_reads.increment(1);
                 let prefix = self.namespace_range(&msg.target.namespace);
-                continuation::list_from_storage(self.def, self.storage.clone(), &prefix, &msg, &labels, &fields).await
+                continuation::list_from_storage(&self.def, self.storage.clone(), &prefix, options).await
             }
         }
     }
@@ -252,18 +258,11 @@ impl CacheReader {
     /// `may_read_storage` goes to storage instead of waiting when the backend's progress
     /// notifications are slow (etcd batches them about every 100 ms), as kube 1.30 serves
     /// consistent reads from etcd.
-    pub(crate) async fn fresh(
-        &self,
-        consistency: &ReadConsistency,
-        may_read_storage: bool,
-    ) -> Result<Source, ApiError> {
-        let explicit = match consistency.resource_version.as_deref() {
-            None | Some("") => None,
-            Some("0") => Some(0),
-            Some(rv) => Some(
-                rv.parse::<Revision>()
-                    .map_err(|_| ApiError::bad_request(format!("invalid resource version \"{rv}\"")))?,
-            ),
+    pub(crate) async fn fresh(&self, read_at: ReadAt, may_read_storage: bool) -> Result<Source, ApiError> {
+        let explicit = match read_at {
+            ReadAt::Latest => None,
+            ReadAt::Any => Some(0),
+            ReadAt::NotOlderThan(n) | ReadAt::Exact(n) => Some(n),
         };
         let now = self.snapshots.borrow().clone();
         if now.ready && explicit.is_some_and(|n| now.revision >= n) {
@@ -271,7 +270,7 @@ impl CacheReader {
         }
         let target = match explicit {
             Some(n) => n,
-            None => self.storage.current_revision().await.map_err(|e| interpret(self.def, "", e))?,
+            None => self.storage.current_revision().await.map_err(|e| interpret(&self.def, "", e))?,
         };
         let now = self.snapshots.borrow().clone();
         if now.ready && now.revision >= target {
@@ -316,14 +315,14 @@ mod tests {
 
     #[test]
     fn entries_match_label_and_field_selectors() {
-        let def = actors::kinds::find("", "v1", "configmaps").unwrap();
+        let def = apimachinery::builtin::find("", "v1", "configmaps").unwrap();
         let obj = json!({"metadata": {"name": "a", "namespace": "ns", "resourceVersion": "7",
             "labels": {"zone": "1", "app": "web", "m": "x"}}});
         let e = Entry::new(def, &obj);
         assert_eq!((e.revision, e.namespace()), (7, "ns"));
         let sel = |l: &str, f: &str| {
             let labels = LabelSelector::parse(l).unwrap();
-            let fields = FieldSelector::parse(f).unwrap().validate_for(def).unwrap();
+            let fields = FieldSelector::parse(f).unwrap().validate_for(def.field_labels()).unwrap();
             e.matches(&labels, &fields)
         };
         assert!(sel("", ""));

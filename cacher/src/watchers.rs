@@ -5,10 +5,10 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
-use actors::encoded::EncodedObject;
-use actors::kinds::ResourceDef;
-use actors::messages::{WatchEvent, WatchEventType};
-use actors::selector::{FieldSelector, LabelSelector};
+use apimachinery::encoded::EncodedObject;
+use apimachinery::kinds::ResourceDef;
+use apimachinery::messages::{WatchEvent, WatchEventType};
+use apimachinery::selector::{FieldSelector, LabelSelector};
 use storage::{EventType, Revision};
 use tokio::sync::mpsc;
 

@@ -1,20 +1,25 @@
 //! The admin endpoint, on its own loopback listener: `GET /actors` lists every actor with its
-//! mailbox meters. It reads the shared counters only, so it answers even while a stage is
-//! saturated.
+//! mailbox meters (queued and in progress apart, the arbiter it runs on, what it does when
+//! full). It reads the shared counters only, so it answers even while a stage is saturated.
+//! `POST /compact` compacts storage now; `POST /faults` sets injected storage faults when the
+//! server allows them (`--enable-fault-injection`).
 
 use actix_web::{HttpResponse, web};
+use apimachinery::options::Params;
 use serde_json::json;
 
-use crate::server::Server;
+use crate::state::ServerState;
 
 /// Registers the admin routes.
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.route("/actors", web::get().to(actors)).route("/compact", web::post().to(compact));
+    cfg.route("/actors", web::get().to(actors))
+        .route("/compact", web::post().to(compact))
+        .route("/faults", web::post().to(faults));
 }
 
-async fn actors(server: web::Data<Server>) -> HttpResponse {
+async fn actors(server: web::Data<ServerState>) -> HttpResponse {
     let actors: Vec<_> = server
-        .registry
+        .directory
         .snapshot()
         .into_iter()
         .map(|m| {
@@ -29,7 +34,7 @@ async fn actors(server: web::Data<Server>) -> HttpResponse {
 
 /// Compacts every backend's history up to its current revision now, so tests and operators can
 /// force the 410 paths without waiting for the compaction interval.
-async fn compact(server: web::Data<Server>) -> HttpResponse {
+async fn compact(server: web::Data<ServerState>) -> HttpResponse {
     let mut done = Vec::new();
     for storage in server.router.backends() {
         let result = async {
@@ -46,4 +51,22 @@ async fn compact(server: web::Data<Server>) -> HttpResponse {
         }
     }
     HttpResponse::Ok().json(json!({ "backends": done }))
+}
+
+/// `POST /faults?storageWriteDelay=3s`: every storage write waits that long first (`0s`: not at
+/// all). 404 unless the server was started with `--enable-fault-injection`.
+async fn faults(server: web::Data<ServerState>, req: actix_web::HttpRequest) -> HttpResponse {
+    let Some(faults) = &server.faults else {
+        return HttpResponse::NotFound().body("fault injection is off (--enable-fault-injection)\n");
+    };
+    let query = Params::new(
+        web::Query::<Vec<(String, String)>>::from_query(req.query_string()).map(|q| q.into_inner()).unwrap_or_default(),
+    );
+    if let Some(delay) = query.get("storageWriteDelay") {
+        match crate::config::parse_duration(delay) {
+            Ok(d) => faults.set_write_delay(d),
+            Err(e) => return HttpResponse::BadRequest().body(format!("storageWriteDelay: {e}\n")),
+        }
+    }
+    HttpResponse::Ok().json(json!({ "storageWriteDelayMillis": faults.write_delay().as_millis() as u64 }))
 }

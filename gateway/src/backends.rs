@@ -1,29 +1,42 @@
 //! Opens the storage backends the flags ask for and routes resources to them: the embedded
 //! store or etcd3 as the default, `--etcd-servers-overrides` for single resources (`embedded`
 //! names this server's own store), each wrapped in encryption at rest when
-//! `--encryption-provider-config` is given.
+//! `--encryption-provider-config` is given, and in fault injection when
+//! `--enable-fault-injection` allows it.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use apimachinery::kinds::Catalogue;
 use storage::Storage;
 use storage::embedded::{EmbeddedOptions, EmbeddedStore};
 use storage::encryption::{EncryptedStorage, EncryptionConfig};
 use storage::etcd::{EtcdOptions, EtcdStore};
-use storage::router::{StorageRouter, parse_overrides, resource_def};
+use storage::faults::{Faults, FaultyStorage};
+use storage::router::{StorageRouter, parse_overrides};
 
 use crate::config::{ServeOptions, StorageBackend};
 
-/// Opens every backend and builds the router.
-pub async fn open(options: &ServeOptions, data_dir: &Path) -> Result<Arc<StorageRouter>, String> {
+/// Opens every backend and builds the router for the resources of `catalogue`; every backend
+/// is subject to `faults` when given.
+pub async fn open(
+    options: &ServeOptions,
+    data_dir: &Path,
+    catalogue: &Catalogue,
+    faults: Option<&Arc<Faults>>,
+) -> Result<Arc<StorageRouter>, String> {
     let encryption = match &options.encryption_provider_config {
         Some(path) => Some(EncryptionConfig::load(path).map_err(|e| format!("--encryption-provider-config: {e}"))?),
         None => None,
     };
     let encrypt = |backend: Arc<dyn Storage>| -> Arc<dyn Storage> {
-        match &encryption {
-            Some(config) => EncryptedStorage::new(backend, config.clone(), &options.etcd_prefix),
+        let backend: Arc<dyn Storage> = match &encryption {
+            Some(config) => EncryptedStorage::new(backend, config.clone(), &options.etcd_prefix, catalogue),
+            None => backend,
+        };
+        match faults {
+            Some(faults) => FaultyStorage::new(backend, faults.clone()),
             None => backend,
         }
     };
@@ -47,11 +60,11 @@ pub async fn open(options: &ServeOptions, data_dir: &Path) -> Result<Arc<Storage
         }
     };
     let mut router = StorageRouter::new(encrypt(default));
-    for o in parse_overrides(options.etcd_servers_overrides.as_deref().unwrap_or(""))? {
-        let def = resource_def(&o.group, &o.resource).expect("parse_overrides checks the resource");
+    for o in parse_overrides(options.etcd_servers_overrides.as_deref().unwrap_or(""), catalogue)? {
+        let def = catalogue.find_any_version(&o.group, &o.resource).expect("parse_overrides checks the resource");
         let backend = if o.servers == ["embedded"] { open_embedded()? } else { etcd(options, &o.servers).await? };
         tracing::info!(resource = %def.qualified(), backend = %backend.describe(), "storage override");
-        router.route(def, &options.etcd_prefix, encrypt(backend));
+        router.route(&def, &options.etcd_prefix, encrypt(backend));
     }
     Ok(Arc::new(router))
 }
@@ -90,15 +103,19 @@ pub fn spawn_compaction(router: Arc<StorageRouter>, interval: Duration) {
 
 /// Publishes `apiserver_storage_objects{resource}` every `interval`, counting each resource in
 /// the backend that stores it, as kube-apiserver does once a minute.
-pub fn spawn_object_counts(router: Arc<StorageRouter>, storage_prefix: String, interval: Duration) {
+pub fn spawn_object_counts(
+    router: Arc<StorageRouter>,
+    catalogue: Arc<Catalogue>,
+    storage_prefix: String,
+    interval: Duration,
+) {
     actix_web::rt::spawn(async move {
         loop {
-            let mut seen = std::collections::HashSet::new();
-            for def in actors::kinds::BUILTIN.iter().filter(|d| seen.insert(d.storage_path)) {
+            for def in catalogue.stores() {
                 let prefix = def.key_prefix(&storage_prefix);
                 match router.backend(&prefix).count(&prefix).await {
                     Ok(n) => metrics::gauge!("apiserver_storage_objects", "resource" => def.qualified()).set(n as f64),
-                    Err(e) => tracing::debug!(resource = def.resource, "counting objects: {e}"),
+                    Err(e) => tracing::debug!(resource = %def.resource, "counting objects: {e}"),
                 }
             }
             tokio::time::sleep(interval).await;

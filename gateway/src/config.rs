@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::auth::AuthorizationMode;
+use auth::AuthorizationMode;
 
 /// A Kubernetes-compatible API server built from actors.
 #[derive(Parser, Debug)]
@@ -61,8 +61,8 @@ pub struct ServeOptions {
     /// Allow unauthenticated requests as `system:anonymous` (authorization still applies).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub anonymous_auth: bool,
-    /// Authorization mode.
-    #[arg(long, value_enum, default_value = "RBAC")]
+    /// Authorization mode: `RBAC` or `AlwaysAllow`.
+    #[arg(long, default_value = "RBAC", value_parser = parse_authorization_mode)]
     pub authorization_mode: AuthorizationMode,
     /// Admission plugins to run, in order (comma-separated).
     #[arg(long, value_delimiter = ',', default_values_t = admission::DEFAULT_PLUGINS.iter().map(|s| s.to_string()))]
@@ -98,6 +98,14 @@ pub struct ServeOptions {
     /// Minimum watch timeout; each watch gets a random timeout between it and twice it.
     #[arg(long, default_value_t = 1800)]
     pub min_request_timeout: u64,
+    /// How long a non-long-running request may take before it is answered with 504 and its
+    /// stage work is cancelled (a client's `?timeout=` may shorten it).
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+    /// The range Service cluster IPs are allocated from; its first address is the
+    /// `kubernetes` Service's.
+    #[arg(long, default_value = "10.96.0.0/12", value_parser = parse_service_range)]
+    pub service_cluster_ip_range: registry::ServiceRange,
     /// Largest accepted request body, in bytes.
     #[arg(long, default_value_t = 3 * 1024 * 1024)]
     pub max_request_body_bytes: usize,
@@ -107,6 +115,10 @@ pub struct ServeOptions {
     /// How long a request waits for a slot in a full mailbox before it is refused with 429.
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     pub stage_mailbox_wait: Duration,
+    /// Let the admin endpoint inject storage faults (`POST /faults?storageWriteDelay=2s`), for
+    /// testing backpressure and deadlines; off in normal operation.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
+    pub enable_fault_injection: bool,
     /// Finalize deleted namespaces (delete their content, then the namespace), the job of
     /// kube-controller-manager in a full cluster; off leaves them `Terminating`.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
@@ -139,6 +151,14 @@ impl ServeOptions {
             .find(|(r, _)| r == qualified_resource)
             .map_or(self.default_watch_cache_size, |(_, n)| *n)
     }
+}
+
+fn parse_authorization_mode(s: &str) -> Result<AuthorizationMode, String> {
+    s.parse()
+}
+
+fn parse_service_range(s: &str) -> Result<registry::ServiceRange, String> {
+    registry::ServiceRange::parse(s)
 }
 
 /// Parses one `resource[.group]#size` entry of `--watch-cache-sizes`.

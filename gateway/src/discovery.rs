@@ -1,7 +1,7 @@
 //! Discovery: `/api`, `/apis`, group and group-version documents, and aggregated discovery
 //! (`apidiscovery.k8s.io/v2`), which client-go 1.30 asks for first.
 
-use actors::kinds::{self, ResourceDef, Subresource};
+use apimachinery::kinds::{Catalogue, ResourceDef, Subresource};
 use serde_json::{Value, json};
 
 /// The media type of aggregated discovery responses; client-go checks it on the response.
@@ -39,38 +39,38 @@ pub fn api_versions(server_address: &str) -> Value {
     })
 }
 
-fn group_json(name: &str, versions: &[&str]) -> Value {
+fn group_json(name: &str, versions: &[String]) -> Value {
     let versions: Vec<Value> =
         versions.iter().map(|v| json!({ "groupVersion": format!("{name}/{v}"), "version": v })).collect();
     json!({ "name": name, "versions": versions.clone(), "preferredVersion": versions[0] })
 }
 
 /// `GET /apis`.
-pub fn api_group_list() -> Value {
+pub fn api_group_list(catalogue: &Catalogue) -> Value {
     let groups: Vec<Value> =
-        kinds::groups().iter().filter(|g| !g.name.is_empty()).map(|g| group_json(g.name, &g.versions)).collect();
+        catalogue.groups().iter().filter(|g| !g.name.is_empty()).map(|g| group_json(&g.name, &g.versions)).collect();
     json!({ "kind": "APIGroupList", "apiVersion": "v1", "groups": groups })
 }
 
 /// `GET /apis/<group>`.
-pub fn api_group(group: &str) -> Option<Value> {
-    let g = kinds::groups().into_iter().find(|g| g.name == group && !group.is_empty())?;
-    let mut doc = group_json(g.name, &g.versions);
+pub fn api_group(catalogue: &Catalogue, group: &str) -> Option<Value> {
+    let g = catalogue.groups().into_iter().find(|g| g.name == group && !group.is_empty())?;
+    let mut doc = group_json(&g.name, &g.versions);
     doc["kind"] = "APIGroup".into();
     doc["apiVersion"] = "v1".into();
     Some(doc)
 }
 
-fn subresource_kind(def: &ResourceDef, sub: Subresource) -> (&'static str, &'static str, &'static str) {
+fn subresource_kind(def: &ResourceDef, sub: Subresource) -> (&str, &str, &str) {
     match sub {
-        Subresource::Status | Subresource::Finalize => (def.group, def.version, def.kind),
+        Subresource::Status | Subresource::Finalize => (&def.group, &def.version, &def.kind),
         Subresource::Scale => ("autoscaling", "v1", "Scale"),
     }
 }
 
 /// `GET /api/v1` or `GET /apis/<group>/<version>`.
-pub fn api_resource_list(group: &str, version: &str) -> Option<Value> {
-    let defs: Vec<&ResourceDef> = kinds::resources_of(group, version).collect();
+pub fn api_resource_list(catalogue: &Catalogue, group: &str, version: &str) -> Option<Value> {
+    let defs = catalogue.resources_of(group, version);
     if defs.is_empty() {
         return None;
     }
@@ -90,7 +90,7 @@ pub fn api_resource_list(group: &str, version: &str) -> Option<Value> {
             r["categories"] = json!(d.categories);
         }
         resources.push(r);
-        for sub in d.subresources {
+        for sub in &d.subresources {
             let (g, v, k) = subresource_kind(d, *sub);
             let mut s = json!({
                 "name": format!("{}/{}", d.resource, sub.name()),
@@ -145,10 +145,11 @@ fn aggregated_resource(d: &ResourceDef) -> Value {
 }
 
 /// Aggregated discovery for `/api` (`core == true`) or `/apis`.
-pub fn aggregated(core: bool, media_type: &str) -> Value {
+pub fn aggregated(catalogue: &Catalogue, core: bool, media_type: &str) -> Value {
     let api_version =
         if media_type == AGGREGATED_V2 { "apidiscovery.k8s.io/v2" } else { "apidiscovery.k8s.io/v2beta1" };
-    let items: Vec<Value> = kinds::groups()
+    let items: Vec<Value> = catalogue
+        .groups()
         .iter()
         .filter(|g| g.name.is_empty() == core)
         .map(|g| {
@@ -156,13 +157,14 @@ pub fn aggregated(core: bool, media_type: &str) -> Value {
                 .versions
                 .iter()
                 .map(|v| {
-                    let resources: Vec<Value> = kinds::resources_of(g.name, v).map(aggregated_resource).collect();
+                    let resources: Vec<Value> =
+                        catalogue.resources_of(&g.name, v).iter().map(|d| aggregated_resource(d)).collect();
                     json!({ "version": v, "resources": resources, "freshness": "Current" })
                 })
                 .collect();
             let mut meta = json!({ "creationTimestamp": null });
             if !g.name.is_empty() {
-                meta["name"] = g.name.into();
+                meta["name"] = g.name.clone().into();
             }
             json!({ "metadata": meta, "versions": versions })
         })
@@ -183,14 +185,14 @@ mod tests {
 
     #[test]
     fn resource_list_has_scale_subresource_in_autoscaling() {
-        let l = api_resource_list("apps", "v1").unwrap();
+        let l = api_resource_list(&apimachinery::builtin::catalogue(), "apps", "v1").unwrap();
         let scale = l["resources"].as_array().unwrap().iter().find(|r| r["name"] == "deployments/scale").unwrap();
         assert_eq!((scale["group"].as_str(), scale["kind"].as_str()), (Some("autoscaling"), Some("Scale")));
     }
 
     #[test]
     fn aggregated_core_has_pods() {
-        let d = aggregated(true, AGGREGATED_V2);
+        let d = aggregated(&apimachinery::builtin::catalogue(), true, AGGREGATED_V2);
         let core = &d["items"][0];
         assert!(core["metadata"].get("name").is_none());
         let pods =

@@ -4,9 +4,10 @@
 use std::time::Duration;
 
 use actix_web::HttpResponse;
-use actors::messages::{ListObjects, ReadConsistency, Selection, Target};
+use apimachinery::messages::{ListObjects, Target};
+use apimachinery::options::{ListOptions, ReadAt};
 
-use crate::http::RequestContext;
+use crate::context::RequestContext;
 
 /// Runs the checks of `endpoint` (or only `only`) and renders the answer.
 pub async fn report(ctx: &RequestContext<'_>, endpoint: &str, only: Option<&str>) -> HttpResponse {
@@ -68,10 +69,7 @@ async fn cachers_synced(ctx: &RequestContext<'_>) -> Result<(), String> {
     for (path, reads) in &ctx.server.stages.reads {
         let probe = ListObjects {
             target: Target { namespace: "readyz-probe".into(), ..Default::default() },
-            selection: Selection::default(),
-            consistency: ReadConsistency { resource_version: Some("0".into()), resource_version_match: None },
-            limit: 0,
-            continue_token: None,
+            options: ListOptions::everything(ReadAt::Any),
         };
         match tokio::time::timeout(Duration::from_secs(2), reads.reader.list(probe)).await {
             Ok(Ok(_)) => {}

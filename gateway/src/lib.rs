@@ -1,31 +1,36 @@
 //! The HTTP front end of the apiserver and the composition root that wires every stage.
 //!
 //! # Layout
+//! - [`server`]: the composition root (the only module naming concrete actors and every other
+//!   module) and startup.
 //! - [`config`]: flags, named as kube-apiserver names them.
 //! - [`backends`]: opens the storage backends and routes resources to them.
-//! - [`server`]: the composition root (the only place naming concrete actors) and startup.
-//! - [`http`]: the request path: request info, authentication, authorization, flow control,
-//!   routing, request metrics.
-//! - [`auth`]: the authentication and authorization stage actors.
+//! - [`state`]: what handlers share: stage handles, the catalogue, the server's state.
+//! - [`chain`]: the handler chain in kube's order: deadline, authentication, audit,
+//!   impersonation, flow control, authorization, then the handlers; request metrics.
+//! - [`context`]: what a handler knows about its request.
 //! - [`rest`], [`watch`]: generic REST and watch streaming over the storage stage and cachers.
 //! - [`discovery`], [`openapi`], [`health`], [`admin`]: the non-resource endpoints.
-//! - [`negotiate`], [`convert`]: representations and served versions.
+//! - [`negotiate`]: representations (JSON, YAML, Table).
 //! - [`namespace_finalizer`]: completes namespace deletion (a controller's job in a full
 //!   cluster).
 //! - [`tls`]: serving certificates, the generated PKI, client-certificate identities.
+//!
+//! Handlers depend on [`state`] and [`context`] only, never on [`server`]: no module but the
+//! composition root knows every other one.
 
 pub mod admin;
-pub mod auth;
 pub mod backends;
+pub mod chain;
 pub mod config;
-pub mod convert;
+pub mod context;
 pub mod discovery;
 pub mod health;
-pub mod http;
 pub mod namespace_finalizer;
 pub mod negotiate;
 pub mod openapi;
 pub mod rest;
 pub mod server;
+pub mod state;
 pub mod tls;
 pub mod watch;

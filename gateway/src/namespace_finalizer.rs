@@ -12,25 +12,24 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use actors::kinds::{self, ResourceDef};
-use actors::messages::{
-    DeleteCollection, DeleteOptions, ListObjects, ReadConsistency, Selection, Target, UpdateObject, WatchObjects,
-    WriteOptions,
-};
-use actors::object::ObjectExt;
-use actors::request::UserInfo;
+use actors::Deadline;
+use apimachinery::kinds::Catalogue;
+use apimachinery::messages::{DeleteCollection, GetObject, ListObjects, Target, UpdateObject, WatchObjects};
+use apimachinery::object::ObjectExt;
+use apimachinery::options::{DeleteOptions, GetOptions, ListOptions, ReadAt, WatchOptions, WriteOptions};
+use apimachinery::request::UserInfo;
 use serde_json::Value;
 
-use crate::server::Stages;
+use crate::state::Stages;
 
-fn controller() -> WriteOptions {
-    WriteOptions {
-        user: UserInfo {
-            name: "system:serviceaccount:kube-system:namespace-controller".into(),
-            uid: String::new(),
-            groups: vec!["system:masters".into(), "system:authenticated".into()],
-        },
-        ..Default::default()
+/// How long one step of the finalizer may take before it is retried.
+const STEP_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn controller() -> UserInfo {
+    UserInfo {
+        name: "system:serviceaccount:kube-system:namespace-controller".into(),
+        uid: String::new(),
+        groups: vec!["system:masters".into(), "system:authenticated".into()],
     }
 }
 
@@ -43,47 +42,25 @@ fn terminating(ns: &Value) -> bool {
         && ns.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|f| f.iter().any(|x| x == "kubernetes"))
 }
 
-/// The namespaced resources, one per store (events are served by two groups from one).
-fn namespaced_resources() -> Vec<&'static ResourceDef> {
-    let mut seen = HashSet::new();
-    kinds::BUILTIN.iter().filter(|d| d.namespaced && seen.insert(d.storage_path)).collect()
-}
-
-fn target_of(def: &ResourceDef, namespace: &str) -> Target {
-    Target {
-        group: def.group.into(),
-        version: def.version.into(),
-        resource: def.resource.into(),
-        namespace: namespace.into(),
-        ..Default::default()
-    }
-}
-
 /// Deletes the namespace's content; returns whether it is empty.
-async fn empty_namespace(stages: &Stages, namespace: &str) -> bool {
+async fn empty_namespace(stages: &Stages, catalogue: &Catalogue, namespace: &str) -> bool {
     let mut empty = true;
-    for def in namespaced_resources() {
-        let delete =
-            DeleteOptions { grace_period_seconds: (def.resource == "pods").then_some(0), ..Default::default() };
+    for def in catalogue.stores().into_iter().filter(|d| d.namespaced) {
+        // Grace 0: no kubelet here would confirm a graceful pod deletion.
+        let delete = DeleteOptions { grace_period_seconds: Some(0), ..Default::default() };
         let msg = DeleteCollection {
-            target: target_of(def, namespace),
-            selection: Selection::default(),
-            delete,
-            options: controller(),
+            target: Target::collection(&def, namespace),
+            list: ListOptions::default(),
+            user: controller(),
+            options: delete,
         };
-        if let Err(e) = stages.delete_collection.ask(msg).await {
-            tracing::warn!(namespace, resource = def.resource, "deleting namespace content: {}", e.message);
+        if let Err(e) = stages.delete_collection.ask(msg, Deadline::after(STEP_TIMEOUT)).await {
+            tracing::warn!(namespace, resource = %def.resource, "deleting namespace content: {}", e.message);
             empty = false;
             continue;
         }
-        let list = ListObjects {
-            target: target_of(def, namespace),
-            selection: Selection::default(),
-            consistency: ReadConsistency::default(),
-            limit: 0,
-            continue_token: None,
-        };
-        match stages.reads(def).reader.list(list).await {
+        let list = ListObjects { target: Target::collection(&def, namespace), options: ListOptions::default() };
+        match stages.reads(&def).reader.list(list).await {
             Ok(l) if l.items.is_empty() => {}
             _ => empty = false,
         }
@@ -91,16 +68,14 @@ async fn empty_namespace(stages: &Stages, namespace: &str) -> bool {
     empty
 }
 
-async fn finalize(stages: &Stages, name: &str) {
+async fn finalize(stages: &Stages, catalogue: &Catalogue, name: &str) {
+    let Some(ns_def) = catalogue.find("", "v1", "namespaces") else { return };
     let mut backoff = Duration::from_millis(200);
     loop {
-        if empty_namespace(stages, name).await {
-            let get = actors::messages::GetObject {
-                target: Target { name: name.into(), ..namespaces() },
-                consistency: ReadConsistency::default(),
-            };
-            let Ok(ns) = stages.reads(kinds::find("", "v1", "namespaces").expect("served")).reader.get(get).await
-            else {
+        if empty_namespace(stages, catalogue, name).await {
+            let get =
+                GetObject { target: Target { name: name.into(), ..namespaces() }, options: GetOptions::default() };
+            let Ok(ns) = stages.reads(&ns_def).reader.get(get).await else {
                 return;
             };
             let mut ns = ns.value();
@@ -108,13 +83,18 @@ async fn finalize(stages: &Stages, name: &str) {
                 list.retain(|f| f != "kubernetes");
             }
             let update = UpdateObject {
-                target: Target { name: name.into(), subresource: "finalize".into(), ..namespaces() },
+                target: Target {
+                    name: name.into(),
+                    subresource: Some(apimachinery::kinds::Subresource::Finalize),
+                    ..namespaces()
+                },
                 object: ns,
-                options: controller(),
+                user: controller(),
+                options: WriteOptions::default(),
             };
-            match stages.update.ask(update).await {
+            match stages.update.ask(update, Deadline::after(STEP_TIMEOUT)).await {
                 Ok(_) => return,
-                Err(e) if e.reason == actors::Reason::NotFound => return,
+                Err(e) if e.reason == apimachinery::Reason::NotFound => return,
                 Err(e) => tracing::warn!(namespace = name, "finalizing namespace: {}", e.message),
             }
         }
@@ -124,20 +104,16 @@ async fn finalize(stages: &Stages, name: &str) {
 }
 
 /// Starts the finalizer on the current arbiter.
-pub fn spawn(stages: Stages) {
+pub fn spawn(stages: Stages, catalogue: Arc<Catalogue>) {
     let active: Arc<Mutex<HashSet<String>>> = Arc::default();
     actix_web::rt::spawn(async move {
-        let ns_def = kinds::find("", "v1", "namespaces").expect("namespaces are served");
+        let Some(ns_def) = catalogue.find("", "v1", "namespaces") else { return };
         loop {
             let watch = WatchObjects {
                 target: namespaces(),
-                selection: Selection::default(),
-                consistency: ReadConsistency::default(),
-                allow_bookmarks: false,
-                send_initial_events: None,
-                timeout_seconds: None,
+                options: WatchOptions { read_at: ReadAt::Latest, ..Default::default() },
             };
-            let mut rx = match stages.reads(ns_def).watch.ask(watch).await {
+            let mut rx = match stages.reads(&ns_def).watch.ask(watch, Deadline::NONE).await {
                 Ok(rx) => rx.0,
                 Err(e) => {
                     tracing::warn!("namespace finalizer cannot watch namespaces: {}", e.message);
@@ -154,9 +130,9 @@ pub fn spawn(stages: Stages) {
                 if !active.lock().expect("not poisoned").insert(name.clone()) {
                     continue;
                 }
-                let (stages, active) = (stages.clone(), active.clone());
+                let (stages, active, catalogue) = (stages.clone(), active.clone(), catalogue.clone());
                 actix_web::rt::spawn(async move {
-                    finalize(&stages, &name).await;
+                    finalize(&stages, &catalogue, &name).await;
                     active.lock().expect("not poisoned").remove(&name);
                 });
             }

@@ -1,10 +1,14 @@
-//! Content negotiation: which representation a client accepts, how request bodies decode, and
-//! how responses encode.
+//! Content negotiation: which representation a client accepts, how request bodies decode, how
+//! responses encode, and the version an object is served in.
 
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
-use actors::error::ApiError;
+use apimachinery::error::ApiError;
+use apimachinery::kinds::ResourceDef;
+use apimachinery::table::{self, IncludeObject, TableOptions};
 use serde_json::Value;
+
+use crate::context::RequestContext;
 
 /// A response representation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,7 +65,7 @@ pub fn negotiate(accept: Option<&str>, tables: bool) -> Result<Output, ApiError>
         }
     }
     Err(ApiError::new(
-        actors::Reason::NotAcceptable,
+        apimachinery::Reason::NotAcceptable,
         format!("only the following media types are accepted: {SUPPORTED}"),
     ))
 }
@@ -82,7 +86,7 @@ pub fn input_format(content_type: Option<&str>) -> Result<Input, ApiError> {
         "" | "application/json" => Ok(Input::Json),
         "application/yaml" | "application/x-yaml" | "text/yaml" => Ok(Input::Yaml),
         _ => Err(ApiError::new(
-            actors::Reason::UnsupportedMediaType,
+            apimachinery::Reason::UnsupportedMediaType,
             format!("the body of the request was in an unknown format - accepted media types include: {SUPPORTED}"),
         )),
     }
@@ -127,6 +131,23 @@ pub fn error_response(e: &ApiError) -> HttpResponse {
         builder.insert_header(("Retry-After", after.to_string()));
     }
     builder.body(serde_json::to_vec(&e.to_status()).unwrap_or_default())
+}
+
+/// A stored object in `def`'s served form.
+pub fn served(def: &ResourceDef, stored: Value) -> Value {
+    def.strategy.to_served(&stored).unwrap_or(stored)
+}
+
+/// `?includeObject=` and the negotiated Table version.
+pub fn table_options(ctx: &RequestContext<'_>) -> Result<TableOptions, ApiError> {
+    let include_object = IncludeObject::parse(ctx.query.get("includeObject"))?;
+    let version =
+        if ctx.header("Accept").is_some_and(|a| a.split(',').next().is_some_and(|first| first.contains("v=v1beta1"))) {
+            table::MetaVersion::V1Beta1
+        } else {
+            table::MetaVersion::V1
+        };
+    Ok(TableOptions { include_object, no_headers: false, version })
 }
 
 #[cfg(test)]

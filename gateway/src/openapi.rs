@@ -1,14 +1,15 @@
 //! `/openapi/v2` and `/openapi/v3`: documents generated from the served kinds' schemas.
 
 use actix_web::HttpResponse;
-use actors::error::ApiError;
-use actors::schema;
+use apimachinery::error::ApiError;
+use apimachinery::schema;
 
-use crate::http::RequestContext;
+use crate::context::RequestContext;
 
 /// Serves the OpenAPI documents.
 pub fn serve(ctx: &RequestContext<'_>, path: &str) -> Result<HttpResponse, ApiError> {
-    let not_found = || ApiError::new(actors::Reason::NotFound, "the server could not find the requested resource");
+    let not_found =
+        || ApiError::new(apimachinery::Reason::NotFound, "the server could not find the requested resource");
     let accept = ctx.header("Accept").unwrap_or("");
     if path == "/openapi/v2" {
         // kubectl's client-go asks for protobuf only and cannot parse JSON here.

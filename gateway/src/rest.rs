@@ -1,66 +1,82 @@
-//! Generic REST for every served resource: decode, hand to the storage stage (writes) or the
-//! resource's cacher (reads), encode the answer as JSON, YAML or a Table.
+//! Generic REST for every served resource: parse the verb's options, decode, hand to the
+//! storage stage (writes) or the resource's cacher (reads), encode the answer as JSON, YAML or a
+//! Table. Resources served in another version than they are stored in are converted here, by
+//! their strategy.
+
+use std::sync::Arc;
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
-use actors::error::ApiError;
-use actors::kinds::{self, ResourceDef, Subresource};
-use actors::messages::{
-    CreateObject, DeleteCollection, DeleteObject, DeleteOptions, FieldValidation, GetObject, ListObjects, ObjectList,
-    PatchObject, ReadConsistency, Selection, Target, UpdateObject, WriteOptions, WriteResult,
+use apimachinery::encoded::EncodedObject;
+use apimachinery::error::ApiError;
+use apimachinery::kinds::{ResourceDef, Subresource};
+use apimachinery::messages::{
+    CreateObject, DeleteCollection, DeleteObject, GetObject, ListObjects, ObjectList, PatchObject, Target,
+    UpdateObject, WriteResult, Written,
 };
-use actors::table::{self, IncludeObject, TableOptions};
+use apimachinery::options::{DeleteOptions, GetOptions, ListOptions, WriteOptions, WriteVerb};
+use apimachinery::patch::{PatchType, unsupported_patch_type};
+use apimachinery::table;
 use bytes::BytesMut;
 use futures_util::StreamExt;
-
 use serde_json::{Value, json};
 
-use crate::convert;
-use crate::http::RequestContext;
-use crate::negotiate::{Output, decode_body, input_format, negotiate, respond};
+use crate::context::RequestContext;
+use crate::negotiate::{Output, decode_body, input_format, negotiate, respond, served, table_options};
 
 fn resource_not_found() -> ApiError {
-    ApiError::new(actors::Reason::NotFound, "the server could not find the requested resource")
+    ApiError::new(apimachinery::Reason::NotFound, "the server could not find the requested resource")
 }
 
 /// Serves a resource request.
 pub async fn serve(ctx: &RequestContext<'_>, payload: web::Payload) -> Result<HttpResponse, ApiError> {
     let info = ctx.info;
-    let def = kinds::find(&info.api_group, &info.api_version, &info.resource).ok_or_else(resource_not_found)?;
+    let def =
+        ctx.server.catalogue.find(&info.api_group, &info.api_version, &info.resource).ok_or_else(resource_not_found)?;
     if (def.namespaced && !info.name.is_empty() && info.namespace.is_empty())
         || (!def.namespaced && !info.namespace.is_empty())
     {
         return Err(resource_not_found());
     }
-    if !info.subresource.is_empty() {
-        let sub = def.subresources.iter().find(|s| s.name() == info.subresource).ok_or_else(resource_not_found)?;
-        if !sub.verbs().contains(&info.verb.as_str()) {
-            return Err(ApiError::method_not_allowed());
+    let subresource = match info.subresource.as_str() {
+        "" => None,
+        s => {
+            let sub = Subresource::parse(s).filter(|sub| def.has(*sub)).ok_or_else(resource_not_found)?;
+            if !sub.verbs().contains(&info.verb.as_str()) {
+                return Err(ApiError::method_not_allowed());
+            }
+            Some(sub)
         }
-    }
+    };
     if info.parts.len() > if info.namespace.is_empty() || info.resource == "namespaces" { 3 } else { 5 } {
         return Err(resource_not_found());
     }
-    let target = convert::storage_target(def, Target::from_request(info));
+    let mut target = Target::object(&def, &info.namespace, &info.name);
+    target.subresource = subresource;
+    // Served in another version than stored: the stages see the stored resource.
+    if let Some((group, version)) = &def.stored_as {
+        target.group = group.clone();
+        target.version = version.clone();
+    }
     match info.verb.as_str() {
-        "get" => get(ctx, def, target).await,
-        "list" => list(ctx, def, target).await,
-        "watch" => crate::watch::serve(ctx, def, target).await,
+        "get" => get(ctx, &def, target).await,
+        "list" => list(ctx, &def, target).await,
+        "watch" => crate::watch::serve(ctx, &def, target).await,
         "create" => {
-            if !info.subresource.is_empty() || (def.namespaced && info.namespace.is_empty()) {
+            if subresource.is_some() || (def.namespaced && info.namespace.is_empty()) {
                 return Err(ApiError::method_not_allowed());
             }
-            create(ctx, def, target, payload).await
+            create(ctx, &def, target, payload).await
         }
         "update" | "patch" if info.name.is_empty() => Err(ApiError::method_not_allowed()),
-        "update" => update(ctx, def, target, payload).await,
-        "patch" => patch(ctx, def, target, payload).await,
-        "delete" => delete(ctx, def, target, payload).await,
+        "update" => update(ctx, &def, target, payload).await,
+        "patch" => patch(ctx, &def, target, payload).await,
+        "delete" => delete(ctx, &def, target, payload).await,
         "deletecollection" => {
             if !def.deletecollection {
                 return Err(ApiError::method_not_allowed());
             }
-            delete_collection(ctx, def, target, payload).await
+            delete_collection(ctx, &def, target, payload).await
         }
         _ => Err(ApiError::method_not_allowed()),
     }
@@ -69,8 +85,12 @@ pub async fn serve(ctx: &RequestContext<'_>, payload: web::Payload) -> Result<Ht
 /// Reads the body, refusing more than the configured limit with 413 as kube does.
 async fn read_body(ctx: &RequestContext<'_>, mut payload: web::Payload) -> Result<bytes::Bytes, ApiError> {
     let limit = ctx.server.options.max_request_body_bytes;
-    let too_large =
-        || ApiError::new(actors::Reason::RequestEntityTooLarge, format!("Request entity too large: limit is {limit}"));
+    let too_large = || {
+        ApiError::new(
+            apimachinery::Reason::RequestEntityTooLarge,
+            format!("Request entity too large: limit is {limit}"),
+        )
+    };
     if ctx.header("Content-Length").and_then(|l| l.parse::<usize>().ok()).is_some_and(|l| l > limit) {
         return Err(too_large());
     }
@@ -85,106 +105,36 @@ async fn read_body(ctx: &RequestContext<'_>, mut payload: web::Payload) -> Resul
     Ok(body.freeze())
 }
 
-fn consistency(ctx: &RequestContext<'_>) -> Result<ReadConsistency, ApiError> {
-    let rv = ctx.query.get("resourceVersion").filter(|s| !s.is_empty()).map(String::from);
-    let rv_match = ctx.query.get("resourceVersionMatch").filter(|s| !s.is_empty()).map(String::from);
-    match (&rv, rv_match.as_deref()) {
-        (_, Some(m)) if m != "NotOlderThan" && m != "Exact" => {
-            return Err(ApiError::bad_request(format!(
-                "resourceVersionMatch: Unsupported value: \"{m}\": supported values: \"Exact\", \"NotOlderThan\", \"\""
-            )));
-        }
-        (None, Some(_)) => {
-            return Err(ApiError::bad_request(
-                "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
-            ));
-        }
-        (Some(v), Some("Exact")) if v == "0" => {
-            return Err(ApiError::bad_request(
-                "resourceVersionMatch: Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
-            ));
-        }
-        _ => {}
-    }
-    if let Some(v) = &rv
-        && v.parse::<u64>().is_err()
-    {
-        return Err(ApiError::bad_request(format!(
-            "resourceVersion: Invalid value: \"{v}\": must be a non-negative integer"
-        )));
-    }
-    Ok(ReadConsistency { resource_version: rv, resource_version_match: rv_match })
-}
-
-fn selection(ctx: &RequestContext<'_>) -> Selection {
-    Selection {
-        label_selector: ctx.query.get("labelSelector").unwrap_or("").to_string(),
-        field_selector: ctx.query.get("fieldSelector").unwrap_or("").to_string(),
-    }
-}
-
-/// `?includeObject=` and the negotiated Table version.
-pub fn table_options(ctx: &RequestContext<'_>) -> Result<TableOptions, ApiError> {
-    let include_object = IncludeObject::parse(ctx.query.get("includeObject"))?;
-    let version =
-        if ctx.header("Accept").is_some_and(|a| a.split(',').next().is_some_and(|first| first.contains("v=v1beta1"))) {
-            table::MetaVersion::V1Beta1
-        } else {
-            table::MetaVersion::V1
-        };
-    Ok(TableOptions { include_object, no_headers: false, version })
-}
-
-async fn get(ctx: &RequestContext<'_>, def: &'static ResourceDef, target: Target) -> Result<HttpResponse, ApiError> {
-    let output = negotiate(ctx.header("Accept"), target.subresource.is_empty())?;
-    let consistency = consistency(ctx)?;
+async fn get(ctx: &RequestContext<'_>, def: &Arc<ResourceDef>, target: Target) -> Result<HttpResponse, ApiError> {
+    let output = negotiate(ctx.header("Accept"), target.subresource.is_none())?;
+    let options = GetOptions::parse(&ctx.query)?;
+    let subresource = target.subresource;
     let reads = ctx.server.stages.reads(def);
-    let encoded = reads.reader.get(GetObject { target: target.clone(), consistency }).await?;
-    if output == Output::Json && target.subresource.is_empty() && !ctx.pretty() && !convert::converts(def) {
+    let encoded = reads.reader.get(GetObject { target, options }).await?;
+    if output == Output::Json && subresource.is_none() && !ctx.pretty() && def.stored_as.is_none() {
         // The cached bytes, as encoded once when the object entered the cache.
         return Ok(HttpResponse::Ok().content_type("application/json").body(encoded.json().clone()));
     }
-    let obj = convert::from_storage(def, &encoded.value());
-    if target.subresource == Subresource::Scale.name() {
-        return Ok(respond(StatusCode::OK, output, &storage::registry::to_scale(def, &obj), ctx.pretty()));
+    let obj = served(def, encoded.value());
+    if subresource == Some(Subresource::Scale) {
+        return Ok(respond(StatusCode::OK, output, &apimachinery::scale::to_scale(&obj), ctx.pretty()));
     }
     if output == Output::Table {
-        let t = table::object_to_table(def, &obj, &table_options(ctx)?, chrono::Utc::now());
+        let t = table::object_to_table(def.printer(), &obj, &table_options(ctx)?, chrono::Utc::now());
         return Ok(respond(StatusCode::OK, output, &t, ctx.pretty()));
     }
     Ok(respond(StatusCode::OK, output, &obj, ctx.pretty()))
 }
 
-fn parse_limit(ctx: &RequestContext<'_>) -> Result<usize, ApiError> {
-    match ctx.query.get("limit") {
-        None | Some("") => Ok(0),
-        Some(l) => l
-            .parse::<i64>()
-            .map(|n| n.max(0) as usize)
-            .map_err(|_| ApiError::bad_request(format!("limit: Invalid value: \"{l}\""))),
-    }
-}
-
-async fn list(ctx: &RequestContext<'_>, def: &'static ResourceDef, target: Target) -> Result<HttpResponse, ApiError> {
+async fn list(ctx: &RequestContext<'_>, def: &Arc<ResourceDef>, target: Target) -> Result<HttpResponse, ApiError> {
     let output = negotiate(ctx.header("Accept"), true)?;
-    let msg = ListObjects {
-        target,
-        selection: selection(ctx),
-        consistency: consistency(ctx)?,
-        limit: parse_limit(ctx)?,
-        continue_token: ctx.query.get("continue").filter(|c| !c.is_empty()).map(String::from),
-    };
-    if msg.continue_token.is_some() && msg.consistency.resource_version.is_some() {
-        return Err(ApiError::bad_request(
-            "resourceVersion: Forbidden: specifying resource version is not allowed when using continue",
-        ));
-    }
-    let list = ctx.server.stages.reads(def).reader.list(msg).await?;
-    if output == Output::Json && !ctx.pretty() && !convert::converts(def) {
+    let options = ListOptions::parse(&ctx.query, def)?;
+    let list = ctx.server.stages.reads(def).reader.list(ListObjects { target, options }).await?;
+    if output == Output::Json && !ctx.pretty() && def.stored_as.is_none() {
         let body = futures_util::stream::iter(ListChunks::new(def, list).map(Ok::<_, actix_web::Error>));
         return Ok(HttpResponse::Ok().content_type("application/json").streaming(body));
     }
-    let items: Vec<Value> = list.items.iter().map(|o| convert::from_storage(def, &o.value())).collect();
+    let items: Vec<Value> = list.items.iter().map(|o| served(def, o.value())).collect();
     match output {
         Output::Table => {
             let refs: Vec<&Value> = items.iter().collect();
@@ -193,7 +143,7 @@ async fn list(ctx: &RequestContext<'_>, def: &'static ResourceDef, target: Targe
                 continue_token: list.continue_token.clone().unwrap_or_default(),
                 remaining_item_count: list.remaining_item_count.map(|n| n as i64),
             };
-            let t = table::to_table(def, &refs, &table_options(ctx)?, meta, chrono::Utc::now());
+            let t = table::to_table(def.printer(), &refs, &table_options(ctx)?, meta, chrono::Utc::now());
             Ok(respond(StatusCode::OK, output, &t, ctx.pretty()))
         }
         Output::Yaml | Output::Json => {
@@ -206,7 +156,7 @@ async fn list(ctx: &RequestContext<'_>, def: &'static ResourceDef, target: Targe
 /// cached encodings as the client reads: the whole document never exists at once.
 struct ListChunks {
     head: Option<Vec<u8>>,
-    items: std::vec::IntoIter<actors::encoded::EncodedObject>,
+    items: std::vec::IntoIter<EncodedObject>,
     first: bool,
     done: bool,
 }
@@ -284,35 +234,6 @@ fn strip_type_meta(obj: &Value) -> Value {
     o
 }
 
-fn write_options(ctx: &RequestContext<'_>, body_dry_run: bool) -> Result<WriteOptions, ApiError> {
-    let dry_run = match ctx.query.get("dryRun") {
-        None | Some("") => body_dry_run,
-        Some("All") => true,
-        Some(other) => {
-            return Err(ApiError::bad_request(format!(
-                "dryRun: Unsupported value: \"{other}\": supported values: \"All\""
-            )));
-        }
-    };
-    let field_validation = match ctx.query.get("fieldValidation") {
-        None | Some("") => FieldValidation::Warn,
-        Some("Ignore") => FieldValidation::Ignore,
-        Some("Warn") => FieldValidation::Warn,
-        Some("Strict") => FieldValidation::Strict,
-        Some(other) => {
-            return Err(ApiError::bad_request(format!(
-                "fieldValidation: Unsupported value: \"{other}\": supported values: \"Ignore\", \"Strict\", \"Warn\""
-            )));
-        }
-    };
-    Ok(WriteOptions {
-        user: ctx.user.clone(),
-        dry_run,
-        field_validation,
-        field_manager: ctx.query.get("fieldManager").map(String::from),
-    })
-}
-
 fn write_response(
     ctx: &RequestContext<'_>,
     def: &ResourceDef,
@@ -320,12 +241,10 @@ fn write_response(
     result: WriteResult,
 ) -> Result<HttpResponse, ApiError> {
     let output = negotiate(ctx.header("Accept"), false)?;
-    let object =
-        if result.object.get("kind") == Some(&json!("Status")) || result.object.get("kind") == Some(&json!("Scale")) {
-            result.object
-        } else {
-            convert::from_storage(def, &result.object)
-        };
+    let object = match result.object {
+        Written::Object(o) => served(def, o),
+        Written::Scale(v) | Written::Status(v) => v,
+    };
     let mut response = respond(status, output, &object, ctx.pretty());
     for w in &result.warnings {
         let value = format!("299 - \"{}\"", w.replace('\\', "\\\\").replace('"', "\\\""));
@@ -338,115 +257,93 @@ fn write_response(
 
 async fn create(
     ctx: &RequestContext<'_>,
-    def: &'static ResourceDef,
+    def: &ResourceDef,
     target: Target,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
+    let options = WriteOptions::parse(&ctx.query, WriteVerb::Create)?;
     let format = input_format(ctx.header("Content-Type"))?;
     let body = read_body(ctx, payload).await?;
-    let object = convert::to_storage(def, decode_body(format, &body)?)?;
-    let options = write_options(ctx, false)?;
-    let result = ctx.server.stages.create.ask(CreateObject { target, object, options }).await?;
+    let object = def.strategy.to_storage(decode_body(format, &body)?)?;
+    let msg = CreateObject { target, object, user: ctx.user.clone(), options };
+    let result = ctx.server.stages.create.ask(msg, ctx.deadline).await?;
     write_response(ctx, def, StatusCode::CREATED, result)
 }
 
 async fn update(
     ctx: &RequestContext<'_>,
-    def: &'static ResourceDef,
+    def: &ResourceDef,
     target: Target,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
+    let options = WriteOptions::parse(&ctx.query, WriteVerb::Update)?;
     let format = input_format(ctx.header("Content-Type"))?;
     let body = read_body(ctx, payload).await?;
     let object = decode_body(format, &body)?;
-    let object = if target.subresource == "scale" { object } else { convert::to_storage(def, object)? };
-    let options = write_options(ctx, false)?;
-    let result = ctx.server.stages.update.ask(UpdateObject { target, object, options }).await?;
+    let object =
+        if target.subresource == Some(Subresource::Scale) { object } else { def.strategy.to_storage(object)? };
+    let msg = UpdateObject { target, object, user: ctx.user.clone(), options };
+    let result = ctx.server.stages.update.ask(msg, ctx.deadline).await?;
     let status = if result.created { StatusCode::CREATED } else { StatusCode::OK };
     write_response(ctx, def, status, result)
 }
 
 async fn patch(
     ctx: &RequestContext<'_>,
-    def: &'static ResourceDef,
+    def: &ResourceDef,
     target: Target,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let content_type = ctx.header("Content-Type").unwrap_or("").split(';').next().unwrap_or("").trim().to_string();
+    let patch_type = PatchType::from_content_type(ctx.header("Content-Type").unwrap_or(""))
+        .filter(|t| *t != PatchType::Apply)
+        .ok_or_else(unsupported_patch_type)?;
+    let options = WriteOptions::parse(&ctx.query, WriteVerb::Patch)?;
     let body = read_body(ctx, payload).await?;
-    let options = write_options(ctx, false)?;
-    let msg = PatchObject { target, content_type, patch: body.to_vec(), options };
-    let result = ctx.server.stages.patch.ask(msg).await?;
+    let msg = PatchObject { target, patch_type, patch: body.to_vec(), user: ctx.user.clone(), options };
+    let result = ctx.server.stages.patch.ask(msg, ctx.deadline).await?;
     write_response(ctx, def, StatusCode::OK, result)
 }
 
-/// `DeleteOptions` from the body (if any) and the query, the query winning as in kube.
-fn delete_options(ctx: &RequestContext<'_>, body: &[u8]) -> Result<(DeleteOptions, bool), ApiError> {
-    let mut opts = DeleteOptions::default();
-    let mut dry_run = false;
-    if !body.iter().all(u8::is_ascii_whitespace) {
-        let v = decode_body(input_format(ctx.header("Content-Type"))?, body)?;
-        opts.grace_period_seconds = v.get("gracePeriodSeconds").and_then(Value::as_i64);
-        opts.propagation_policy = v.get("propagationPolicy").and_then(Value::as_str).map(String::from);
-        opts.precondition_uid = v.pointer("/preconditions/uid").and_then(Value::as_str).map(String::from);
-        opts.precondition_resource_version =
-            v.pointer("/preconditions/resourceVersion").and_then(Value::as_str).map(String::from);
-        if let Some(orphan) = v.get("orphanDependents").and_then(Value::as_bool) {
-            opts.propagation_policy.get_or_insert_with(|| if orphan { "Orphan" } else { "Background" }.into());
-        }
-        dry_run = v.get("dryRun").and_then(Value::as_array).is_some_and(|a| a.iter().any(|d| d == "All"));
-    }
-    if let Some(g) = ctx.query.get("gracePeriodSeconds") {
-        opts.grace_period_seconds =
-            Some(g.parse().map_err(|_| ApiError::bad_request(format!("gracePeriodSeconds: Invalid value: \"{g}\"")))?);
-    }
-    if let Some(p) = ctx.query.get("propagationPolicy") {
-        opts.propagation_policy = Some(p.to_string());
-    }
-    if let Some(o) = ctx.query.get("orphanDependents") {
-        opts.propagation_policy = Some(if o == "true" { "Orphan" } else { "Background" }.into());
-    }
-    if let Some(p) = &opts.propagation_policy
-        && !matches!(p.as_str(), "Orphan" | "Background" | "Foreground")
-    {
-        return Err(ApiError::bad_request(format!(
-            "propagationPolicy: Unsupported value: \"{p}\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
-        )));
-    }
-    Ok((opts, dry_run))
+/// `DeleteOptions` from the body when there is one, else from the query, as kube reads them.
+async fn delete_options(ctx: &RequestContext<'_>, payload: web::Payload) -> Result<DeleteOptions, ApiError> {
+    let body = read_body(ctx, payload).await?;
+    let decoded = if body.iter().all(u8::is_ascii_whitespace) {
+        None
+    } else {
+        Some(decode_body(input_format(ctx.header("Content-Type"))?, &body)?)
+    };
+    DeleteOptions::parse(&ctx.query, decoded.as_ref())
 }
 
 async fn delete(
     ctx: &RequestContext<'_>,
-    def: &'static ResourceDef,
+    def: &ResourceDef,
     target: Target,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    if !target.subresource.is_empty() {
+    if target.subresource.is_some() {
         return Err(ApiError::method_not_allowed());
     }
-    let body = read_body(ctx, payload).await?;
-    let (delete, body_dry_run) = delete_options(ctx, &body)?;
-    let cascading_foreground = delete.propagation_policy.as_deref() == Some("Foreground");
-    let options = write_options(ctx, body_dry_run)?;
-    let result = ctx.server.stages.delete.ask(DeleteObject { target, delete, options }).await?;
+    let options = delete_options(ctx, payload).await?;
+    let foreground = options.propagation == Some(apimachinery::options::Propagation::Foreground);
+    let msg = DeleteObject { target, user: ctx.user.clone(), options };
+    let result = ctx.server.stages.delete.ask(msg, ctx.deadline).await?;
     // kube answers 202 only when the object stays and the client asked for cascading deletion.
-    let status = if !result.deleted && cascading_foreground { StatusCode::ACCEPTED } else { StatusCode::OK };
+    let status = if !result.deleted && foreground { StatusCode::ACCEPTED } else { StatusCode::OK };
     write_response(ctx, def, status, result)
 }
 
 async fn delete_collection(
     ctx: &RequestContext<'_>,
-    def: &'static ResourceDef,
+    def: &ResourceDef,
     target: Target,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let body = read_body(ctx, payload).await?;
-    let (delete, body_dry_run) = delete_options(ctx, &body)?;
-    let options = write_options(ctx, body_dry_run)?;
-    let msg = DeleteCollection { target, selection: selection(ctx), delete, options };
-    let deleted = ctx.server.stages.delete_collection.ask(msg).await?;
-    let items: Vec<Value> = deleted.iter().map(|o| convert::from_storage(def, o)).collect();
+    let list = ListOptions::parse(&ctx.query, def)?;
+    let options = delete_options(ctx, payload).await?;
+    let msg = DeleteCollection { target, list, user: ctx.user.clone(), options };
+    let deleted = ctx.server.stages.delete_collection.ask(msg, ctx.deadline).await?;
+    let items: Vec<Value> = deleted.into_iter().map(|o| served(def, o)).collect();
     let list = ObjectList {
         items: Vec::new(),
         resource_version: String::new(),

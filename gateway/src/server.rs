@@ -1,91 +1,40 @@
-//! The composition root: the only place that names concrete actors. It opens storage, starts
-//! every stage on its arbiter, bootstraps the system namespaces, and serves HTTPS and the admin
-//! endpoint.
+//! The composition root: the only module that names concrete actors and knows every other
+//! module. It builds the catalogue, opens storage, starts every stage on its arbiter, bootstraps
+//! the system namespaces, and serves HTTPS and the admin endpoint.
+//!
+//! Arbiters (threads with their own event loop): the storage stage and the admission stage,
+//! which do the CPU work of writes (defaults, validation, patches, encoding; the admission
+//! chain), get one each; the cachers share one, so reads' snapshots and watch fan-out never
+//! queue behind writes; authentication, authorization and flow control, whose work per message
+//! is a map lookup or a comparison, share one (`front`): a thread each would cost more in
+//! wake-ups than it saves. HTTP workers run on their own threads.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use actix::Arbiter;
 use actix_web::{App, HttpServer, web};
-use actors::error::ApiError;
-use actors::kinds::{self, ResourceDef};
-use actors::messages::{
-    Authenticate, Authorize, CreateObject, DeleteCollection, DeleteObject, GetObject, PatchObject, ReadConsistency,
-    StartRequest, Target, UpdateObject, WatchObjects, WriteOptions,
-};
-use actors::registry::ActorRegistry;
-use actors::request::UserInfo;
-use actors::stage::{Mailbox, StageHandle};
+use actors::{ActorDirectory, Deadline, MailboxSpec, StageArbiter, WhenFull};
 use admission::{AdmissionActor, NamespaceLookup, PluginContext};
+use apimachinery::error::ApiError;
+use apimachinery::messages::{CreateObject, GetObject, Target};
+use apimachinery::options::{GetOptions, ReadAt, WriteOptions};
+use apimachinery::request::UserInfo;
 use async_trait::async_trait;
+use auth::{AuthenticationActor, AuthorizationActor};
 use cacher::{CacheReader, CacherActor, CacherOptions};
 use flowcontrol::FlowControlActor;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use registry::{ClusterIpAllocator, RegistryStore, StorageActor};
 use serde_json::{Value, json};
-use storage::registry::{RegistryStore, StorageActor};
-use storage::router::StorageRouter;
+use storage::faults::Faults;
 
-use crate::auth::{AuthenticationActor, AuthorizationActor};
 use crate::config::ServeOptions;
+use crate::state::{Reads, ServerState, Stages};
 use crate::tls;
 
-/// Handles to one resource's cacher.
-#[derive(Clone)]
-pub struct Reads {
-    /// Gets and lists, answered from the cacher's snapshots without its mailbox.
-    pub reader: CacheReader,
-    /// Watches.
-    pub watch: StageHandle<WatchObjects>,
-}
-
-/// Handles to every stage, shared by the HTTP workers.
-#[derive(Clone)]
-pub struct Stages {
-    /// Authentication.
-    pub authenticate: StageHandle<Authenticate>,
-    /// Authorization.
-    pub authorize: StageHandle<Authorize>,
-    /// API Priority and Fairness.
-    pub flow_control: StageHandle<StartRequest>,
-    /// Storage stage: creates.
-    pub create: StageHandle<CreateObject>,
-    /// Storage stage: updates.
-    pub update: StageHandle<UpdateObject>,
-    /// Storage stage: patches.
-    pub patch: StageHandle<PatchObject>,
-    /// Storage stage: deletes.
-    pub delete: StageHandle<DeleteObject>,
-    /// Storage stage: collection deletes.
-    pub delete_collection: StageHandle<DeleteCollection>,
-    /// Cachers by storage path (events of both groups share one).
-    pub reads: HashMap<&'static str, Reads>,
-}
-
-impl Stages {
-    /// The cacher serving `def`.
-    pub fn reads(&self, def: &ResourceDef) -> &Reads {
-        &self.reads[def.storage_path]
-    }
-}
-
-/// State shared by every request handler.
-pub struct Server {
-    /// Stage handles.
-    pub stages: Stages,
-    /// Flags.
-    pub options: ServeOptions,
-    /// Renders `/metrics`.
-    pub metrics: PrometheusHandle,
-    /// The storage backends, for health checks and compaction.
-    pub router: Arc<StorageRouter>,
-    /// Every live actor, for the admin endpoint.
-    pub registry: ActorRegistry,
-    /// `host:port` clients reach us at.
-    pub address: String,
-    /// When the server started.
-    pub started: Instant,
-}
+/// How long bootstrap writes may take.
+const BOOTSTRAP_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Looks namespaces up through the namespace cacher as kube's plugin uses its informer: the
 /// cache first, and a consistent read only when the cache does not know the namespace (one
@@ -97,11 +46,10 @@ impl NamespaceLookup for CachedNamespaces {
     async fn namespace(&self, name: &str) -> Result<Option<Value>, ApiError> {
         let target =
             Target { version: "v1".into(), resource: "namespaces".into(), name: name.into(), ..Default::default() };
-        let cached = ReadConsistency { resource_version: Some("0".into()), resource_version_match: None };
-        for consistency in [cached, ReadConsistency::default()] {
-            match self.0.get(GetObject { target: target.clone(), consistency }).await {
+        for read_at in [ReadAt::Any, ReadAt::Latest] {
+            match self.0.get(GetObject { target: target.clone(), options: GetOptions { read_at } }).await {
                 Ok(ns) => return Ok(Some(ns.value())),
-                Err(e) if e.reason == actors::Reason::NotFound => continue,
+                Err(e) if e.reason == apimachinery::Reason::NotFound => continue,
                 Err(e) => return Err(e),
             }
         }
@@ -132,82 +80,113 @@ fn install_metrics() -> PrometheusHandle {
     handle
 }
 
+fn spec(stage: &str, resource: &str, options: &ServeOptions, when_full: WhenFull) -> MailboxSpec {
+    MailboxSpec {
+        stage: stage.to_string(),
+        resource: resource.to_string(),
+        capacity: options.stage_mailbox_capacity,
+        when_full,
+    }
+}
+
 /// Runs the server until it is stopped.
 pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let metrics = install_metrics();
     // Schemas and OpenAPI documents are built once, before the first request needs them.
-    actors::schema::prepare();
+    apimachinery::schema::prepare();
+    let catalogue = Arc::new(apimachinery::builtin::catalogue());
     std::fs::create_dir_all(&options.data_dir).map_err(|e| format!("{}: {e}", options.data_dir.display()))?;
     let data_dir = options.data_dir.canonicalize().map_err(|e| e.to_string())?;
-    let router = crate::backends::open(&options, &data_dir).await?;
-    let registry = ActorRegistry::default();
-    let cap = options.stage_mailbox_capacity;
-    let wait = options.stage_mailbox_wait;
+    let faults = options.enable_fault_injection.then(|| Arc::new(Faults::default()));
+    if faults.is_some() {
+        tracing::warn!("fault injection is enabled: the admin endpoint can slow storage down");
+    }
+    let router = crate::backends::open(&options, &data_dir, &catalogue, faults.as_ref()).await?;
+    let directory = ActorDirectory::default();
+    let shed = WhenFull::Shed { wait: options.stage_mailbox_wait };
 
-    // Stages that do little work per message share one arbiter; cachers get their own so reads
-    // and watch fan-out never queue behind writes.
-    let stage_arbiter = Arbiter::new();
-    let cacher_arbiter = Arbiter::new();
+    let front = StageArbiter::new("front");
+    let admission_arbiter = StageArbiter::new("admission");
+    let storage_arbiter = StageArbiter::new("storage");
+    let cacher_arbiter = StageArbiter::new("cachers");
 
     let mut reads = HashMap::new();
-    for def in kinds::BUILTIN {
-        if reads.contains_key(def.storage_path) {
-            continue;
-        }
-        let mailbox = Mailbox::new(&registry, "cacher", &def.qualified(), cap, wait);
-        let backend = router.backend(&def.key_prefix(&options.etcd_prefix)).clone();
+    for def in catalogue.stores() {
         let cacher_options = CacherOptions {
             window_capacity: options.watch_cache_size(&def.qualified()),
             window_freshness: options.watch_cache_event_freshness,
             slow_watcher_budget: options.slow_watcher_budget,
             ..CacherOptions::default()
         };
-        let (actor, reader) = CacherActor::new(def, backend, &options.etcd_prefix, cacher_options);
-        let addr = mailbox.start(&cacher_arbiter, actor);
-        reads.insert(
-            def.storage_path,
-            Reads { reader: reader.register(&registry), watch: mailbox.handle(addr.recipient()) },
-        );
+        let backend = router.backend(&def.key_prefix(&options.etcd_prefix)).clone();
+        let (actor, reader) = CacherActor::new(def.clone(), backend, &options.etcd_prefix, cacher_options);
+        let cacher =
+            actors::start(&cacher_arbiter, &directory, &spec("cacher", &def.qualified(), &options, shed), actor);
+        reads.insert(def.storage_path.clone(), Reads { reader: reader.register(&directory), watch: cacher.handle() });
     }
 
     let namespaces = Arc::new(CachedNamespaces(reads["namespaces"].reader.clone()));
     let chain = admission::build_chain(&options.enable_admission_plugins, &PluginContext { namespaces })?;
     tracing::info!(plugins = ?chain.names(), "admission chain");
-    let admission_mb = Mailbox::new(&registry, "admission", "", cap, wait);
-    let admission_addr = admission_mb.start(&stage_arbiter, AdmissionActor::new(chain));
-    let admit = admission_mb.handle(admission_addr.recipient());
+    let admission = actors::start(
+        &admission_arbiter,
+        &directory,
+        &spec("admission", "", &options, shed),
+        AdmissionActor::new(chain),
+    );
 
-    let store = Arc::new(RegistryStore::new(router.clone(), &options.etcd_prefix, admit));
-    let storage_mb = Mailbox::new(&registry, "storage", "", cap, wait);
-    let storage_addr = storage_mb.start(&stage_arbiter, StorageActor::new(store));
+    let range = options.service_cluster_ip_range;
+    let cluster_ips = Arc::new(ClusterIpAllocator::new(range, router.clone(), catalogue.clone(), &options.etcd_prefix));
+    let store =
+        RegistryStore::new(catalogue.clone(), router.clone(), &options.etcd_prefix, admission.handle(), cluster_ips);
+    let storage = actors::start(
+        &storage_arbiter,
+        &directory,
+        &spec("storage", "", &options, shed),
+        StorageActor::new(Arc::new(store)),
+    );
 
     let tokens = match &options.token_auth_file {
-        Some(f) => crate::auth::load_token_file(f)?,
+        Some(f) => auth::load_token_file(f)?,
         None => HashMap::new(),
     };
-    let authn_mb = Mailbox::new(&registry, "authentication", "", cap, wait);
-    let authn_addr = authn_mb.start(&stage_arbiter, AuthenticationActor::new(tokens, options.anonymous_auth));
-    let authz_mb = Mailbox::new(&registry, "authorization", "", cap, wait);
-    let authz_addr = authz_mb.start(&stage_arbiter, AuthorizationActor::new(options.authorization_mode));
-    let apf_mb = Mailbox::new(&registry, "flowcontrol", "", cap, wait);
-    let apf_addr = apf_mb.start(&stage_arbiter, FlowControlActor);
+    // In front of flow control: waits for a slot rather than refusing, so APF decides who is
+    // turned away.
+    let authentication = actors::start(
+        &front,
+        &directory,
+        &spec("authentication", "", &options, WhenFull::Wait),
+        AuthenticationActor::new(tokens, options.anonymous_auth),
+    );
+    let authorization = actors::start(
+        &front,
+        &directory,
+        &spec("authorization", "", &options, shed),
+        AuthorizationActor::new(options.authorization_mode),
+    );
+    let flow_control = actors::start(&front, &directory, &spec("flowcontrol", "", &options, shed), FlowControlActor);
 
     let stages = Stages {
-        authenticate: authn_mb.handle(authn_addr.recipient()),
-        authorize: authz_mb.handle(authz_addr.recipient()),
-        flow_control: apf_mb.handle(apf_addr.recipient()),
-        create: storage_mb.handle(storage_addr.clone().recipient()),
-        update: storage_mb.handle(storage_addr.clone().recipient()),
-        patch: storage_mb.handle(storage_addr.clone().recipient()),
-        delete: storage_mb.handle(storage_addr.clone().recipient()),
-        delete_collection: storage_mb.handle(storage_addr.recipient()),
+        authenticate: authentication.handle(),
+        authorize: authorization.handle(),
+        flow_control: flow_control.handle(),
+        create: storage.handle(),
+        update: storage.handle(),
+        patch: storage.handle(),
+        delete: storage.handle(),
+        delete_collection: storage.handle(),
         reads,
     };
-    bootstrap(&stages).await?;
+    bootstrap(&stages, range.first().to_string()).await?;
     if options.enable_namespace_finalizer {
-        crate::namespace_finalizer::spawn(stages.clone());
+        crate::namespace_finalizer::spawn(stages.clone(), catalogue.clone());
     }
-    crate::backends::spawn_object_counts(router.clone(), options.etcd_prefix.clone(), Duration::from_secs(60));
+    crate::backends::spawn_object_counts(
+        router.clone(),
+        catalogue.clone(),
+        options.etcd_prefix.clone(),
+        Duration::from_secs(60),
+    );
     if !options.etcd_compaction_interval.is_zero() {
         crate::backends::spawn_compaction(router.clone(), options.etcd_compaction_interval);
     }
@@ -220,7 +199,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         cert_file: options.tls_cert_file.clone(),
         key_file: options.tls_private_key_file.clone(),
         client_ca_file: options.client_ca_file.clone(),
-        extra_sans: vec![options.bind_address.to_string()],
+        extra_sans: vec![options.bind_address.to_string(), range.first().to_string()],
     };
     let material = tls::prepare(&data_dir, &tls_opts)?;
     let kubeconfig = data_dir.join("admin.kubeconfig");
@@ -229,12 +208,14 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         Err(e) => println!("apiserver: serving on https://{address}; {e}"),
     }
 
-    let server = web::Data::new(Server {
+    let server = web::Data::new(ServerState {
         stages,
+        catalogue,
         options: options.clone(),
         metrics,
         router,
-        registry: registry.clone(),
+        faults,
+        directory: directory.clone(),
         address: address.clone(),
         started: Instant::now(),
     });
@@ -245,13 +226,13 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     };
     let main = {
         let server = server.clone();
-        HttpServer::new(move || App::new().app_data(server.clone()).default_service(web::to(crate::http::dispatch)))
+        HttpServer::new(move || App::new().app_data(server.clone()).default_service(web::to(crate::chain::dispatch)))
             .workers(workers)
             // Watch events and list chunks are written as they come; Nagle would hold a small
             // write back until the client ACKs the previous one (up to its delayed-ACK 40 ms).
             // Go, and so kube-apiserver, disables it on every connection too.
             .tcp_nodelay(true)
-            .on_connect(crate::http::on_connect)
+            .on_connect(crate::chain::on_connect)
             .bind_rustls_0_23((options.bind_address, options.secure_port), material.server_config)
             .map_err(|e| format!("binding {}:{}: {e}", options.bind_address, options.secure_port))?
             .run()
@@ -269,12 +250,10 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
 }
 
 /// Creates what kube's bootstrap controller creates: the system namespaces and the
-/// `kubernetes` service.
-async fn bootstrap(stages: &Stages) -> Result<(), String> {
-    let system = WriteOptions {
-        user: UserInfo { name: "system:apiserver".into(), uid: String::new(), groups: vec!["system:masters".into()] },
-        ..Default::default()
-    };
+/// `kubernetes` service at the first address of the service range.
+async fn bootstrap(stages: &Stages, kubernetes_ip: String) -> Result<(), String> {
+    let system =
+        UserInfo { name: "system:apiserver".into(), uid: String::new(), groups: vec!["system:masters".into()] };
     let mut objects = Vec::new();
     for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
         let target = Target { version: "v1".into(), resource: "namespaces".into(), ..Default::default() };
@@ -287,16 +266,24 @@ async fn bootstrap(stages: &Stages) -> Result<(), String> {
         json!({
             "metadata": { "name": "kubernetes", "labels": { "component": "apiserver", "provider": "kubernetes" } },
             "spec": {
-                "clusterIP": "10.96.0.1",
+                "clusterIP": kubernetes_ip,
                 "ports": [{ "name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443 }],
             },
         }),
     ));
     for (target, object) in objects {
-        let create = CreateObject { target, object, options: system.clone() };
-        match stages.create.ask(create).await {
+        // Created once: after a restart they exist (and the Service's address is taken).
+        let path = if target.resource == "services" { "services/specs" } else { "namespaces" };
+        let existing =
+            Target { name: object["metadata"]["name"].as_str().unwrap_or_default().into(), ..target.clone() };
+        let get = GetObject { target: existing, options: GetOptions { read_at: ReadAt::Latest } };
+        if stages.reads[path].reader.get(get).await.is_ok() {
+            continue;
+        }
+        let create = CreateObject { target, object, user: system.clone(), options: WriteOptions::default() };
+        match stages.create.ask(create, Deadline::after(BOOTSTRAP_TIMEOUT)).await {
             Ok(_) => {}
-            Err(e) if e.reason == actors::Reason::AlreadyExists => {}
+            Err(e) if e.reason == apimachinery::Reason::AlreadyExists => {}
             Err(e) => return Err(format!("bootstrap: {}", e.message)),
         }
     }

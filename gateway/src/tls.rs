@@ -18,7 +18,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
 
-use actors::request::UserInfo;
+use apimachinery::request::UserInfo;
 
 /// Where the TLS material comes from.
 #[derive(Clone, Debug, Default)]

@@ -16,8 +16,11 @@
 //! - [`encryption`]: encryption at rest (`--encryption-provider-config`), a decorator over any
 //!   backend, byte-compatible with kube-apiserver's providers.
 //! - [`router`]: which backend stores which resource (`--etcd-servers-overrides`).
-//! - [`registry`]: the storage stage: kube's generic registry store (object metadata,
-//!   preconditions, finalizers) on top of a [`Storage`].
+//! - [`errors`]: storage errors as the API reports them, mapped once.
+//! - [`faults`]: injected write delays, for testing the stages above (off by default).
+//!
+//! The storage *stage*, kube's generic registry (object metadata, preconditions, finalizers),
+//! is the `registry` crate, on top of this contract; the read path is the `cacher` crate.
 
 use std::sync::Arc;
 
@@ -30,8 +33,9 @@ pub mod codec;
 pub mod conformance;
 pub mod embedded;
 pub mod encryption;
+pub mod errors;
 pub mod etcd;
-pub mod registry;
+pub mod faults;
 pub mod router;
 
 /// A revision of the whole store (etcd's `header.revision`); `resourceVersion` on the wire.

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use actors::kinds::{self, ResourceDef};
+use apimachinery::kinds::{Catalogue, ResourceDef};
 
 use crate::Storage;
 
@@ -23,8 +23,9 @@ pub struct Override {
 }
 
 /// Parses kube's `--etcd-servers-overrides` syntax: comma-separated
-/// `group/resource#server1;server2` entries, the group empty for core (`/events#...`).
-pub fn parse_overrides(flag: &str) -> Result<Vec<Override>, String> {
+/// `group/resource#server1;server2` entries, the group empty for core (`/events#...`), each
+/// naming a resource of `catalogue`.
+pub fn parse_overrides(flag: &str, catalogue: &Catalogue) -> Result<Vec<Override>, String> {
     let mut out = Vec::new();
     for entry in flag.split(',').map(str::trim).filter(|e| !e.is_empty()) {
         let (gr, servers) = entry
@@ -38,17 +39,12 @@ pub fn parse_overrides(flag: &str) -> Result<Vec<Override>, String> {
         if resource.is_empty() || servers.is_empty() {
             return Err(format!("invalid value of etcd server overrides: {entry}"));
         }
-        if resource_def(group, resource).is_none() {
+        if catalogue.find_any_version(group, resource).is_none() {
             return Err(format!("--etcd-servers-overrides names {gr}, which this server does not serve"));
         }
         out.push(Override { group: group.to_string(), resource: resource.to_string(), servers });
     }
     Ok(out)
-}
-
-/// The served resource a `group/resource` names (any version).
-pub fn resource_def(group: &str, resource: &str) -> Option<&'static ResourceDef> {
-    kinds::BUILTIN.iter().find(|d| d.group == group && d.resource == resource)
 }
 
 /// Routes each resource's keys to its backend.
@@ -98,10 +94,17 @@ impl StorageRouter {
 mod tests {
     use super::*;
 
+    fn catalogue() -> Catalogue {
+        apimachinery::builtin::catalogue()
+    }
+
     #[test]
     fn parses_kube_syntax() {
-        let o =
-            parse_overrides("/events#http://127.0.0.1:2381;http://127.0.0.1:2382,apps/deployments#embedded").unwrap();
+        let o = parse_overrides(
+            "/events#http://127.0.0.1:2381;http://127.0.0.1:2382,apps/deployments#embedded",
+            &catalogue(),
+        )
+        .unwrap();
         assert_eq!(
             o[0],
             Override {
@@ -115,9 +118,9 @@ mod tests {
 
     #[test]
     fn rejects_malformed_entries() {
-        assert!(parse_overrides("events#http://x").unwrap_err().contains("group/resource"));
-        assert!(parse_overrides("/events").is_err());
-        assert!(parse_overrides("/widgets#http://x").unwrap_err().contains("does not serve"));
-        assert!(parse_overrides("").unwrap().is_empty());
+        assert!(parse_overrides("events#http://x", &catalogue()).unwrap_err().contains("group/resource"));
+        assert!(parse_overrides("/events", &catalogue()).is_err());
+        assert!(parse_overrides("/widgets#http://x", &catalogue()).unwrap_err().contains("does not serve"));
+        assert!(parse_overrides("", &catalogue()).unwrap().is_empty());
     }
 }

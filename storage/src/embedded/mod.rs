@@ -201,14 +201,32 @@ impl EmbeddedStore {
             "embedded store opened"
         );
 
+        Self::start(state, Some(log), backend, dir.to_path_buf(), options)
+    }
+
+    /// A store kept in memory only, with the same semantics (revisions, history, compaction,
+    /// watches) and no durability: for tests of the layers above storage.
+    pub fn in_memory(options: EmbeddedOptions) -> Result<Arc<EmbeddedStore>, StorageError> {
+        Self::start(State::new(0, 1), None, "embedded (in memory)".to_string(), PathBuf::new(), options)
+    }
+
+    fn start(
+        state: State,
+        log: Option<LogWriter>,
+        backend: String,
+        dir: PathBuf,
+        mut options: EmbeddedOptions,
+    ) -> Result<Arc<EmbeddedStore>, StorageError> {
+        options.max_value_size = options.max_value_size.min(MAX_VALUE_SIZE_CEILING);
+        let fail = |message: String| StorageError::Unavailable { backend: backend.clone(), message };
         let shared = Arc::new(Shared {
             state: RwLock::new(state),
             watchers: Mutex::new(Watchers::default()),
             backend: backend.clone(),
-            dir: dir.to_path_buf(),
+            dir,
             watch_capacity: options.watch_capacity.max(1),
         });
-        shared.record_size(log.len());
+        shared.record_size(log.as_ref().map_or(0, LogWriter::len));
         let queue = options.write_queue_capacity.max(1);
         let (requests, receiver) = crossbeam_channel::bounded(queue);
         let writer = Writer {

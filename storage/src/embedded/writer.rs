@@ -102,8 +102,8 @@ pub(super) struct WriteRequest {
 pub(super) struct Writer {
     /// The index and watchers, shared with readers.
     pub shared: Arc<Shared>,
-    /// The log being appended to.
-    pub log: LogWriter,
+    /// The log being appended to; `None` for a store kept in memory only.
+    pub log: Option<LogWriter>,
     /// Set after a failed append or sync: no write is accepted until the store is reopened,
     /// because after a failed fsync what is on disk is unknown.
     pub failed: Option<String>,
@@ -244,8 +244,10 @@ impl Writer {
         }
 
         if !changes.is_empty() {
-            if let Err(e) = self.log.append(frames) {
-                let message = format!("writing {}: {e}", self.log.path().display());
+            if let Some(log) = &mut self.log
+                && let Err(e) = log.append(frames)
+            {
+                let message = format!("writing {}: {e}", log.path().display());
                 tracing::error!(%message, "embedded store stops accepting writes");
                 self.failed = Some(message.clone());
                 // Even precondition failures were judged against writes that are now lost.
@@ -264,7 +266,7 @@ impl Writer {
             // or is registered before they are published, never both, never neither.
             self.shared.lock_watchers().publish(state.events_after(before), &self.shared.backend);
             drop(state);
-            self.shared.record_size(self.log.len());
+            self.shared.record_size(self.log_len());
         }
         for (reply, result) in replies {
             let _ = reply.send(result);
@@ -277,10 +279,7 @@ impl Writer {
         if let Some(message) = &self.failed {
             return Err(self.unavailable(message.clone()));
         }
-        let dir = self.shared.dir.clone();
         {
-            // The writer is the only mutator, so a read lock is enough for a stable view and
-            // lets reads go on while the snapshot is written.
             let state = self.shared.read_state();
             if revision <= state.compacted {
                 return Err(StorageError::Compacted { requested: revision, compacted: state.compacted });
@@ -288,38 +287,57 @@ impl Writer {
             if revision > state.revision {
                 return Err(StorageError::FutureRevision { requested: revision, current: state.revision });
             }
-            let restores = state.live_at(revision).map(|(key, v)| Record::Restore {
-                key: key.clone(),
-                create_revision: v.create_revision,
-                mod_revision: v.mod_revision,
-                value: v.value.clone().unwrap_or_default(),
-            });
-            let history = state.events_after(revision).map(|e| match e.kind {
-                crate::EventType::Deleted => Record::Delete { revision: e.kv.mod_revision, key: e.kv.key.clone() },
-                _ => Record::Put {
-                    revision: e.kv.mod_revision,
-                    key: e.kv.key.clone(),
-                    create_revision: e.kv.create_revision,
-                    value: e.kv.value.clone(),
-                },
-            });
-            let records = std::iter::once(Record::header(revision, revision)).chain(restores).chain(history);
-            let len = log::write_snapshot(&dir, records).map_err(|e| {
-                self.unavailable(format!("writing snapshot {}: {e}", dir.join(log::LOG_FILE).display()))
-            })?;
-            // The rename is done: the new file is the log from now on.
-            match LogWriter::open(&dir.join(log::LOG_FILE), len) {
-                Ok(writer) => self.log = writer,
-                Err(e) => {
-                    let message = format!("reopening {} after compaction: {e}", dir.join(log::LOG_FILE).display());
-                    self.failed = Some(message.clone());
-                    return Err(self.unavailable(message));
-                }
-            }
+        }
+        if self.log.is_some() {
+            self.rewrite_log(revision)?;
         }
         self.shared.write_state().compact(revision);
-        self.shared.record_size(self.log.len());
+        self.shared.record_size(self.log_len());
         Ok(())
+    }
+
+    /// Writes a snapshot of the live state at `revision` plus the history after it, and makes
+    /// it the log.
+    fn rewrite_log(&mut self, revision: Revision) -> Result<(), StorageError> {
+        let dir = self.shared.dir.clone();
+        // The writer is the only mutator, so a read lock is enough for a stable view and lets
+        // reads go on while the snapshot is written.
+        let state = self.shared.read_state();
+        let restores = state.live_at(revision).map(|(key, v)| Record::Restore {
+            key: key.clone(),
+            create_revision: v.create_revision,
+            mod_revision: v.mod_revision,
+            value: v.value.clone().unwrap_or_default(),
+        });
+        let history = state.events_after(revision).map(|e| match e.kind {
+            crate::EventType::Deleted => Record::Delete { revision: e.kv.mod_revision, key: e.kv.key.clone() },
+            _ => Record::Put {
+                revision: e.kv.mod_revision,
+                key: e.kv.key.clone(),
+                create_revision: e.kv.create_revision,
+                value: e.kv.value.clone(),
+            },
+        });
+        let records = std::iter::once(Record::header(revision, revision)).chain(restores).chain(history);
+        let len = log::write_snapshot(&dir, records)
+            .map_err(|e| self.unavailable(format!("writing snapshot {}: {e}", dir.join(log::LOG_FILE).display())))?;
+        drop(state);
+        // The rename is done: the new file is the log from now on.
+        match LogWriter::open(&dir.join(log::LOG_FILE), len) {
+            Ok(writer) => {
+                self.log = Some(writer);
+                Ok(())
+            }
+            Err(e) => {
+                let message = format!("reopening {} after compaction: {e}", dir.join(log::LOG_FILE).display());
+                self.failed = Some(message.clone());
+                Err(self.unavailable(message))
+            }
+        }
+    }
+
+    fn log_len(&self) -> u64 {
+        self.log.as_ref().map_or(0, LogWriter::len)
     }
 }
 

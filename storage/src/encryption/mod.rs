@@ -21,13 +21,14 @@
 //! - `transformer`: the providers (`identity`, `aescbc`, `aesgcm`, `secretbox`) and kube's
 //!   on-disk layout of each.
 //! - this module: the decorator, and resource names to storage key prefixes through
-//!   [`actors::kinds`].
+//!   the catalogue of served resources.
 
 mod config;
 mod transformer;
 
-use std::collections::HashSet;
 use std::sync::Arc;
+
+use apimachinery::kinds::Catalogue;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -125,16 +126,20 @@ pub struct EncryptedStorage {
 
 impl EncryptedStorage {
     /// Wraps `inner`, encrypting the resources `config` names; `storage_prefix` is the key
-    /// prefix resources live under (`/registry`), mapped to each resource's keys through
-    /// [`actors::kinds`] (`secrets` → `/registry/secrets/`, `deployments.apps` →
+    /// prefix resources live under (`/registry`), mapped to each resource's keys through the
+    /// `catalogue` (`secrets` → `/registry/secrets/`, `deployments.apps` →
     /// `/registry/deployments/`). Resources this server does not serve are ignored.
-    pub fn new(inner: Arc<dyn Storage>, config: EncryptionConfig, storage_prefix: &str) -> Arc<EncryptedStorage> {
+    pub fn new(
+        inner: Arc<dyn Storage>,
+        config: EncryptionConfig,
+        storage_prefix: &str,
+        catalogue: &Catalogue,
+    ) -> Arc<EncryptedStorage> {
         let mut prefixes = Vec::new();
-        let mut seen = HashSet::new();
         // Two groups serving one store (both `events`) share one key prefix; the first
         // definition is the storage resource (core `events`), as in kube.
-        for def in actors::kinds::BUILTIN.iter().filter(|d| seen.insert(d.storage_path)) {
-            if let Some(providers) = config.providers_for(def.group, def.resource) {
+        for def in catalogue.stores() {
+            if let Some(providers) = config.providers_for(&def.group, &def.resource) {
                 let transformer = Transformer::new(providers.to_vec());
                 let prefix = def.key_prefix(storage_prefix);
                 tracing::info!(prefix, writer = transformer.writer().name(), "encryption at rest");

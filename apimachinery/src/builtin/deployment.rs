@@ -1,0 +1,56 @@
+//! `apps/v1` Deployment (kube: `pkg/registry/apps/deployment`): generation counts spec and
+//! annotation changes.
+
+use k8s_openapi::api::apps::v1::Deployment;
+use serde_json::{Value, json};
+
+use crate::error::Cause;
+use crate::kinds::{ResourceDef, Strategy, Subresource, meta_update};
+use crate::table::{Printer, printers};
+use crate::validation::apps;
+
+pub(super) fn definition() -> ResourceDef {
+    ResourceDef::new("apps", "v1", "deployments", "Deployment", Deployments)
+        .short_names(&["deploy"])
+        .categories(&["all"])
+        .subresources(&[Subresource::Status, Subresource::Scale])
+        .schema::<Deployment>()
+}
+
+struct Deployments;
+
+impl Strategy for Deployments {
+    fn defaults(&self, obj: &mut Value) {
+        crate::defaults::default_deployment(obj);
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        crate::defaults::reset_status(obj, json!({}));
+    }
+
+    fn validate(&self, _: &ResourceDef, obj: &Value) -> Vec<Cause> {
+        apps::validate_deployment(obj)
+    }
+
+    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
+        apps::validate_deployment_update(new, old)
+    }
+
+    fn validate_status_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut out = meta_update(new, old);
+        out.extend(apps::validate_workload_status(new));
+        out
+    }
+
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+
+    fn generation_changes(&self, new: &Value, old: &Value) -> bool {
+        crate::defaults::deployment_generation_changes(new, old)
+    }
+
+    fn printer(&self) -> Option<&dyn Printer> {
+        Some(&printers::DEPLOYMENTS)
+    }
+}

@@ -1,0 +1,63 @@
+//! `batch/v1` Job (kube: `pkg/registry/batch/job`): its selector and pod labels are generated
+//! on create.
+
+use k8s_openapi::api::batch::v1::Job;
+use serde_json::Value;
+
+use crate::error::Cause;
+use crate::kinds::{ResourceDef, Strategy, Subresource, meta_update};
+use crate::object::field;
+use crate::selector::FieldLabels;
+use crate::table::{Printer, printers};
+use crate::validation::{apps, batch};
+
+pub(super) fn definition() -> ResourceDef {
+    ResourceDef::new("batch", "v1", "jobs", "Job", Jobs)
+        .categories(&["all"])
+        .subresources(&[Subresource::Status])
+        .schema::<Job>()
+}
+
+struct Jobs;
+
+impl Strategy for Jobs {
+    fn defaults(&self, obj: &mut Value) {
+        crate::defaults::default_job(obj);
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        crate::defaults::prepare_job_for_create(obj);
+    }
+
+    fn validate(&self, _: &ResourceDef, obj: &Value) -> Vec<Cause> {
+        batch::validate_job(obj)
+    }
+
+    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
+        batch::validate_job_update(new, old)
+    }
+
+    fn validate_status_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut out = meta_update(new, old);
+        out.extend(apps::validate_workload_status(new));
+        out
+    }
+
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+
+    fn field_labels(&self) -> &'static FieldLabels {
+        &FieldLabels::JOBS
+    }
+
+    /// `status.successful` is the number of succeeded pods.
+    fn selectable_fields(&self, obj: &Value, out: &mut Vec<(&'static str, String)>) {
+        let succeeded = field(obj, "status.succeeded").and_then(Value::as_i64).unwrap_or(0);
+        out.push(("status.successful", succeeded.to_string()));
+    }
+
+    fn printer(&self) -> Option<&dyn Printer> {
+        Some(&printers::JOBS)
+    }
+}

@@ -1,0 +1,48 @@
+//! `v1` Node (kube: `pkg/registry/core/node`), cluster-scoped, stored under `minions`.
+
+use k8s_openapi::api::core::v1::Node;
+use serde_json::Value;
+
+use crate::error::Cause;
+use crate::kinds::{ResourceDef, Strategy, Subresource};
+use crate::selector::FieldLabels;
+use crate::selector::selectable::flag;
+use crate::table::{Printer, printers};
+use crate::validation::core;
+
+pub(super) fn definition() -> ResourceDef {
+    ResourceDef::new("", "v1", "nodes", "Node", Nodes)
+        .cluster_scoped()
+        .short_names(&["no"])
+        .subresources(&[Subresource::Status])
+        .storage_path("minions")
+        .schema::<Node>()
+}
+
+struct Nodes;
+
+impl Strategy for Nodes {
+    fn defaults(&self, obj: &mut Value) {
+        crate::defaults::default_node(obj);
+    }
+
+    fn validate(&self, _: &ResourceDef, obj: &Value) -> Vec<Cause> {
+        core::validate_node(obj)
+    }
+
+    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
+        core::validate_node_update(new, old)
+    }
+
+    fn field_labels(&self) -> &'static FieldLabels {
+        &FieldLabels::NODES
+    }
+
+    fn selectable_fields(&self, obj: &Value, out: &mut Vec<(&'static str, String)>) {
+        out.push(("spec.unschedulable", flag(obj, "spec.unschedulable")));
+    }
+
+    fn printer(&self) -> Option<&dyn Printer> {
+        Some(&printers::NODES)
+    }
+}

@@ -1,0 +1,54 @@
+//! The built-in catalogue as a whole, and the kinds' selectable fields.
+
+use serde_json::json;
+
+use super::*;
+
+#[test]
+fn every_resource_is_found_by_name_and_kind_in_discovery_order() {
+    let c = catalogue();
+    assert_eq!(c.resources().len(), resources().len());
+    assert_eq!(c.groups()[0].name, "");
+    assert_eq!(c.groups().iter().filter(|g| g.name == "apps").count(), 1);
+    assert_eq!(c.find_kind("apps", "v1", "Deployment").unwrap().resource, "deployments");
+    let stores: Vec<String> = c.stores().iter().map(|d| d.storage_path.clone()).collect();
+    assert_eq!(stores.iter().filter(|p| *p == "events").count(), 1, "two event groups, one store");
+}
+
+#[test]
+fn pod_fields_render_like_kube() {
+    let pods = find("", "v1", "pods").unwrap();
+    let p = json!({"metadata": {"name": "p", "namespace": "ns"}, "spec": {"nodeName": "n1"},
+                   "status": {"podIPs": [{"ip": "10.0.0.1"}]}});
+    let f = pods.field_set(&p);
+    assert!(f.contains(&("spec.nodeName", "n1".to_string())));
+    assert!(f.contains(&("spec.hostNetwork", "false".to_string())), "unset bools read false");
+    assert!(f.contains(&("status.podIP", "10.0.0.1".to_string())));
+}
+
+#[test]
+fn job_successful_counts_succeeded_pods() {
+    let jobs = find("batch", "v1", "jobs").unwrap();
+    assert!(jobs.field_set(&json!({})).contains(&("status.successful", "0".to_string())));
+    let j = json!({"status": {"succeeded": 2}});
+    assert!(jobs.field_set(&j).contains(&("status.successful", "2".to_string())));
+}
+
+#[test]
+fn event_source_falls_back_to_reporting_component() {
+    let events = find("", "v1", "events").unwrap();
+    let e = json!({"reportingComponent": "ctl"});
+    assert!(events.field_set(&e).contains(&("source", "ctl".to_string())));
+}
+
+#[test]
+fn events_round_trip_between_groups() {
+    let v1 = find("events.k8s.io", "v1", "events").unwrap();
+    let e = json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "note": "hi", "regarding": {"name": "p"}, "reason": "R"});
+    let core = v1.strategy.to_storage(e.clone()).unwrap();
+    assert_eq!(core["message"], "hi");
+    assert_eq!(core["involvedObject"]["name"], "p");
+    assert_eq!(core["apiVersion"], "v1");
+    assert_eq!(v1.strategy.to_served(&core), Some(e));
+    assert_eq!(v1.stored_as, Some((String::new(), "v1".to_string())));
+}

@@ -1,0 +1,271 @@
+use serde_json::json;
+
+use super::*;
+use crate::kinds::ResourceDef;
+
+fn find(group: &str, version: &str, resource: &str) -> Option<&'static ResourceDef> {
+    crate::builtin::find(group, version, resource).map(|d| d.as_ref())
+}
+
+fn def(group: &str, resource: &str) -> &'static ResourceDef {
+    crate::builtin::find(group, "v1", resource).unwrap().as_ref()
+}
+
+// The kinds are reached through their definitions, as the registry reaches them.
+fn apply_defaults(def: &ResourceDef, obj: &mut Value) {
+    def.apply_defaults(obj);
+}
+fn prepare_for_create(def: &ResourceDef, obj: &mut Value) {
+    def.prepare_for_create(obj);
+}
+fn prepare_for_update(def: &ResourceDef, new: &mut Value, old: &Value) {
+    def.prepare_for_update(new, old);
+}
+
+#[test]
+fn pod_gets_scheme_defaults() {
+    let mut pod = json!({
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{
+            "name": "c",
+            "image": "nginx",
+            "ports": [{"containerPort": 80}],
+            "livenessProbe": {"httpGet": {"port": 80}},
+            "env": [{"name": "N", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
+            "resources": {"limits": {"cpu": "0.5", "memory": "1024Mi"}}
+        }],
+        "volumes": [{"name": "v"}, {"name": "cm", "configMap": {"name": "x"}}]}
+    });
+    apply_defaults(def("", "pods"), &mut pod);
+    let spec = &pod["spec"];
+    assert_eq!(spec["restartPolicy"], "Always");
+    assert_eq!(spec["dnsPolicy"], "ClusterFirst");
+    assert_eq!(spec["terminationGracePeriodSeconds"], 30);
+    assert_eq!(spec["schedulerName"], "default-scheduler");
+    assert_eq!(spec["securityContext"], json!({}));
+    assert_eq!(spec["enableServiceLinks"], true);
+    let c = &spec["containers"][0];
+    assert_eq!(c["imagePullPolicy"], "Always");
+    assert_eq!(c["terminationMessagePath"], "/dev/termination-log");
+    assert_eq!(c["terminationMessagePolicy"], "File");
+    assert_eq!(c["ports"][0]["protocol"], "TCP");
+    assert_eq!(
+        c["livenessProbe"],
+        json!({"httpGet": {"port": 80, "path": "/", "scheme": "HTTP"}, "timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3})
+    );
+    assert_eq!(c["env"][0]["valueFrom"]["fieldRef"]["apiVersion"], "v1");
+    assert_eq!(c["resources"]["limits"], json!({"cpu": "500m", "memory": "1Gi"}));
+    assert_eq!(c["resources"]["requests"], json!({"cpu": "500m", "memory": "1Gi"}));
+    assert_eq!(spec["volumes"][0]["emptyDir"], json!({}));
+    assert_eq!(spec["volumes"][1]["configMap"]["defaultMode"], 420);
+}
+
+#[test]
+fn tagged_image_is_if_not_present_and_resources_empty() {
+    let mut pod = json!({"spec": {"containers": [{"name": "c", "image": "nginx:1.25"}]}});
+    apply_defaults(def("", "pods"), &mut pod);
+    assert_eq!(pod["spec"]["containers"][0]["imagePullPolicy"], "IfNotPresent");
+    assert_eq!(pod["spec"]["containers"][0]["resources"], json!({}));
+}
+
+#[test]
+fn deployment_defaults_and_template_without_service_links() {
+    let mut d = json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}});
+    apply_defaults(def("apps", "deployments"), &mut d);
+    assert_eq!(d["spec"]["replicas"], 1);
+    assert_eq!(
+        d["spec"]["strategy"],
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}})
+    );
+    assert_eq!(d["spec"]["revisionHistoryLimit"], 10);
+    assert_eq!(d["spec"]["progressDeadlineSeconds"], 600);
+    let t = &d["spec"]["template"]["spec"];
+    assert_eq!(t["restartPolicy"], "Always");
+    assert!(t.get("enableServiceLinks").is_none());
+}
+
+#[test]
+fn recreate_strategy_gets_no_rolling_update() {
+    let mut d = json!({"spec": {"strategy": {"type": "Recreate"}}});
+    apply_defaults(def("apps", "deployments"), &mut d);
+    assert_eq!(d["spec"]["strategy"], json!({"type": "Recreate"}));
+}
+
+#[test]
+fn statefulset_and_daemonset_defaults() {
+    let mut s = json!({"spec": {"volumeClaimTemplates": [{"metadata": {"name": "www"}, "spec": {"resources": {"requests": {"storage": "1Gi"}}}}]}});
+    apply_defaults(def("apps", "statefulsets"), &mut s);
+    assert_eq!(s["spec"]["podManagementPolicy"], "OrderedReady");
+    assert_eq!(s["spec"]["updateStrategy"], json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}));
+    assert_eq!(
+        s["spec"]["persistentVolumeClaimRetentionPolicy"],
+        json!({"whenDeleted": "Retain", "whenScaled": "Retain"})
+    );
+    assert_eq!(s["spec"]["replicas"], 1);
+    assert_eq!(s["spec"]["revisionHistoryLimit"], 10);
+    let vct = &s["spec"]["volumeClaimTemplates"][0];
+    assert_eq!(vct["spec"]["volumeMode"], "Filesystem");
+    assert_eq!(vct["status"]["phase"], "Pending");
+    assert_eq!(vct["kind"], "PersistentVolumeClaim");
+
+    let mut d = json!({"spec": {}});
+    apply_defaults(def("apps", "daemonsets"), &mut d);
+    assert_eq!(
+        d["spec"]["updateStrategy"],
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}})
+    );
+}
+
+#[test]
+fn job_defaults_and_generated_selector() {
+    let mut j = json!({
+        "metadata": {"name": "pi", "uid": "u-1"},
+        "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "perl"}], "restartPolicy": "Never"}}}
+    });
+    let jobs = def("batch", "jobs");
+    apply_defaults(jobs, &mut j);
+    let s = &j["spec"];
+    assert_eq!((s["completions"].clone(), s["parallelism"].clone()), (json!(1), json!(1)));
+    assert_eq!(s["backoffLimit"], 6);
+    assert_eq!(s["completionMode"], "NonIndexed");
+    assert_eq!(s["suspend"], false);
+    assert_eq!(s["podReplacementPolicy"], "TerminatedOrFailed");
+    prepare_for_create(jobs, &mut j);
+    let labels = json!({
+        "batch.kubernetes.io/controller-uid": "u-1",
+        "batch.kubernetes.io/job-name": "pi",
+        "controller-uid": "u-1",
+        "job-name": "pi",
+    });
+    assert_eq!(j["spec"]["template"]["metadata"]["labels"], labels);
+    assert_eq!(j["spec"]["selector"], json!({"matchLabels": {"batch.kubernetes.io/controller-uid": "u-1"}}));
+    assert_eq!(j["metadata"]["labels"], labels);
+    assert_eq!(j["status"], json!({}));
+}
+
+#[test]
+fn job_parallelism_only_leaves_completions_unset() {
+    let mut j = json!({"spec": {"parallelism": 3}});
+    apply_defaults(def("batch", "jobs"), &mut j);
+    assert!(j["spec"].get("completions").is_none());
+}
+
+#[test]
+fn cronjob_defaults_reach_job_template_pod_spec() {
+    let mut c = json!({"spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}}}});
+    apply_defaults(def("batch", "cronjobs"), &mut c);
+    assert_eq!(c["spec"]["concurrencyPolicy"], "Allow");
+    assert_eq!(c["spec"]["suspend"], false);
+    assert_eq!(c["spec"]["successfulJobsHistoryLimit"], 3);
+    assert_eq!(c["spec"]["failedJobsHistoryLimit"], 1);
+    assert_eq!(c["spec"]["jobTemplate"]["spec"]["template"]["spec"]["dnsPolicy"], "ClusterFirst");
+    assert!(c["spec"]["jobTemplate"]["spec"].get("backoffLimit").is_none());
+}
+
+#[test]
+fn service_defaults_and_allocation_helpers() {
+    let svcs = def("", "services");
+    let mut s = json!({"metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}], "selector": {"app": "web"}}});
+    apply_defaults(svcs, &mut s);
+    assert_eq!(s["spec"]["type"], "ClusterIP");
+    assert_eq!(s["spec"]["sessionAffinity"], "None");
+    assert_eq!(s["spec"]["internalTrafficPolicy"], "Cluster");
+    assert_eq!(s["spec"]["ports"][0], json!({"port": 80, "protocol": "TCP", "targetPort": 80}));
+    assert!(s["spec"].get("externalTrafficPolicy").is_none());
+    prepare_for_create(svcs, &mut s);
+    assert!(needs_cluster_ip(&s));
+    set_cluster_ip(&mut s, "10.96.0.10");
+    assert_eq!(s["spec"]["clusterIPs"], json!(["10.96.0.10"]));
+    assert_eq!(s["spec"]["ipFamilyPolicy"], "SingleStack");
+    assert_eq!(s["spec"]["ipFamilies"], json!(["IPv4"]));
+    assert_eq!(s["status"], json!({"loadBalancer": {}}));
+    assert!(node_ports_to_allocate(&s).is_empty());
+
+    let mut np = json!({"spec": {"type": "NodePort", "ports": [{"port": 80}, {"port": 443, "nodePort": 30443}]}});
+    apply_defaults(svcs, &mut np);
+    assert_eq!(np["spec"]["externalTrafficPolicy"], "Cluster");
+    assert_eq!(node_ports_to_allocate(&np), vec![0]);
+    set_node_port(&mut np, 0, 30080);
+    assert_eq!(node_ports(&np), vec![30080, 30443]);
+
+    let mut headless = json!({"spec": {"clusterIP": "None", "ports": [{"port": 80}]}});
+    apply_defaults(svcs, &mut headless);
+    prepare_for_create(svcs, &mut headless);
+    assert!(!needs_cluster_ip(&headless));
+    assert_eq!(headless["spec"]["clusterIPs"], json!(["None"]));
+}
+
+#[test]
+fn service_update_keeps_allocated_values() {
+    let svcs = def("", "services");
+    let old = json!({"metadata": {"name": "a", "uid": "1", "generation": 1}, "spec": {"type": "NodePort", "clusterIP": "10.0.0.1", "clusterIPs": ["10.0.0.1"], "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack", "ports": [{"port": 80, "protocol": "TCP", "nodePort": 30001}]}, "status": {"loadBalancer": {}}});
+    let mut new = json!({"metadata": {"name": "a"}, "spec": {"type": "NodePort", "ports": [{"port": 80}]}});
+    apply_defaults(svcs, &mut new);
+    prepare_for_update(svcs, &mut new, &old);
+    assert_eq!(new["spec"]["clusterIP"], "10.0.0.1");
+    assert_eq!(new["spec"]["ports"][0]["nodePort"], 30001);
+    assert_eq!(new["metadata"]["uid"], "1");
+    assert_eq!(new["status"], json!({"loadBalancer": {}}));
+}
+
+#[test]
+fn namespace_defaults_and_create() {
+    let ns = def("", "namespaces");
+    let mut n = json!({"metadata": {"name": "team-a"}});
+    apply_defaults(ns, &mut n);
+    prepare_for_create(ns, &mut n);
+    assert_eq!(n["metadata"]["labels"]["kubernetes.io/metadata.name"], "team-a");
+    assert_eq!(n["spec"]["finalizers"], json!(["kubernetes"]));
+    assert_eq!(n["status"]["phase"], "Active");
+}
+
+#[test]
+fn secret_string_data_folds_into_data() {
+    let mut s = json!({"stringData": {"user": "admin"}, "data": {"a": "Yg=="}});
+    apply_defaults(def("", "secrets"), &mut s);
+    assert_eq!(s["type"], "Opaque");
+    assert_eq!(s["data"], json!({"a": "Yg==", "user": "YWRtaW4="}));
+    assert!(s.get("stringData").is_none());
+}
+
+#[test]
+fn rbac_subjects_and_role_ref_api_group() {
+    let rb = find("rbac.authorization.k8s.io", "v1", "rolebindings").unwrap();
+    let mut b = json!({"roleRef": {"kind": "Role", "name": "r"}, "subjects": [{"kind": "User", "name": "u"}, {"kind": "ServiceAccount", "name": "s"}]});
+    apply_defaults(rb, &mut b);
+    assert_eq!(b["roleRef"]["apiGroup"], "rbac.authorization.k8s.io");
+    assert_eq!(b["subjects"][0]["apiGroup"], "rbac.authorization.k8s.io");
+    assert!(b["subjects"][1].get("apiGroup").is_none());
+}
+
+#[test]
+fn pod_create_sets_phase_and_qos() {
+    let pods = def("", "pods");
+    let mut p = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]}, "status": {"phase": "Running"}});
+    apply_defaults(pods, &mut p);
+    prepare_for_create(pods, &mut p);
+    assert_eq!(p["status"], json!({"phase": "Pending", "qosClass": "Guaranteed"}));
+}
+
+#[test]
+fn update_bumps_generation_on_spec_change_only() {
+    let d = def("apps", "deployments");
+    let old = json!({"metadata": {"name": "a", "generation": 3}, "spec": {"replicas": 1}, "status": {"replicas": 1}});
+    let mut same = json!({"metadata": {"name": "a"}, "spec": {"replicas": 1}, "status": {"replicas": 9}});
+    prepare_for_update(d, &mut same, &old);
+    assert_eq!(same["metadata"]["generation"], 3);
+    assert_eq!(same["status"], json!({"replicas": 1}));
+    let mut changed = json!({"metadata": {"name": "a"}, "spec": {"replicas": 2}});
+    prepare_for_update(d, &mut changed, &old);
+    assert_eq!(changed["metadata"]["generation"], 4);
+}
+
+#[test]
+fn defaults_are_idempotent() {
+    let d = def("apps", "deployments");
+    let mut a = json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "0.1"}}}]}}}});
+    apply_defaults(d, &mut a);
+    let once = a.clone();
+    apply_defaults(d, &mut a);
+    assert_eq!(a, once);
+}

@@ -1,0 +1,243 @@
+//! Objects and watch events encoded once and shared.
+//!
+//! The read path serves the same bytes to every client: an object is encoded to JSON when it
+//! enters the cache, lists copy those bytes into the response, and a watch event's line is
+//! built once and handed to every watcher that receives it. Only clients asking for another
+//! form (YAML, Table, a converted version) decode.
+
+use bytes::Bytes;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+
+/// The type of a watch event on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum WatchEventType {
+    /// `ADDED`.
+    Added,
+    /// `MODIFIED`.
+    Modified,
+    /// `DELETED`.
+    Deleted,
+    /// `BOOKMARK`.
+    Bookmark,
+    /// `ERROR`.
+    Error,
+}
+
+/// An API object as JSON, `apiVersion` and `kind` first so that the item form a list uses
+/// (kube omits both in a typed list's items) is a suffix of the same bytes.
+#[derive(Clone, PartialEq, Eq)]
+pub struct EncodedObject {
+    json: Bytes,
+    /// Where the fields after `apiVersion` and `kind` start (the byte after their comma), or
+    /// the closing brace's offset when there are none.
+    body_at: usize,
+}
+
+impl EncodedObject {
+    /// Encodes `obj`.
+    pub fn encode(obj: &Value) -> Self {
+        let Some(map) = obj.as_object() else {
+            let json = serde_json::to_vec(obj).unwrap_or_default();
+            return EncodedObject { body_at: 0, json: Bytes::from(json) };
+        };
+        let mut out = Vec::with_capacity(256);
+        out.push(b'{');
+        let mut first = true;
+        for key in ["apiVersion", "kind"] {
+            if let Some(v) = map.get(key) {
+                if !first {
+                    out.push(b',');
+                }
+                first = false;
+                write_entry(&mut out, key, v);
+            }
+        }
+        let head = out.len();
+        for (k, v) in map.iter().filter(|(k, _)| *k != "apiVersion" && *k != "kind") {
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            write_entry(&mut out, k, v);
+        }
+        out.push(b'}');
+        // After the type fields comes their comma (skip it) unless the object ends there.
+        let body_at = if head == 1 || out[head] == b'}' { head } else { head + 1 };
+        out.shrink_to_fit();
+        EncodedObject { json: Bytes::from(out), body_at }
+    }
+
+    /// The whole object.
+    pub fn json(&self) -> &Bytes {
+        &self.json
+    }
+
+    /// Writes the object as a typed list's item: without `apiVersion` and `kind`.
+    pub fn write_item(&self, out: &mut Vec<u8>) {
+        if self.body_at == 0 {
+            out.extend_from_slice(&self.json);
+        } else {
+            out.push(b'{');
+            out.extend_from_slice(&self.json[self.body_at..]);
+        }
+    }
+
+    /// The object decoded, for callers that change or reshape it.
+    pub fn value(&self) -> Value {
+        serde_json::from_slice(&self.json).expect("an encoded object is valid JSON")
+    }
+
+    /// Bytes held, for memory accounting.
+    pub fn len(&self) -> usize {
+        self.json.len()
+    }
+
+    /// Never true for an API object; present for completeness of `len`.
+    pub fn is_empty(&self) -> bool {
+        self.json.is_empty()
+    }
+}
+
+fn write_entry(out: &mut Vec<u8>, key: &str, value: &Value) {
+    serde_json::to_writer(&mut *out, key).expect("writing to a Vec cannot fail");
+    out.push(b':');
+    serde_json::to_writer(&mut *out, value).expect("writing to a Vec cannot fail");
+}
+
+impl std::fmt::Debug for EncodedObject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&String::from_utf8_lossy(&self.json))
+    }
+}
+
+impl From<&Value> for EncodedObject {
+    fn from(v: &Value) -> Self {
+        EncodedObject::encode(v)
+    }
+}
+
+/// Crosses processes as the object it encodes.
+impl Serialize for EncodedObject {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.value().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for EncodedObject {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Value::deserialize(d).map(|v| EncodedObject::encode(&v))
+    }
+}
+
+/// One watch event as delivered: its type, its object, and its wire line
+/// (`{"type":"ADDED","object":{...}}\n`). A change's line is built once and shared by every
+/// watcher that gets it; a watch's initial state is queued without lines (only the shared
+/// object), and each line is built as the client reads, so a backlog holds no copies.
+#[derive(Clone, Debug)]
+pub struct WatchEvent {
+    /// Event type.
+    pub kind: WatchEventType,
+    /// The object (for `ERROR`, a Status; for `BOOKMARK`, an object with only
+    /// `metadata.resourceVersion`).
+    pub object: EncodedObject,
+    /// The JSON line, when built ahead.
+    line: Option<Bytes>,
+    /// When the cacher received the change from storage, for delivery latency.
+    pub received: Option<std::time::Instant>,
+}
+
+impl WatchEvent {
+    /// An event with its line built now, to be shared.
+    pub fn new(kind: WatchEventType, object: EncodedObject) -> Self {
+        let line = Some(build_line(kind, &object));
+        WatchEvent { kind, object, line, received: None }
+    }
+
+    /// An event whose line is built when it is written.
+    pub fn deferred(kind: WatchEventType, object: EncodedObject) -> Self {
+        WatchEvent { kind, object, line: None, received: None }
+    }
+
+    /// The JSON line.
+    pub fn line(&self) -> Bytes {
+        self.line.clone().unwrap_or_else(|| build_line(self.kind, &self.object))
+    }
+
+    /// The JSON line, taking the shared one without touching its reference count.
+    pub fn into_line(self) -> Bytes {
+        self.line.unwrap_or_else(|| build_line(self.kind, &self.object))
+    }
+}
+
+fn build_line(kind: WatchEventType, object: &EncodedObject) -> Bytes {
+    let name = match kind {
+        WatchEventType::Added => "ADDED",
+        WatchEventType::Modified => "MODIFIED",
+        WatchEventType::Deleted => "DELETED",
+        WatchEventType::Bookmark => "BOOKMARK",
+        WatchEventType::Error => "ERROR",
+    };
+    let mut line = Vec::with_capacity(object.len() + 32);
+    line.extend_from_slice(b"{\"type\":\"");
+    line.extend_from_slice(name.as_bytes());
+    line.extend_from_slice(b"\",\"object\":");
+    line.extend_from_slice(object.json());
+    line.extend_from_slice(b"}\n");
+    Bytes::from(line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_item_form_drops_type_fields_and_keeps_the_rest() {
+        let obj = json!({"metadata": {"name": "a"}, "kind": "ConfigMap", "data": {"k": "v"}, "apiVersion": "v1"});
+        let enc = EncodedObject::encode(&obj);
+        assert!(enc.json().starts_with(br#"{"apiVersion":"v1","kind":"ConfigMap","#));
+        assert_eq!(enc.value(), obj);
+        let mut item = Vec::new();
+        enc.write_item(&mut item);
+        assert_eq!(
+            serde_json::from_slice::<Value>(&item).unwrap(),
+            json!({"metadata": {"name": "a"}, "data": {"k": "v"}})
+        );
+    }
+
+    #[test]
+    fn objects_with_only_type_fields_or_none_encode_to_valid_items() {
+        for obj in [json!({"kind": "X", "apiVersion": "v1"}), json!({"metadata": {}}), json!({})] {
+            let enc = EncodedObject::encode(&obj);
+            assert_eq!(enc.value(), obj);
+            let mut item = Vec::new();
+            enc.write_item(&mut item);
+            let mut expected = obj.clone();
+            expected.as_object_mut().unwrap().retain(|k, _| k != "kind" && k != "apiVersion");
+            assert_eq!(serde_json::from_slice::<Value>(&item).unwrap(), expected, "{obj}");
+        }
+    }
+
+    #[test]
+    fn an_event_line_is_one_json_document_per_line() {
+        let object = EncodedObject::encode(&json!({"kind": "Pod"}));
+        for ev in [
+            WatchEvent::new(WatchEventType::Modified, object.clone()),
+            WatchEvent::deferred(WatchEventType::Modified, object),
+        ] {
+            let line = ev.line();
+            assert!(line.ends_with(b"\n"));
+            let v: Value = serde_json::from_slice(&line).unwrap();
+            assert_eq!(v, json!({"type": "MODIFIED", "object": {"kind": "Pod"}}));
+        }
+    }
+
+    #[test]
+    fn crosses_processes_as_the_object() {
+        let enc = EncodedObject::encode(&json!({"kind": "Pod", "metadata": {"name": "p"}}));
+        let back: EncodedObject = rmp_serde::from_slice(&rmp_serde::to_vec_named(&enc).unwrap()).unwrap();
+        assert_eq!(back, enc);
+    }
+}

@@ -1,0 +1,498 @@
+//! The catalogue of served resources: what discovery lists, how URLs map to kinds, where each
+//! resource lives in storage, and, through each resource's [`Strategy`], everything that
+//! differs between kinds.
+//!
+//! A [`ResourceDef`] is one resource of one group/version: its names, scope, subresources and
+//! key layout as data, and its behaviour as a [`Strategy`] object (kube's per-kind registry
+//! strategy plus the scheme's defaulting, validation, printing and field-selector functions).
+//! No code outside a strategy asks "which kind is this?": the registry, the cacher, the REST
+//! handlers and the namespace finalizer ask the definition.
+//!
+//! The [`Catalogue`] holds the served definitions and can gain and lose them while the server
+//! runs (custom resources, later); readers take an `Arc` of a definition and keep it for the
+//! request.
+//!
+//! Adding a built-in kind is one file in `crate::builtin` defining its `ResourceDef` and
+//! strategy, plus one line in that module's list.
+
+mod strategy;
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use serde_json::Value;
+
+use crate::error::Cause;
+use crate::object::ObjectExt;
+use crate::selector::FieldLabels;
+use crate::table::Printer;
+
+pub use crate::validation::names::NameRule;
+pub use strategy::{ClusterIp, DefaultStrategy, Strategy, meta_update};
+
+/// A subresource served beside the main resource.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Subresource {
+    /// `/status`: writes change only `.status`.
+    Status,
+    /// `/scale`: an `autoscaling/v1` `Scale` view of `.spec.replicas`.
+    Scale,
+    /// `/finalize` of namespaces: writes change only `.spec.finalizers`.
+    Finalize,
+}
+
+impl Subresource {
+    /// The URL segment.
+    pub fn name(self) -> &'static str {
+        match self {
+            Subresource::Status => "status",
+            Subresource::Scale => "scale",
+            Subresource::Finalize => "finalize",
+        }
+    }
+
+    /// The subresource a URL segment names, if it is one this server knows.
+    pub fn parse(segment: &str) -> Option<Subresource> {
+        [Subresource::Status, Subresource::Scale, Subresource::Finalize].into_iter().find(|s| s.name() == segment)
+    }
+
+    /// The verbs it serves.
+    pub fn verbs(self) -> &'static [&'static str] {
+        match self {
+            Subresource::Status | Subresource::Scale => &["get", "patch", "update"],
+            Subresource::Finalize => &["update"],
+        }
+    }
+}
+
+/// Adds a kind's OpenAPI schema (from its k8s-openapi type) to a generator; returns the
+/// definition name.
+pub type SchemaFn = fn(&mut schemars::SchemaGenerator) -> String;
+
+/// One served resource of one group/version.
+pub struct ResourceDef {
+    /// API group, `""` for core.
+    pub group: String,
+    /// API version.
+    pub version: String,
+    /// Plural resource name as it appears in URLs.
+    pub resource: String,
+    /// Kind.
+    pub kind: String,
+    /// Lower-case singular name.
+    pub singular: String,
+    /// Whether objects live in a namespace.
+    pub namespaced: bool,
+    /// Short names for kubectl (`cm`, `deploy`).
+    pub short_names: Vec<String>,
+    /// Categories (`all`).
+    pub categories: Vec<String>,
+    /// Served subresources.
+    pub subresources: Vec<Subresource>,
+    /// Key segment under the storage prefix, as kube-apiserver lays keys out in etcd
+    /// (`/registry/<storage_path>/<namespace>/<name>`). Resources sharing a path share one store
+    /// (events of two groups).
+    pub storage_path: String,
+    /// The group and version objects are stored in, when another than this one's (the
+    /// strategy converts between them).
+    pub stored_as: Option<(String, String)>,
+    /// How names are validated.
+    pub name_rule: NameRule,
+    /// Whether `deletecollection` is served (namespaces do not serve it).
+    pub deletecollection: bool,
+    /// Its OpenAPI schema, for built-in kinds.
+    pub schema: Option<SchemaFn>,
+    /// Its behaviour.
+    pub strategy: Arc<dyn Strategy>,
+}
+
+impl std::fmt::Debug for ResourceDef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ResourceDef({}/{} {})", self.api_version(), self.resource, self.kind)
+    }
+}
+
+impl ResourceDef {
+    /// A namespaced resource with default behaviour, stored under its plural name: refine it
+    /// with the builder methods.
+    pub fn new(group: &str, version: &str, resource: &str, kind: &str, strategy: impl Strategy + 'static) -> Self {
+        ResourceDef {
+            group: group.to_string(),
+            version: version.to_string(),
+            resource: resource.to_string(),
+            kind: kind.to_string(),
+            singular: kind.to_lowercase(),
+            namespaced: true,
+            short_names: Vec::new(),
+            categories: Vec::new(),
+            subresources: Vec::new(),
+            storage_path: resource.to_string(),
+            stored_as: None,
+            name_rule: NameRule::Subdomain,
+            deletecollection: true,
+            schema: None,
+            strategy: Arc::new(strategy),
+        }
+    }
+
+    /// Objects live outside namespaces.
+    pub fn cluster_scoped(mut self) -> Self {
+        self.namespaced = false;
+        self
+    }
+
+    /// kubectl's short names.
+    pub fn short_names(mut self, names: &[&str]) -> Self {
+        self.short_names = names.iter().map(|s| s.to_string()).collect();
+        self
+    }
+
+    /// Discovery categories (`all`).
+    pub fn categories(mut self, categories: &[&str]) -> Self {
+        self.categories = categories.iter().map(|s| s.to_string()).collect();
+        self
+    }
+
+    /// Served subresources.
+    pub fn subresources(mut self, subresources: &[Subresource]) -> Self {
+        self.subresources = subresources.to_vec();
+        self
+    }
+
+    /// The key segment under the storage prefix, when not the plural name.
+    pub fn storage_path(mut self, path: &str) -> Self {
+        self.storage_path = path.to_string();
+        self
+    }
+
+    /// Objects are stored in another group/version's form.
+    pub fn stored_as(mut self, group: &str, version: &str) -> Self {
+        self.stored_as = Some((group.to_string(), version.to_string()));
+        self
+    }
+
+    /// How names are validated, when not as an RFC 1123 subdomain.
+    pub fn names(mut self, rule: NameRule) -> Self {
+        self.name_rule = rule;
+        self
+    }
+
+    /// `deletecollection` is not served.
+    pub fn without_deletecollection(mut self) -> Self {
+        self.deletecollection = false;
+        self
+    }
+
+    /// The OpenAPI schema of k8s-openapi type `T`.
+    pub fn schema<T: schemars::JsonSchema>(mut self) -> Self {
+        fn add<T: schemars::JsonSchema>(g: &mut schemars::SchemaGenerator) -> String {
+            g.subschema_for::<T>();
+            T::schema_name().into_owned()
+        }
+        self.schema = Some(add::<T>);
+        self
+    }
+
+    /// `v1` or `apps/v1`.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
+    }
+
+    /// `configmaps` or `deployments.apps`.
+    pub fn qualified(&self) -> String {
+        crate::error::qualified_resource(&self.group, &self.resource)
+    }
+
+    /// Whether the resource serves `sub`.
+    pub fn has(&self, sub: Subresource) -> bool {
+        self.subresources.contains(&sub)
+    }
+
+    /// The verbs discovery advertises.
+    pub fn verbs(&self) -> Vec<&'static str> {
+        let mut v = vec!["create", "delete"];
+        if self.deletecollection {
+            v.push("deletecollection");
+        }
+        v.extend(["get", "list", "patch", "update", "watch"]);
+        v
+    }
+
+    /// The storage key prefix holding every object of this resource (ends with `/`).
+    pub fn key_prefix(&self, storage_prefix: &str) -> String {
+        format!("{}/{}/", storage_prefix.trim_end_matches('/'), self.storage_path)
+    }
+
+    /// The storage key prefix for one namespace, or the whole resource when `namespace` is empty.
+    pub fn namespace_prefix(&self, storage_prefix: &str, namespace: &str) -> String {
+        if self.namespaced && !namespace.is_empty() {
+            format!("{}{namespace}/", self.key_prefix(storage_prefix))
+        } else {
+            self.key_prefix(storage_prefix)
+        }
+    }
+
+    /// The storage key of one object.
+    pub fn key(&self, storage_prefix: &str, namespace: &str, name: &str) -> String {
+        if self.namespaced {
+            format!("{}{namespace}/{name}", self.key_prefix(storage_prefix))
+        } else {
+            format!("{}{name}", self.key_prefix(storage_prefix))
+        }
+    }
+
+    /// Whether two definitions share storage (events are served by two groups from one store).
+    pub fn same_storage(&self, other: &ResourceDef) -> bool {
+        self.storage_path == other.storage_path
+    }
+
+    // ------------------------------------------------------------------ behaviour
+
+    /// Applies kube's decode-time defaults (idempotent).
+    pub fn apply_defaults(&self, obj: &mut Value) {
+        if obj.is_object() {
+            self.strategy.defaults(obj);
+        }
+    }
+
+    /// `BeforeCreate` once the uid and name are assigned: deletion fields dropped, then the
+    /// strategy's `PrepareForCreate` (status reset, generated fields).
+    pub fn prepare_for_create(&self, obj: &mut Value) {
+        if !obj.is_object() {
+            return;
+        }
+        let meta = obj.meta_mut();
+        meta.remove("deletionTimestamp");
+        meta.remove("deletionGracePeriodSeconds");
+        self.strategy.prepare_for_create(obj);
+    }
+
+    /// `BeforeUpdate` of the main resource: identity carried over from `old`, status kept for
+    /// kinds with a status subresource, generation bumped when the strategy says the spec
+    /// changed, then the strategy's `PrepareForUpdate`.
+    pub fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        if !new.is_object() {
+            return;
+        }
+        crate::defaults::carry_identity(new, old);
+        if self.has(Subresource::Status) {
+            crate::defaults::keep_status(new, old);
+        }
+        if self.strategy.tracks_generation() && self.strategy.generation_changes(new, old) {
+            crate::defaults::bump_generation(new, old);
+        }
+        self.strategy.prepare_for_update(new, old);
+    }
+
+    /// The `/status` flavour: identity and spec from `old`, only status and metadata changes
+    /// taken from `new`.
+    pub fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
+        if new.is_object() {
+            crate::defaults::prepare_for_status_update(new, old);
+        }
+    }
+
+    /// The strategy's `Validate` (create), duplicate causes reported once.
+    pub fn validate(&self, obj: &Value) -> Vec<Cause> {
+        dedup(self.strategy.validate(self, obj))
+    }
+
+    /// The strategy's `ValidateUpdate` of the main resource.
+    pub fn validate_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
+        dedup(self.strategy.validate_update(self, new, old))
+    }
+
+    /// The status strategy's `ValidateUpdate`.
+    pub fn validate_status_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
+        dedup(self.strategy.validate_status_update(self, new, old))
+    }
+
+    /// The fields field selectors can match on, with kube's value rendering: `metadata.name`,
+    /// `metadata.namespace` for namespaced kinds, then the kind's own.
+    pub fn field_set(&self, obj: &Value) -> Vec<(&'static str, String)> {
+        let mut out = vec![("metadata.name", obj.name().to_string())];
+        if self.namespaced {
+            out.push(("metadata.namespace", obj.namespace().to_string()));
+        }
+        self.strategy.selectable_fields(obj, &mut out);
+        out
+    }
+
+    /// The field labels field selectors may use, and their canonical names.
+    pub fn field_labels(&self) -> &'static FieldLabels {
+        self.strategy.field_labels()
+    }
+
+    /// kube's printer for `kubectl get`, `None` for the default convertor.
+    pub fn printer(&self) -> Option<&dyn Printer> {
+        self.strategy.printer()
+    }
+}
+
+fn dedup(causes: Vec<Cause>) -> Vec<Cause> {
+    let mut out: Vec<Cause> = Vec::with_capacity(causes.len());
+    for c in causes {
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// One served group and its versions, in discovery order.
+pub struct GroupDef {
+    /// Group name, `""` for core.
+    pub name: String,
+    /// Versions, preferred first.
+    pub versions: Vec<String>,
+}
+
+/// The served resources, by name and by kind, in discovery order.
+#[derive(Default)]
+struct Index {
+    all: Vec<Arc<ResourceDef>>,
+    by_resource: HashMap<(String, String, String), Arc<ResourceDef>>,
+    by_kind: HashMap<(String, String, String), Arc<ResourceDef>>,
+}
+
+impl Index {
+    fn build(all: Vec<Arc<ResourceDef>>) -> Self {
+        let mut by_resource = HashMap::new();
+        let mut by_kind = HashMap::new();
+        for d in &all {
+            by_resource.insert((d.group.clone(), d.version.clone(), d.resource.clone()), d.clone());
+            by_kind.entry((d.group.clone(), d.version.clone(), d.kind.clone())).or_insert_with(|| d.clone());
+        }
+        Index { all, by_resource, by_kind }
+    }
+}
+
+/// The served resources. Readers clone an `Arc` of the current index under a read lock held
+/// for a lookup, so adding or removing a resource (rare: custom resources) never blocks a
+/// request for longer than that.
+#[derive(Default)]
+pub struct Catalogue {
+    index: RwLock<Arc<Index>>,
+}
+
+impl Catalogue {
+    /// A catalogue serving `defs`, in that order.
+    pub fn new(defs: impl IntoIterator<Item = Arc<ResourceDef>>) -> Self {
+        Catalogue { index: RwLock::new(Arc::new(Index::build(defs.into_iter().collect()))) }
+    }
+
+    fn index(&self) -> Arc<Index> {
+        self.index.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// Looks a resource up by group, version and plural name.
+    pub fn find(&self, group: &str, version: &str, resource: &str) -> Option<Arc<ResourceDef>> {
+        self.index().by_resource.get(&(group.to_string(), version.to_string(), resource.to_string())).cloned()
+    }
+
+    /// Looks a resource up by group, version and kind.
+    pub fn find_kind(&self, group: &str, version: &str, kind: &str) -> Option<Arc<ResourceDef>> {
+        self.index().by_kind.get(&(group.to_string(), version.to_string(), kind.to_string())).cloned()
+    }
+
+    /// The resource a `group/resource` names, in any version (what `--etcd-servers-overrides`
+    /// and `EncryptionConfiguration` name).
+    pub fn find_any_version(&self, group: &str, resource: &str) -> Option<Arc<ResourceDef>> {
+        self.index().all.iter().find(|d| d.group == group && d.resource == resource).cloned()
+    }
+
+    /// Every served resource, in discovery order.
+    pub fn resources(&self) -> Vec<Arc<ResourceDef>> {
+        self.index().all.clone()
+    }
+
+    /// One resource per store (the first served of those sharing a storage path): what the
+    /// cachers, object counts and the namespace finalizer iterate.
+    pub fn stores(&self) -> Vec<Arc<ResourceDef>> {
+        let mut seen = std::collections::HashSet::new();
+        self.index().all.iter().filter(|d| seen.insert(d.storage_path.clone())).cloned().collect()
+    }
+
+    /// The resources of one group/version.
+    pub fn resources_of(&self, group: &str, version: &str) -> Vec<Arc<ResourceDef>> {
+        self.index().all.iter().filter(|d| d.group == group && d.version == version).cloned().collect()
+    }
+
+    /// The served groups in discovery order (core first).
+    pub fn groups(&self) -> Vec<GroupDef> {
+        let mut out: Vec<GroupDef> = Vec::new();
+        for d in &self.index().all {
+            match out.iter_mut().find(|g| g.name == d.group) {
+                Some(g) if !g.versions.contains(&d.version) => g.versions.push(d.version.clone()),
+                Some(_) => {}
+                None => out.push(GroupDef { name: d.group.clone(), versions: vec![d.version.clone()] }),
+            }
+        }
+        out
+    }
+
+    /// Serves `def` from now on; refused if its group, version and resource are served already.
+    pub fn add(&self, def: ResourceDef) -> Result<Arc<ResourceDef>, String> {
+        let mut index = self.index.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if index.by_resource.contains_key(&(def.group.clone(), def.version.clone(), def.resource.clone())) {
+            return Err(format!("{} {} is served already", def.api_version(), def.resource));
+        }
+        let def = Arc::new(def);
+        let mut all = index.all.clone();
+        all.push(def.clone());
+        *index = Arc::new(Index::build(all));
+        Ok(def)
+    }
+
+    /// Stops serving a resource; requests holding its definition finish with it.
+    pub fn remove(&self, group: &str, version: &str, resource: &str) -> Option<Arc<ResourceDef>> {
+        let mut index = self.index.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let pos = index.all.iter().position(|d| d.group == group && d.version == version && d.resource == resource)?;
+        let mut all = index.all.clone();
+        let gone = all.remove(pos);
+        *index = Arc::new(Index::build(all));
+        Some(gone)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn widgets() -> ResourceDef {
+        ResourceDef::new("example.com", "v1", "widgets", "Widget", DefaultStrategy).short_names(&["wd"])
+    }
+
+    #[test]
+    fn keys_follow_kube_layout() {
+        let svc = ResourceDef::new("", "v1", "services", "Service", DefaultStrategy).storage_path("services/specs");
+        assert_eq!(svc.key("/registry", "default", "web"), "/registry/services/specs/default/web");
+        let ns = ResourceDef::new("", "v1", "namespaces", "Namespace", DefaultStrategy).cluster_scoped();
+        assert_eq!(ns.key("/registry", "", "kube-system"), "/registry/namespaces/kube-system");
+        assert_eq!(ns.key_prefix("/registry/"), "/registry/namespaces/");
+    }
+
+    #[test]
+    fn the_catalogue_gains_and_loses_kinds_at_run_time() {
+        let c = Catalogue::default();
+        assert!(c.find("example.com", "v1", "widgets").is_none());
+        let held = c.add(widgets()).unwrap();
+        assert!(c.add(widgets()).is_err(), "one definition per group, version and resource");
+        assert_eq!(c.find_kind("example.com", "v1", "Widget").unwrap().resource, "widgets");
+        assert_eq!(c.groups().iter().map(|g| g.name.as_str()).collect::<Vec<_>>(), ["example.com"]);
+        assert!(c.remove("example.com", "v1", "widgets").is_some());
+        assert!(c.find("example.com", "v1", "widgets").is_none());
+        assert_eq!(held.short_names, ["wd"], "a request holding the definition keeps it");
+    }
+
+    #[test]
+    fn default_behaviour_validates_metadata_and_selects_by_name() {
+        let d = widgets();
+        let causes = d.validate(&serde_json::json!({"metadata": {"name": "Bad_Name", "namespace": "a"}}));
+        assert_eq!(causes[0].field, "metadata.name");
+        let fields = d.field_set(&serde_json::json!({"metadata": {"name": "w", "namespace": "a"}}));
+        assert_eq!(fields, [("metadata.name", "w".to_string()), ("metadata.namespace", "a".to_string())]);
+        assert!(d.printer().is_none());
+    }
+}

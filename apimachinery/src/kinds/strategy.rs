@@ -1,0 +1,136 @@
+//! [`Strategy`]: everything kind-specific, behind one object per kind.
+//!
+//! It gathers what kube spreads over a kind's scheme (defaulting, conversion, field label
+//! conversion), its registry strategy (`PrepareForCreate`, `Validate`, generation, create on
+//! update, delete behaviour) and its printer. Every method has kube's generic behaviour as its
+//! default, so a kind overrides only what it does differently.
+
+use serde_json::Value;
+
+use super::ResourceDef;
+use crate::error::{ApiError, Cause};
+use crate::selector::FieldLabels;
+use crate::table::Printer;
+use crate::validation::{field::Path, meta};
+
+/// A cluster IP a Service holds or needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClusterIp {
+    /// The registry picks a free address from the service range.
+    Allocate,
+    /// This address, chosen by the client (or allocated before): reserved for the object.
+    Static(String),
+}
+
+/// The behaviour of one kind. Implementations are stateless or hold only configuration.
+pub trait Strategy: Send + Sync {
+    /// kube's decode-time defaults: applied to every body and to every object read back.
+    fn defaults(&self, _obj: &mut Value) {}
+
+    /// `PrepareForCreate`, once the uid and name are assigned: status reset, generated fields.
+    fn prepare_for_create(&self, _obj: &mut Value) {}
+
+    /// `PrepareForUpdate` of the main resource, after identity and status are carried over.
+    fn prepare_for_update(&self, _new: &mut Value, _old: &Value) {}
+
+    /// `Validate` on create: by default, kube's `ValidateObjectMeta`.
+    fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
+        meta::validate_object_meta(
+            obj.get("metadata").and_then(Value::as_object),
+            def.namespaced,
+            def.name_rule.check(),
+            &Path::new("metadata"),
+            true,
+        )
+    }
+
+    /// `ValidateUpdate` of the main resource: by default, kube's `ValidateObjectMetaUpdate`.
+    fn validate_update(&self, _def: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
+        meta_update(new, old)
+    }
+
+    /// `ValidateUpdate` through `/status`: by default, the metadata update rules.
+    fn validate_status_update(&self, _def: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
+        meta_update(new, old)
+    }
+
+    /// Whether `metadata.generation` is set on create and bumped by spec changes.
+    fn tracks_generation(&self) -> bool {
+        false
+    }
+
+    /// Whether an update changes what generation counts (the spec, by default).
+    fn generation_changes(&self, new: &Value, old: &Value) -> bool {
+        new.get("spec") != old.get("spec")
+    }
+
+    /// Whether PUT of a missing object creates it (kube's `AllowCreateOnUpdate`).
+    fn allow_create_on_update(&self) -> bool {
+        false
+    }
+
+    /// Whether DELETE answers with the deleted object rather than a success `Status`.
+    fn delete_returns_object(&self) -> bool {
+        false
+    }
+
+    /// Seconds a deletion waits for its grace period (`requested` is the client's
+    /// `gracePeriodSeconds`); 0 deletes at once, finalizers allowing.
+    fn deletion_grace_seconds(&self, _obj: &Value, _requested: Option<i64>) -> i64 {
+        0
+    }
+
+    /// Whether a deleted object still waits for its own finalization (a namespace for its
+    /// content), which keeps it beyond its finalizers.
+    fn awaits_finalization(&self, _obj: &Value) -> bool {
+        false
+    }
+
+    /// Marks an object whose deletion now waits for its finalization (a namespace becomes
+    /// `Terminating`).
+    fn mark_terminating(&self, _obj: &mut Value) {}
+
+    /// The cluster IP the object holds or needs, if it has one (Services).
+    fn cluster_ip(&self, _obj: &Value) -> Option<ClusterIp> {
+        None
+    }
+
+    /// Records an allocated cluster IP in the object.
+    fn set_cluster_ip(&self, _obj: &mut Value, _ip: &str) {}
+
+    /// The field labels field selectors may use, and their canonical names.
+    fn field_labels(&self) -> &'static FieldLabels {
+        &FieldLabels::META
+    }
+
+    /// The kind's own selectable fields (beyond `metadata.name` and `metadata.namespace`),
+    /// under their canonical labels.
+    fn selectable_fields(&self, _obj: &Value, _out: &mut Vec<(&'static str, String)>) {}
+
+    /// kube's printer for `kubectl get`, `None` for the default convertor.
+    fn printer(&self) -> Option<&dyn Printer> {
+        None
+    }
+
+    /// Converts a body of this version into the stored form (see `ResourceDef::stored_as`).
+    fn to_storage(&self, obj: Value) -> Result<Value, ApiError> {
+        Ok(obj)
+    }
+
+    /// Converts a stored object into this version; `None` when it is served as stored.
+    fn to_served(&self, _obj: &Value) -> Option<Value> {
+        None
+    }
+}
+
+/// kube's `ValidateObjectMetaUpdate`, what every kind's update validation starts with.
+pub fn meta_update(new: &Value, old: &Value) -> Vec<Cause> {
+    let md = |v: &Value| v.get("metadata").and_then(Value::as_object).cloned();
+    meta::validate_object_meta_update(md(new).as_ref(), md(old).as_ref(), &Path::new("metadata"), true)
+}
+
+/// A kind that behaves as kube's generic strategy does: metadata validation only, no status
+/// handling, no printer.
+pub struct DefaultStrategy;
+
+impl Strategy for DefaultStrategy {}

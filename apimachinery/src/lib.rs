@@ -1,0 +1,42 @@
+//! The Kubernetes object model every stage shares.
+//!
+//! # Layout
+//! - [`error`]: [`ApiError`], the Kubernetes `Status` every layer's error is mapped to once.
+//! - [`object`]: helpers over `serde_json::Value`, the one representation of API objects.
+//! - [`encoded`]: objects and watch events encoded to JSON once and shared by every reader.
+//! - [`request`]: who is asking ([`request::UserInfo`]) and for what ([`request::RequestInfo`]).
+//! - [`options`]: the query parameters of each verb, parsed and validated once into types.
+//! - [`messages`]: what stages send each other (serde types, so a stage can move to another
+//!   process behind the same handle).
+//! - [`kinds`]: the catalogue of served resources, each with its strategy (defaults,
+//!   validation, printer, selectable fields, key layout, ...).
+//! - [`builtin`]: the built-in kinds, one file each.
+//! - [`selector`]: label and field selectors.
+//! - [`schema`]: OpenAPI schemas of the built-in kinds (from k8s-openapi), pruning and strict
+//!   field validation.
+//! - [`patch`]: JSON patch, JSON merge patch and strategic merge patch.
+//! - [`defaults`] and [`validation`]: what kube-apiserver defaults and validates per kind.
+//! - [`table`]: `meta.k8s.io/v1` Table rows and columns for `kubectl get`.
+//! - [`scale`]: the `autoscaling/v1` Scale view of `/scale`.
+//!
+//! Nothing here knows HTTP, a storage backend or a concrete actor: stages depend on this crate
+//! and on the actor runtime, never on each other.
+
+pub mod builtin;
+pub mod defaults;
+pub mod encoded;
+pub mod error;
+mod gofmt;
+pub mod kinds;
+pub mod messages;
+pub mod object;
+pub mod options;
+pub mod patch;
+pub mod request;
+pub mod scale;
+pub mod schema;
+pub mod selector;
+pub mod table;
+pub mod validation;
+
+pub use error::{ApiError, Reason};

@@ -1,0 +1,287 @@
+//! The handler chain: every HTTPS request enters [`dispatch`], which runs it through kube's
+//! filters in kube's order and records kube's request metrics.
+//!
+//! 1. request info and the request's deadline (`--request-timeout`, `?timeout=`; none for
+//!    watches): past it the request gets kube's 504 and every stage call it has in flight is
+//!    dropped, which cancels the stage's work;
+//! 2. authentication (a stage whose mailbox waits rather than refuses: nothing may turn a
+//!    request away before flow control has classified it);
+//! 3. audit and 4. impersonation (pass-throughs for now, in their places);
+//! 5. API Priority and Fairness: classified here, on the worker's task; requests APF exempts
+//!    skip its stage, the rest ask it for a seat;
+//! 6. authorization;
+//! 7. the handler: REST and watch for resources, or a non-resource endpoint.
+
+use std::any::Any;
+use std::time::Instant;
+
+use actix_web::dev::Extensions;
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse, web};
+use actors::Deadline;
+use apimachinery::error::ApiError;
+use apimachinery::messages::{Authenticate, Authorize, Classification, Credentials, StartRequest};
+use apimachinery::options::{self, Params};
+use apimachinery::request::{RequestInfo, UserInfo, parse_request_info};
+use auth::impersonation::ImpersonationRequest;
+use serde_json::{Value, json};
+
+use crate::context::RequestContext;
+use crate::negotiate::{Output, error_response, respond};
+use crate::state::ServerState;
+use crate::{discovery, health, rest};
+
+/// The verified client certificate of a TLS connection.
+#[derive(Clone)]
+pub struct PeerIdentity(pub Option<UserInfo>);
+
+/// Records the client certificate's identity once per connection.
+pub fn on_connect(conn: &dyn Any, ext: &mut Extensions) {
+    use actix_web::rt::net::TcpStream;
+    type Tls = actix_tls::accept::rustls_0_23::TlsStream<TcpStream>;
+    if let Some(tls) = conn.downcast_ref::<Tls>() {
+        let (_, session) = tls.get_ref();
+        let identity = session.peer_certificates().and_then(|c| c.first()).and_then(|c| crate::tls::identity_of(c));
+        ext.insert(PeerIdentity(identity));
+    }
+}
+
+fn query(s: &str) -> Params {
+    Params::new(web::Query::<Vec<(String, String)>>::from_query(s).map(|q| q.into_inner()).unwrap_or_default())
+}
+
+fn credentials(req: &HttpRequest) -> Credentials {
+    let bearer_token = req
+        .headers()
+        .get("Authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty());
+    let client_certificate = req.conn_data::<PeerIdentity>().and_then(|p| p.0.clone());
+    Credentials { bearer_token, client_certificate }
+}
+
+fn impersonation(req: &HttpRequest) -> ImpersonationRequest {
+    let values = |name: &str| -> Vec<String> {
+        req.headers().get_all(name).filter_map(|v| v.to_str().ok()).map(String::from).collect()
+    };
+    ImpersonationRequest {
+        user: values("Impersonate-User").into_iter().next(),
+        groups: values("Impersonate-Group"),
+        uid: values("Impersonate-Uid").into_iter().next(),
+    }
+}
+
+/// kube's metric verb: `LIST`, `WATCH`, `GET`, `POST`, `PUT`, `PATCH`, `DELETE`, `DELETECOLLECTION`.
+fn metric_verb(info: &RequestInfo, method: &str) -> &'static str {
+    match info.verb.as_str() {
+        "list" => "LIST",
+        "watch" => "WATCH",
+        "get" => "GET",
+        "create" => "POST",
+        "update" => "PUT",
+        "patch" => "PATCH",
+        "delete" => "DELETE",
+        "deletecollection" => "DELETECOLLECTION",
+        _ => match method {
+            "GET" => "GET",
+            "POST" => "POST",
+            "PUT" => "PUT",
+            "DELETE" => "DELETE",
+            "HEAD" => "HEAD",
+            _ => "OTHER",
+        },
+    }
+}
+
+fn scope(info: &RequestInfo) -> &'static str {
+    if !info.is_resource_request {
+        ""
+    } else if !info.name.is_empty() {
+        "resource"
+    } else if !info.namespace.is_empty() {
+        "namespace"
+    } else {
+        "cluster"
+    }
+}
+
+/// The deadline of a request: none for long-running ones, else the client's `?timeout=`
+/// capped by `--request-timeout`, from when the request arrived.
+fn deadline(info: &RequestInfo, q: &Params, server: &ServerState) -> Result<Deadline, ApiError> {
+    if info.is_long_running() {
+        return Ok(Deadline::NONE);
+    }
+    let max = server.options.request_timeout;
+    let timeout = options::request_timeout(q)?.map_or(max, |t| t.min(max));
+    Ok(Deadline::after(timeout))
+}
+
+/// The single entry point of the serving port.
+pub async fn dispatch(req: HttpRequest, payload: web::Payload, server: web::Data<ServerState>) -> HttpResponse {
+    let started = Instant::now();
+    let query = query(req.query_string());
+    let info = parse_request_info(req.method().as_str(), req.path(), query.flag("watch"));
+    let kind = if info.is_mutating() { "mutating" } else { "readOnly" };
+    let long_running = info.is_long_running();
+    let inflight = metrics::gauge!("apiserver_current_inflight_requests", "request_kind" => kind);
+    if !long_running {
+        inflight.increment(1.0);
+    }
+    let audit_id = uuid::Uuid::new_v4().to_string();
+    let dry_run = query.get("dryRun") == Some("All");
+    let (outcome, classification, timed_out) = match deadline(&info, &query, &server) {
+        Err(e) => (Err(e), None, false),
+        Ok(deadline) => {
+            let mut classification = None;
+            let work = serve(&req, payload, &server, &info, query, deadline, &audit_id, &mut classification);
+            let finished = deadline.run(work).await;
+            match finished {
+                Ok(outcome) => (outcome, classification, false),
+                // Dropping the work dropped every stage call in flight: the stages cancel it.
+                Err(_) => (Err(ApiError::request_timeout()), classification, true),
+            }
+        }
+    };
+    let mut response = outcome.unwrap_or_else(|e| error_response(&e));
+    if !long_running {
+        inflight.decrement(1.0);
+    }
+    let headers = response.headers_mut();
+    headers.insert("audit-id".parse().expect("header name"), audit_id.parse().expect("uuid is a header value"));
+    headers.insert("cache-control".parse().expect("header name"), "no-cache, private".parse().expect("value"));
+    if let Some(c) = classification {
+        if let Ok(v) = c.flow_schema_uid.parse() {
+            headers.insert("x-kubernetes-pf-flowschema-uid".parse().expect("header name"), v);
+        }
+        if let Ok(v) = c.priority_level_uid.parse() {
+            headers.insert("x-kubernetes-pf-prioritylevel-uid".parse().expect("header name"), v);
+        }
+    }
+
+    let code = response.status().as_u16().to_string();
+    let labels = [
+        ("verb", metric_verb(&info, req.method().as_str()).to_string()),
+        ("dry_run", if dry_run { "All" } else { "" }.to_string()),
+        ("group", info.api_group.clone()),
+        ("version", info.api_version.clone()),
+        ("resource", info.resource.clone()),
+        ("subresource", info.subresource.clone()),
+        ("scope", scope(&info).to_string()),
+        ("component", "apiserver".to_string()),
+    ];
+    metrics::histogram!("apiserver_request_duration_seconds", &labels).record(started.elapsed().as_secs_f64());
+    let mut with_code = labels.to_vec();
+    with_code.push(("code", code));
+    if timed_out {
+        metrics::counter!("apiserver_request_terminations_total", &with_code).increment(1);
+    }
+    metrics::counter!("apiserver_request_total", &with_code).increment(1);
+    response
+}
+
+/// Steps 2 to 7 of the chain. `classification` is filled in as soon as APF has classified the
+/// request, so even an error answered after it carries the APF headers, as in kube.
+#[allow(clippy::too_many_arguments)]
+async fn serve(
+    req: &HttpRequest,
+    payload: web::Payload,
+    server: &ServerState,
+    info: &RequestInfo,
+    query: Params,
+    deadline: Deadline,
+    audit_id: &str,
+    classification: &mut Option<Classification>,
+) -> Result<HttpResponse, ApiError> {
+    let stages = &server.stages;
+    let user = stages.authenticate.ask(Authenticate(credentials(req)), deadline).await?;
+    auth::audit::request_received(audit_id, &user, info);
+    let user = auth::impersonation::impersonate(user, &impersonation(req))?;
+    let class = flowcontrol::classify(&user, info);
+    let exempt = class.exempt;
+    *classification = Some(class.clone());
+    if !exempt {
+        let start = StartRequest { user: user.clone(), request: info.clone(), classification: class };
+        stages.flow_control.ask(start, deadline).await?;
+    }
+    stages.authorize.ask(Authorize { user: user.clone(), request: info.clone() }, deadline).await?;
+    let ctx = RequestContext { req, info, query, user, deadline, server };
+    if info.is_resource_request { rest::serve(&ctx, payload).await } else { non_resource(&ctx).await }
+}
+
+fn json_ok(ctx: &RequestContext<'_>, v: &Value) -> HttpResponse {
+    respond(StatusCode::OK, Output::Json, v, ctx.pretty())
+}
+
+fn not_found_page() -> HttpResponse {
+    HttpResponse::NotFound().content_type("text/plain; charset=utf-8").body("404 page not found\n")
+}
+
+fn resource_not_found() -> ApiError {
+    ApiError::new(apimachinery::Reason::NotFound, "the server could not find the requested resource")
+}
+
+/// Everything that is not a resource: version, health, metrics, discovery, OpenAPI.
+async fn non_resource(ctx: &RequestContext<'_>) -> Result<HttpResponse, ApiError> {
+    let path = ctx.req.path().trim_end_matches('/');
+    let method = ctx.req.method().as_str();
+    if method != "GET" && method != "HEAD" {
+        return Err(ApiError::method_not_allowed());
+    }
+    let accept = ctx.header("Accept");
+    let catalogue = &ctx.server.catalogue;
+    Ok(match path {
+        "/version" => json_ok(ctx, &version()),
+        "/metrics" => HttpResponse::Ok()
+            .content_type("text/plain; version=0.0.4; charset=utf-8")
+            .body(ctx.server.metrics.render()),
+        "/healthz" | "/livez" | "/readyz" => health::report(ctx, path.trim_start_matches('/'), None).await,
+        p if p.starts_with("/healthz/") || p.starts_with("/livez/") || p.starts_with("/readyz/") => {
+            let (endpoint, check) = p.trim_start_matches('/').split_once('/').expect("has a slash");
+            health::report(ctx, endpoint, Some(check)).await
+        }
+        "/api" => match discovery::wants_aggregated(accept) {
+            Some(media) => aggregated(media, discovery::aggregated(catalogue, true, media)),
+            None => json_ok(ctx, &discovery::api_versions(&ctx.server.address)),
+        },
+        "/apis" => match discovery::wants_aggregated(accept) {
+            Some(media) => aggregated(media, discovery::aggregated(catalogue, false, media)),
+            None => json_ok(ctx, &discovery::api_group_list(catalogue)),
+        },
+        "/api/v1" => json_ok(ctx, &discovery::api_resource_list(catalogue, "", "v1").ok_or_else(resource_not_found)?),
+        p if p.starts_with("/apis/") => {
+            let parts: Vec<&str> = p.trim_start_matches("/apis/").split('/').collect();
+            match parts.as_slice() {
+                [group] => json_ok(ctx, &discovery::api_group(catalogue, group).ok_or_else(resource_not_found)?),
+                [group, version] => json_ok(
+                    ctx,
+                    &discovery::api_resource_list(catalogue, group, version).ok_or_else(resource_not_found)?,
+                ),
+                _ => return Err(resource_not_found()),
+            }
+        }
+        p if p == "/openapi/v2" || p.starts_with("/openapi/v3") => crate::openapi::serve(ctx, p)?,
+        p if p.starts_with("/api/") => return Err(resource_not_found()),
+        _ => not_found_page(),
+    })
+}
+
+fn aggregated(media: &str, doc: Value) -> HttpResponse {
+    HttpResponse::Ok().content_type(media).body(serde_json::to_vec(&doc).unwrap_or_default())
+}
+
+/// `GET /version`, as a v1.30 server reports it.
+pub fn version() -> Value {
+    json!({
+        "major": "1",
+        "minor": "30",
+        "gitVersion": "v1.30.0",
+        "gitCommit": env!("CARGO_PKG_VERSION"),
+        "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z",
+        "goVersion": "go1.22.2",
+        "compiler": "rustc",
+        "platform": format!("{}/{}", std::env::consts::OS, if cfg!(target_arch = "x86_64") { "amd64" } else { std::env::consts::ARCH }),
+    })
+}

@@ -1,0 +1,80 @@
+//! What every request handler shares: the handles to the stages and the server's own state.
+//! Only the composition root (`server`) builds these; handlers only read them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use actors::{ActorDirectory, StageHandle};
+use apimachinery::kinds::{Catalogue, ResourceDef};
+use apimachinery::messages::{
+    Authenticate, Authorize, CreateObject, DeleteCollection, DeleteObject, PatchObject, StartRequest, UpdateObject,
+    WatchObjects,
+};
+use cacher::CacheReader;
+use metrics_exporter_prometheus::PrometheusHandle;
+use storage::faults::Faults;
+use storage::router::StorageRouter;
+
+use crate::config::ServeOptions;
+
+/// Handles to one resource's cacher.
+#[derive(Clone)]
+pub struct Reads {
+    /// Gets and lists, answered from the cacher's snapshots without its mailbox.
+    pub reader: CacheReader,
+    /// Watches.
+    pub watch: StageHandle<WatchObjects>,
+}
+
+/// Handles to every stage, shared by the HTTP workers.
+#[derive(Clone)]
+pub struct Stages {
+    /// Authentication.
+    pub authenticate: StageHandle<Authenticate>,
+    /// Authorization.
+    pub authorize: StageHandle<Authorize>,
+    /// API Priority and Fairness: seats for requests it does not exempt.
+    pub flow_control: StageHandle<StartRequest>,
+    /// Storage stage: creates.
+    pub create: StageHandle<CreateObject>,
+    /// Storage stage: updates.
+    pub update: StageHandle<UpdateObject>,
+    /// Storage stage: patches.
+    pub patch: StageHandle<PatchObject>,
+    /// Storage stage: deletes.
+    pub delete: StageHandle<DeleteObject>,
+    /// Storage stage: collection deletes.
+    pub delete_collection: StageHandle<DeleteCollection>,
+    /// Cachers by storage path (events of both groups share one).
+    pub reads: HashMap<String, Reads>,
+}
+
+impl Stages {
+    /// The cacher serving `def`.
+    pub fn reads(&self, def: &ResourceDef) -> &Reads {
+        &self.reads[&def.storage_path]
+    }
+}
+
+/// State shared by every request handler.
+pub struct ServerState {
+    /// Stage handles.
+    pub stages: Stages,
+    /// The served resources.
+    pub catalogue: Arc<Catalogue>,
+    /// Flags.
+    pub options: ServeOptions,
+    /// Renders `/metrics`.
+    pub metrics: PrometheusHandle,
+    /// The storage backends, for health checks and compaction.
+    pub router: Arc<StorageRouter>,
+    /// Injected storage faults, when `--enable-fault-injection` allows them.
+    pub faults: Option<Arc<Faults>>,
+    /// Every live actor, for the admin endpoint.
+    pub directory: ActorDirectory,
+    /// `host:port` clients reach us at.
+    pub address: String,
+    /// When the server started.
+    pub started: Instant,
+}

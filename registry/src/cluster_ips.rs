@@ -1,0 +1,447 @@
+//! Service cluster IPs from `--service-cluster-ip-range`, reserved atomically in storage.
+//!
+//! As kube's bitmap allocator does, the allocations are one object in storage (a
+//! `RangeAllocation` at `<prefix>/ranges/serviceips`: the range and a bitmap of the addresses in
+//! use), and every change to it is a write guarded by the mod revision it was read at. Two
+//! concurrent allocations, in this process or in another server on the same storage, cannot
+//! take the same address: one of the guarded writes fails and retries with the other's
+//! bitmap. The bitmap survives restarts with the rest of the store; when it does not exist yet
+//! (a new store, or one written before this allocator), it is rebuilt from the Services.
+//!
+//! Addresses are offsets from the range's first usable address (its network address + 1; the
+//! broadcast address of an IPv4 range is never handed out). As in kube, dynamic allocations
+//! prefer the range above a small static band (16 to 256 addresses) kept for addresses users
+//! choose. Unlike kube, which starts at a random offset so that allocators rarely race for one
+//! bit, the lowest free address is taken: the guarded write already settles races, and
+//! addresses stay predictable (the first Services of a `10.96.0.0/12` range get `10.96.1.x`).
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use apimachinery::error::{ApiError, Cause};
+use apimachinery::kinds::{Catalogue, ClusterIp};
+use apimachinery::validation::field::{self, Bad, Path};
+use base64::Engine;
+use serde_json::{Value, json};
+use storage::router::StorageRouter;
+use storage::{Expect, Revision, Storage, StorageError, codec};
+
+/// How many times an allocation retries a conflicting write before giving up.
+const MAX_RETRIES: usize = 64;
+
+/// The largest range served: 2^20 addresses (kube allows a /12 for IPv4, a /108 for IPv6).
+const MAX_BITS: u32 = 20;
+
+/// A parsed `--service-cluster-ip-range`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServiceRange {
+    network: IpAddr,
+    prefix_len: u32,
+}
+
+impl ServiceRange {
+    /// Parses `10.96.0.0/12` or `fd00::/108`.
+    pub fn parse(cidr: &str) -> Result<Self, String> {
+        let (ip, len) = cidr.split_once('/').ok_or_else(|| format!("{cidr} is not a CIDR (want address/bits)"))?;
+        let ip: IpAddr = ip.trim().parse().map_err(|_| format!("{cidr}: {ip} is not an IP address"))?;
+        let prefix_len: u32 = len.trim().parse().map_err(|_| format!("{cidr}: {len} is not a prefix length"))?;
+        let bits = if ip.is_ipv4() { 32 } else { 128 };
+        if prefix_len > bits {
+            return Err(format!("{cidr}: prefix length {prefix_len} is longer than the address"));
+        }
+        if bits - prefix_len > MAX_BITS {
+            return Err(format!(
+                "specified --service-cluster-ip-range is too large; for {}-bit addresses, the mask must be >= {}",
+                bits,
+                bits - MAX_BITS
+            ));
+        }
+        if bits - prefix_len < 2 {
+            return Err(format!("{cidr}: the range is too small to hold a service address"));
+        }
+        let host_bits = bits - prefix_len;
+        let network = from_u128(ip.is_ipv4(), to_u128(ip) >> host_bits << host_bits);
+        Ok(ServiceRange { network, prefix_len })
+    }
+
+    fn host_bits(&self) -> u32 {
+        (if self.network.is_ipv4() { 32 } else { 128 }) - self.prefix_len
+    }
+
+    /// How many addresses can be handed out.
+    pub fn size(&self) -> u64 {
+        let all = 1u64 << self.host_bits();
+        // Network address always, broadcast of IPv4 too.
+        if self.network.is_ipv4() { all - 2 } else { all - 1 }
+    }
+
+    /// The address at `offset` (offset 0 is the network address + 1).
+    pub fn address(&self, offset: u64) -> IpAddr {
+        from_u128(self.network.is_ipv4(), to_u128(self.network) + 1 + u128::from(offset))
+    }
+
+    /// The offset of `ip`, if it is in the range.
+    pub fn offset(&self, ip: IpAddr) -> Option<u64> {
+        if ip.is_ipv4() != self.network.is_ipv4() {
+            return None;
+        }
+        let first = to_u128(self.network) + 1;
+        let n = to_u128(ip).checked_sub(first)?;
+        (n < u128::from(self.size())).then_some(n as u64)
+    }
+
+    /// The first usable address: the `kubernetes` Service's.
+    pub fn first(&self) -> IpAddr {
+        self.address(0)
+    }
+
+    /// Addresses below it are left to users choosing theirs (kube's static sub-range).
+    fn static_band(&self) -> u64 {
+        (self.size() / 16).clamp(16, 256).min(self.size())
+    }
+}
+
+impl std::fmt::Display for ServiceRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.network, self.prefix_len)
+    }
+}
+
+fn to_u128(ip: IpAddr) -> u128 {
+    match ip {
+        IpAddr::V4(v4) => u128::from(u32::from(v4)),
+        IpAddr::V6(v6) => u128::from(v6),
+    }
+}
+
+fn from_u128(v4: bool, n: u128) -> IpAddr {
+    if v4 { IpAddr::V4((n as u32).into()) } else { IpAddr::V6(n.into()) }
+}
+
+/// Which addresses are taken, as the stored bitmap says, and the revision it was read at.
+#[derive(Clone)]
+struct Allocations {
+    bits: Vec<u64>,
+    /// 0: not stored yet (a write must create the key).
+    revision: Revision,
+}
+
+impl Allocations {
+    fn empty(size: u64) -> Self {
+        Allocations { bits: vec![0; size.div_ceil(64) as usize], revision: 0 }
+    }
+
+    fn taken(&self, offset: u64) -> bool {
+        self.bits[(offset / 64) as usize] & (1 << (offset % 64)) != 0
+    }
+
+    fn set(&mut self, offset: u64, taken: bool) {
+        let word = &mut self.bits[(offset / 64) as usize];
+        if taken {
+            *word |= 1 << (offset % 64);
+        } else {
+            *word &= !(1 << (offset % 64));
+        }
+    }
+
+    /// The lowest offset in `from..to` not taken, skipping full words.
+    fn first_free(&self, from: u64, to: u64) -> Option<u64> {
+        let mut offset = from;
+        while offset < to {
+            let word = self.bits[(offset / 64) as usize];
+            if offset.is_multiple_of(64) && word == u64::MAX {
+                offset += 64;
+                continue;
+            }
+            if !self.taken(offset) {
+                return Some(offset);
+            }
+            offset += 1;
+        }
+        None
+    }
+
+    fn count(&self) -> u64 {
+        self.bits.iter().map(|w| u64::from(w.count_ones())).sum()
+    }
+}
+
+/// What an allocation wants.
+enum Change {
+    Next,
+    Exactly(u64),
+    Release(u64),
+}
+
+/// The cluster IP allocator of one server.
+pub struct ClusterIpAllocator {
+    range: ServiceRange,
+    router: Arc<StorageRouter>,
+    catalogue: Arc<Catalogue>,
+    /// Key of the stored bitmap.
+    key: String,
+    /// The server's storage prefix, to find the Services when rebuilding.
+    prefix: String,
+    /// The last bitmap this server wrote or read. A tokio mutex, held across the guarded write,
+    /// so this server's own allocations queue here instead of conflicting in storage; other
+    /// servers' are caught by the write's guard.
+    state: tokio::sync::Mutex<Option<Allocations>>,
+}
+
+impl ClusterIpAllocator {
+    /// An allocator for `range`, keeping its bitmap under `prefix` in the backend `router`
+    /// stores it in.
+    pub fn new(range: ServiceRange, router: Arc<StorageRouter>, catalogue: Arc<Catalogue>, prefix: &str) -> Self {
+        let prefix = prefix.trim_end_matches('/').to_string();
+        ClusterIpAllocator {
+            range,
+            router,
+            catalogue,
+            key: format!("{prefix}/ranges/serviceips"),
+            prefix,
+            state: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// The range addresses come from.
+    pub fn range(&self) -> ServiceRange {
+        self.range
+    }
+
+    fn storage(&self) -> &Arc<dyn Storage> {
+        self.router.backend(&self.key)
+    }
+
+    /// Reserves an address for a Service being written: the next free one for
+    /// [`ClusterIp::Allocate`], exactly the chosen one for [`ClusterIp::Static`]. A dry run
+    /// finds the address without reserving it. Errors are kube's: 500 `failed to allocate a
+    /// serviceIP: range is full`, 422 on `spec.clusterIPs` for a taken or out-of-range address.
+    pub async fn reserve(&self, claim: &ClusterIp, name: &str, dry_run: bool) -> Result<Option<IpAddr>, ApiError> {
+        let change = match claim {
+            ClusterIp::Allocate => Change::Next,
+            ClusterIp::Static(ip) => {
+                // An address that does not parse is validation's to report.
+                let Ok(addr) = ip.parse::<IpAddr>() else { return Ok(None) };
+                match self.range.offset(addr) {
+                    Some(offset) => Change::Exactly(offset),
+                    None => {
+                        let why = format!(
+                            "the provided IP ({addr}) is not in the valid range. The range of valid IPs is {}",
+                            self.range
+                        );
+                        return Err(invalid_ip(name, ip, &why));
+                    }
+                }
+            }
+        };
+        match self.change(change, dry_run).await {
+            Ok(offset) => Ok(offset.map(|o| self.range.address(o))),
+            Err(AllocError::Full) => Err(ApiError::internal("failed to allocate a serviceIP: range is full")),
+            Err(AllocError::Taken) => {
+                let ip = match claim {
+                    ClusterIp::Static(ip) => ip.clone(),
+                    ClusterIp::Allocate => String::new(),
+                };
+                Err(invalid_ip(name, &ip, "provided IP is already allocated"))
+            }
+            Err(AllocError::Storage(e)) => Err(ApiError::internal(e)),
+        }
+    }
+
+    /// Gives an address back (the Service holding it is gone, or its write failed). Addresses
+    /// outside the range (kept from an earlier range) are ignored.
+    pub async fn release(&self, ip: &str) -> Result<(), ApiError> {
+        let Some(offset) = ip.parse().ok().and_then(|a| self.range.offset(a)) else { return Ok(()) };
+        match self.change(Change::Release(offset), false).await {
+            Ok(_) | Err(AllocError::Full | AllocError::Taken) => Ok(()),
+            Err(AllocError::Storage(e)) => Err(ApiError::internal(e)),
+        }
+    }
+
+    /// How many addresses are taken, as this server last saw the bitmap.
+    pub async fn used(&self) -> Result<u64, ApiError> {
+        let mut state = self.state.lock().await;
+        match self.load(&mut state).await {
+            Ok(current) => Ok(current.count()),
+            Err(AllocError::Storage(e)) => Err(ApiError::internal(e)),
+            Err(AllocError::Full | AllocError::Taken) => unreachable!("loading allocates nothing"),
+        }
+    }
+
+    async fn change(&self, change: Change, dry_run: bool) -> Result<Option<u64>, AllocError> {
+        let mut state = self.state.lock().await;
+        for _ in 0..MAX_RETRIES {
+            let current = self.load(&mut state).await?;
+            let mut next = current.clone();
+            let offset = match change {
+                Change::Next => {
+                    let offset = self.next_free(&current).ok_or(AllocError::Full)?;
+                    next.set(offset, true);
+                    offset
+                }
+                Change::Exactly(offset) if current.taken(offset) => return Err(AllocError::Taken),
+                Change::Exactly(offset) => {
+                    next.set(offset, true);
+                    offset
+                }
+                Change::Release(offset) if !current.taken(offset) => return Ok(None),
+                Change::Release(offset) => {
+                    next.set(offset, false);
+                    offset
+                }
+            };
+            if dry_run {
+                return Ok(Some(offset));
+            }
+            match self.store(&next).await {
+                Ok(revision) => {
+                    next.revision = revision;
+                    *state = Some(next);
+                    return Ok(Some(offset));
+                }
+                // Another server changed the bitmap: read it again and redo the change on it.
+                Err(StorageError::Conflict { .. } | StorageError::AlreadyExists { .. }) => *state = None,
+                Err(e) => return Err(AllocError::Storage(e)),
+            }
+        }
+        Err(AllocError::Storage(StorageError::Unavailable {
+            backend: self.storage().describe(),
+            message: format!("too many concurrent changes to {}", self.key),
+        }))
+    }
+
+    /// The bitmap, read from storage unless this server holds the latest it wrote.
+    async fn load(&self, state: &mut Option<Allocations>) -> Result<Allocations, AllocError> {
+        if let Some(s) = state {
+            return Ok(s.clone());
+        }
+        let (kv, _) = self.storage().get(&self.key).await.map_err(AllocError::Storage)?;
+        let loaded = match kv {
+            Some(kv) => self.decode(&kv.value, kv.mod_revision).map_err(AllocError::Storage)?,
+            None => self.rebuild().await?,
+        };
+        *state = Some(loaded.clone());
+        Ok(loaded)
+    }
+
+    /// The bitmap of the addresses the stored Services hold, for a store that has none yet.
+    async fn rebuild(&self) -> Result<Allocations, AllocError> {
+        let mut out = Allocations::empty(self.range.size());
+        let Some(services) = self.catalogue.find("", "v1", "services") else { return Ok(out) };
+        let prefix = services.key_prefix(&self.prefix);
+        let list = self.router.backend(&prefix).list(&prefix, Default::default()).await.map_err(AllocError::Storage)?;
+        for kv in &list.items {
+            let Ok(svc) = codec::decode(&kv.key, &kv.value) else { continue };
+            if let Some(ClusterIp::Static(ip)) = services.strategy.cluster_ip(&svc)
+                && let Some(offset) = ip.parse().ok().and_then(|a| self.range.offset(a))
+            {
+                out.set(offset, true);
+            }
+        }
+        if out.count() > 0 {
+            tracing::info!(key = self.key, addresses = out.count(), "rebuilt the service IP allocations");
+        }
+        Ok(out)
+    }
+
+    /// The lowest free offset of the dynamic band, else of the static band.
+    fn next_free(&self, current: &Allocations) -> Option<u64> {
+        let (size, band) = (self.range.size(), self.range.static_band());
+        current.first_free(band, size).or_else(|| current.first_free(0, band))
+    }
+
+    fn decode(&self, bytes: &[u8], revision: Revision) -> Result<Allocations, StorageError> {
+        let corrupt = |message: String| StorageError::Corrupt { key: self.key.clone(), message };
+        let doc = codec::decode(&self.key, bytes)?;
+        let data = doc.get("data").and_then(Value::as_str).unwrap_or("");
+        let raw = base64::engine::general_purpose::STANDARD.decode(data).map_err(|e| corrupt(e.to_string()))?;
+        let mut out = Allocations::empty(self.range.size());
+        out.revision = revision;
+        // A bitmap written for another range keeps the addresses that are still in this one.
+        let stored_range = doc.get("range").and_then(Value::as_str).and_then(|r| ServiceRange::parse(r).ok());
+        for (i, byte) in raw.iter().enumerate() {
+            for bit in 0..8 {
+                if byte & (1 << bit) == 0 {
+                    continue;
+                }
+                let offset = (i * 8 + bit) as u64;
+                let addr = stored_range.map_or(self.range.address(offset), |r| r.address(offset));
+                if let Some(o) = self.range.offset(addr) {
+                    out.set(o, true);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Writes `next`, guarded by the revision it was derived from; returns the new revision.
+    async fn store(&self, next: &Allocations) -> Result<Revision, StorageError> {
+        let bytes: Vec<u8> = next.bits.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let doc = json!({
+            "kind": "RangeAllocation",
+            "apiVersion": "v1",
+            "metadata": {"name": "serviceips"},
+            "range": self.range.to_string(),
+            "data": base64::engine::general_purpose::STANDARD.encode(bytes),
+        });
+        let expect = if next.revision == 0 { Expect::Absent } else { Expect::ModRevision(next.revision) };
+        Ok(self.storage().put(&self.key, codec::encode(&doc), expect).await?.mod_revision)
+    }
+}
+
+enum AllocError {
+    Full,
+    Taken,
+    Storage(StorageError),
+}
+
+fn invalid_ip(name: &str, ip: &str, why: &str) -> ApiError {
+    let value = Bad::Raw(format!("[]string{{{}}}", field::go_quote(ip)));
+    let cause: Cause =
+        field::invalid(&Path::new("spec.clusterIPs"), value, &format!("failed to allocate IP {ip}: {why}"));
+    ApiError::invalid("", "Service", name, vec![cause])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_exclude_network_and_broadcast() {
+        let r = ServiceRange::parse("10.96.0.0/12").unwrap();
+        assert_eq!(r.first().to_string(), "10.96.0.1");
+        assert_eq!(r.size(), (1 << 20) - 2);
+        assert_eq!(r.address(r.size() - 1).to_string(), "10.111.255.254");
+        assert_eq!(r.offset("10.111.255.255".parse().unwrap()), None, "broadcast");
+        assert_eq!(r.offset("10.96.0.0".parse().unwrap()), None, "network");
+        assert_eq!(r.offset("10.96.1.0".parse().unwrap()), Some(255));
+        assert_eq!(ServiceRange::parse("10.96.7.9/24").unwrap().to_string(), "10.96.7.0/24");
+        let v6 = ServiceRange::parse("fd00::/120").unwrap();
+        assert_eq!((v6.first().to_string(), v6.size()), ("fd00::1".to_string(), 255));
+        assert!(ServiceRange::parse("10.0.0.0/8").unwrap_err().contains("too large"));
+        assert!(ServiceRange::parse("10.0.0.0").is_err());
+        assert!(ServiceRange::parse("10.0.0.0/31").is_err());
+    }
+
+    #[test]
+    fn the_static_band_is_kept_for_chosen_addresses() {
+        let r = ServiceRange::parse("10.0.0.0/24").unwrap();
+        assert_eq!(r.static_band(), 16);
+        let big = ServiceRange::parse("10.96.0.0/12").unwrap();
+        assert_eq!(big.static_band(), 256);
+        assert_eq!(big.address(big.static_band()).to_string(), "10.96.1.1");
+    }
+
+    #[test]
+    fn the_lowest_free_address_is_found_past_full_words() {
+        let mut a = Allocations::empty(300);
+        for o in 0..130 {
+            a.set(o, true);
+        }
+        a.set(131, true);
+        assert_eq!(a.first_free(0, 300), Some(130));
+        assert_eq!(a.first_free(131, 300), Some(132));
+        assert_eq!(a.first_free(0, 130), None);
+        assert_eq!(a.count(), 131);
+    }
+}

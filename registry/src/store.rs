@@ -1,0 +1,719 @@
+//! kube's generic registry store (`registry/generic/registry/store.go`) on top of a
+//! [`Storage`]: what happens between a decoded request and the stored bytes.
+//!
+//! Server-set metadata (uid, creationTimestamp, generation, generateName), the kind's defaults,
+//! `PrepareFor*` and validation (through its strategy), the status, scale and finalize
+//! subresources, guaranteed updates with resourceVersion preconditions, patches applied to the
+//! current object inside the update loop (so a conflict re-applies the patch), admission of the
+//! final object, deletion with preconditions, grace periods and finalizers, and Service cluster
+//! IPs. Storage errors are mapped to Status with [`storage::errors::interpret`].
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use actors::{Deadline, StageHandle};
+use apimachinery::error::{ApiError, Cause, success_status};
+use apimachinery::kinds::{Catalogue, ClusterIp, ResourceDef, Subresource};
+use apimachinery::messages::{
+    Admit, CreateObject, DeleteCollection, DeleteObject, Operation, PatchObject, Target, UpdateObject, WriteResult,
+    Written,
+};
+use apimachinery::object::{ObjectExt, normalize_metadata, now_rfc3339};
+use apimachinery::options::{DeleteOptions, FieldValidation, Propagation, WriteOptions};
+use apimachinery::patch::{PatchType, apply_patch};
+use apimachinery::request::UserInfo;
+use apimachinery::{Reason, schema};
+use serde_json::{Value, json};
+use storage::codec::{decode_object, encode_object};
+use storage::errors::interpret;
+use storage::router::StorageRouter;
+use storage::{Expect, KeyValue, StorageError};
+
+use crate::cluster_ips::ClusterIpAllocator;
+
+/// How many times a guaranteed update retries a conflict before giving up.
+const MAX_UPDATE_RETRIES: usize = 64;
+
+/// The generic registry store for every served resource.
+pub struct RegistryStore {
+    catalogue: Arc<Catalogue>,
+    router: Arc<StorageRouter>,
+    prefix: String,
+    admission: StageHandle<Admit>,
+    cluster_ips: Arc<ClusterIpAllocator>,
+}
+
+/// Who writes, and how: what every write step needs besides the object.
+struct Writer<'a> {
+    user: &'a UserInfo,
+    dry_run: bool,
+    deadline: Deadline,
+}
+
+fn random_suffix() -> String {
+    // kube's generateName alphabet: no vowels (no words), no confusable characters.
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let bytes = uuid::Uuid::new_v4().into_bytes();
+    bytes[..5].iter().map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char).collect()
+}
+
+fn invalid(def: &ResourceDef, name: &str, causes: Vec<Cause>) -> Result<(), ApiError> {
+    if causes.is_empty() { Ok(()) } else { Err(ApiError::invalid(&def.group, &def.kind, name, causes)) }
+}
+
+/// Drops unknown fields (kube decodes into typed structs) and applies `fieldValidation`:
+/// `Strict` refuses them (400 for create and update, 422 on `patch` for patches, as kube),
+/// `Warn` returns them as warnings. A type error fails whatever the directive.
+fn check_fields(
+    def: &ResourceDef,
+    obj: &mut Value,
+    mode: FieldValidation,
+    patch: bool,
+) -> Result<Vec<String>, ApiError> {
+    let body_kind = obj.get("kind").and_then(Value::as_str).unwrap_or(&def.kind).to_string();
+    let body_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or(&def.version).to_string();
+    let report = schema::check_fields(&def.group, &def.version, &def.kind, obj);
+    if let Some(err) = &report.decode_error {
+        return Err(ApiError::bad_request(schema::cannot_be_handled(&body_kind, &body_version, &def.kind, err)));
+    }
+    match (mode, report.strict_message()) {
+        (_, None) | (FieldValidation::Ignore, _) => Ok(Vec::new()),
+        (FieldValidation::Warn, Some(_)) => Ok(report.strict_errors()),
+        (FieldValidation::Strict, Some(message)) if patch => Err(ApiError::invalid(
+            &def.group,
+            &def.kind,
+            obj.name(),
+            vec![Cause { reason: "FieldValueInvalid".into(), message, field: "patch".into() }],
+        )),
+        (FieldValidation::Strict, Some(message)) => {
+            Err(ApiError::bad_request(schema::cannot_be_handled(&body_kind, &body_version, &def.kind, &message)))
+        }
+    }
+}
+
+/// The body's kind and apiVersion must be the resource's.
+fn check_type(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+    let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    if (!kind.is_empty() && kind != def.kind) || (!api_version.is_empty() && api_version != def.api_version()) {
+        return Err(ApiError::bad_request(format!(
+            "the API version in the data ({api_version}) does not match the expected API version ({})",
+            def.api_version()
+        )));
+    }
+    Ok(())
+}
+
+/// kube's `EnsureObjectNamespaceMatchesRequestNamespace`: an object without a namespace takes
+/// the request's, a cluster-scoped one loses its, and a different one is refused.
+fn ensure_namespace(def: &ResourceDef, target: &Target, obj: &mut Value) -> Result<(), ApiError> {
+    let request_ns = if def.namespaced { target.namespace.as_str() } else { "" };
+    let ns = obj.namespace().to_string();
+    if ns == request_ns {
+        return Ok(());
+    }
+    if ns.is_empty() {
+        obj.set_meta_str("namespace", request_ns);
+        Ok(())
+    } else if request_ns.is_empty() {
+        obj.meta_mut().remove("namespace");
+        Ok(())
+    } else {
+        Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ))
+    }
+}
+
+fn check_preconditions(def: &ResourceDef, name: &str, delete: &DeleteOptions, obj: &Value) -> Result<(), ApiError> {
+    if let Some(uid) = &delete.precondition_uid
+        && uid != obj.uid()
+    {
+        return Err(ApiError::conflict(
+            &def.group,
+            &def.resource,
+            name,
+            &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {}", obj.uid()),
+        ));
+    }
+    if let Some(rv) = &delete.precondition_resource_version
+        && rv != obj.resource_version()
+    {
+        return Err(ApiError::conflict(
+            &def.group,
+            &def.resource,
+            name,
+            &format!(
+                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                obj.resource_version()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The address a stored object holds, if the strategy says it holds one.
+fn held_ip(def: &ResourceDef, obj: &Value) -> Option<String> {
+    match def.strategy.cluster_ip(obj) {
+        Some(ClusterIp::Static(ip)) => Some(ip),
+        _ => None,
+    }
+}
+
+enum ScaleChange {
+    Replace(Value),
+    Patch(PatchType, Vec<u8>),
+}
+
+impl RegistryStore {
+    /// A store for the resources of `catalogue`, writing under `prefix` (e.g. `/registry`)
+    /// into the backends of `router`, admitting through `admission`, taking Service addresses
+    /// from `cluster_ips`.
+    pub fn new(
+        catalogue: Arc<Catalogue>,
+        router: Arc<StorageRouter>,
+        prefix: &str,
+        admission: StageHandle<Admit>,
+        cluster_ips: Arc<ClusterIpAllocator>,
+    ) -> Self {
+        RegistryStore { catalogue, router, prefix: prefix.trim_end_matches('/').to_string(), admission, cluster_ips }
+    }
+
+    fn key(&self, def: &ResourceDef, namespace: &str, name: &str) -> String {
+        def.key(&self.prefix, namespace, name)
+    }
+
+    async fn admit(
+        &self,
+        operation: Operation,
+        target: &Target,
+        writer: &Writer<'_>,
+        object: Value,
+        old: Option<&Value>,
+    ) -> Result<Value, ApiError> {
+        let msg = Admit {
+            operation,
+            target: target.main(),
+            user: writer.user.clone(),
+            object,
+            old_object: old.cloned(),
+            dry_run: writer.dry_run,
+        };
+        self.admission.ask(msg, writer.deadline).await
+    }
+
+    /// Reserves the cluster IP `obj` needs, recording an allocated one in it; returns the
+    /// address to give back if the write does not happen.
+    async fn reserve_ip(&self, def: &ResourceDef, obj: &mut Value, dry_run: bool) -> Result<Option<IpAddr>, ApiError> {
+        let Some(claim) = def.strategy.cluster_ip(obj) else { return Ok(None) };
+        let reserved = self.cluster_ips.reserve(&claim, obj.name(), dry_run).await?;
+        if let (ClusterIp::Allocate, Some(ip)) = (&claim, reserved) {
+            def.strategy.set_cluster_ip(obj, &ip.to_string());
+        }
+        Ok(reserved.filter(|_| !dry_run))
+    }
+
+    async fn release_ip(&self, ip: Option<IpAddr>) {
+        if let Some(ip) = ip
+            && let Err(e) = self.cluster_ips.release(&ip.to_string()).await
+        {
+            tracing::warn!(%ip, "releasing a service IP: {}", e.message);
+        }
+    }
+
+    /// POST.
+    pub async fn create(&self, msg: CreateObject, deadline: Deadline) -> Result<WriteResult, ApiError> {
+        let CreateObject { target, mut object, user, options } = msg;
+        let def = target.resolve(&self.catalogue)?;
+        if !object.is_object() {
+            return Err(ApiError::bad_request("the body of the request must be an object"));
+        }
+        check_type(&def, &object)?;
+        ensure_namespace(&def, &target, &mut object)?;
+        let warnings = check_fields(&def, &mut object, options.field_validation, false)?;
+        object["apiVersion"] = def.api_version().into();
+        object["kind"] = def.kind.clone().into();
+
+        if object.name().is_empty() {
+            let generate = object.meta_str("generateName").to_string();
+            if !generate.is_empty() {
+                let name = format!("{generate}{}", random_suffix());
+                object.set_meta_str("name", &name);
+            }
+        }
+        let name = object.name().to_string();
+        if name.is_empty() {
+            return Err(ApiError::invalid(
+                &def.group,
+                &def.kind,
+                "",
+                vec![Cause {
+                    reason: "FieldValueRequired".into(),
+                    message: "Required value: name or generateName is required".into(),
+                    field: "metadata.name".into(),
+                }],
+            ));
+        }
+        if !object.resource_version().is_empty() {
+            return Err(ApiError::unknown("resourceVersion should not be set on objects to be created"));
+        }
+        let meta = object.meta_mut();
+        meta.remove("selfLink");
+        meta.insert("uid".into(), uuid::Uuid::new_v4().to_string().into());
+        meta.insert("creationTimestamp".into(), now_rfc3339().into());
+        if def.strategy.tracks_generation() {
+            meta.insert("generation".into(), 1.into());
+        } else {
+            meta.remove("generation");
+        }
+        normalize_metadata(&mut object);
+        def.apply_defaults(&mut object);
+        def.prepare_for_create(&mut object);
+        let writer = Writer { user: &user, dry_run: options.dry_run, deadline };
+        let reserved = self.reserve_ip(&def, &mut object, options.dry_run).await?;
+        let result = self.finish_create(&def, &target, &writer, object, &name, warnings).await;
+        if result.is_err() {
+            self.release_ip(reserved).await;
+        }
+        result
+    }
+
+    /// Validation, admission and the write of a prepared new object.
+    async fn finish_create(
+        &self,
+        def: &ResourceDef,
+        target: &Target,
+        writer: &Writer<'_>,
+        object: Value,
+        name: &str,
+        warnings: Vec<String>,
+    ) -> Result<WriteResult, ApiError> {
+        invalid(def, name, def.validate(&object))?;
+        let object = self.admit(Operation::Create, target, writer, object, None).await?;
+        let key = self.key(def, &target.namespace, name);
+        if writer.dry_run {
+            return Ok(WriteResult { object: Written::Object(object), created: true, deleted: false, warnings });
+        }
+        let kv = self.router.backend(&key).put(&key, encode_object(&object), Expect::Absent).await.map_err(|e| {
+            let mut err = interpret(def, name, e);
+            if err.reason == Reason::AlreadyExists && !object.meta_str("generateName").is_empty() {
+                err.retry_after_seconds = Some(1);
+            }
+            err
+        })?;
+        let mut stored = object;
+        stored.set_meta_str("resourceVersion", &kv.mod_revision.to_string());
+        Ok(WriteResult { object: Written::Object(stored), created: true, deleted: false, warnings })
+    }
+
+    async fn read_current(&self, def: &ResourceDef, key: &str, name: &str) -> Result<Option<KeyValue>, ApiError> {
+        self.router.backend(key).get(key).await.map(|(kv, _)| kv).map_err(|e| interpret(def, name, e))
+    }
+
+    /// Shared loop of PUT and PATCH: read the current object, build the new one with `mutate`,
+    /// admit it, write it guarded by the read revision, retry on conflict.
+    async fn guaranteed_update<F>(
+        &self,
+        def: &ResourceDef,
+        target: &Target,
+        user: &UserInfo,
+        options: &WriteOptions,
+        deadline: Deadline,
+        mut mutate: F,
+    ) -> Result<WriteResult, ApiError>
+    where
+        F: FnMut(Option<&Value>) -> Result<(Value, Vec<String>), ApiError>,
+    {
+        let name = target.name.as_str();
+        let key = self.key(def, &target.namespace, name);
+        let writer = Writer { user, dry_run: options.dry_run, deadline };
+        let mut current = self.read_current(def, &key, name).await?;
+        for _ in 0..MAX_UPDATE_RETRIES {
+            let old = match &current {
+                Some(kv) => Some(decode_object(kv).map_err(|e| interpret(def, name, e))?),
+                None => None,
+            };
+            let (candidate, warnings) = mutate(old.as_ref())?;
+            let Some(old) = old else {
+                // Create on update: only kinds that allow it reach here with no current object.
+                let mut candidate = candidate;
+                candidate.meta_mut().remove("resourceVersion");
+                let create = CreateObject {
+                    target: Target { name: String::new(), subresource: None, ..target.clone() },
+                    object: candidate,
+                    user: user.clone(),
+                    options: options.clone(),
+                };
+                let created = self.create(create, deadline).await?;
+                return Ok(WriteResult { warnings, ..created });
+            };
+            let sent_rv = candidate.resource_version().to_string();
+            let old_rv = old.resource_version().to_string();
+            if !sent_rv.is_empty() && sent_rv != old_rv {
+                return Err(ApiError::stale_resource_version(&def.group, &def.resource, name));
+            }
+            let mut new = self.merge_server_state(def, target.subresource, candidate, &old);
+            if new.resource_version().is_empty() {
+                new.set_meta_str("resourceVersion", &old_rv);
+            }
+            if target.subresource == Some(Subresource::Status) {
+                invalid(def, name, def.validate_status_update(&new, &old))?;
+            } else {
+                invalid(def, name, def.validate_update(&new, &old))?;
+            }
+            new = self.admit(Operation::Update, target, &writer, new, Some(&old)).await?;
+
+            // Unchanged objects are not written: no new resourceVersion, as kube does.
+            let mut old_cmp = old.clone();
+            old_cmp.meta_mut().remove("resourceVersion");
+            let mut new_cmp = new.clone();
+            new_cmp.meta_mut().remove("resourceVersion");
+            let stale = current.as_ref().is_some_and(|kv| kv.stale);
+            if old_cmp == new_cmp && !stale {
+                return Ok(WriteResult { object: Written::Object(old), created: false, deleted: false, warnings });
+            }
+            new.set_meta_str("resourceVersion", &old_rv);
+            // A Service whose type changes gains or gives up its address.
+            let (held, wanted) = (held_ip(def, &old), def.strategy.cluster_ip(&new));
+            let reserved = match (&held, &wanted) {
+                (_, None) => None,
+                (Some(h), Some(ClusterIp::Static(w))) if h == w => None,
+                _ => self.reserve_ip(def, &mut new, options.dry_run).await?,
+            };
+            if options.dry_run {
+                return Ok(WriteResult { object: Written::Object(new), created: false, deleted: false, warnings });
+            }
+            let mod_rev = current.as_ref().map(|kv| kv.mod_revision).unwrap_or(0);
+            // The last finalizer removed from an object being deleted completes the deletion.
+            let completes =
+                new.is_being_deleted() && new.finalizers().is_empty() && !def.strategy.awaits_finalization(&new);
+            let written = if completes {
+                self.router.backend(&key).delete(&key, Some(mod_rev)).await.map(|(_, rev)| rev)
+            } else {
+                self.router
+                    .backend(&key)
+                    .put(&key, encode_object(&new), Expect::ModRevision(mod_rev))
+                    .await
+                    .map(|kv| kv.mod_revision)
+            };
+            match written {
+                Ok(rev) => {
+                    new.set_meta_str("resourceVersion", &rev.to_string());
+                    let now_held = if completes { None } else { held_ip(def, &new) };
+                    if held.is_some() && held != now_held {
+                        self.release_ip(held.and_then(|ip| ip.parse().ok())).await;
+                    }
+                    let object = Written::Object(new);
+                    return Ok(WriteResult { object, created: false, deleted: completes, warnings });
+                }
+                Err(e) => {
+                    self.release_ip(reserved).await;
+                    match e {
+                        StorageError::Conflict { current: now, .. } if sent_rv.is_empty() => {
+                            current = now.map(|b| *b);
+                            if current.is_none() {
+                                return Err(ApiError::not_found(&def.group, &def.resource, name));
+                            }
+                        }
+                        StorageError::NotFound { .. } => {
+                            return Err(ApiError::not_found(&def.group, &def.resource, name));
+                        }
+                        e => return Err(interpret(def, name, e)),
+                    }
+                }
+            }
+        }
+        Err(ApiError::conflict(&def.group, &def.resource, name, "too many concurrent updates; please try again"))
+    }
+
+    /// Builds the object to store from what the client sent and what is stored: server-owned
+    /// metadata is kept, and the status and finalize subresources change only their part.
+    fn merge_server_state(
+        &self,
+        def: &ResourceDef,
+        subresource: Option<Subresource>,
+        mut new: Value,
+        old: &Value,
+    ) -> Value {
+        new["apiVersion"] = def.api_version().into();
+        new["kind"] = def.kind.clone().into();
+        if let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("selfLink");
+        }
+        match subresource {
+            Some(Subresource::Finalize) => {
+                // `/finalize` changes only `spec.finalizers`.
+                let finalizers = new.pointer("/spec/finalizers").cloned();
+                let rv = new.resource_version().to_string();
+                let mut out = old.clone();
+                match finalizers {
+                    Some(f) => out["spec"]["finalizers"] = f,
+                    None => {
+                        if let Some(spec) = out.get_mut("spec").and_then(Value::as_object_mut) {
+                            spec.remove("finalizers");
+                        }
+                    }
+                }
+                out.set_meta_str("resourceVersion", &rv);
+                return out;
+            }
+            Some(Subresource::Status) => {
+                def.prepare_for_status_update(&mut new, old);
+                // kube's ResetObjectMetaForStatus: a status write changes no metadata.
+                let rv = new.resource_version().to_string();
+                new["metadata"] = old.get("metadata").cloned().unwrap_or_else(|| json!({}));
+                new.set_meta_str("resourceVersion", &rv);
+            }
+            Some(Subresource::Scale) | None => {
+                def.apply_defaults(&mut new);
+                def.prepare_for_update(&mut new, old);
+            }
+        }
+        normalize_metadata(&mut new);
+        new
+    }
+
+    /// PUT.
+    pub async fn update(&self, msg: UpdateObject, deadline: Deadline) -> Result<WriteResult, ApiError> {
+        let UpdateObject { target, mut object, user, options } = msg;
+        let def = target.resolve(&self.catalogue)?;
+        if !object.is_object() {
+            return Err(ApiError::bad_request("the body of the request must be an object"));
+        }
+        if target.subresource == Some(Subresource::Scale) {
+            if object.name() != target.name {
+                return Err(name_mismatch(object.name(), &target.name));
+            }
+            return self.update_scale(&def, &target, &user, &options, deadline, ScaleChange::Replace(object)).await;
+        }
+        check_type(&def, &object)?;
+        ensure_namespace(&def, &target, &mut object)?;
+        if object.name() != target.name {
+            return Err(name_mismatch(object.name(), &target.name));
+        }
+        let warnings = check_fields(&def, &mut object, options.field_validation, false)?;
+        let exists_required = !def.strategy.allow_create_on_update() || target.subresource.is_some();
+        self.guaranteed_update(&def, &target, &user, &options, deadline, |old| {
+            if old.is_none() && exists_required {
+                return Err(ApiError::not_found(&def.group, &def.resource, &target.name));
+            }
+            Ok((object.clone(), warnings.clone()))
+        })
+        .await
+    }
+
+    /// PATCH.
+    pub async fn patch(&self, msg: PatchObject, deadline: Deadline) -> Result<WriteResult, ApiError> {
+        let PatchObject { target, patch_type, patch, user, options } = msg;
+        let def = target.resolve(&self.catalogue)?;
+        if patch_type == PatchType::Apply {
+            return Err(apimachinery::patch::unsupported_patch_type());
+        }
+        if target.subresource == Some(Subresource::Scale) {
+            let change = ScaleChange::Patch(patch_type, patch);
+            return self.update_scale(&def, &target, &user, &options, deadline, change).await;
+        }
+        let gvk = (def.group.as_str(), def.version.as_str(), def.kind.as_str());
+        self.guaranteed_update(&def, &target, &user, &options, deadline, |old| {
+            let Some(old) = old else {
+                return Err(ApiError::not_found(&def.group, &def.resource, &target.name));
+            };
+            let mut patched = apply_patch(patch_type, old, &patch, gvk)?;
+            if !patched.is_object() {
+                return Err(ApiError::bad_request("the patched object must be an object"));
+            }
+            let warnings = check_fields(&def, &mut patched, options.field_validation, true)?;
+            // A patch that leaves the resourceVersion alone is unconditional; one that sets it
+            // asks for optimistic concurrency, as kube treats it.
+            if patched.resource_version() == old.resource_version() {
+                patched.meta_mut().remove("resourceVersion");
+            }
+            Ok((patched, warnings))
+        })
+        .await
+    }
+
+    async fn update_scale(
+        &self,
+        def: &ResourceDef,
+        target: &Target,
+        user: &UserInfo,
+        options: &WriteOptions,
+        deadline: Deadline,
+        change: ScaleChange,
+    ) -> Result<WriteResult, ApiError> {
+        if !def.has(Subresource::Scale) {
+            return Err(ApiError::not_found(&def.group, &def.resource, &target.name));
+        }
+        let main = target.main();
+        let result = self
+            .guaranteed_update(def, &main, user, options, deadline, |old| {
+                let Some(old) = old else {
+                    return Err(ApiError::not_found(&def.group, &def.resource, &target.name));
+                };
+                let current_scale = apimachinery::scale::to_scale(old);
+                let scale = match &change {
+                    ScaleChange::Replace(s) => s.clone(),
+                    ScaleChange::Patch(pt, body) => {
+                        apply_patch(*pt, &current_scale, body, ("autoscaling", "v1", "Scale"))?
+                    }
+                };
+                let replicas = scale.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(0);
+                if replicas < 0 {
+                    return Err(ApiError::invalid(
+                        "autoscaling",
+                        "Scale",
+                        &target.name,
+                        vec![Cause {
+                            reason: "FieldValueInvalid".into(),
+                            message: format!("Invalid value: {replicas}: must be greater than or equal to 0"),
+                            field: "spec.replicas".into(),
+                        }],
+                    ));
+                }
+                let mut new = old.clone();
+                new["spec"]["replicas"] = replicas.into();
+                let rv = scale.resource_version();
+                if !rv.is_empty() && rv != old.resource_version() {
+                    return Err(ApiError::stale_resource_version(&def.group, &def.resource, &target.name));
+                }
+                new.meta_mut().remove("resourceVersion");
+                Ok((new, Vec::new()))
+            })
+            .await?;
+        let scale = apimachinery::scale::to_scale(result.object.value());
+        Ok(WriteResult { object: Written::Scale(scale), ..result })
+    }
+
+    /// DELETE of one object.
+    pub async fn delete(&self, msg: DeleteObject, deadline: Deadline) -> Result<WriteResult, ApiError> {
+        let DeleteObject { target, user, options } = msg;
+        let def = target.resolve(&self.catalogue)?;
+        let (object, deleted) = self.delete_one(&def, &target, &user, &options, deadline).await?;
+        let object = if deleted && !def.strategy.delete_returns_object() {
+            Written::Status(success_status(&def.group, &def.resource, object.name(), Some(object.uid())))
+        } else {
+            Written::Object(object)
+        };
+        Ok(WriteResult { object, created: false, deleted, warnings: Vec::new() })
+    }
+
+    /// Deletes (or marks for deletion) one object; returns it as deleted or marked, and whether
+    /// it is gone.
+    async fn delete_one(
+        &self,
+        def: &ResourceDef,
+        target: &Target,
+        user: &UserInfo,
+        delete: &DeleteOptions,
+        deadline: Deadline,
+    ) -> Result<(Value, bool), ApiError> {
+        let name = target.name.as_str();
+        let key = self.key(def, &target.namespace, name);
+        let writer = Writer { user, dry_run: delete.dry_run, deadline };
+        for _ in 0..MAX_UPDATE_RETRIES {
+            let Some(kv) = self.read_current(def, &key, name).await? else {
+                return Err(ApiError::not_found(&def.group, &def.resource, name));
+            };
+            let old = decode_object(&kv).map_err(|e| interpret(def, name, e))?;
+            check_preconditions(def, name, delete, &old)?;
+            let mut marked = old.clone();
+            let pending = mark_for_deletion(def, delete, &mut marked);
+            self.admit(Operation::Delete, target, &writer, old.clone(), Some(&old)).await?;
+            if delete.dry_run {
+                return Ok((marked, !pending));
+            }
+            if pending {
+                if marked == old {
+                    return Ok((old, false));
+                }
+                marked.meta_mut().remove("resourceVersion");
+                match self
+                    .router
+                    .backend(&key)
+                    .put(&key, encode_object(&marked), Expect::ModRevision(kv.mod_revision))
+                    .await
+                {
+                    Ok(kv) => {
+                        marked.set_meta_str("resourceVersion", &kv.mod_revision.to_string());
+                        return Ok((marked, false));
+                    }
+                    Err(StorageError::Conflict { .. }) => continue,
+                    Err(e) => return Err(interpret(def, name, e)),
+                }
+            }
+            match self.router.backend(&key).delete(&key, Some(kv.mod_revision)).await {
+                Ok((_, rev)) => {
+                    self.release_ip(held_ip(def, &old).and_then(|ip| ip.parse().ok())).await;
+                    let mut gone = old;
+                    gone.set_meta_str("resourceVersion", &rev.to_string());
+                    return Ok((gone, true));
+                }
+                Err(StorageError::Conflict { .. }) => continue,
+                Err(e) => return Err(interpret(def, name, e)),
+            }
+        }
+        Err(ApiError::conflict(&def.group, &def.resource, name, "too many concurrent updates; please try again"))
+    }
+
+    /// DELETE of a collection: every matching object, one by one, as kube does.
+    pub async fn delete_collection(&self, msg: DeleteCollection, deadline: Deadline) -> Result<Vec<Value>, ApiError> {
+        let DeleteCollection { target, list, user, options } = msg;
+        let def = target.resolve(&self.catalogue)?;
+        let prefix = def.namespace_prefix(&self.prefix, &target.namespace);
+        let items =
+            self.router.backend(&prefix).list(&prefix, Default::default()).await.map_err(|e| interpret(&def, "", e))?;
+        let mut deleted = Vec::new();
+        for kv in &items.items {
+            let obj = decode_object(kv).map_err(|e| interpret(&def, "", e))?;
+            if !list.selection.labels.matches(obj.labels()) || !list.selection.fields.matches(&def.field_set(&obj)) {
+                continue;
+            }
+            let one = Target::object(&def, obj.namespace(), obj.name());
+            match self.delete_one(&def, &one, &user, &options, deadline).await {
+                Ok((object, _)) => deleted.push(object),
+                Err(e) if e.reason == Reason::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(deleted)
+    }
+}
+
+fn name_mismatch(body: &str, url: &str) -> ApiError {
+    ApiError::bad_request(format!("the name of the object ({body}) does not match the name on the URL ({url})"))
+}
+
+/// Sets what a pending deletion records; returns whether the object must stay (finalizers,
+/// its own finalization, or a grace period) rather than be removed now.
+fn mark_for_deletion(def: &ResourceDef, delete: &DeleteOptions, obj: &mut Value) -> bool {
+    let mut finalizers: Vec<String> = obj.finalizers().iter().map(|s| s.to_string()).collect();
+    let wanted = match delete.propagation {
+        Some(Propagation::Orphan) => Some("orphan"),
+        Some(Propagation::Foreground) => Some("foregroundDeletion"),
+        Some(Propagation::Background) | None => None,
+    };
+    if let Some(f) = wanted
+        && !finalizers.iter().any(|x| x == f)
+    {
+        finalizers.push(f.into());
+    }
+    let awaits = def.strategy.awaits_finalization(obj);
+    let grace = def.strategy.deletion_grace_seconds(obj, delete.grace_period_seconds);
+    if finalizers.is_empty() && !awaits && grace == 0 {
+        return false;
+    }
+    if !obj.is_being_deleted() {
+        let when = chrono::Utc::now() + chrono::Duration::seconds(grace);
+        let meta = obj.meta_mut();
+        meta.insert("deletionTimestamp".into(), when.format("%Y-%m-%dT%H:%M:%SZ").to_string().into());
+        meta.insert("deletionGracePeriodSeconds".into(), grace.into());
+    }
+    if !finalizers.is_empty() {
+        obj.meta_mut().insert("finalizers".into(), json!(finalizers));
+    }
+    if awaits {
+        def.strategy.mark_terminating(obj);
+    }
+    true
+}

@@ -1,0 +1,365 @@
+//! The registry over the in-memory store: server-set metadata, namespaces of updates, Service
+//! addresses under concurrency and across restarts, deletion, and storage errors as Status.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::{Actor, Context};
+use actors::{ActorDirectory, Deadline, MailboxSpec, StageArbiter, StageHandler, WhenFull, Work};
+use apimachinery::error::ApiError;
+use apimachinery::kinds::Subresource;
+use apimachinery::messages::{
+    Admit, CreateObject, DeleteCollection, DeleteObject, Target, UpdateObject, WriteResult, Written,
+};
+use apimachinery::options::{DeleteOptions, ListOptions, Propagation, WriteOptions};
+use apimachinery::request::UserInfo;
+use async_trait::async_trait;
+use bytes::Bytes;
+use serde_json::{Value, json};
+use storage::embedded::{EmbeddedOptions, EmbeddedStore};
+use storage::router::StorageRouter;
+use storage::{Expect, KeyValue, ListResult, Revision, Storage, StorageError, WatchStream};
+
+use crate::{ClusterIpAllocator, RegistryStore, ServiceRange};
+
+/// Admission that admits everything but objects labelled `refuse`.
+struct TestAdmission;
+
+impl Actor for TestAdmission {
+    type Context = Context<Self>;
+}
+
+impl StageHandler<Admit> for TestAdmission {
+    fn handle(&mut self, msg: Admit, _: Deadline, _: &mut Context<Self>) -> Work<Self, Result<Value, ApiError>> {
+        if msg.object.pointer("/metadata/labels/refuse").is_some() {
+            return Work::Done(Err(ApiError::forbidden("", &msg.target.resource, "", "refused by the test")));
+        }
+        Work::Done(Ok(msg.object))
+    }
+}
+
+actors::stage_handler!(TestAdmission => Admit);
+
+struct Registry {
+    store: RegistryStore,
+    storage: Arc<dyn Storage>,
+    _arbiter: StageArbiter,
+}
+
+fn registry_over(storage: Arc<dyn Storage>, range: &str) -> Registry {
+    let catalogue = Arc::new(apimachinery::builtin::catalogue());
+    let router = Arc::new(StorageRouter::new(storage.clone()));
+    let arbiter = StageArbiter::new("admission");
+    let spec = MailboxSpec {
+        stage: "admission".into(),
+        resource: String::new(),
+        capacity: 256,
+        when_full: WhenFull::Shed { wait: Duration::from_secs(5) },
+    };
+    let admission = actors::start(&arbiter, &ActorDirectory::default(), &spec, TestAdmission);
+    let range = ServiceRange::parse(range).unwrap();
+    let ips = Arc::new(ClusterIpAllocator::new(range, router.clone(), catalogue.clone(), "/registry"));
+    let store = RegistryStore::new(catalogue, router, "/registry", admission.handle(), ips);
+    Registry { store, storage, _arbiter: arbiter }
+}
+
+fn registry(range: &str) -> Registry {
+    registry_over(EmbeddedStore::in_memory(EmbeddedOptions::default()).unwrap(), range)
+}
+
+fn admin() -> UserInfo {
+    UserInfo { name: "admin".into(), uid: String::new(), groups: vec!["system:masters".into()] }
+}
+
+fn target(group: &str, resource: &str, namespace: &str, name: &str) -> Target {
+    Target {
+        group: group.into(),
+        version: "v1".into(),
+        resource: resource.into(),
+        namespace: namespace.into(),
+        name: name.into(),
+        subresource: None,
+    }
+}
+
+impl Registry {
+    async fn create(&self, group: &str, resource: &str, namespace: &str, object: Value) -> Result<Value, ApiError> {
+        let msg = CreateObject {
+            target: target(group, resource, namespace, ""),
+            object,
+            user: admin(),
+            options: WriteOptions::default(),
+        };
+        self.store.create(msg, Deadline::NONE).await.map(object_of)
+    }
+
+    async fn service(&self, name: &str) -> Result<Value, ApiError> {
+        let svc = json!({"metadata": {"name": name}, "spec": {"ports": [{"port": 80}]}});
+        self.create("", "services", "default", svc).await
+    }
+
+    async fn delete(&self, resource: &str, namespace: &str, name: &str) -> Result<WriteResult, ApiError> {
+        let msg = DeleteObject {
+            target: target("", resource, namespace, name),
+            user: admin(),
+            options: DeleteOptions::default(),
+        };
+        self.store.delete(msg, Deadline::NONE).await
+    }
+}
+
+fn object_of(r: WriteResult) -> Value {
+    match r.object {
+        Written::Object(o) => o,
+        other => panic!("not an object: {other:?}"),
+    }
+}
+
+fn ip(svc: &Value) -> String {
+    svc["spec"]["clusterIP"].as_str().unwrap().to_string()
+}
+
+#[actix::test]
+async fn creates_get_server_metadata_and_the_request_namespace() {
+    let r = registry("10.0.0.0/24");
+    let cm = r.create("", "configmaps", "team", json!({"metadata": {"generateName": "cfg-"}})).await.unwrap();
+    let meta = &cm["metadata"];
+    assert!(meta["name"].as_str().unwrap().starts_with("cfg-") && meta["name"].as_str().unwrap().len() == 9);
+    assert_eq!(meta["namespace"], "team");
+    assert!(meta["uid"].as_str().is_some_and(|u| u.len() == 36));
+    assert!(meta["creationTimestamp"].is_string() && meta["resourceVersion"].is_string());
+    assert!(meta.get("generation").is_none(), "configmaps track no generation");
+    let deploy = json!({"metadata": {"name": "web", "labels": {"a": "b"}}, "spec": {"selector": {"matchLabels": {"a": "b"}},
+        "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+    let d = r.create("apps", "deployments", "team", deploy).await.unwrap();
+    assert_eq!((d["metadata"]["generation"].as_i64(), d["spec"]["replicas"].as_i64()), (Some(1), Some(1)));
+
+    let e = r.create("", "configmaps", "team", json!({"metadata": {}})).await.unwrap_err();
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (422, "ConfigMap \"\" is invalid: metadata.name: Required value: name or generateName is required")
+    );
+    let e =
+        r.create("", "configmaps", "other", json!({"metadata": {"name": "x", "namespace": "team"}})).await.unwrap_err();
+    assert_eq!(e.code, 400);
+    let e = r.create("", "configmaps", "team", json!({"metadata": {"name": "r", "labels": {"refuse": "1"}}})).await;
+    assert_eq!(e.unwrap_err().code, 403, "admission decides before the write");
+    let rv = r.storage.current_revision().await.unwrap();
+    assert!(
+        r.create("", "configmaps", "team", json!({"metadata": {"name": "r2", "labels": {"refuse": "1"}}}))
+            .await
+            .is_err()
+    );
+    assert_eq!(r.storage.current_revision().await.unwrap(), rv, "a refused write writes nothing");
+}
+
+#[actix::test]
+async fn an_update_without_a_namespace_takes_the_requests() {
+    let r = registry("10.0.0.0/24");
+    let cm =
+        r.create("", "configmaps", "team", json!({"metadata": {"name": "app"}, "data": {"k": "1"}})).await.unwrap();
+    // As a client-go program builds it for Update: from scratch, without a namespace.
+    let fresh = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "app", "resourceVersion": cm["metadata"]["resourceVersion"]}, "data": {"k": "2"}});
+    let msg = UpdateObject {
+        target: target("", "configmaps", "team", "app"),
+        object: fresh,
+        user: admin(),
+        options: WriteOptions::default(),
+    };
+    let updated = object_of(r.store.update(msg, Deadline::NONE).await.unwrap());
+    assert_eq!((updated["metadata"]["namespace"].as_str(), updated["data"]["k"].as_str()), (Some("team"), Some("2")));
+    assert_eq!(updated["metadata"]["uid"], cm["metadata"]["uid"]);
+}
+
+#[actix::test]
+async fn concurrent_service_creates_never_share_an_address() {
+    let r = Arc::new(registry("10.96.0.0/12"));
+    let tasks: Vec<_> = (0..100)
+        .map(|i| {
+            let r = r.clone();
+            actix::spawn(async move { r.service(&format!("s{i}")).await })
+        })
+        .collect();
+    let mut ips = HashSet::new();
+    for t in tasks {
+        assert!(ips.insert(ip(&t.await.unwrap().unwrap())), "an address was handed out twice");
+    }
+    assert_eq!(ips.len(), 100);
+    assert!(
+        ips.iter().all(|ip| ip.starts_with("10.96.1.")),
+        "the lowest free addresses above the static band: {ips:?}"
+    );
+}
+
+#[actix::test]
+async fn addresses_survive_a_restart_and_deletes_give_them_back() {
+    let storage: Arc<dyn Storage> = EmbeddedStore::in_memory(EmbeddedOptions::default()).unwrap();
+    let first = registry_over(storage.clone(), "10.0.0.0/29");
+    let mut taken = Vec::new();
+    for i in 0..3 {
+        taken.push(ip(&first.service(&format!("a{i}")).await.unwrap()));
+    }
+    drop(first);
+    // Another server over the same storage (a restart, or a second replica) knows them.
+    let second = registry_over(storage, "10.0.0.0/29");
+    for i in 0..3 {
+        let new = ip(&second.service(&format!("b{i}")).await.unwrap());
+        assert!(!taken.contains(&new), "{new} reused");
+        taken.push(new);
+    }
+    let e = second.service("full").await.unwrap_err();
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (500, "Internal error occurred: failed to allocate a serviceIP: range is full")
+    );
+    let gone = second.delete("services", "default", "a1").await.unwrap();
+    assert!(gone.deleted);
+    assert_eq!(ip(&second.service("again").await.unwrap()), taken[1], "the freed address");
+}
+
+#[actix::test]
+async fn chosen_addresses_are_reserved_and_a_failed_write_gives_its_address_back() {
+    let r = registry("10.0.0.0/28");
+    let mut chosen = json!({"metadata": {"name": "dns"}, "spec": {"clusterIP": "10.0.0.10", "ports": [{"port": 53}]}});
+    assert_eq!(ip(&r.create("", "services", "default", chosen.clone()).await.unwrap()), "10.0.0.10");
+    chosen["metadata"]["name"] = "dns2".into();
+    let e = r.create("", "services", "default", chosen).await.unwrap_err();
+    assert_eq!(
+        e.message,
+        "Service \"dns2\" is invalid: spec.clusterIPs: Invalid value: []string{\"10.0.0.10\"}: failed to allocate IP 10.0.0.10: provided IP is already allocated"
+    );
+    // Refused after its address was allocated: the address is free again.
+    let refused = json!({"metadata": {"name": "no", "labels": {"refuse": "1"}}, "spec": {"ports": [{"port": 80}]}});
+    assert_eq!(r.create("", "services", "default", refused).await.unwrap_err().code, 403);
+    let next = ip(&r.service("yes").await.unwrap());
+    let again = ip(&r.service("yes2").await.unwrap());
+    assert_ne!(next, again);
+    assert_eq!(next, "10.0.0.1", "the refused create's address (the lowest) came back");
+    // A dry run shows an address without taking it.
+    let msg = CreateObject {
+        target: target("", "services", "default", ""),
+        object: json!({"metadata": {"name": "dry"}, "spec": {"ports": [{"port": 80}]}}),
+        user: admin(),
+        options: WriteOptions { dry_run: true, ..Default::default() },
+    };
+    let dry = ip(&object_of(r.store.create(msg, Deadline::NONE).await.unwrap()));
+    assert_eq!(ip(&r.service("after-dry").await.unwrap()), dry);
+}
+
+#[actix::test]
+async fn deletion_waits_for_finalizers_and_the_last_one_removed_completes_it() {
+    let r = registry("10.0.0.0/24");
+    r.create("", "configmaps", "team", json!({"metadata": {"name": "held", "finalizers": ["example.com/hold"]}}))
+        .await
+        .unwrap();
+    let pending = r.delete("configmaps", "team", "held").await.unwrap();
+    assert!(!pending.deleted);
+    let held = object_of(pending);
+    assert!(held["metadata"]["deletionTimestamp"].is_string());
+    let mut released = held.clone();
+    released["metadata"]["finalizers"] = json!([]);
+    let msg = UpdateObject {
+        target: target("", "configmaps", "team", "held"),
+        object: released,
+        user: admin(),
+        options: WriteOptions::default(),
+    };
+    assert!(r.store.update(msg, Deadline::NONE).await.unwrap().deleted);
+    assert_eq!(r.delete("configmaps", "team", "held").await.unwrap_err().code, 404);
+
+    // Foreground propagation adds its finalizer; deletecollection deletes what it selects.
+    r.create("", "configmaps", "team", json!({"metadata": {"name": "fg"}})).await.unwrap();
+    let msg = DeleteObject {
+        target: target("", "configmaps", "team", "fg"),
+        user: admin(),
+        options: DeleteOptions { propagation: Some(Propagation::Foreground), ..Default::default() },
+    };
+    let fg = object_of(r.store.delete(msg, Deadline::NONE).await.unwrap());
+    assert_eq!(fg["metadata"]["finalizers"], json!(["foregroundDeletion"]));
+    r.create("", "configmaps", "team", json!({"metadata": {"name": "plain"}})).await.unwrap();
+    let msg = DeleteCollection {
+        target: target("", "configmaps", "team", ""),
+        list: ListOptions::default(),
+        user: admin(),
+        options: DeleteOptions::default(),
+    };
+    let deleted = r.store.delete_collection(msg, Deadline::NONE).await.unwrap();
+    assert_eq!(deleted.len(), 2, "the pending one is marked again, the plain one deleted");
+}
+
+#[actix::test]
+async fn status_writes_change_only_status() {
+    let r = registry("10.0.0.0/24");
+    let node = r
+        .create("", "nodes", "", json!({"metadata": {"name": "n1"}, "spec": {"podCIDR": "10.1.0.0/24"}}))
+        .await
+        .unwrap();
+    let mut status = node.clone();
+    status["spec"]["podCIDR"] = "10.2.0.0/24".into();
+    status["status"] = json!({"phase": "Running"});
+    status["metadata"]["labels"] = json!({"new": "label"});
+    let mut t = target("", "nodes", "", "n1");
+    t.subresource = Some(Subresource::Status);
+    let msg = UpdateObject { target: t, object: status, user: admin(), options: WriteOptions::default() };
+    let after = object_of(r.store.update(msg, Deadline::NONE).await.unwrap());
+    assert_eq!(after["status"]["phase"], "Running");
+    assert_eq!(after["spec"]["podCIDR"], "10.1.0.0/24");
+    assert!(after["metadata"].get("labels").is_none());
+}
+
+/// A backend that lists nothing: every list fails as an unreachable backend does.
+struct Unlistable(Arc<dyn Storage>);
+
+#[async_trait]
+impl Storage for Unlistable {
+    fn describe(&self) -> String {
+        "etcd3 (http://10.0.0.9:2379)".into()
+    }
+    async fn current_revision(&self) -> Result<Revision, StorageError> {
+        self.0.current_revision().await
+    }
+    async fn get(&self, key: &str) -> Result<(Option<KeyValue>, Revision), StorageError> {
+        self.0.get(key).await
+    }
+    async fn list(&self, _: &str, _: storage::ListOptions) -> Result<ListResult, StorageError> {
+        Err(StorageError::Unavailable { backend: self.describe(), message: "connection refused".into() })
+    }
+    async fn count(&self, prefix: &str) -> Result<u64, StorageError> {
+        self.0.count(prefix).await
+    }
+    async fn put(&self, key: &str, value: Bytes, expect: Expect) -> Result<KeyValue, StorageError> {
+        self.0.put(key, value, expect).await
+    }
+    async fn delete(&self, key: &str, expect: Option<Revision>) -> Result<(KeyValue, Revision), StorageError> {
+        self.0.delete(key, expect).await
+    }
+    async fn watch(&self, prefix: &str, after: Revision) -> Result<WatchStream, StorageError> {
+        self.0.watch(prefix, after).await
+    }
+    async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
+        self.0.compact(revision).await
+    }
+    async fn compacted_revision(&self) -> Result<Revision, StorageError> {
+        self.0.compacted_revision().await
+    }
+}
+
+#[actix::test]
+async fn deletecollection_names_the_failing_backend_as_other_verbs_do() {
+    let inner = EmbeddedStore::in_memory(EmbeddedOptions::default()).unwrap();
+    let r = registry_over(Arc::new(Unlistable(inner)), "10.0.0.0/24");
+    let msg = DeleteCollection {
+        target: target("", "configmaps", "team", ""),
+        list: ListOptions::default(),
+        user: admin(),
+        options: DeleteOptions::default(),
+    };
+    let e = r.store.delete_collection(msg, Deadline::NONE).await.unwrap_err();
+    assert_eq!((e.code, e.reason), (500, apimachinery::Reason::InternalError));
+    assert_eq!(
+        e.message,
+        "Internal error occurred: storage backend etcd3 (http://10.0.0.9:2379) is unavailable: connection refused"
+    );
+}
