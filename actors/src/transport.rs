@@ -72,6 +72,11 @@ pub async fn deliver<M: Request>(
     mailbox.meters().on_enqueued();
     match deadline.run(answer).await {
         Ok(Ok(reply)) => Ok(reply),
+        // The stage gives up work at the same deadline, dropping the reply: it may get there
+        // first.
+        Ok(Err(_dropped)) if deadline.expired() => {
+            Err(StageError::DeadlineExceeded { stage: mailbox.stage().to_string() })
+        }
         Ok(Err(_dropped)) => Err(StageError::Stopped { stage: mailbox.stage().to_string() }),
         Err(_) => Err(StageError::DeadlineExceeded { stage: mailbox.stage().to_string() }),
     }

@@ -1,13 +1,16 @@
 //! End-to-end tests: each boots the real `apiserver` binary and drives it with real clients.
 
 mod admin;
+mod backpressure;
 mod bad_input;
 mod durability;
 mod encryption;
 mod etcd;
 mod kubectl;
 mod namespaces;
+mod options;
 mod python;
 mod rest;
+mod services;
 mod watch_cache;
 mod watch_sync;

@@ -1,0 +1,244 @@
+//! The crate rules of docs/ARCHITECTURE.md, checked over `cargo metadata` and the sources:
+//!
+//! - `actors` (the runtime) depends on no workspace crate and no Kubernetes crate;
+//! - `apimachinery` (the object model) depends only on `actors`;
+//! - `storage` (the key-value contract and backends) only on `apimachinery`;
+//! - the stage crates only on `actors`, `apimachinery` and, for `registry` and `cacher`,
+//!   `storage`: never on each other;
+//! - `gateway`, the composition root, depends on every stage crate, and nothing depends on it;
+//! - inside every crate, the top-level modules import each other without cycles (tests
+//!   excluded).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+/// Crates that know Kubernetes: the runtime must not depend on any of them.
+const KUBERNETES: &[&str] = &["apimachinery", "k8s-openapi", "kube", "kube-core", "kube-client"];
+const STAGES: &[&str] = &["registry", "cacher", "admission", "flowcontrol", "auth"];
+
+fn allowed(krate: &str) -> Option<&'static [&'static str]> {
+    Some(match krate {
+        "actors" => &[],
+        "apimachinery" => &["actors"],
+        "storage" => &["apimachinery"],
+        "registry" | "cacher" => &["actors", "apimachinery", "storage"],
+        "admission" | "flowcontrol" | "auth" => &["actors", "apimachinery"],
+        _ => return None,
+    })
+}
+
+struct Workspace {
+    root: PathBuf,
+    /// Crate name to (its directory, every dependency of any kind).
+    crates: BTreeMap<String, (PathBuf, BTreeSet<String>)>,
+}
+
+fn workspace() -> Workspace {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo metadata runs");
+    assert!(out.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let root = PathBuf::from(doc["workspace_root"].as_str().unwrap());
+    let mut crates = BTreeMap::new();
+    for p in doc["packages"].as_array().unwrap() {
+        let name = p["name"].as_str().unwrap().to_string();
+        let dir = Path::new(p["manifest_path"].as_str().unwrap()).parent().unwrap().to_path_buf();
+        let deps =
+            p["dependencies"].as_array().unwrap().iter().map(|d| d["name"].as_str().unwrap().to_string()).collect();
+        crates.insert(name, (dir, deps));
+    }
+    Workspace { root, crates }
+}
+
+#[test]
+fn crates_depend_only_as_the_architecture_allows() {
+    let ws = workspace();
+    let members: BTreeSet<&String> = ws.crates.keys().collect();
+    let mut broken = Vec::new();
+    for (name, (_, deps)) in &ws.crates {
+        let internal: BTreeSet<&String> = deps.iter().filter(|d| members.contains(d)).collect();
+        if let Some(allowed) = allowed(name) {
+            for d in &internal {
+                if !allowed.contains(&d.as_str()) {
+                    broken.push(format!("{name} depends on {d}"));
+                }
+            }
+        }
+        if name != "gateway" && deps.contains("gateway") {
+            broken.push(format!("{name} depends on gateway, the composition root"));
+        }
+    }
+    for d in &ws.crates["actors"].1 {
+        if KUBERNETES.contains(&d.as_str()) {
+            broken.push(format!("actors depends on the Kubernetes crate {d}"));
+        }
+    }
+    for stage in STAGES {
+        if !ws.crates["gateway"].1.contains(*stage) {
+            broken.push(format!("gateway, the composition root, does not wire {stage}"));
+        }
+    }
+    for expected in ["actors", "apimachinery", "storage", "gateway", "tests"].iter().chain(STAGES) {
+        if !ws.crates.contains_key(*expected) {
+            broken.push(format!("the workspace has no {expected} crate"));
+        }
+    }
+    assert!(broken.is_empty(), "crate rules broken:\n{}", broken.join("\n"));
+    assert!(ws.root.join("docs/ARCHITECTURE.md").exists());
+}
+
+/// The source of a file without comments and without its `#[cfg(test)] mod tests` tail.
+fn production_source(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut out = String::new();
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        let trimmed = line.trim_start();
+        if trimmed == "#[cfg(test)]" && lines.peek().is_some_and(|next| next.trim_start().starts_with("mod ")) {
+            // `mod tests;` declares a file of tests; `mod tests {` opens them here, to the end.
+            if lines.peek().is_some_and(|next| next.contains('{')) {
+                break;
+            }
+            lines.next();
+            continue;
+        }
+        if trimmed.starts_with("//") {
+            continue;
+        }
+        out.push_str(line.split(" //").next().unwrap_or(line));
+        out.push('\n');
+    }
+    out
+}
+
+/// Every `.rs` file of `dir`, recursively, but test files.
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n != "tests") {
+                sources(&path, out);
+            }
+        } else if path.extension().is_some_and(|e| e == "rs") && path.file_stem().is_some_and(|s| s != "tests") {
+            out.push(path);
+        }
+    }
+}
+
+/// The top-level module a source file belongs to (`None` for the crate root and binaries).
+fn top_module(src: &Path, file: &Path) -> Option<String> {
+    let rel = file.strip_prefix(src).ok()?;
+    let first = rel.components().next()?.as_os_str().to_str()?.to_string();
+    if rel.components().count() == 1 {
+        let stem = first.trim_end_matches(".rs");
+        return (!matches!(stem, "lib" | "main")).then(|| stem.to_string());
+    }
+    (first != "bin").then_some(first)
+}
+
+/// The top-level modules `code` names through `crate::` (and, in a top-level file, `super::`).
+fn references(code: &str, top_level_file: bool, modules: &BTreeSet<String>) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut scan = |prefix: &str| {
+        for (i, _) in code.match_indices(prefix) {
+            let before = code[..i].chars().last();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$') {
+                continue;
+            }
+            let rest = &code[i + prefix.len()..];
+            let candidates: Vec<&str> = if let Some(group) = rest.strip_prefix('{') {
+                group.split('}').next().unwrap_or("").split(',').collect()
+            } else {
+                vec![rest]
+            };
+            for c in candidates {
+                let name: String = c.trim().chars().take_while(|ch| ch.is_alphanumeric() || *ch == '_').collect();
+                if modules.contains(&name) {
+                    out.insert(name);
+                }
+            }
+        }
+    };
+    scan("crate::");
+    if top_level_file {
+        scan("super::");
+    }
+    out
+}
+
+fn cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|n| n == node) {
+            let mut c = path[at..].to_vec();
+            c.push(node.to_string());
+            return Some(c);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_string());
+        for next in graph.get(node).into_iter().flatten() {
+            if let Some(c) = visit(next, graph, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(node.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph.keys().find_map(|n| visit(n, graph, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn no_crate_has_a_module_cycle() {
+    let ws = workspace();
+    let mut found = Vec::new();
+    for (name, (dir, _)) in &ws.crates {
+        let src = dir.join("src");
+        let mut files = Vec::new();
+        sources(&src, &mut files);
+        let modules: BTreeSet<String> = files.iter().filter_map(|f| top_module(&src, f)).collect();
+        let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for f in &files {
+            let Some(module) = top_module(&src, f) else { continue };
+            let top_level_file = f.parent() == Some(src.as_path());
+            let refs = references(&production_source(f), top_level_file, &modules);
+            graph.entry(module.clone()).or_default().extend(refs.into_iter().filter(|r| *r != module));
+        }
+        if let Some(c) = cycle(&graph) {
+            found.push(format!("{name}: {}", c.join(" -> ")));
+        }
+    }
+    assert!(found.is_empty(), "module cycles:\n{}", found.join("\n"));
+}
+
+#[test]
+fn the_cycle_check_sees_cycles() {
+    let modules: BTreeSet<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+    assert_eq!(references("use crate::{a::X, b};\nuse super::c;", true, &modules).len(), 3);
+    assert!(references("use super::c;", false, &modules).is_empty());
+    assert!(references("foo_crate::a", true, &modules).is_empty());
+    let graph: BTreeMap<String, BTreeSet<String>> = [
+        ("a".to_string(), ["b".to_string()].into()),
+        ("b".to_string(), ["c".to_string()].into()),
+        ("c".to_string(), ["a".to_string()].into()),
+    ]
+    .into();
+    assert_eq!(cycle(&graph).unwrap(), ["a", "b", "c", "a"]);
+    let dag: BTreeMap<String, BTreeSet<String>> =
+        [("a".to_string(), ["b".to_string()].into()), ("b".to_string(), BTreeSet::new())].into();
+    assert!(cycle(&dag).is_none());
+}
