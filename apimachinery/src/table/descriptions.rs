@@ -117,5 +117,3 @@ pub const DEPLOY_SELECTOR: &str = "Label selector for pods. Existing ReplicaSets
 pub const RB_ROLE_REF: &str = "RoleRef can reference a Role in the current namespace or a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error.";
 /// `SwaggerDoc()` of `rbacb.ClusterRoleBinding.roleRef`.
 pub const CRB_ROLE_REF: &str = "RoleRef can only reference a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error.";
-/// `SwaggerDoc()` of `coord.LeaseSpec.holderIdentity`.
-pub const LEASE_HOLDER: &str = "holderIdentity contains the identity of the holder of a current lease.";

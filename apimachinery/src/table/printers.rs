@@ -33,24 +33,29 @@ impl Printer for StaticPrinter {
 }
 
 impl Row {
-    fn cells(cells: Vec<Value>) -> Row {
+    /// A row of `cells`, without conditions.
+    pub fn cells(cells: Vec<Value>) -> Row {
         Row { cells, conditions: None }
     }
 }
 
 // ---------------------------------------------------------------------------------------------
-// Column helpers.
+// Column helpers, for kinds that define their printer in their own file.
 
-const fn col(name: &'static str, kind: &'static str, description: &'static str) -> Column {
+/// A column shown by `kubectl get`.
+pub const fn col(name: &'static str, kind: &'static str, description: &'static str) -> Column {
     Column { name, kind, format: "", description, priority: 0 }
 }
 
-const fn wide(name: &'static str, kind: &'static str, description: &'static str) -> Column {
+/// A column shown by `kubectl get -o wide` only.
+pub const fn wide(name: &'static str, kind: &'static str, description: &'static str) -> Column {
     Column { name, kind, format: "", description, priority: 1 }
 }
 
-const NAME: Column = Column { name: "Name", kind: "string", format: "name", description: d::NAME, priority: 0 };
-const AGE: Column = col("Age", "string", d::CREATION_TIMESTAMP);
+/// kube's `Name` column.
+pub const NAME: Column = Column { name: "Name", kind: "string", format: "name", description: d::NAME, priority: 0 };
+/// kube's `Age` column.
+pub const AGE: Column = col("Age", "string", d::CREATION_TIMESTAMP);
 const CONTAINERS: Column = wide("Containers", "string", "Names of each container in the template.");
 const IMAGES: Column = wide("Images", "string", "Images referenced by each container in the template.");
 
@@ -71,7 +76,8 @@ fn at<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
     crate::object::field(v, path).filter(|v| !v.is_null())
 }
 
-fn s<'a>(v: &'a Value, path: &str) -> &'a str {
+/// A string cell's value: the field at the dotted `path`, `""` when unset.
+pub fn s<'a>(v: &'a Value, path: &str) -> &'a str {
     at(v, path).and_then(Value::as_str).unwrap_or("")
 }
 
@@ -116,11 +122,13 @@ fn since(t: Option<DateTime<Utc>>, now: DateTime<Utc>) -> String {
     t.map_or_else(|| "<unknown>".to_string(), |t| human_duration(now - t))
 }
 
-fn age(obj: &Value, now: DateTime<Utc>) -> Value {
+/// The `Age` cell: the object's age at `now`.
+pub fn age(obj: &Value, now: DateTime<Utc>) -> Value {
     since(time_at(obj, "metadata.creationTimestamp"), now).into()
 }
 
-fn name(obj: &Value) -> Value {
+/// The `Name` cell.
+pub fn name(obj: &Value) -> Value {
     s(obj, "metadata.name").into()
 }
 
@@ -876,12 +884,6 @@ pub static CONFIG_MAPS: StaticPrinter = StaticPrinter {
     row: |obj, now| {
         Row::cells(vec![name(obj), (len_of(obj, "data") + len_of(obj, "binaryData")).into(), age(obj, now)])
     },
-};
-
-/// Leases.
-pub static LEASES: StaticPrinter = StaticPrinter {
-    columns: &[NAME, col("Holder", "string", d::LEASE_HOLDER), AGE],
-    row: |obj, now| Row::cells(vec![name(obj), s(obj, "spec.holderIdentity").into(), age(obj, now)]),
 };
 
 /// RoleBindings.

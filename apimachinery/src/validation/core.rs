@@ -927,30 +927,3 @@ pub fn validate_event_update(new: &Value, old: &Value, events_group: bool) -> Ve
     }
     out
 }
-
-/// `ValidateLease` (apimachinery's metadata rules, without the kube finalizer check).
-pub fn validate_lease(obj: &Value) -> Vec<Cause> {
-    let mut out =
-        meta::validate_object_meta(md(obj), true, names::name_is_dns_subdomain, &Path::new("metadata"), false);
-    out.extend(validate_lease_spec(obj));
-    out
-}
-
-fn validate_lease_spec(obj: &Value) -> Vec<Cause> {
-    let mut out = Vec::new();
-    let sp = Path::new("spec");
-    if let Some(d) = obj.pointer("/spec/leaseDurationSeconds").and_then(Value::as_i64).filter(|d| *d <= 0) {
-        out.push(field::invalid(&sp.child("leaseDurationSeconds"), Bad::Int(d), "must be greater than 0"));
-    }
-    if let Some(t) = obj.pointer("/spec/leaseTransitions").and_then(Value::as_i64).filter(|t| *t < 0) {
-        out.push(field::invalid(&sp.child("leaseTransitions"), Bad::Int(t), "must be greater than or equal to 0"));
-    }
-    out
-}
-
-/// `ValidateLeaseUpdate`.
-pub fn validate_lease_update(new: &Value, old: &Value) -> Vec<Cause> {
-    let mut out = meta::validate_object_meta_update(md(new), md(old), &Path::new("metadata"), false);
-    out.extend(validate_lease_spec(new));
-    out
-}
