@@ -36,6 +36,13 @@ impl ActorDirectory {
         Registration { id, actors: self.actors.clone() }
     }
 
+    /// Copies every actor's depth gauges to Prometheus.
+    pub fn publish_gauges(&self) {
+        for e in self.actors.iter() {
+            e.value().publish_gauges();
+        }
+    }
+
     /// A copy of every actor's meters, ordered by stage then resource.
     pub fn snapshot(&self) -> Vec<MeterSnapshot> {
         let mut out: Vec<MeterSnapshot> = self.actors.iter().map(|e| e.value().snapshot()).collect();

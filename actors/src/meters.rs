@@ -5,7 +5,10 @@
 //! (possibly saturated) actor. Depth is kept as two gauges moved where the work moves, queued
 //! (admitted, not yet opened by the actor) and in progress (opened, reply not yet sent), beside
 //! monotonic counters of the same transitions, because a gauge read between two scrapes misses
-//! the spikes a counter pair still shows.
+//! the spikes a counter pair still shows. The Prometheus gauges are copied from the atomics by
+//! [`StageMeters::publish_gauges`] (the server does it every second) rather than on every
+//! transition: a message makes four transitions, and every stage's meters are shared by every
+//! thread that calls it.
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -176,7 +179,8 @@ impl StageMeters {
         v.load(Ordering::Relaxed).max(0) as u64
     }
 
-    fn publish_depth(&self) {
+    /// Copies the depth gauges to their Prometheus series.
+    pub fn publish_gauges(&self) {
         let (queued, in_progress) = (Self::gauge(&self.queued), Self::gauge(&self.in_progress));
         self.prom.queued.set(queued as f64);
         self.prom.in_progress.set(in_progress as f64);
@@ -186,7 +190,6 @@ impl StageMeters {
     /// A message took a slot and is about to be sent.
     pub(crate) fn on_admitted(&self) {
         self.queued.fetch_add(1, Ordering::Relaxed);
-        self.publish_depth();
     }
 
     /// The send of an admitted message succeeded.
@@ -198,7 +201,6 @@ impl StageMeters {
     /// An admitted message left the queue without being sent or opened (the actor is gone).
     pub(crate) fn on_unsent(&self) {
         self.queued.fetch_sub(1, Ordering::Relaxed);
-        self.publish_depth();
     }
 
     /// The actor opened a message: queued → in progress.
@@ -207,7 +209,6 @@ impl StageMeters {
         self.in_progress.fetch_add(1, Ordering::Relaxed);
         self.dequeued.fetch_add(1, Ordering::Relaxed);
         self.prom.dequeued.increment(1);
-        self.publish_depth();
     }
 
     /// A message's work ended `outcome`, `elapsed` after it was admitted.
@@ -215,7 +216,6 @@ impl StageMeters {
         self.in_progress.fetch_sub(1, Ordering::Relaxed);
         self.completed.fetch_add(1, Ordering::Relaxed);
         self.prom.completed.increment(1);
-        self.publish_depth();
         match outcome {
             Outcome::Succeeded => {}
             Outcome::Failed => self.on_error(),
@@ -257,9 +257,12 @@ impl StageMeters {
     /// once, finished with its latency when the returned guard drops, so the depth shows the
     /// calls in flight.
     pub fn start_call(self: &std::sync::Arc<Self>) -> CallInFlight {
-        self.on_admitted();
-        self.on_enqueued();
-        self.on_started();
+        // Straight to in progress: there is no queue.
+        self.in_progress.fetch_add(1, Ordering::Relaxed);
+        self.enqueued.fetch_add(1, Ordering::Relaxed);
+        self.dequeued.fetch_add(1, Ordering::Relaxed);
+        self.prom.enqueued.increment(1);
+        self.prom.dequeued.increment(1);
         CallInFlight { meters: self.clone(), started: Instant::now(), outcome: Outcome::Succeeded }
     }
 

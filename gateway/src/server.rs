@@ -80,6 +80,20 @@ fn install_metrics() -> PrometheusHandle {
     handle
 }
 
+/// Copies every stage's queued and in-progress depth to its Prometheus gauges once a second
+/// (the counter pairs beside them catch what happens in between).
+fn publish_stage_gauges(directory: ActorDirectory) {
+    std::thread::Builder::new()
+        .name("stage-gauges".into())
+        .spawn(move || {
+            loop {
+                directory.publish_gauges();
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        })
+        .expect("spawn the stage gauge thread");
+}
+
 fn spec(stage: &str, resource: &str, options: &ServeOptions, when_full: WhenFull) -> MailboxSpec {
     MailboxSpec {
         stage: stage.to_string(),
@@ -103,6 +117,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     }
     let router = crate::backends::open(&options, &data_dir, &catalogue, faults.as_ref()).await?;
     let directory = ActorDirectory::default();
+    publish_stage_gauges(directory.clone());
     let shed = WhenFull::Shed { wait: options.stage_mailbox_wait };
 
     let front = StageArbiter::new("front");

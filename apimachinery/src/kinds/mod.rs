@@ -348,23 +348,34 @@ pub struct GroupDef {
     pub versions: Vec<String>,
 }
 
-/// The served resources, by name and by kind, in discovery order.
+/// The served resources in discovery order, and by plural name and by kind: a request's
+/// lookup is one hash of a borrowed name (no allocation), then a comparison of group and
+/// version among the few resources sharing it.
 #[derive(Default)]
 struct Index {
     all: Vec<Arc<ResourceDef>>,
-    by_resource: HashMap<(String, String, String), Arc<ResourceDef>>,
-    by_kind: HashMap<(String, String, String), Arc<ResourceDef>>,
+    by_resource: HashMap<String, Vec<Arc<ResourceDef>>>,
+    by_kind: HashMap<String, Vec<Arc<ResourceDef>>>,
 }
 
 impl Index {
     fn build(all: Vec<Arc<ResourceDef>>) -> Self {
-        let mut by_resource = HashMap::new();
-        let mut by_kind = HashMap::new();
+        let mut by_resource: HashMap<String, Vec<Arc<ResourceDef>>> = HashMap::new();
+        let mut by_kind: HashMap<String, Vec<Arc<ResourceDef>>> = HashMap::new();
         for d in &all {
-            by_resource.insert((d.group.clone(), d.version.clone(), d.resource.clone()), d.clone());
-            by_kind.entry((d.group.clone(), d.version.clone(), d.kind.clone())).or_insert_with(|| d.clone());
+            by_resource.entry(d.resource.clone()).or_default().push(d.clone());
+            by_kind.entry(d.kind.clone()).or_default().push(d.clone());
         }
         Index { all, by_resource, by_kind }
+    }
+
+    fn find(
+        map: &HashMap<String, Vec<Arc<ResourceDef>>>,
+        group: &str,
+        version: &str,
+        name: &str,
+    ) -> Option<Arc<ResourceDef>> {
+        map.get(name)?.iter().find(|d| d.group == group && d.version == version).cloned()
     }
 }
 
@@ -388,12 +399,12 @@ impl Catalogue {
 
     /// Looks a resource up by group, version and plural name.
     pub fn find(&self, group: &str, version: &str, resource: &str) -> Option<Arc<ResourceDef>> {
-        self.index().by_resource.get(&(group.to_string(), version.to_string(), resource.to_string())).cloned()
+        Index::find(&self.index().by_resource, group, version, resource)
     }
 
     /// Looks a resource up by group, version and kind.
     pub fn find_kind(&self, group: &str, version: &str, kind: &str) -> Option<Arc<ResourceDef>> {
-        self.index().by_kind.get(&(group.to_string(), version.to_string(), kind.to_string())).cloned()
+        Index::find(&self.index().by_kind, group, version, kind)
     }
 
     /// The resource a `group/resource` names, in any version (what `--etcd-servers-overrides`
@@ -435,7 +446,7 @@ impl Catalogue {
     /// Serves `def` from now on; refused if its group, version and resource are served already.
     pub fn add(&self, def: ResourceDef) -> Result<Arc<ResourceDef>, String> {
         let mut index = self.index.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if index.by_resource.contains_key(&(def.group.clone(), def.version.clone(), def.resource.clone())) {
+        if Index::find(&index.by_resource, &def.group, &def.version, &def.resource).is_some() {
             return Err(format!("{} {} is served already", def.api_version(), def.resource));
         }
         let def = Arc::new(def);

@@ -172,7 +172,8 @@ async fn on_etcd(sizes: &[usize]) {
 }
 
 /// Lists on the embedded store, whose consistent reads the cache serves.
-async fn on_embedded(sizes: &[usize]) {
+/// Memory per cached object and LIST timings on the embedded store, for `sizes` objects.
+pub async fn on_embedded(sizes: &[usize]) {
     println!("== watch cache on the embedded store: LIST from cache vs storage");
     for &n in sizes {
         let dir = tempfile::tempdir().expect("temp dir");

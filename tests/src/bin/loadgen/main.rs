@@ -3,12 +3,15 @@
 //! beside the same operations on the storage trait directly, so the pipeline's cost shows as a
 //! ratio measured in the same run on the same machine.
 //!
-//! Usage: `cargo run --release -p tests --bin loadgen -- [seconds-per-phase] [embedded|etcd|startup|watch|watch-matrix|watch=WxR,...|cache|all]`
+//! Usage: `cargo run --release -p tests --bin loadgen -- [seconds-per-phase] [embedded|etcd|startup|watch|watch-matrix|watch=WxR,...|cache|cache=N,...|all]`
 //! (default 5 seconds, all). `etcd` runs the same phases on a real etcd started for the run (the
 //! storage-trait rows are then etcd's own put/get rate through our client); `startup` times a
 //! server start on a store already holding 100,000 objects; `watch` measures watch delivery with
 //! 100 to 10,000 watchers (see `watch.rs`); `cache` measures memory per cached object and
-//! LIST of 10,000 and 100,000 objects from the cache and from storage (see `cache.rs`). Needs the release apiserver binary
+//! LIST of 10,000 and 100,000 objects from the cache and from storage (see `cache.rs`; `cache=N` for
+//! N objects on the embedded store only). HTTPS rows show the server's CPU time per request,
+//! which other load on a shared machine disturbs far less than rates. `APISERVER_BIN` picks the
+//! server binary, so two builds can be compared by one load generator. Needs the release apiserver binary
 //! (`cargo build --release -p gateway --bin apiserver`).
 
 use std::sync::Arc;
@@ -84,14 +87,35 @@ where
 }
 
 fn report(name: &str, c: usize, p: &Phase, baseline: Option<&Phase>) {
+    report_cpu(name, c, p, baseline, None);
+}
+
+/// Prints a phase; `cpu` is the server's CPU time during it, shown per request: CPU time is
+/// what the server spent, which other load on a shared machine disturbs far less than rates.
+fn report_cpu(name: &str, c: usize, p: &Phase, baseline: Option<&Phase>, cpu: Option<Duration>) {
     let ratio = baseline.map(|b| format!("{:>7.1}%", 100.0 * p.rate() / b.rate())).unwrap_or_else(|| "       -".into());
+    let per_request = cpu
+        .filter(|_| p.ops > 0)
+        .map(|t| format!("   server CPU {:>6.1} µs/req", t.as_secs_f64() * 1e6 / p.ops as f64))
+        .unwrap_or_default();
     println!(
-        "{name:<28} c={c:<3} {:>9.0} req/s   p50 {:>7.2} ms   p99 {:>7.2} ms   errors {:<5} of storage trait rate: {ratio}",
+        "{name:<28} c={c:<3} {:>9.0} req/s   p50 {:>7.2} ms   p99 {:>7.2} ms   errors {:<5} of storage trait rate: {ratio}{per_request}",
         p.rate(),
         p.quantile_ms(0.50),
         p.quantile_ms(0.99),
         p.errors
     );
+}
+
+/// CPU time (user + system) a process has used, from `/proc/<pid>/stat`.
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    let fields: Vec<&str> =
+        stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
+    let ticks: u64 = [11, 12].iter().filter_map(|i| fields.get(*i)?.parse::<u64>().ok()).sum();
+    // Linux reports in clock ticks of 1/100 s (USER_HZ) on every architecture it runs on here.
+    Duration::from_millis(ticks * 10)
 }
 
 fn rss_mib(pid: u32) -> f64 {
@@ -143,8 +167,10 @@ async fn https_phases(server: &TestServer, baseline: &[(usize, Phase, Phase)], s
     let hot =
         client.post(&url).send_json(&json!({"metadata": {"name": "hot"}, "data": {"k": "v"}})).await.expect("seed");
     assert_eq!(hot.status().as_u16(), 201);
+    let pid = server.pid();
     for (round, (c, base_create, base_get)) in baseline.iter().enumerate() {
         let (cl, u) = (client.clone(), url.clone());
+        let cpu = cpu_time(pid);
         let create = run(*c, seconds, move |w, i| {
             let (cl, u) = (cl.clone(), u.clone());
             async move {
@@ -154,14 +180,17 @@ async fn https_phases(server: &TestServer, baseline: &[(usize, Phase, Phase)], s
             }
         })
         .await;
-        report("https create configmap", *c, &create, Some(base_create));
+        let used = cpu_time(pid).saturating_sub(cpu);
+        report_cpu("https create configmap", *c, &create, Some(base_create), Some(used));
         let (cl, u) = (client.clone(), format!("{url}/hot"));
+        let cpu = cpu_time(pid);
         let get = run(*c, seconds, move |_, _| {
             let (cl, u) = (cl.clone(), u.clone());
             async move { answered(cl.get(&u).send().await, 200).await }
         })
         .await;
-        report("https get configmap (cache)", *c, &get, Some(base_get));
+        let used = cpu_time(pid).saturating_sub(cpu);
+        report_cpu("https get configmap (cache)", *c, &get, Some(base_get), Some(used));
     }
 }
 
@@ -260,6 +289,10 @@ fn main() {
         }
         if what == "cache" || what == "all" {
             cache::run().await;
+        }
+        if let Some(sizes) = what.strip_prefix("cache=") {
+            let sizes: Vec<usize> = sizes.split(',').map(|n| n.parse().expect("an object count")).collect();
+            cache::on_embedded(&sizes).await;
         }
         if let Some(list) = what.strip_prefix("watch=") {
             // `watch=1000x100,10000x10`: chosen phases, watchers x changes/s.
