@@ -4,7 +4,7 @@ use k8s_openapi::api::apps::v1::DaemonSet;
 use serde_json::{Value, json};
 
 use crate::error::Cause;
-use crate::kinds::{ResourceDef, Strategy, Subresource, meta_update};
+use crate::kinds::{ResourceDef, Strategy, Subresource};
 use crate::table::{Printer, printers};
 use crate::validation::apps;
 
@@ -38,9 +38,7 @@ impl Strategy for DaemonSets {
     }
 
     fn validate_status_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
-        let mut out = meta_update(new, old);
-        out.extend(apps::validate_workload_status(new));
-        out
+        apps::validate_workload_status_update(new, old)
     }
 
     fn tracks_generation(&self) -> bool {

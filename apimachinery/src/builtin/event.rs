@@ -72,27 +72,18 @@ impl Strategy for Events {
         if self.events_group { &FieldLabels::EVENTS_V1 } else { &FieldLabels::CORE_EVENTS }
     }
 
-    /// Over the stored (core) form, which both groups select through.
+    /// Over the stored (core) form, which both groups select through: every label the core
+    /// conversion accepts, `source` being the reporting component when no source is set.
     fn selectable_fields(&self, obj: &Value, out: &mut Vec<(&'static str, String)>) {
-        let mut source = text(obj, "source.component");
-        if source.is_empty() {
-            source = text(obj, "reportingComponent");
+        for f in FieldLabels::CORE_EVENTS.canonical().filter(|f| !f.starts_with("metadata.")) {
+            let value = if f == "source" {
+                let component = text(obj, "source.component");
+                if component.is_empty() { text(obj, "reportingComponent") } else { component }
+            } else {
+                text(obj, f)
+            };
+            out.push((f, value));
         }
-        for f in [
-            "involvedObject.kind",
-            "involvedObject.namespace",
-            "involvedObject.name",
-            "involvedObject.uid",
-            "involvedObject.apiVersion",
-            "involvedObject.resourceVersion",
-            "involvedObject.fieldPath",
-            "reason",
-            "reportingComponent",
-            "type",
-        ] {
-            out.push((f, text(obj, f)));
-        }
-        out.push(("source", source));
     }
 
     fn printer(&self) -> Option<&dyn Printer> {

@@ -5,7 +5,7 @@ use k8s_openapi::api::batch::v1::Job;
 use serde_json::Value;
 
 use crate::error::Cause;
-use crate::kinds::{ResourceDef, Strategy, Subresource, meta_update};
+use crate::kinds::{ResourceDef, Strategy, Subresource};
 use crate::object::field;
 use crate::selector::FieldLabels;
 use crate::table::{Printer, printers};
@@ -38,9 +38,7 @@ impl Strategy for Jobs {
     }
 
     fn validate_status_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
-        let mut out = meta_update(new, old);
-        out.extend(apps::validate_workload_status(new));
-        out
+        apps::validate_workload_status_update(new, old)
     }
 
     fn tracks_generation(&self) -> bool {

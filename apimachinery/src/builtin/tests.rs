@@ -37,8 +37,15 @@ fn job_successful_counts_succeeded_pods() {
 #[test]
 fn event_source_falls_back_to_reporting_component() {
     let events = find("", "v1", "events").unwrap();
-    let e = json!({"reportingComponent": "ctl"});
-    assert!(events.field_set(&e).contains(&("source", "ctl".to_string())));
+    let e = json!({"reportingComponent": "ctl", "involvedObject": {"name": "p"}, "type": "Warning"});
+    let fields = events.field_set(&e);
+    assert!(fields.contains(&("source", "ctl".to_string())));
+    assert!(
+        fields.contains(&("involvedObject.name", "p".to_string())) && fields.contains(&("type", "Warning".to_string()))
+    );
+    let with_source = json!({"reportingComponent": "ctl", "source": {"component": "kubelet"}});
+    assert!(events.field_set(&with_source).contains(&("source", "kubelet".to_string())));
+    assert_eq!(fields.len(), 13, "metadata.name, metadata.namespace and the 11 event fields: {fields:?}");
 }
 
 #[test]

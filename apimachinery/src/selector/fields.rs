@@ -358,6 +358,16 @@ impl FieldLabels {
     pub const CERTIFICATE_SIGNING_REQUESTS: FieldLabels =
         FieldLabels { accepted: same!("metadata.name", "spec.signerName"), reject: not_supported };
 
+    /// The canonical labels accepted, each once, in the table's order.
+    pub fn canonical(&self) -> impl Iterator<Item = &'static str> + '_ {
+        let accepted = self.accepted;
+        accepted
+            .iter()
+            .enumerate()
+            .filter(move |(i, (_, to))| !accepted[..*i].iter().any(|(_, t)| t == to))
+            .map(|(_, (_, to))| *to)
+    }
+
     fn convert(&self, label: &str) -> Result<&'static str, String> {
         self.accepted.iter().find(|(from, _)| *from == label).map(|(_, to)| *to).ok_or_else(|| (self.reject)(label))
     }

@@ -485,8 +485,16 @@ pub fn validate_daemonset_update(new: &Value, old: &Value) -> Vec<Cause> {
     out
 }
 
+/// The `/status` validation of the workload kinds (Deployments, ReplicaSets, StatefulSets,
+/// DaemonSets, Jobs): the metadata update rules, then non-negative status counters.
+pub fn validate_workload_status_update(new: &Value, old: &Value) -> Vec<Cause> {
+    let mut out = meta::validate_object_meta_update(md(new), md(old), &Path::new("metadata"), true);
+    out.extend(validate_workload_status(new));
+    out
+}
+
 /// Status checks shared by the workload kinds' `/status` validation: counters non-negative.
-pub fn validate_workload_status(obj: &Value) -> Vec<Cause> {
+fn validate_workload_status(obj: &Value) -> Vec<Cause> {
     let mut out = Vec::new();
     let Some(status) = obj.get("status").filter(|s| s.is_object()) else { return out };
     let p = Path::new("status");
