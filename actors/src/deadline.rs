@@ -12,7 +12,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use tokio::time::Instant;
 
 /// A point in time after which a request's work is abandoned, or none.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// Not ordered: "none" is neither earlier nor later than an instant; use [`Deadline::min`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Deadline(Option<Instant>);
 
 /// The deadline passed.

@@ -17,8 +17,7 @@ use std::time::{Duration, Instant};
 const BUCKETS: usize = 36;
 
 /// What a stage does when its mailbox is full.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WhenFull {
     /// Wait for a slot at most this long, then refuse the request (429 naming the stage).
     Shed {
@@ -31,6 +30,24 @@ pub enum WhenFull {
     /// No mailbox: callers do the work on their own tasks, reading shared state (the cache
     /// readers). Depth is the calls in flight.
     NoMailbox,
+}
+
+/// Shown by the admin endpoint as `{"policy": "shed", "wait_ms": 2000}`, `{"policy": "wait"}`
+/// or `{"policy": "none"}`.
+impl serde::Serialize for WhenFull {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        match self {
+            WhenFull::Shed { wait } => {
+                m.serialize_entry("policy", "shed")?;
+                m.serialize_entry("wait_ms", &(wait.as_millis() as u64))?;
+            }
+            WhenFull::Wait => m.serialize_entry("policy", "wait")?,
+            WhenFull::NoMailbox => m.serialize_entry("policy", "none")?,
+        }
+        m.end()
+    }
 }
 
 /// Shared counters of one stage's mailbox.
@@ -365,5 +382,8 @@ mod tests {
         let s = m.snapshot();
         assert_eq!((s.in_progress, s.completed, s.errors, s.dequeued), (0, 2, 1, 2));
         assert!(s.latency_p99_ms > 0.0);
+        assert_eq!(serde_json::to_value(s.when_full).unwrap(), serde_json::json!({"policy": "wait"}));
+        let shed = WhenFull::Shed { wait: Duration::from_secs(2) };
+        assert_eq!(serde_json::to_value(shed).unwrap(), serde_json::json!({"policy": "shed", "wait_ms": 2000}));
     }
 }

@@ -90,6 +90,8 @@ where
             actix::spawn(async move {
                 let mut reply = reply;
                 let ended = tokio::select! {
+                    // A reply that is ready wins over a deadline or a departure at the same moment.
+                    biased;
                     r = future => Ok(r),
                     () = deadline.reached() => Err(Outcome::Expired),
                     () = reply.closed() => Err(Outcome::Cancelled),

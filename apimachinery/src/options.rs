@@ -52,20 +52,17 @@ impl Params {
         self.0.iter().filter(|(k, _)| k == key).map(|(_, v)| v.as_str()).collect()
     }
 
-    /// Whether `key` is true as Go's `strconv.ParseBool` reads it (`1`, `t`, `true`, `True`...):
-    /// the Python client sends `watch=True`.
+    /// Whether boolean `key` is set, as kube's parameter decoding reads one: present with any
+    /// value but `0` or `false` (in any case) is true, `watch=` and `watch=yes` included; the
+    /// Python client sends `watch=True`.
     pub fn flag(&self, key: &str) -> bool {
-        matches!(self.get(key), Some("1" | "t" | "T" | "true" | "TRUE" | "True"))
+        self.bool(key).unwrap_or(false)
     }
 
-    /// An optional boolean, 400 if present and not one Go parses.
-    fn bool(&self, key: &str) -> Result<Option<bool>, ApiError> {
-        match self.non_empty(key) {
-            None => Ok(None),
-            Some("1" | "t" | "T" | "true" | "TRUE" | "True") => Ok(Some(true)),
-            Some("0" | "f" | "F" | "false" | "FALSE" | "False") => Ok(Some(false)),
-            Some(other) => Err(ApiError::bad_request(format!("{key}: Invalid value: \"{other}\""))),
-        }
+    /// An optional boolean (`sendInitialEvents`, `orphanDependents`): `None` when absent, else as
+    /// [`flag`](Self::flag) reads it.
+    fn bool(&self, key: &str) -> Option<bool> {
+        self.get(key).map(|v| !(v == "0" || v.eq_ignore_ascii_case("false")))
     }
 }
 
@@ -321,7 +318,7 @@ impl WatchOptions {
     pub fn parse(q: &Params, def: &ResourceDef) -> Result<Self, ApiError> {
         let rv = q.non_empty("resourceVersion");
         let rv_match = q.non_empty("resourceVersionMatch");
-        let send_initial_events = q.bool("sendInitialEvents")?;
+        let send_initial_events = q.bool("sendInitialEvents");
         let path = Path::new("resourceVersionMatch");
         let mut causes = Vec::new();
         if send_initial_events.is_some() && rv_match != Some("NotOlderThan") {
@@ -352,12 +349,15 @@ impl WatchOptions {
             Some("0") => ReadAt::Any,
             Some(rv) => ReadAt::NotOlderThan(parse_revision(rv)?),
         };
+        // As kube: zero is the server's default; a negative timeout ends the watch at once.
         let timeout_seconds = match q.non_empty("timeoutSeconds") {
             None => None,
-            Some(t) => Some(
-                t.parse::<u64>()
-                    .map_err(|_| ApiError::bad_request(format!("timeoutSeconds: Invalid value: \"{t}\"")))?,
-            ),
+            // Wider than kube's int64, so a timeout past any clock is served as "never", not 400.
+            Some(t) => match t.parse::<i128>() {
+                Ok(0) => None,
+                Ok(n) => Some(n.clamp(0, u64::MAX as i128) as u64),
+                Err(_) => return Err(ApiError::bad_request(format!("timeoutSeconds: Invalid value: \"{t}\""))),
+            },
         };
         Ok(WatchOptions {
             selection: Selection::parse(q, def)?,
@@ -503,6 +503,8 @@ impl DeleteOptions {
     /// DeleteOptions from the body when there is one (a `DeleteOptions` object), else from the
     /// query, as kube reads them; validated as kube's `ValidateDeleteOptions`.
     pub fn parse(q: &Params, body: Option<&Value>) -> Result<Self, ApiError> {
+        // kube's order: the orphan/propagation conflict, the propagation policy, then dryRun.
+        let mut dry_run_causes = Vec::new();
         let mut causes = Vec::new();
         let mut opts = DeleteOptions::default();
         let (propagation, orphan) = match body {
@@ -517,7 +519,7 @@ impl DeleteOptions {
                     .map_or(Vec::new(), |a| a.iter().filter_map(Value::as_str).collect());
                 if dry.iter().any(|d| *d != "All") {
                     let rendered = dry.iter().map(|d| crate::gofmt::quote(d)).collect::<Vec<_>>().join(", ");
-                    causes.push(field::not_supported(
+                    dry_run_causes.push(field::not_supported(
                         &Path::new("dryRun"),
                         Bad::Raw(format!("[]string{{{rendered}}}")),
                         &["All"],
@@ -536,8 +538,8 @@ impl DeleteOptions {
                             ApiError::bad_request(format!("gracePeriodSeconds: Invalid value: \"{g}\""))
                         })?);
                 }
-                opts.dry_run = dry_run(q, &Path::new("dryRun"), &mut causes);
-                (q.non_empty("propagationPolicy").map(String::from), q.bool("orphanDependents")?)
+                opts.dry_run = dry_run(q, &Path::new("dryRun"), &mut dry_run_causes);
+                (q.non_empty("propagationPolicy").map(String::from), q.bool("orphanDependents"))
             }
         };
         if orphan.is_some() && propagation.is_some() {
@@ -563,6 +565,7 @@ impl DeleteOptions {
             (None, Some(false)) => Some(Propagation::Background),
             (None, None) => None,
         };
+        causes.extend(dry_run_causes);
         if !causes.is_empty() {
             return Err(invalid_options("DeleteOptions", causes));
         }
@@ -714,6 +717,34 @@ mod tests {
         );
         let both = serde_json::json!({"propagationPolicy": "Orphan", "orphanDependents": true});
         assert!(DeleteOptions::parse(&q(""), Some(&both)).unwrap_err().message.contains("cannot be both set"));
+    }
+
+    #[test]
+    fn booleans_are_true_unless_zero_or_false_as_kube_decodes_them() {
+        for (query, set) in [("watch=1", true), ("watch=True", true), ("watch=yes", true), ("watch=", true)] {
+            assert_eq!(q(query).flag("watch"), set, "{query}");
+        }
+        for query in ["watch=0", "watch=false", "watch=FALSE", ""] {
+            assert!(!q(query).flag("watch"), "{query}");
+        }
+        let w = WatchOptions::parse(&q("sendInitialEvents=&resourceVersionMatch=NotOlderThan"), cms()).unwrap();
+        assert_eq!(w.send_initial_events, Some(true));
+    }
+
+    #[test]
+    fn a_zero_watch_timeout_is_the_servers_default_and_a_negative_one_ends_at_once() {
+        assert_eq!(WatchOptions::parse(&q("timeoutSeconds=0"), cms()).unwrap().timeout_seconds, None);
+        assert_eq!(WatchOptions::parse(&q("timeoutSeconds=-5"), cms()).unwrap().timeout_seconds, Some(0));
+        assert_eq!(WatchOptions::parse(&q("timeoutSeconds=30"), cms()).unwrap().timeout_seconds, Some(30));
+        assert_eq!(WatchOptions::parse(&q("timeoutSeconds=soon"), cms()).unwrap_err().code, 400);
+        let huge = format!("timeoutSeconds={}", u64::MAX);
+        assert_eq!(WatchOptions::parse(&q(&huge), cms()).unwrap().timeout_seconds, Some(u64::MAX));
+    }
+
+    #[test]
+    fn delete_option_causes_come_in_kube_order() {
+        let e = DeleteOptions::parse(&q("dryRun=Some&propagationPolicy=Sideways"), None).unwrap_err();
+        assert_eq!(e.causes.iter().map(|c| c.field.as_str()).collect::<Vec<_>>(), ["propagationPolicy", "dryRun"]);
     }
 
     #[test]

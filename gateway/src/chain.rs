@@ -1,9 +1,9 @@
 //! The handler chain: every HTTPS request enters [`dispatch`], which runs it through kube's
 //! filters in kube's order and records kube's request metrics.
 //!
-//! 1. request info and the request's deadline (`--request-timeout`, `?timeout=`; none for
-//!    watches): past it the request gets kube's 504 and every stage call it has in flight is
-//!    dropped, which cancels the stage's work;
+//! 1. request info and the request's deadline (`--request-timeout`, `?timeout=`; for a watch
+//!    it bounds only the setup, until its stream starts): past it the request gets kube's 504
+//!    and every stage call it has in flight is dropped, which cancels the stage's work;
 //! 2. authentication (a stage whose mailbox waits rather than refuses: nothing may turn a
 //!    request away before flow control has classified it);
 //! 3. audit and 4. impersonation (pass-throughs for now, in their places);
@@ -107,15 +107,37 @@ fn scope(info: &RequestInfo) -> &'static str {
     }
 }
 
-/// The deadline of a request: none for long-running ones, else the client's `?timeout=`
-/// capped by `--request-timeout`, from when the request arrived.
+/// The deadline of a request: the client's `?timeout=` capped by `--request-timeout`, from when
+/// the request arrived. A long-running request (a watch) ignores `?timeout=`, as kube does, and
+/// the deadline bounds only its setup: the stream that follows ends on its own timeout.
 fn deadline(info: &RequestInfo, q: &Params, server: &ServerState) -> Result<Deadline, ApiError> {
-    if info.is_long_running() {
-        return Ok(Deadline::NONE);
-    }
     let max = server.options.request_timeout;
+    if info.is_long_running() {
+        return Ok(Deadline::after(max));
+    }
     let timeout = options::request_timeout(q)?.map_or(max, |t| t.min(max));
     Ok(Deadline::after(timeout))
+}
+
+/// Counts a request in `apiserver_current_inflight_requests` until dropped, however the
+/// request ends (its client may go away mid-way, which drops the handler).
+struct InFlight(Option<metrics::Gauge>);
+
+impl InFlight {
+    fn new(gauge: metrics::Gauge, counted: bool) -> Self {
+        if counted {
+            gauge.increment(1.0);
+        }
+        InFlight(counted.then_some(gauge))
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if let Some(g) = &self.0 {
+            g.decrement(1.0);
+        }
+    }
 }
 
 /// The single entry point of the serving port.
@@ -125,10 +147,8 @@ pub async fn dispatch(req: HttpRequest, payload: web::Payload, server: web::Data
     let info = parse_request_info(req.method().as_str(), req.path(), query.flag("watch"));
     let kind = if info.is_mutating() { "mutating" } else { "readOnly" };
     let long_running = info.is_long_running();
-    let inflight = metrics::gauge!("apiserver_current_inflight_requests", "request_kind" => kind);
-    if !long_running {
-        inflight.increment(1.0);
-    }
+    let inflight =
+        InFlight::new(metrics::gauge!("apiserver_current_inflight_requests", "request_kind" => kind), !long_running);
     let audit_id = uuid::Uuid::new_v4().to_string();
     let dry_run = query.get("dryRun") == Some("All");
     let (outcome, classification, timed_out) = match deadline(&info, &query, &server) {
@@ -138,6 +158,10 @@ pub async fn dispatch(req: HttpRequest, payload: web::Payload, server: web::Data
             let work = serve(&req, payload, &server, &info, query, deadline, &audit_id, &mut classification);
             let finished = deadline.run(work).await;
             match finished {
+                // A stage call that gave up at the deadline answers first, with the stage named.
+                Ok(Err(e)) if e.reason == apimachinery::Reason::Timeout && deadline.expired() => {
+                    (Err(e), classification, true)
+                }
                 Ok(outcome) => (outcome, classification, false),
                 // Dropping the work dropped every stage call in flight: the stages cancel it.
                 Err(_) => (Err(ApiError::request_timeout()), classification, true),
@@ -145,9 +169,7 @@ pub async fn dispatch(req: HttpRequest, payload: web::Payload, server: web::Data
         }
     };
     let mut response = outcome.unwrap_or_else(|e| error_response(&e));
-    if !long_running {
-        inflight.decrement(1.0);
-    }
+    drop(inflight);
     let headers = response.headers_mut();
     headers.insert("audit-id".parse().expect("header name"), audit_id.parse().expect("uuid is a header value"));
     headers.insert("cache-control".parse().expect("header name"), "no-cache, private".parse().expect("value"));

@@ -17,8 +17,8 @@ pub struct RequestContext<'a> {
     pub query: Params,
     /// The user the request acts for.
     pub user: UserInfo,
-    /// When the request's work stops being worth doing (`--request-timeout`, `?timeout=`);
-    /// none for watches.
+    /// When the request's work stops being worth doing (`--request-timeout`, `?timeout=`); for a
+    /// watch, when its setup must be done by.
     pub deadline: Deadline,
     /// Shared server state.
     pub server: &'a ServerState,

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::HttpResponse;
-use actors::Deadline;
 use apimachinery::error::ApiError;
 use apimachinery::kinds::ResourceDef;
 use apimachinery::messages::{Target, WatchEvent, WatchEventType, WatchObjects};
@@ -69,7 +68,7 @@ pub async fn serve(
     };
     let duration = duration(ctx, &options);
     options.timeout_seconds = Some(duration.as_secs());
-    let receiver = ctx.server.stages.reads(def).watch.ask(WatchObjects { target, options }, Deadline::NONE).await?;
+    let receiver = ctx.server.stages.reads(def).watch.ask(WatchObjects { target, options }, ctx.deadline).await?;
 
     let (group, version, resource, kind) =
         (def.group.clone(), def.version.clone(), def.resource.clone(), def.kind.clone());

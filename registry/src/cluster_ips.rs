@@ -245,6 +245,7 @@ impl ClusterIpAllocator {
                 Err(invalid_ip(name, &ip, "provided IP is already allocated"))
             }
             Err(AllocError::Storage(e)) => Err(ApiError::internal(e)),
+            Err(AllocError::AlreadyFree) => unreachable!("only releases find an address free"),
         }
     }
 
@@ -253,7 +254,7 @@ impl ClusterIpAllocator {
     pub async fn release(&self, ip: &str) -> Result<(), ApiError> {
         let Some(offset) = ip.parse().ok().and_then(|a| self.range.offset(a)) else { return Ok(()) };
         match self.change(Change::Release(offset), false).await {
-            Ok(_) | Err(AllocError::Full | AllocError::Taken) => Ok(()),
+            Ok(_) | Err(AllocError::Full | AllocError::Taken | AllocError::AlreadyFree) => Ok(()),
             Err(AllocError::Storage(e)) => Err(ApiError::internal(e)),
         }
     }
@@ -264,31 +265,49 @@ impl ClusterIpAllocator {
         match self.load(&mut state).await {
             Ok(current) => Ok(current.count()),
             Err(AllocError::Storage(e)) => Err(ApiError::internal(e)),
-            Err(AllocError::Full | AllocError::Taken) => unreachable!("loading allocates nothing"),
+            Err(AllocError::Full | AllocError::Taken | AllocError::AlreadyFree) => {
+                unreachable!("loading allocates nothing")
+            }
         }
     }
 
     async fn change(&self, change: Change, dry_run: bool) -> Result<Option<u64>, AllocError> {
         let mut state = self.state.lock().await;
+        // Whether the bitmap in hand was read from storage during this change: an answer that
+        // writes nothing (full, taken, already free) must not come from a bitmap another server
+        // may have changed since this one last saw it.
+        let mut fresh = state.is_none();
         for _ in 0..MAX_RETRIES {
             let current = self.load(&mut state).await?;
             let mut next = current.clone();
-            let offset = match change {
-                Change::Next => {
-                    let offset = self.next_free(&current).ok_or(AllocError::Full)?;
-                    next.set(offset, true);
-                    offset
-                }
-                Change::Exactly(offset) if current.taken(offset) => return Err(AllocError::Taken),
+            let decided = match change {
+                Change::Next => match self.next_free(&current) {
+                    Some(offset) => {
+                        next.set(offset, true);
+                        Ok(offset)
+                    }
+                    None => Err(AllocError::Full),
+                },
+                Change::Exactly(offset) if current.taken(offset) => Err(AllocError::Taken),
                 Change::Exactly(offset) => {
                     next.set(offset, true);
-                    offset
+                    Ok(offset)
                 }
-                Change::Release(offset) if !current.taken(offset) => return Ok(None),
+                Change::Release(offset) if !current.taken(offset) => Err(AllocError::AlreadyFree),
                 Change::Release(offset) => {
                     next.set(offset, false);
-                    offset
+                    Ok(offset)
                 }
+            };
+            let offset = match decided {
+                Ok(offset) => offset,
+                Err(_) if !fresh => {
+                    *state = None;
+                    fresh = true;
+                    continue;
+                }
+                Err(AllocError::AlreadyFree) => return Ok(None),
+                Err(e) => return Err(e),
             };
             if dry_run {
                 return Ok(Some(offset));
@@ -300,7 +319,10 @@ impl ClusterIpAllocator {
                     return Ok(Some(offset));
                 }
                 // Another server changed the bitmap: read it again and redo the change on it.
-                Err(StorageError::Conflict { .. } | StorageError::AlreadyExists { .. }) => *state = None,
+                Err(StorageError::Conflict { .. } | StorageError::AlreadyExists { .. }) => {
+                    *state = None;
+                    fresh = true;
+                }
                 Err(e) => return Err(AllocError::Storage(e)),
             }
         }
@@ -392,6 +414,8 @@ impl ClusterIpAllocator {
 enum AllocError {
     Full,
     Taken,
+    /// A release of an address the bitmap does not hold.
+    AlreadyFree,
     Storage(StorageError),
 }
 

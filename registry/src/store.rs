@@ -160,6 +160,68 @@ fn held_ip(def: &ResourceDef, obj: &Value) -> Option<String> {
     }
 }
 
+/// An address reserved for a write in progress. Given back when the write does not happen, and
+/// when the write's future is dropped before it knows (its deadline passed, its caller left):
+/// the release then runs in a task of its own, which nothing cancels.
+struct Reservation {
+    allocator: Arc<ClusterIpAllocator>,
+    ip: Option<IpAddr>,
+}
+
+impl Reservation {
+    /// The write happened, or may have: the address stays taken.
+    fn keep(mut self) {
+        self.ip = None;
+    }
+
+    /// The write did not happen: the address is free again when this returns.
+    async fn give_back(mut self) {
+        if let Some(ip) = self.ip.take()
+            && let Some(release) = release_detached(self.allocator.clone(), ip)
+        {
+            let _ = release.await;
+        }
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if let Some(ip) = self.ip.take() {
+            release_detached(self.allocator.clone(), ip);
+        }
+    }
+}
+
+/// Releases `ip` in a task of its own, so that cancelling the request that freed it does not
+/// cancel the release; `None` outside a runtime (the server is going down).
+fn release_detached(allocator: Arc<ClusterIpAllocator>, ip: IpAddr) -> Option<tokio::task::JoinHandle<()>> {
+    let runtime = tokio::runtime::Handle::try_current().ok()?;
+    Some(runtime.spawn(async move {
+        if let Err(e) = allocator.release(&ip.to_string()).await {
+            tracing::warn!(%ip, "releasing a service IP: {}", e.message);
+        }
+    }))
+}
+
+/// Whether a failed write certainly did not happen. A backend that timed out or went away may
+/// have committed it (etcd answers late), so the address it reserved is kept: a leaked address
+/// is harmless, one handed out twice is not.
+fn not_written(e: &StorageError) -> bool {
+    !matches!(e, StorageError::Unavailable { .. } | StorageError::Corrupt { .. })
+}
+
+/// A create that failed, and whether its write may have happened all the same.
+struct CreateFailed {
+    error: ApiError,
+    maybe_written: bool,
+}
+
+impl From<ApiError> for CreateFailed {
+    fn from(error: ApiError) -> Self {
+        CreateFailed { error, maybe_written: false }
+    }
+}
+
 enum ScaleChange {
     Replace(Value),
     Patch(PatchType, Vec<u8>),
@@ -202,22 +264,24 @@ impl RegistryStore {
         self.admission.ask(msg, writer.deadline).await
     }
 
-    /// Reserves the cluster IP `obj` needs, recording an allocated one in it; returns the
-    /// address to give back if the write does not happen.
-    async fn reserve_ip(&self, def: &ResourceDef, obj: &mut Value, dry_run: bool) -> Result<Option<IpAddr>, ApiError> {
-        let Some(claim) = def.strategy.cluster_ip(obj) else { return Ok(None) };
+    /// Reserves the cluster IP `obj` needs, recording an allocated one in it (a dry run finds
+    /// one without reserving it).
+    async fn reserve_ip(&self, def: &ResourceDef, obj: &mut Value, dry_run: bool) -> Result<Reservation, ApiError> {
+        let allocator = self.cluster_ips.clone();
+        let Some(claim) = def.strategy.cluster_ip(obj) else { return Ok(Reservation { allocator, ip: None }) };
         let reserved = self.cluster_ips.reserve(&claim, obj.name(), dry_run).await?;
         if let (ClusterIp::Allocate, Some(ip)) = (&claim, reserved) {
             def.strategy.set_cluster_ip(obj, &ip.to_string());
         }
-        Ok(reserved.filter(|_| !dry_run))
+        Ok(Reservation { allocator, ip: reserved.filter(|_| !dry_run) })
     }
 
-    async fn release_ip(&self, ip: Option<IpAddr>) {
-        if let Some(ip) = ip
-            && let Err(e) = self.cluster_ips.release(&ip.to_string()).await
+    /// Gives back the address a Service that is gone held, in a task nothing cancels.
+    async fn release_ip(&self, ip: Option<String>) {
+        if let Some(ip) = ip.and_then(|ip| ip.parse().ok())
+            && let Some(release) = release_detached(self.cluster_ips.clone(), ip)
         {
-            tracing::warn!(%ip, "releasing a service IP: {}", e.message);
+            let _ = release.await;
         }
     }
 
@@ -270,12 +334,28 @@ impl RegistryStore {
         def.apply_defaults(&mut object);
         def.prepare_for_create(&mut object);
         let writer = Writer { user: &user, dry_run: options.dry_run, deadline };
-        let reserved = self.reserve_ip(&def, &mut object, options.dry_run).await?;
-        let result = self.finish_create(&def, &target, &writer, object, &name, warnings).await;
-        if result.is_err() {
-            self.release_ip(reserved).await;
+        // An object that exists is AlreadyExists, not a conflict over the address it holds.
+        if let Some(ClusterIp::Static(_)) = def.strategy.cluster_ip(&object) {
+            let key = self.key(&def, &target.namespace, &name);
+            if self.read_current(&def, &key, &name).await?.is_some() {
+                return Err(ApiError::already_exists(&def.group, &def.resource, &name));
+            }
         }
-        result
+        let reservation = self.reserve_ip(&def, &mut object, options.dry_run).await?;
+        match self.finish_create(&def, &target, &writer, object, &name, warnings).await {
+            Ok(created) => {
+                reservation.keep();
+                Ok(created)
+            }
+            Err(CreateFailed { error, maybe_written }) => {
+                if maybe_written {
+                    reservation.keep()
+                } else {
+                    reservation.give_back().await
+                }
+                Err(error)
+            }
+        }
     }
 
     /// Validation, admission and the write of a prepared new object.
@@ -287,7 +367,7 @@ impl RegistryStore {
         object: Value,
         name: &str,
         warnings: Vec<String>,
-    ) -> Result<WriteResult, ApiError> {
+    ) -> Result<WriteResult, CreateFailed> {
         invalid(def, name, def.validate(&object))?;
         let object = self.admit(Operation::Create, target, writer, object, None).await?;
         let key = self.key(def, &target.namespace, name);
@@ -295,11 +375,12 @@ impl RegistryStore {
             return Ok(WriteResult { object: Written::Object(object), created: true, deleted: false, warnings });
         }
         let kv = self.router.backend(&key).put(&key, encode_object(&object), Expect::Absent).await.map_err(|e| {
-            let mut err = interpret(def, name, e);
-            if err.reason == Reason::AlreadyExists && !object.meta_str("generateName").is_empty() {
-                err.retry_after_seconds = Some(1);
+            let maybe_written = !not_written(&e);
+            let mut error = interpret(def, name, e);
+            if error.reason == Reason::AlreadyExists && !object.meta_str("generateName").is_empty() {
+                error.retry_after_seconds = Some(1);
             }
-            err
+            CreateFailed { error, maybe_written }
         })?;
         let mut stored = object;
         stored.set_meta_str("resourceVersion", &kv.mod_revision.to_string());
@@ -375,10 +456,10 @@ impl RegistryStore {
             new.set_meta_str("resourceVersion", &old_rv);
             // A Service whose type changes gains or gives up its address.
             let (held, wanted) = (held_ip(def, &old), def.strategy.cluster_ip(&new));
-            let reserved = match (&held, &wanted) {
+            let reservation = match (&held, &wanted) {
                 (_, None) => None,
                 (Some(h), Some(ClusterIp::Static(w))) if h == w => None,
-                _ => self.reserve_ip(def, &mut new, options.dry_run).await?,
+                _ => Some(self.reserve_ip(def, &mut new, options.dry_run).await?),
             };
             if options.dry_run {
                 return Ok(WriteResult { object: Written::Object(new), created: false, deleted: false, warnings });
@@ -398,16 +479,21 @@ impl RegistryStore {
             };
             match written {
                 Ok(rev) => {
+                    if let Some(r) = reservation {
+                        r.keep();
+                    }
                     new.set_meta_str("resourceVersion", &rev.to_string());
                     let now_held = if completes { None } else { held_ip(def, &new) };
                     if held.is_some() && held != now_held {
-                        self.release_ip(held.and_then(|ip| ip.parse().ok())).await;
+                        self.release_ip(held).await;
                     }
                     let object = Written::Object(new);
                     return Ok(WriteResult { object, created: false, deleted: completes, warnings });
                 }
                 Err(e) => {
-                    self.release_ip(reserved).await;
+                    if let Some(r) = reservation {
+                        if not_written(&e) { r.give_back().await } else { r.keep() }
+                    }
                     match e {
                         StorageError::Conflict { current: now, .. } if sent_rv.is_empty() => {
                             current = now.map(|b| *b);
@@ -644,7 +730,7 @@ impl RegistryStore {
             }
             match self.router.backend(&key).delete(&key, Some(kv.mod_revision)).await {
                 Ok((_, rev)) => {
-                    self.release_ip(held_ip(def, &old).and_then(|ip| ip.parse().ok())).await;
+                    self.release_ip(held_ip(def, &old)).await;
                     let mut gone = old;
                     gone.set_meta_str("resourceVersion", &rev.to_string());
                     return Ok((gone, true));

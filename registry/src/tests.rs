@@ -363,3 +363,76 @@ async fn deletecollection_names_the_failing_backend_as_other_verbs_do() {
         "Internal error occurred: storage backend etcd3 (http://10.0.0.9:2379) is unavailable: connection refused"
     );
 }
+
+/// A backend whose writes of Services wait a second: long enough to drop the request meanwhile.
+struct SlowServices(Arc<dyn Storage>);
+
+#[async_trait]
+impl Storage for SlowServices {
+    fn describe(&self) -> String {
+        self.0.describe()
+    }
+    async fn current_revision(&self) -> Result<Revision, StorageError> {
+        self.0.current_revision().await
+    }
+    async fn get(&self, key: &str) -> Result<(Option<KeyValue>, Revision), StorageError> {
+        self.0.get(key).await
+    }
+    async fn list(&self, prefix: &str, opts: storage::ListOptions) -> Result<ListResult, StorageError> {
+        self.0.list(prefix, opts).await
+    }
+    async fn count(&self, prefix: &str) -> Result<u64, StorageError> {
+        self.0.count(prefix).await
+    }
+    async fn put(&self, key: &str, value: Bytes, expect: Expect) -> Result<KeyValue, StorageError> {
+        if key.starts_with("/registry/services/") {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        self.0.put(key, value, expect).await
+    }
+    async fn delete(&self, key: &str, expect: Option<Revision>) -> Result<(KeyValue, Revision), StorageError> {
+        self.0.delete(key, expect).await
+    }
+    async fn watch(&self, prefix: &str, after: Revision) -> Result<WatchStream, StorageError> {
+        self.0.watch(prefix, after).await
+    }
+    async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
+        self.0.compact(revision).await
+    }
+    async fn compacted_revision(&self) -> Result<Revision, StorageError> {
+        self.0.compacted_revision().await
+    }
+}
+
+#[actix::test]
+async fn a_create_dropped_mid_write_gives_its_address_back() {
+    let inner: Arc<dyn Storage> = EmbeddedStore::in_memory(EmbeddedOptions::default()).unwrap();
+    let r = registry_over(Arc::new(SlowServices(inner)), "10.0.0.0/28");
+    // The request goes away (its deadline, its client) while the Service's write waits.
+    let dropped = tokio::time::timeout(Duration::from_millis(200), r.service("dropped")).await;
+    assert!(dropped.is_err(), "the create was still writing");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(ip(&r.service("next").await.unwrap()), "10.0.0.1", "the dropped create's address came back");
+}
+
+#[actix::test]
+async fn servers_sharing_storage_see_each_others_allocations() {
+    let storage: Arc<dyn Storage> = EmbeddedStore::in_memory(EmbeddedOptions::default()).unwrap();
+    let (a, b) = (registry_over(storage.clone(), "10.0.0.0/29"), registry_over(storage, "10.0.0.0/29"));
+    let first = ip(&a.service("a0").await.unwrap());
+    let second = ip(&b.service("b0").await.unwrap());
+    assert_ne!(first, second);
+    // b allocated before a's next create: a's bitmap is stale, its guarded write finds out.
+    let third = ip(&a.service("a1").await.unwrap());
+    assert!(third != first && third != second);
+    // b releases an address it never saw allocated; a gets it back.
+    assert!(b.delete("services", "default", "a1").await.unwrap().deleted);
+    let fourth = ip(&a.service("a2").await.unwrap());
+    assert_eq!(fourth, third);
+    // Filling the range from one server, the other is told it is full only after re-reading.
+    for i in 0..3 {
+        a.service(&format!("fill{i}")).await.unwrap();
+    }
+    let e = b.service("none-left").await.unwrap_err();
+    assert!(e.message.ends_with("range is full"), "{e:?}");
+}
