@@ -309,47 +309,64 @@ async fn status_writes_change_only_status() {
     assert!(after["metadata"].get("labels").is_none());
 }
 
-/// A backend that lists nothing: every list fails as an unreachable backend does.
-struct Unlistable(Arc<dyn Storage>);
+/// A backend with faults for one test: lists failing as an unreachable backend's do, or writes
+/// under a prefix waiting a second (long enough to drop the request meanwhile).
+struct Tampered {
+    inner: Arc<dyn Storage>,
+    lists_fail: bool,
+    slow_writes_under: Option<&'static str>,
+}
+
+impl Tampered {
+    fn over(lists_fail: bool, slow_writes_under: Option<&'static str>) -> Arc<dyn Storage> {
+        let inner = EmbeddedStore::in_memory(EmbeddedOptions::default()).unwrap();
+        Arc::new(Tampered { inner, lists_fail, slow_writes_under })
+    }
+}
 
 #[async_trait]
-impl Storage for Unlistable {
+impl Storage for Tampered {
     fn describe(&self) -> String {
         "etcd3 (http://10.0.0.9:2379)".into()
     }
     async fn current_revision(&self) -> Result<Revision, StorageError> {
-        self.0.current_revision().await
+        self.inner.current_revision().await
     }
     async fn get(&self, key: &str) -> Result<(Option<KeyValue>, Revision), StorageError> {
-        self.0.get(key).await
+        self.inner.get(key).await
     }
-    async fn list(&self, _: &str, _: storage::ListOptions) -> Result<ListResult, StorageError> {
-        Err(StorageError::Unavailable { backend: self.describe(), message: "connection refused".into() })
+    async fn list(&self, prefix: &str, opts: storage::ListOptions) -> Result<ListResult, StorageError> {
+        if self.lists_fail {
+            return Err(StorageError::Unavailable { backend: self.describe(), message: "connection refused".into() });
+        }
+        self.inner.list(prefix, opts).await
     }
     async fn count(&self, prefix: &str) -> Result<u64, StorageError> {
-        self.0.count(prefix).await
+        self.inner.count(prefix).await
     }
     async fn put(&self, key: &str, value: Bytes, expect: Expect) -> Result<KeyValue, StorageError> {
-        self.0.put(key, value, expect).await
+        if self.slow_writes_under.is_some_and(|p| key.starts_with(p)) {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        self.inner.put(key, value, expect).await
     }
     async fn delete(&self, key: &str, expect: Option<Revision>) -> Result<(KeyValue, Revision), StorageError> {
-        self.0.delete(key, expect).await
+        self.inner.delete(key, expect).await
     }
     async fn watch(&self, prefix: &str, after: Revision) -> Result<WatchStream, StorageError> {
-        self.0.watch(prefix, after).await
+        self.inner.watch(prefix, after).await
     }
     async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
-        self.0.compact(revision).await
+        self.inner.compact(revision).await
     }
     async fn compacted_revision(&self) -> Result<Revision, StorageError> {
-        self.0.compacted_revision().await
+        self.inner.compacted_revision().await
     }
 }
 
 #[actix::test]
 async fn deletecollection_names_the_failing_backend_as_other_verbs_do() {
-    let inner = EmbeddedStore::in_memory(EmbeddedOptions::default()).unwrap();
-    let r = registry_over(Arc::new(Unlistable(inner)), "10.0.0.0/24");
+    let r = registry_over(Tampered::over(true, None), "10.0.0.0/24");
     let msg = DeleteCollection {
         target: target("", "configmaps", "team", ""),
         list: ListOptions::default(),
@@ -364,50 +381,9 @@ async fn deletecollection_names_the_failing_backend_as_other_verbs_do() {
     );
 }
 
-/// A backend whose writes of Services wait a second: long enough to drop the request meanwhile.
-struct SlowServices(Arc<dyn Storage>);
-
-#[async_trait]
-impl Storage for SlowServices {
-    fn describe(&self) -> String {
-        self.0.describe()
-    }
-    async fn current_revision(&self) -> Result<Revision, StorageError> {
-        self.0.current_revision().await
-    }
-    async fn get(&self, key: &str) -> Result<(Option<KeyValue>, Revision), StorageError> {
-        self.0.get(key).await
-    }
-    async fn list(&self, prefix: &str, opts: storage::ListOptions) -> Result<ListResult, StorageError> {
-        self.0.list(prefix, opts).await
-    }
-    async fn count(&self, prefix: &str) -> Result<u64, StorageError> {
-        self.0.count(prefix).await
-    }
-    async fn put(&self, key: &str, value: Bytes, expect: Expect) -> Result<KeyValue, StorageError> {
-        if key.starts_with("/registry/services/") {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
-        self.0.put(key, value, expect).await
-    }
-    async fn delete(&self, key: &str, expect: Option<Revision>) -> Result<(KeyValue, Revision), StorageError> {
-        self.0.delete(key, expect).await
-    }
-    async fn watch(&self, prefix: &str, after: Revision) -> Result<WatchStream, StorageError> {
-        self.0.watch(prefix, after).await
-    }
-    async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
-        self.0.compact(revision).await
-    }
-    async fn compacted_revision(&self) -> Result<Revision, StorageError> {
-        self.0.compacted_revision().await
-    }
-}
-
 #[actix::test]
 async fn a_create_dropped_mid_write_gives_its_address_back() {
-    let inner: Arc<dyn Storage> = EmbeddedStore::in_memory(EmbeddedOptions::default()).unwrap();
-    let r = registry_over(Arc::new(SlowServices(inner)), "10.0.0.0/28");
+    let r = registry_over(Tampered::over(false, Some("/registry/services/")), "10.0.0.0/28");
     // The request goes away (its deadline, its client) while the Service's write waits.
     let dropped = tokio::time::timeout(Duration::from_millis(200), r.service("dropped")).await;
     assert!(dropped.is_err(), "the create was still writing");
