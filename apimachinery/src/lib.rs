@@ -37,6 +37,8 @@ pub mod scale;
 pub mod schema;
 pub mod selector;
 pub mod table;
+#[cfg(test)]
+mod test_kinds;
 pub mod validation;
 
 pub use error::{ApiError, Reason};

@@ -1,26 +1,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::kinds::ResourceDef;
-
-fn find(group: &str, version: &str, resource: &str) -> Option<&'static ResourceDef> {
-    crate::builtin::find(group, version, resource).map(|d| d.as_ref())
-}
-
-fn def(group: &str, resource: &str) -> &'static ResourceDef {
-    crate::builtin::find(group, "v1", resource).unwrap().as_ref()
-}
-
-// The kinds are reached through their definitions, as the registry reaches them.
-fn apply_defaults(def: &ResourceDef, obj: &mut Value) {
-    def.apply_defaults(obj);
-}
-fn prepare_for_create(def: &ResourceDef, obj: &mut Value) {
-    def.prepare_for_create(obj);
-}
-fn prepare_for_update(def: &ResourceDef, new: &mut Value, old: &Value) {
-    def.prepare_for_update(new, old);
-}
+use crate::test_kinds::{apply_defaults, def, find, prepare_for_create, prepare_for_update};
 
 #[test]
 fn pod_gets_scheme_defaults() {

@@ -3,34 +3,10 @@ use serde_json::{Value, json};
 use crate::ApiError;
 use crate::error::Cause;
 use crate::kinds::ResourceDef;
-
-fn find(group: &str, version: &str, resource: &str) -> Option<&'static ResourceDef> {
-    crate::builtin::find(group, version, resource).map(|d| d.as_ref())
-}
-
-fn def(group: &str, resource: &str) -> &'static ResourceDef {
-    crate::builtin::find(group, "v1", resource).unwrap().as_ref()
-}
-
-// The kinds are reached through their definitions, as the registry reaches them.
-fn apply_defaults(def: &ResourceDef, obj: &mut Value) {
-    def.apply_defaults(obj);
-}
-fn prepare_for_create(def: &ResourceDef, obj: &mut Value) {
-    def.prepare_for_create(obj);
-}
-fn prepare_for_update(def: &ResourceDef, new: &mut Value, old: &Value) {
-    def.prepare_for_update(new, old);
-}
-fn validate(def: &ResourceDef, obj: &Value) -> Vec<Cause> {
-    def.validate(obj)
-}
-fn validate_update(def: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
-    def.validate_update(new, old)
-}
-fn validate_status_update(def: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
-    def.validate_status_update(new, old)
-}
+use crate::test_kinds::{
+    apply_defaults, def, find, prepare_for_create, prepare_for_update, validate, validate_status_update,
+    validate_update,
+};
 
 /// What the registry does before validating a create: defaults, uid, PrepareForCreate.
 fn create(def: &ResourceDef, mut obj: Value) -> Vec<Cause> {
