@@ -1,6 +1,6 @@
 //! Service cluster IPs: allocated atomically from `--service-cluster-ip-range`, never shared by
 //! concurrent creates, released by deletes, kept across restarts; a full range and a taken
-//! address get kube's errors.
+//! address get kube's errors, through the raw API and through kubectl.
 
 use std::collections::HashSet;
 
@@ -113,4 +113,28 @@ async fn a_full_range_refuses_and_deletes_give_addresses_back() {
     let (code, svc) = create(&client, &s, headless).await;
     assert_eq!(code, 201, "{svc}");
     assert_eq!(svc["spec"]["clusterIP"], "None");
+}
+
+#[test]
+fn kubectl_creates_lists_and_is_refused_by_a_full_range() {
+    // A /30 holds 2 addresses: the kubernetes Service's and one more.
+    let s = TestServer::start_with(&["--service-cluster-ip-range", "10.0.0.0/30"]);
+    s.kubectl_ok(&["create", "service", "clusterip", "web", "--tcp=80:8080"]);
+    let table = s.kubectl_ok(&["get", "services"]);
+    let header: Vec<&str> = table.lines().next().unwrap_or("").split_whitespace().collect();
+    assert_eq!(header, ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"], "{table}");
+    let row: Vec<&str> = table.lines().find(|l| l.starts_with("web ")).expect("web row").split_whitespace().collect();
+    assert_eq!(&row[..5], ["web", "ClusterIP", "10.0.0.2", "<none>", "80/TCP"], "{table}");
+    assert!(table.lines().any(|l| l.starts_with("kubernetes ") && l.contains("10.0.0.1")), "{table}");
+
+    let out = s.kubectl(&["create", "service", "clusterip", "api", "--tcp=80:8080"]);
+    assert!(!out.status.success(), "a full range took a Service");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "error: failed to create ClusterIP service: Internal error occurred: failed to allocate a serviceIP: range is full"
+    );
+    s.kubectl_ok(&["delete", "service", "web"]);
+    s.kubectl_ok(&["create", "service", "clusterip", "api", "--tcp=80:8080"]);
+    let ip = s.kubectl_ok(&["get", "service", "api", "-o", "jsonpath={.spec.clusterIP}"]);
+    assert_eq!(ip, "10.0.0.2", "the deleted Service's address went to the next one");
 }
