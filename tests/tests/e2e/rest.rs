@@ -149,6 +149,23 @@ async fn finalizers_hold_deletion_until_the_last_is_removed() {
     let (code, err) = api.send("DELETE", &format!("{cms}/pre"), "application/json", Some(body)).await;
     assert_eq!(code, 409, "{err}");
     assert_eq!(err["reason"], "Conflict");
+    let uid = c["metadata"]["uid"].as_str().unwrap();
+    assert_eq!(
+        err["message"],
+        format!(
+            "Operation cannot be fulfilled on configmaps \"pre\": Precondition failed: UID in precondition: not-the-uid, UID in object meta: {uid}"
+        )
+    );
+    let rv = c["metadata"]["resourceVersion"].as_str().unwrap();
+    let body = json!({"preconditions": {"uid": uid, "resourceVersion": "1"}});
+    let (code, err) = api.send("DELETE", &format!("{cms}/pre"), "application/json", Some(body)).await;
+    assert_eq!(code, 409, "{err}");
+    assert_eq!(
+        err["message"],
+        format!(
+            "Operation cannot be fulfilled on configmaps \"pre\": Precondition failed: ResourceVersion in precondition: 1, ResourceVersion in object meta: {rv}"
+        )
+    );
     let body = json!({"preconditions": {"uid": c["metadata"]["uid"]}});
     let (code, _) = api.send("DELETE", &format!("{cms}/pre"), "application/json", Some(body)).await;
     assert_eq!(code, 200);
