@@ -126,28 +126,18 @@ fn ensure_namespace(def: &ResourceDef, target: &Target, obj: &mut Value) -> Resu
 }
 
 fn check_preconditions(def: &ResourceDef, name: &str, delete: &DeleteOptions, obj: &Value) -> Result<(), ApiError> {
-    if let Some(uid) = &delete.precondition_uid
-        && uid != obj.uid()
-    {
-        return Err(ApiError::conflict(
-            &def.group,
-            &def.resource,
-            name,
-            &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {}", obj.uid()),
-        ));
-    }
-    if let Some(rv) = &delete.precondition_resource_version
-        && rv != obj.resource_version()
-    {
-        return Err(ApiError::conflict(
-            &def.group,
-            &def.resource,
-            name,
-            &format!(
-                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                obj.resource_version()
-            ),
-        ));
+    let checks = [
+        ("UID", delete.precondition_uid.as_deref(), obj.uid()),
+        ("ResourceVersion", delete.precondition_resource_version.as_deref(), obj.resource_version()),
+    ];
+    for (field, wanted, held) in checks {
+        if let Some(wanted) = wanted
+            && wanted != held
+        {
+            let message =
+                format!("Precondition failed: {field} in precondition: {wanted}, {field} in object meta: {held}");
+            return Err(ApiError::conflict(&def.group, &def.resource, name, &message));
+        }
     }
     Ok(())
 }

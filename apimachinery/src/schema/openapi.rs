@@ -530,18 +530,23 @@ fn render_v2(item: &PathItem) -> Value {
         if !params.is_empty() {
             o["parameters"] = Value::Array(params);
         }
-        if !op.action.is_empty() {
-            o["x-kubernetes-action"] = op.action.into();
-        }
-        if let Some(gvk) = op.gvk {
-            o["x-kubernetes-group-version-kind"] = gvk_object(gvk);
-        }
+        mark_kube_extensions(&mut o, op);
         path.insert(op.method.into(), o);
     }
     if !item.params.is_empty() {
         path.insert("parameters".into(), item.params.iter().map(v2_param).collect());
     }
     Value::Object(path)
+}
+
+/// kube's operation extensions, the same in v2 and v3: the verb's action and the kind it returns.
+fn mark_kube_extensions(o: &mut Value, op: &Op) {
+    if !op.action.is_empty() {
+        o["x-kubernetes-action"] = op.action.into();
+    }
+    if let Some(gvk) = op.gvk {
+        o["x-kubernetes-group-version-kind"] = gvk_object(gvk);
+    }
 }
 
 fn media(types: &[&str], schema: &Value) -> Value {
@@ -584,12 +589,7 @@ fn render_v3(item: &PathItem) -> Value {
                 o["requestBody"] = json!({"content": media(&PATCH_TYPES, &schema), "required": true});
             }
         }
-        if !op.action.is_empty() {
-            o["x-kubernetes-action"] = op.action.into();
-        }
-        if let Some(gvk) = op.gvk {
-            o["x-kubernetes-group-version-kind"] = gvk_object(gvk);
-        }
+        mark_kube_extensions(&mut o, op);
         path.insert(op.method.into(), o);
     }
     if !item.params.is_empty() {
