@@ -1,0 +1,461 @@
+//! JSON values to protobuf messages and back, walking the [`Schema`].
+//!
+//! Encoding writes fields in number order, map entries in key order (as Go's generated
+//! marshallers do), and nothing for JSON nulls. Decoding produces what kube's JSON of the same
+//! Go struct shows: embedded structs inlined, zero scalars dropped where Go's `omitempty`
+//! drops them, kube's special types in their JSON forms.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use prost::bytes::Buf;
+use chrono::{DateTime, SecondsFormat, Utc};
+use prost::encoding::{WireType, decode_key, decode_varint, encode_key, encode_varint};
+use serde_json::{Map, Value};
+
+use crate::Error;
+use crate::schema::{Field, MessageId, Scalar, Schema, Special};
+
+/// Encodes `value` as the message `id` (its raw bytes, no envelope).
+pub fn encode(schema: &Schema, id: MessageId, value: &Value, out: &mut Vec<u8>) -> Result<(), Error> {
+    let message = &schema.messages[id];
+    match message.special {
+        Special::None => {
+            let Some(obj) = value.as_object() else {
+                return Err(Error::Shape(format!("{} must be an object, not {value}", message.name)));
+            };
+            for field in &message.fields {
+                if field.inline {
+                    if let Scalar::Message(sub) = field.kind {
+                        write_message(schema, field.number, sub, value, out)?;
+                    }
+                    continue;
+                }
+                match obj.get(&field.json) {
+                    None | Some(Value::Null) => {}
+                    Some(v) => write_field(schema, field, v, out)?,
+                }
+            }
+        }
+        Special::Time | Special::MicroTime => {
+            let Some(s) = value.as_str() else { return Err(Error::Shape(format!("a time must be a string: {value}"))) };
+            let t = DateTime::parse_from_rfc3339(s).map_err(|e| Error::Shape(format!("time {s:?}: {e}")))?;
+            write_varint(1, t.timestamp() as u64, out);
+            if t.timestamp_subsec_nanos() != 0 {
+                write_varint(2, u64::from(t.timestamp_subsec_nanos()), out);
+            }
+        }
+        Special::Duration => {
+            let s = value.as_str().ok_or_else(|| Error::Shape(format!("a duration must be a string: {value}")))?;
+            write_varint(1, parse_duration(s)? as u64, out);
+        }
+        Special::Quantity => write_bytes(1, scalar_text(value).as_bytes(), out),
+        Special::IntOrString => match value {
+            Value::Number(n) => {
+                write_varint(1, 0, out);
+                write_varint(2, n.as_i64().unwrap_or_default() as u64, out);
+            }
+            other => {
+                write_varint(1, 1, out);
+                write_bytes(3, scalar_text(other).as_bytes(), out);
+            }
+        },
+        Special::RawExtension | Special::FieldsV1 => {
+            write_bytes(1, &serde_json::to_vec(value).unwrap_or_default(), out);
+        }
+        Special::Items => {
+            let field = &message.fields[0];
+            for item in value.as_array().into_iter().flatten() {
+                write_one(schema, field.number, field.kind, item, out)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn scalar_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn write_field(schema: &Schema, field: &Field, v: &Value, out: &mut Vec<u8>) -> Result<(), Error> {
+    if let Some(key_kind) = field.map_key {
+        let Some(map) = v.as_object() else {
+            return Err(Error::Shape(format!("{} must be an object", field.json)));
+        };
+        let mut entry = Vec::new();
+        for (k, item) in map {
+            entry.clear();
+            write_one(schema, 1, key_kind, &Value::String(k.clone()), &mut entry)?;
+            if !item.is_null() {
+                write_one(schema, 2, field.kind, item, &mut entry)?;
+            }
+            write_bytes(field.number, &entry, out);
+        }
+        return Ok(());
+    }
+    if field.repeated {
+        let Some(items) = v.as_array() else { return Err(Error::Shape(format!("{} must be an array", field.json))) };
+        for item in items {
+            write_one(schema, field.number, field.kind, item, out)?;
+        }
+        return Ok(());
+    }
+    write_one(schema, field.number, field.kind, v, out)
+}
+
+fn write_one(schema: &Schema, number: u32, kind: Scalar, v: &Value, out: &mut Vec<u8>) -> Result<(), Error> {
+    let bad = || Error::Shape(format!("field {number}: unexpected {v}"));
+    match kind {
+        Scalar::String => write_bytes(number, scalar_text(v).as_bytes(), out),
+        Scalar::Bytes => {
+            let s = v.as_str().ok_or_else(bad)?;
+            let raw = BASE64.decode(s).map_err(|e| Error::Shape(format!("field {number}: {e}")))?;
+            write_bytes(number, &raw, out);
+        }
+        Scalar::Bool => write_varint(number, u64::from(v.as_bool().ok_or_else(bad)?), out),
+        Scalar::Int => {
+            let n = v.as_i64().map(|n| n as u64).or_else(|| v.as_u64()).ok_or_else(bad)?;
+            write_varint(number, n, out);
+        }
+        Scalar::SInt => {
+            let n = v.as_i64().ok_or_else(bad)?;
+            write_varint(number, ((n << 1) ^ (n >> 63)) as u64, out);
+        }
+        Scalar::Double => {
+            encode_key(number, WireType::SixtyFourBit, out);
+            out.extend_from_slice(&v.as_f64().ok_or_else(bad)?.to_le_bytes());
+        }
+        Scalar::Float => {
+            encode_key(number, WireType::ThirtyTwoBit, out);
+            out.extend_from_slice(&(v.as_f64().ok_or_else(bad)? as f32).to_le_bytes());
+        }
+        Scalar::Fixed32 => {
+            encode_key(number, WireType::ThirtyTwoBit, out);
+            out.extend_from_slice(&(v.as_i64().ok_or_else(bad)? as u32).to_le_bytes());
+        }
+        Scalar::Fixed64 => {
+            encode_key(number, WireType::SixtyFourBit, out);
+            out.extend_from_slice(&(v.as_i64().ok_or_else(bad)? as u64).to_le_bytes());
+        }
+        Scalar::Message(id) => write_message(schema, number, id, v, out)?,
+    }
+    Ok(())
+}
+
+fn write_message(schema: &Schema, number: u32, id: MessageId, v: &Value, out: &mut Vec<u8>) -> Result<(), Error> {
+    let mut body = Vec::new();
+    encode(schema, id, v, &mut body)?;
+    write_bytes(number, &body, out);
+    Ok(())
+}
+
+/// Writes a varint field.
+pub(crate) fn write_varint(number: u32, v: u64, out: &mut Vec<u8>) {
+    encode_key(number, WireType::Varint, out);
+    encode_varint(v, out);
+}
+
+/// Writes a length-delimited field.
+pub(crate) fn write_bytes(number: u32, b: &[u8], out: &mut Vec<u8>) {
+    encode_key(number, WireType::LengthDelimited, out);
+    encode_varint(b.len() as u64, out);
+    out.extend_from_slice(b);
+}
+
+/// One field read off the wire.
+pub(crate) enum Wire<'a> {
+    Varint(u64),
+    Fixed64(u64),
+    Fixed32(u32),
+    Bytes(&'a [u8]),
+}
+
+/// Reads the fields of a message in order.
+pub(crate) fn fields(mut buf: &[u8]) -> impl Iterator<Item = Result<(u32, Wire<'_>), Error>> {
+    std::iter::from_fn(move || {
+        if buf.is_empty() {
+            return None;
+        }
+        let read = (|| {
+            let (number, wire) = decode_key(&mut buf)?;
+            Ok::<_, Error>(match wire {
+                WireType::Varint => (number, Wire::Varint(decode_varint(&mut buf)?)),
+                WireType::SixtyFourBit if buf.len() >= 8 => (number, Wire::Fixed64(buf.get_u64_le())),
+                WireType::ThirtyTwoBit if buf.len() >= 4 => (number, Wire::Fixed32(buf.get_u32_le())),
+                WireType::LengthDelimited => {
+                    let len = decode_varint(&mut buf)? as usize;
+                    if len > buf.len() {
+                        return Err(Error::Truncated);
+                    }
+                    let (b, rest) = buf.split_at(len);
+                    buf = rest;
+                    (number, Wire::Bytes(b))
+                }
+                _ => return Err(Error::Truncated),
+            })
+        })();
+        if read.is_err() {
+            buf = &[];
+        }
+        Some(read)
+    })
+}
+
+/// Decodes the message `id` into its JSON value.
+pub fn decode(schema: &Schema, id: MessageId, bytes: &[u8]) -> Result<Value, Error> {
+    let message = &schema.messages[id];
+    match message.special {
+        Special::None => {
+            let mut obj = Map::new();
+            for item in fields(bytes) {
+                let (number, wire) = item?;
+                let Some(field) = message.field(number) else { continue };
+                if field.inline {
+                    if let (Scalar::Message(sub), Wire::Bytes(b)) = (field.kind, wire)
+                        && let Value::Object(inner) = decode(schema, sub, b)?
+                    {
+                        obj.extend(inner);
+                    }
+                    continue;
+                }
+                if let Some(key_kind) = field.map_key {
+                    let Wire::Bytes(entry) = wire else { return Err(wrong(field)) };
+                    let (mut key, mut value) = (None, None);
+                    for e in fields(entry) {
+                        match e? {
+                            (1, w) => key = Some(read_one(schema, key_kind, w)?),
+                            (2, w) => value = Some(read_one(schema, field.kind, w)?),
+                            _ => {}
+                        }
+                    }
+                    let key = match key {
+                        Some(Value::String(s)) => s,
+                        Some(other) => other.to_string(),
+                        None => String::new(),
+                    };
+                    let value = value.unwrap_or_else(|| zero(schema, field.kind));
+                    let map = obj.entry(field.json.clone()).or_insert_with(|| Value::Object(Map::new()));
+                    if let Value::Object(m) = map {
+                        m.insert(key, value);
+                    }
+                    continue;
+                }
+                if field.repeated {
+                    let list = obj.entry(field.json.clone()).or_insert_with(|| Value::Array(Vec::new()));
+                    let Value::Array(list) = list else { continue };
+                    match (wire, field.kind) {
+                        // A packed run of scalars.
+                        (Wire::Bytes(b), k) if !matches!(k, Scalar::String | Scalar::Bytes | Scalar::Message(_)) => {
+                            let mut b = b;
+                            while !b.is_empty() {
+                                let w = match k {
+                                    Scalar::Double | Scalar::Fixed64 if b.len() >= 8 => Wire::Fixed64(b.get_u64_le()),
+                                    Scalar::Float | Scalar::Fixed32 if b.len() >= 4 => Wire::Fixed32(b.get_u32_le()),
+                                    _ => Wire::Varint(decode_varint(&mut b).map_err(Error::Decode)?),
+                                };
+                                list.push(read_one(schema, k, w)?);
+                            }
+                        }
+                        (w, k) => list.push(read_one(schema, k, w)?),
+                    }
+                    continue;
+                }
+                let value = read_one(schema, field.kind, wire)?;
+                if value.is_null() || (field.omit_zero && is_zero(&value)) {
+                    obj.remove(&field.json);
+                    continue;
+                }
+                obj.insert(field.json.clone(), value);
+            }
+            Ok(Value::Object(obj))
+        }
+        Special::Time | Special::MicroTime => {
+            let (mut seconds, mut nanos) = (0i64, 0u32);
+            for item in fields(bytes) {
+                match item? {
+                    (1, Wire::Varint(v)) => seconds = v as i64,
+                    (2, Wire::Varint(v)) => nanos = v as u32,
+                    _ => {}
+                }
+            }
+            if seconds == 0 && nanos == 0 {
+                return Ok(Value::Null);
+            }
+            let t = DateTime::<Utc>::from_timestamp(seconds, nanos)
+                .ok_or_else(|| Error::Shape(format!("time {seconds}s out of range")))?;
+            let format = if message.special == Special::Time { SecondsFormat::Secs } else { SecondsFormat::Micros };
+            Ok(Value::String(t.to_rfc3339_opts(format, true)))
+        }
+        Special::Duration => {
+            let mut nanos = 0i64;
+            for item in fields(bytes) {
+                if let (1, Wire::Varint(v)) = item? {
+                    nanos = v as i64;
+                }
+            }
+            Ok(Value::String(format_duration(nanos)))
+        }
+        Special::Quantity => {
+            let mut s = String::new();
+            for item in fields(bytes) {
+                if let (1, Wire::Bytes(b)) = item? {
+                    s = String::from_utf8_lossy(b).into_owned();
+                }
+            }
+            Ok(Value::String(s))
+        }
+        Special::IntOrString => {
+            let (mut kind, mut int, mut text) = (0u64, 0i64, String::new());
+            for item in fields(bytes) {
+                match item? {
+                    (1, Wire::Varint(v)) => kind = v,
+                    (2, Wire::Varint(v)) => int = v as i32 as i64,
+                    (3, Wire::Bytes(b)) => text = String::from_utf8_lossy(b).into_owned(),
+                    _ => {}
+                }
+            }
+            Ok(if kind == 1 { Value::String(text) } else { Value::from(int) })
+        }
+        Special::RawExtension | Special::FieldsV1 => {
+            let mut raw: &[u8] = &[];
+            for item in fields(bytes) {
+                if let (1, Wire::Bytes(b)) = item? {
+                    raw = b;
+                }
+            }
+            if raw.is_empty() {
+                return Ok(Value::Null);
+            }
+            if raw.starts_with(crate::MAGIC) {
+                return crate::decode_object(raw);
+            }
+            serde_json::from_slice(raw).map_err(|e| Error::Shape(format!("embedded JSON: {e}")))
+        }
+        Special::Items => {
+            let field = &message.fields[0];
+            let mut items = Vec::new();
+            for item in fields(bytes) {
+                let (number, wire) = item?;
+                if number == field.number {
+                    items.push(read_one(schema, field.kind, wire)?);
+                }
+            }
+            Ok(Value::Array(items))
+        }
+    }
+}
+
+fn wrong(field: &Field) -> Error {
+    Error::Shape(format!("field {} ({}) has the wrong wire type", field.number, field.json))
+}
+
+fn read_one(schema: &Schema, kind: Scalar, wire: Wire<'_>) -> Result<Value, Error> {
+    Ok(match (kind, wire) {
+        (Scalar::String, Wire::Bytes(b)) => Value::String(String::from_utf8_lossy(b).into_owned()),
+        (Scalar::Bytes, Wire::Bytes(b)) => Value::String(BASE64.encode(b)),
+        (Scalar::Bool, Wire::Varint(v)) => Value::Bool(v != 0),
+        (Scalar::Int, Wire::Varint(v)) => Value::from(v as i64),
+        (Scalar::SInt, Wire::Varint(v)) => Value::from(((v >> 1) as i64) ^ -((v & 1) as i64)),
+        (Scalar::Double, Wire::Fixed64(v)) => Value::from(f64::from_bits(v)),
+        (Scalar::Float, Wire::Fixed32(v)) => Value::from(f64::from(f32::from_bits(v))),
+        (Scalar::Fixed32, Wire::Fixed32(v)) => Value::from(v),
+        (Scalar::Fixed64, Wire::Fixed64(v)) => Value::from(v as i64),
+        (Scalar::Message(id), Wire::Bytes(b)) => decode(schema, id, b)?,
+        _ => return Err(Error::Shape(format!("a {kind:?} field has the wrong wire type"))),
+    })
+}
+
+fn zero(schema: &Schema, kind: Scalar) -> Value {
+    match kind {
+        Scalar::String | Scalar::Bytes => Value::String(String::new()),
+        Scalar::Bool => Value::Bool(false),
+        Scalar::Message(id) => decode(schema, id, &[]).unwrap_or(Value::Null),
+        _ => Value::from(0),
+    }
+}
+
+fn is_zero(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.is_empty(),
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        _ => false,
+    }
+}
+
+/// Go's `time.Duration.String()` of `nanos`.
+fn format_duration(nanos: i64) -> String {
+    if nanos == 0 {
+        return "0s".into();
+    }
+    let neg = nanos < 0;
+    let mut n = nanos.unsigned_abs();
+    let mut out = String::new();
+    if n < 1_000_000_000 {
+        let (unit, div) = if n < 1_000 {
+            ("ns", 1)
+        } else if n < 1_000_000 {
+            ("µs", 1_000)
+        } else {
+            ("ms", 1_000_000)
+        };
+        out.push_str(&trim_fraction(n / div, n % div, div));
+        out.push_str(unit);
+    } else {
+        let h = n / 3_600_000_000_000;
+        n %= 3_600_000_000_000;
+        let m = n / 60_000_000_000;
+        n %= 60_000_000_000;
+        if h > 0 {
+            out.push_str(&format!("{h}h"));
+        }
+        if h > 0 || m > 0 {
+            out.push_str(&format!("{m}m"));
+        }
+        out.push_str(&trim_fraction(n / 1_000_000_000, n % 1_000_000_000, 1_000_000_000));
+        out.push('s');
+    }
+    if neg { format!("-{out}") } else { out }
+}
+
+fn trim_fraction(whole: u64, frac: u64, div: u64) -> String {
+    if frac == 0 {
+        return whole.to_string();
+    }
+    let width = div.ilog10() as usize;
+    let digits = format!("{frac:0width$}");
+    format!("{whole}.{}", digits.trim_end_matches('0'))
+}
+
+/// Go's `time.ParseDuration`, in nanoseconds.
+fn parse_duration(s: &str) -> Result<i64, Error> {
+    let bad = || Error::Shape(format!("time: invalid duration {s:?}"));
+    let (neg, mut rest) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    if rest == "0" {
+        return Ok(0);
+    }
+    let mut total = 0f64;
+    while !rest.is_empty() {
+        let num_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(bad)?;
+        let value: f64 = rest[..num_len].parse().map_err(|_| bad())?;
+        rest = &rest[num_len..];
+        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let scale = match &rest[..unit_len] {
+            "ns" => 1.0,
+            "us" | "µs" | "μs" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" => 60e9,
+            "h" => 3600e9,
+            _ => return Err(bad()),
+        };
+        total += value * scale;
+        rest = &rest[unit_len..];
+    }
+    Ok(if neg { -(total as i64) } else { total as i64 })
+}

@@ -1,0 +1,218 @@
+//! Kubernetes' protobuf wire format (`application/vnd.kubernetes.protobuf`) for objects the
+//! server holds as JSON values.
+//!
+//! The messages are compiled from Kubernetes' own .proto files at build time (see `build.rs`);
+//! the codec walks them, so no field number is written here. What the .proto files do not say
+//! about JSON (inlined structs, `omitempty`, JSON names) comes from the Go types beside them,
+//! and kube's special types (Time, MicroTime, Duration, Quantity, IntOrString, RawExtension,
+//! FieldsV1) have their JSON forms in [`codec`].
+//!
+//! On the wire a body is the magic `k8s\0` then a `runtime.Unknown`: `typeMeta` (apiVersion,
+//! kind), `raw` (the object's message), `contentEncoding`, `contentType`. A typed list is its
+//! `ListMeta` (field 1) then each item's message (field 2). A watch stream is frames of a 4-byte
+//! big-endian length and a `metav1.WatchEvent`, whose object holds an enveloped body.
+//!
+//! Heads and tails are split so callers can serve a cached message's bytes without copying:
+//! [`unknown_head`] and [`watch_frame_head`] write everything before the raw message.
+
+pub mod codec;
+pub mod schema;
+
+use serde_json::Value;
+
+pub use schema::{MessageId, Schema};
+
+use codec::{Wire, fields, write_bytes};
+
+/// The content type.
+pub const CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf";
+/// The content type of watch streams.
+pub const WATCH_CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf;stream=watch";
+/// The four bytes every protobuf body starts with.
+pub const MAGIC: &[u8; 4] = b"k8s\0";
+
+/// Why a value could not be encoded or a body decoded.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The kind has no protobuf message (custom resources, for instance).
+    #[error("no protobuf message for {api_version}, Kind={kind}")]
+    NoMessage {
+        /// The object's apiVersion.
+        api_version: String,
+        /// The object's kind.
+        kind: String,
+    },
+    /// Bytes that are not a valid message.
+    #[error("{0}")]
+    Decode(#[from] prost::DecodeError),
+    /// A field running past the end of its message, or of a wire type kube never writes.
+    #[error("unexpected EOF")]
+    Truncated,
+    /// A body without the `k8s\0` prefix.
+    #[error("provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]")]
+    NoMagic,
+    /// A value whose JSON shape does not match its message.
+    #[error("{0}")]
+    Shape(String),
+}
+
+fn type_of(obj: &Value) -> (&str, &str) {
+    (obj["apiVersion"].as_str().unwrap_or(""), obj["kind"].as_str().unwrap_or(""))
+}
+
+/// Whether objects of `api_version` and `kind` have a protobuf form.
+pub fn supports(api_version: &str, kind: &str) -> bool {
+    Schema::global().message_for(api_version, kind).is_some()
+}
+
+/// The message bytes of `obj` (typed by its own apiVersion and kind), without envelope.
+pub fn encode_raw(obj: &Value) -> Result<Vec<u8>, Error> {
+    let (api_version, kind) = type_of(obj);
+    encode_as(obj, api_version, kind)
+}
+
+/// The message bytes of `obj` as the message of `api_version` and `kind`.
+pub fn encode_as(obj: &Value, api_version: &str, kind: &str) -> Result<Vec<u8>, Error> {
+    let schema = Schema::global();
+    let id = schema
+        .message_for(api_version, kind)
+        .ok_or_else(|| Error::NoMessage { api_version: api_version.into(), kind: kind.into() })?;
+    let mut out = Vec::with_capacity(256);
+    codec::encode(schema, id, obj, &mut out)?;
+    Ok(out)
+}
+
+/// The body of `obj`: the magic, then its `runtime.Unknown`.
+pub fn encode_object(obj: &Value) -> Result<Vec<u8>, Error> {
+    let (api_version, kind) = type_of(obj);
+    let raw = encode_as(obj, api_version, kind)?;
+    let mut out = unknown_head(api_version, kind, raw.len());
+    out.extend_from_slice(&raw);
+    Ok(out)
+}
+
+/// Everything of an enveloped body before its `raw_len` bytes of message.
+pub fn unknown_head(api_version: &str, kind: &str, raw_len: usize) -> Vec<u8> {
+    let mut type_meta = Vec::with_capacity(api_version.len() + kind.len() + 4);
+    write_bytes(1, api_version.as_bytes(), &mut type_meta);
+    write_bytes(2, kind.as_bytes(), &mut type_meta);
+    let mut out = Vec::with_capacity(type_meta.len() + 16);
+    out.extend_from_slice(MAGIC);
+    write_bytes(1, &type_meta, &mut out);
+    prost::encoding::encode_key(2, prost::encoding::WireType::LengthDelimited, &mut out);
+    prost::encoding::encode_varint(raw_len as u64, &mut out);
+    out
+}
+
+/// Decodes an enveloped body into the object, `apiVersion` and `kind` set from its type.
+pub fn decode_object(body: &[u8]) -> Result<Value, Error> {
+    let rest = body.strip_prefix(MAGIC.as_slice()).ok_or(Error::NoMagic)?;
+    let (mut api_version, mut kind, mut raw) = (String::new(), String::new(), &[][..]);
+    for item in fields(rest) {
+        match item? {
+            (1, Wire::Bytes(tm)) => {
+                for t in fields(tm) {
+                    match t? {
+                        (1, Wire::Bytes(b)) => api_version = String::from_utf8_lossy(b).into_owned(),
+                        (2, Wire::Bytes(b)) => kind = String::from_utf8_lossy(b).into_owned(),
+                        _ => {}
+                    }
+                }
+            }
+            (2, Wire::Bytes(b)) => raw = b,
+            (3, Wire::Bytes(enc)) if !enc.is_empty() => {
+                return Err(Error::Shape(format!("unsupported content encoding {:?}", String::from_utf8_lossy(enc))));
+            }
+            _ => {}
+        }
+    }
+    decode_raw(raw, &api_version, &kind)
+}
+
+/// Decodes message bytes of `api_version` and `kind` into the object, with both set.
+pub fn decode_raw(raw: &[u8], api_version: &str, kind: &str) -> Result<Value, Error> {
+    let schema = Schema::global();
+    let id = schema
+        .message_for(api_version, kind)
+        .ok_or_else(|| Error::NoMessage { api_version: api_version.into(), kind: kind.into() })?;
+    let mut obj = codec::decode(schema, id, raw)?;
+    if let Value::Object(map) = &mut obj {
+        map.insert("apiVersion".into(), Value::String(api_version.into()));
+        map.insert("kind".into(), Value::String(kind.into()));
+    }
+    Ok(obj)
+}
+
+/// The raw message of a typed list (`PodList`): its ListMeta, then its items' messages.
+pub fn encode_list_raw<'a>(list_meta: &Value, items: impl IntoIterator<Item = &'a [u8]>) -> Result<Vec<u8>, Error> {
+    let schema = Schema::global();
+    let meta = schema
+        .message("k8s.io.apimachinery.pkg.apis.meta.v1.ListMeta")
+        .ok_or_else(|| Error::Shape("ListMeta is missing from the schema".into()))?;
+    let mut head = Vec::new();
+    codec::encode(schema, meta, list_meta, &mut head)?;
+    let mut out = Vec::with_capacity(head.len() + 4096);
+    write_bytes(1, &head, &mut out);
+    for item in items {
+        write_bytes(2, item, &mut out);
+    }
+    Ok(out)
+}
+
+/// Everything of a watch frame before the raw message of its object: the frame's length, the
+/// `WatchEvent` with its type, the RawExtension and the object's envelope head.
+pub fn watch_frame_head(event_type: &str, api_version: &str, kind: &str, raw_len: usize) -> Vec<u8> {
+    let body_head = unknown_head(api_version, kind, raw_len);
+    let body_len = body_head.len() + raw_len;
+    let mut raw_ext = Vec::with_capacity(8);
+    prost::encoding::encode_key(1, prost::encoding::WireType::LengthDelimited, &mut raw_ext);
+    prost::encoding::encode_varint(body_len as u64, &mut raw_ext);
+    let raw_ext_len = raw_ext.len() + body_len;
+    let mut event = Vec::with_capacity(32 + body_head.len());
+    write_bytes(1, event_type.as_bytes(), &mut event);
+    prost::encoding::encode_key(2, prost::encoding::WireType::LengthDelimited, &mut event);
+    prost::encoding::encode_varint(raw_ext_len as u64, &mut event);
+    let frame_len = event.len() + raw_ext_len;
+    let mut out = Vec::with_capacity(4 + event.len() + raw_ext.len() + body_head.len());
+    out.extend_from_slice(&(frame_len as u32).to_be_bytes());
+    out.extend_from_slice(&event);
+    out.extend_from_slice(&raw_ext);
+    out.extend_from_slice(&body_head);
+    out
+}
+
+/// A whole watch frame of `obj`.
+pub fn watch_frame(event_type: &str, obj: &Value) -> Result<Vec<u8>, Error> {
+    let (api_version, kind) = type_of(obj);
+    let raw = encode_as(obj, api_version, kind)?;
+    let mut out = watch_frame_head(event_type, api_version, kind, raw.len());
+    out.extend_from_slice(&raw);
+    Ok(out)
+}
+
+/// Reads one watch frame off the front of `buf`: the event type, the object, the bytes used.
+/// `None` while the frame is incomplete.
+pub fn read_watch_frame(buf: &[u8]) -> Result<Option<(String, Value, usize)>, Error> {
+    let Some(len) = buf.get(..4).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize) else {
+        return Ok(None);
+    };
+    let Some(frame) = buf.get(4..4 + len) else { return Ok(None) };
+    let (mut event_type, mut object) = (String::new(), Value::Null);
+    for item in fields(frame) {
+        match item? {
+            (1, Wire::Bytes(b)) => event_type = String::from_utf8_lossy(b).into_owned(),
+            (2, Wire::Bytes(raw_ext)) => {
+                for r in fields(raw_ext) {
+                    if let (1, Wire::Bytes(body)) = r? {
+                        object = decode_object(body)?;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(Some((event_type, object, 4 + len)))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,176 @@
+//! The codec checked against k8s-pb, prost's types generated from the same .proto files by
+//! another project: what one side encodes, the other decodes.
+
+use k8s_pb::api::apps::v1 as apps;
+use k8s_pb::api::core::v1 as core;
+use prost::Message;
+use serde_json::{Value, json};
+
+use super::*;
+
+fn pod() -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {
+            "name": "web", "namespace": "default", "uid": "4f3c", "resourceVersion": "12",
+            "creationTimestamp": "2024-05-01T10:20:30Z", "labels": {"app": "web", "tier": "front"},
+            "managedFields": [{"manager": "kubectl", "operation": "Update", "apiVersion": "v1",
+                "time": "2024-05-01T10:20:30Z", "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:labels": {}}}}]
+        },
+        "spec": {
+            "containers": [{
+                "name": "app", "image": "nginx:1.25",
+                "ports": [{"containerPort": 80, "protocol": "TCP"}],
+                "resources": {"limits": {"cpu": "500m", "memory": "128Mi"}},
+                "livenessProbe": {"httpGet": {"path": "/", "port": "http"}, "periodSeconds": 10},
+                "readinessProbe": {"tcpSocket": {"port": 8080}}
+            }],
+            "volumes": [{"name": "data", "emptyDir": {"sizeLimit": "1Gi"}}],
+            "restartPolicy": "Always", "terminationGracePeriodSeconds": 30,
+            "hostNetwork": true, "priority": -5
+        },
+        "status": {"phase": "Pending"}
+    })
+}
+
+#[test]
+fn a_pod_encoded_here_is_decoded_by_k8s_pb() {
+    let raw = encode_raw(&pod()).unwrap();
+    let p = core::Pod::decode(raw.as_slice()).unwrap();
+    let meta = p.metadata.unwrap();
+    assert_eq!(meta.name.as_deref(), Some("web"));
+    assert_eq!(meta.labels.get("tier").map(String::as_str), Some("front"));
+    assert_eq!(meta.creation_timestamp.unwrap().seconds, Some(1714558830));
+    let fields = meta.managed_fields[0].fields_v1.clone().unwrap().raw.unwrap();
+    assert_eq!(serde_json::from_slice::<Value>(&fields).unwrap(), json!({"f:metadata": {"f:labels": {}}}));
+    let spec = p.spec.unwrap();
+    let c = &spec.containers[0];
+    assert_eq!(c.image.as_deref(), Some("nginx:1.25"));
+    assert_eq!(c.ports[0].container_port, Some(80));
+    assert_eq!(c.resources.as_ref().unwrap().limits["cpu"].string.as_deref(), Some("500m"));
+    // The probe's handler is inlined in JSON, a message of its own in protobuf.
+    let get = c.liveness_probe.as_ref().unwrap().handler.as_ref().unwrap().http_get.as_ref().unwrap();
+    assert_eq!(get.port.as_ref().unwrap().str_val.as_deref(), Some("http"));
+    assert_eq!(get.port.as_ref().unwrap().r#type, Some(1));
+    let tcp = c.readiness_probe.as_ref().unwrap().handler.as_ref().unwrap().tcp_socket.as_ref().unwrap();
+    assert_eq!(tcp.port.as_ref().unwrap().int_val, Some(8080));
+    let vol = spec.volumes[0].volume_source.as_ref().unwrap();
+    assert_eq!(vol.empty_dir.as_ref().unwrap().size_limit.as_ref().unwrap().string.as_deref(), Some("1Gi"));
+    assert_eq!(spec.host_network, Some(true));
+    assert_eq!(spec.priority, Some(-5));
+    assert_eq!(p.status.unwrap().phase.as_deref(), Some("Pending"));
+}
+
+#[test]
+fn a_pod_round_trips_to_the_same_json() {
+    let body = encode_object(&pod()).unwrap();
+    assert!(body.starts_with(MAGIC));
+    assert_eq!(decode_object(&body).unwrap(), pod());
+}
+
+#[test]
+fn what_k8s_pb_encodes_decodes_as_kube_json() {
+    // Go's marshallers write every non-pointer field, empty or not; JSON drops what omitempty drops.
+    let d = apps::Deployment {
+        metadata: Some(k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: Some("web".into()),
+            generate_name: Some(String::new()),
+            namespace: Some(String::new()),
+            generation: Some(0),
+            creation_timestamp: Some(Default::default()),
+            ..Default::default()
+        }),
+        spec: Some(apps::DeploymentSpec {
+            replicas: Some(0),
+            paused: Some(false),
+            selector: Some(k8s_pb::apimachinery::pkg::apis::meta::v1::LabelSelector {
+                match_labels: [("app".to_string(), "web".to_string())].into(),
+                ..Default::default()
+            }),
+            template: Some(core::PodTemplateSpec {
+                spec: Some(core::PodSpec {
+                    containers: vec![core::Container { name: Some("app".into()), image: Some(String::new()), ..Default::default() }],
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        status: None,
+    };
+    let raw = d.encode_to_vec();
+    let v = decode_raw(&raw, "apps/v1", "Deployment").unwrap();
+    assert_eq!(
+        v,
+        json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web"},
+            // replicas is a pointer: a present 0 is kept; paused is omitempty: false is dropped.
+            "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "web"}},
+                     "template": {"spec": {"containers": [{"name": "app"}]}}}
+        })
+    );
+}
+
+#[test]
+fn secrets_carry_bytes_and_string_data_is_a_plain_map() {
+    let s = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+                   "type": "Opaque", "data": {"k": "aGVsbG8="}, "immutable": true});
+    let raw = encode_raw(&s).unwrap();
+    let back = core::Secret::decode(raw.as_slice()).unwrap();
+    assert_eq!(back.data["k"], b"hello");
+    assert_eq!(decode_raw(&raw, "v1", "Secret").unwrap(), s);
+}
+
+#[test]
+fn lists_and_watch_frames_nest_as_kube_writes_them() {
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"x": "1"}});
+    let item = encode_raw(&cm).unwrap();
+    let raw = encode_list_raw(&json!({"resourceVersion": "7"}), [item.as_slice(), item.as_slice()]).unwrap();
+    let list = core::ConfigMapList::decode(raw.as_slice()).unwrap();
+    assert_eq!(list.metadata.unwrap().resource_version.as_deref(), Some("7"));
+    assert_eq!(list.items.len(), 2);
+    assert_eq!(list.items[1].data["x"], "1");
+
+    let frame = watch_frame("ADDED", &cm).unwrap();
+    let (ty, obj, used) = read_watch_frame(&frame).unwrap().unwrap();
+    assert_eq!((ty.as_str(), obj, used), ("ADDED", cm.clone(), frame.len()));
+    assert!(read_watch_frame(&frame[..frame.len() - 1]).unwrap().is_none());
+    let ev = k8s_pb::apimachinery::pkg::apis::meta::v1::WatchEvent::decode(&frame[4..]).unwrap();
+    assert_eq!(ev.r#type.as_deref(), Some("ADDED"));
+    let body = ev.object.unwrap().raw.unwrap();
+    let unknown = k8s_pb::apimachinery::pkg::runtime::Unknown::decode(&body[4..]).unwrap();
+    assert_eq!(unknown.type_meta.unwrap().kind.as_deref(), Some("ConfigMap"));
+}
+
+#[test]
+fn status_travels_as_the_meta_message() {
+    let st = json!({"apiVersion": "v1", "kind": "Status", "metadata": {}, "status": "Failure",
+                    "message": "configmaps \"x\" not found", "reason": "NotFound",
+                    "details": {"name": "x", "kind": "configmaps"}, "code": 404});
+    let body = encode_object(&st).unwrap();
+    let unknown = k8s_pb::apimachinery::pkg::runtime::Unknown::decode(&body[4..]).unwrap();
+    let status = k8s_pb::apimachinery::pkg::apis::meta::v1::Status::decode(unknown.raw.unwrap().as_slice()).unwrap();
+    assert_eq!((status.code, status.reason.as_deref()), (Some(404), Some("NotFound")));
+    assert_eq!(decode_object(&body).unwrap(), st);
+}
+
+#[test]
+fn micro_times_durations_and_unknown_kinds() {
+    let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"},
+                       "spec": {"renewTime": "2024-05-01T10:20:30.123456Z", "leaseDurationSeconds": 15}});
+    assert_eq!(decode_object(&encode_object(&lease).unwrap()).unwrap(), lease);
+    assert!(matches!(encode_raw(&json!({"apiVersion": "example.com/v1", "kind": "Widget"})), Err(Error::NoMessage { .. })));
+    assert!(matches!(decode_object(b"{\"kind\":\"Pod\"}"), Err(Error::NoMagic)));
+    assert!(decode_object(b"k8s\0\x0a\xff").is_err());
+    assert_eq!(codec_duration("1h2m3.5s"), "1h2m3.5s");
+    assert_eq!(codec_duration("1.5ms"), "1.5ms");
+}
+
+fn codec_duration(s: &str) -> String {
+    let schema = Schema::global();
+    let id = schema.message("k8s.io.apimachinery.pkg.apis.meta.v1.Duration").unwrap();
+    let mut out = Vec::new();
+    codec::encode(schema, id, &json!(s), &mut out).unwrap();
+    codec::decode(schema, id, &out).unwrap().as_str().unwrap().to_string()
+}
