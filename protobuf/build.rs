@@ -27,10 +27,7 @@ fn main() {
         }
     });
     if protos.is_empty() {
-        panic!(
-            "no Kubernetes .proto files under {}: run deploy/build-deps.sh (or set K8S_PROTO_DIR)",
-            dir.display()
-        );
+        panic!("no Kubernetes .proto files under {}: run deploy/build-deps.sh (or set K8S_PROTO_DIR)", dir.display());
     }
     protos.sort();
     go_types.sort();

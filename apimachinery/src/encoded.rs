@@ -2,8 +2,11 @@
 //!
 //! The read path serves the same bytes to every client: an object is encoded to JSON when it
 //! enters the cache, lists copy those bytes into the response, and a watch event's line is
-//! built once and handed to every watcher that receives it. Only clients asking for another
-//! form (YAML, Table, a converted version) decode.
+//! built once and handed to every watcher that receives it. The protobuf form is made the
+//! first time a protobuf client reads the object, and shared the same way. Only clients asking
+//! for another form (YAML, Table, a converted version) decode.
+
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -27,20 +30,32 @@ pub enum WatchEventType {
 
 /// An API object as JSON, `apiVersion` and `kind` first so that the item form a list uses
 /// (kube omits both in a typed list's items) is a suffix of the same bytes.
-#[derive(Clone, PartialEq, Eq)]
-pub struct EncodedObject {
+#[derive(Clone)]
+pub struct EncodedObject(Arc<Encodings>);
+
+struct Encodings {
     json: Bytes,
     /// Where the fields after `apiVersion` and `kind` start (the byte after their comma), or
     /// the closing brace's offset when there are none.
     body_at: usize,
+    /// The protobuf message, once a protobuf client asked; `None` for kinds without one.
+    protobuf: OnceLock<Option<Bytes>>,
 }
+
+impl PartialEq for EncodedObject {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.json == other.0.json
+    }
+}
+
+impl Eq for EncodedObject {}
 
 impl EncodedObject {
     /// Encodes `obj`.
     pub fn encode(obj: &Value) -> Self {
         let Some(map) = obj.as_object() else {
             let json = serde_json::to_vec(obj).unwrap_or_default();
-            return EncodedObject { body_at: 0, json: Bytes::from(json) };
+            return EncodedObject::new(Bytes::from(json), 0);
         };
         let mut out = Vec::with_capacity(256);
         out.push(b'{');
@@ -66,37 +81,53 @@ impl EncodedObject {
         // After the type fields comes their comma (skip it) unless the object ends there.
         let body_at = if head == 1 || out[head] == b'}' { head } else { head + 1 };
         out.shrink_to_fit();
-        EncodedObject { json: Bytes::from(out), body_at }
+        EncodedObject::new(Bytes::from(out), body_at)
+    }
+
+    fn new(json: Bytes, body_at: usize) -> Self {
+        EncodedObject(Arc::new(Encodings { json, body_at, protobuf: OnceLock::new() }))
     }
 
     /// The whole object.
     pub fn json(&self) -> &Bytes {
-        &self.json
+        &self.0.json
+    }
+
+    /// The object's protobuf message (without envelope), encoded at the first call and shared
+    /// by every holder of this object; `None` when its kind has no protobuf form.
+    pub fn protobuf(&self) -> Option<&Bytes> {
+        self.0.protobuf.get_or_init(|| protobuf::encode_raw(&self.value()).ok().map(Bytes::from)).as_ref()
+    }
+
+    /// Whether the protobuf form was made, for memory accounting.
+    pub fn protobuf_len(&self) -> usize {
+        self.0.protobuf.get().and_then(|p| p.as_ref()).map_or(0, Bytes::len)
     }
 
     /// Writes the object as a typed list's item: without `apiVersion` and `kind`.
     pub fn write_item(&self, out: &mut Vec<u8>) {
-        if self.body_at == 0 {
-            out.extend_from_slice(&self.json);
+        let Encodings { json, body_at, .. } = &*self.0;
+        if *body_at == 0 {
+            out.extend_from_slice(json);
         } else {
             out.push(b'{');
-            out.extend_from_slice(&self.json[self.body_at..]);
+            out.extend_from_slice(&json[*body_at..]);
         }
     }
 
     /// The object decoded, for callers that change or reshape it.
     pub fn value(&self) -> Value {
-        serde_json::from_slice(&self.json).expect("an encoded object is valid JSON")
+        serde_json::from_slice(&self.0.json).expect("an encoded object is valid JSON")
     }
 
     /// Bytes held, for memory accounting.
     pub fn len(&self) -> usize {
-        self.json.len()
+        self.0.json.len()
     }
 
     /// Never true for an API object; present for completeness of `len`.
     pub fn is_empty(&self) -> bool {
-        self.json.is_empty()
+        self.0.json.is_empty()
     }
 }
 
@@ -108,7 +139,7 @@ fn write_entry(out: &mut Vec<u8>, key: &str, value: &Value) {
 
 impl std::fmt::Debug for EncodedObject {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&String::from_utf8_lossy(&self.json))
+        f.write_str(&String::from_utf8_lossy(&self.0.json))
     }
 }
 

@@ -168,7 +168,8 @@ pub async fn dispatch(req: HttpRequest, payload: web::Payload, server: web::Data
             }
         }
     };
-    let mut response = outcome.unwrap_or_else(|e| error_response(&e));
+    let accept = req.headers().get("Accept").and_then(|a| a.to_str().ok());
+    let mut response = outcome.unwrap_or_else(|e| error_response(&e, accept));
     drop(inflight);
     let headers = response.headers_mut();
     headers.insert("audit-id".parse().expect("header name"), audit_id.parse().expect("uuid is a header value"));
@@ -233,7 +234,7 @@ async fn serve(
 }
 
 fn json_ok(ctx: &RequestContext<'_>, v: &Value) -> HttpResponse {
-    respond(StatusCode::OK, Output::Json, v, ctx.pretty())
+    respond(StatusCode::OK, Output::JSON, v, ctx.pretty())
 }
 
 fn not_found_page() -> HttpResponse {

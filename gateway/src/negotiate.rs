@@ -10,64 +10,168 @@ use serde_json::Value;
 
 use crate::context::RequestContext;
 
-/// A response representation.
+/// How a response is encoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Output {
+pub enum Encoding {
     /// `application/json`.
     Json,
     /// `application/yaml`.
     Yaml,
-    /// `application/json;as=Table;g=meta.k8s.io;v=v1`.
-    Table,
+    /// `application/vnd.kubernetes.protobuf`.
+    Protobuf,
 }
 
-/// Media types we encode, for 406 messages.
-const SUPPORTED: &str = "application/json, application/yaml";
+/// What a response shows of the objects it answers with (`as=` of the Accept header).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum View {
+    /// The objects themselves.
+    Object,
+    /// `as=Table;g=meta.k8s.io;v=v1`: `kubectl get`'s rows (JSON or YAML only, as in kube).
+    Table,
+    /// `as=PartialObjectMetadata`: an object's metadata alone.
+    Metadata,
+    /// `as=PartialObjectMetadataList`: a list of metadata alone.
+    MetadataList,
+}
+
+/// A negotiated response representation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Output {
+    /// The encoding.
+    pub encoding: Encoding,
+    /// The view.
+    pub view: View,
+}
+
+impl Output {
+    /// Plain JSON objects.
+    pub const JSON: Output = Output { encoding: Encoding::Json, view: View::Object };
+
+    /// The content type of a response (a watch's frames get `;stream=watch` but for JSON, as
+    /// kube labels them).
+    pub fn content_type(&self, watch: bool) -> &'static str {
+        match (self.encoding, watch) {
+            (Encoding::Json, _) => "application/json",
+            (Encoding::Yaml, _) => "application/yaml",
+            (Encoding::Protobuf, false) => protobuf::CONTENT_TYPE,
+            (Encoding::Protobuf, true) => protobuf::WATCH_CONTENT_TYPE,
+        }
+    }
+}
+
+/// What an endpoint can answer with besides plain JSON and YAML.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Offer {
+    /// Tables (reads of resources).
+    pub tables: bool,
+    /// Metadata-only views (reads of resources).
+    pub metadata: bool,
+    /// Protobuf (built-in kinds).
+    pub protobuf: bool,
+}
+
+impl Offer {
+    /// What reads of `def` offer (`tables` false for subresources).
+    pub fn reads(def: &ResourceDef, tables: bool) -> Offer {
+        Offer { tables, metadata: tables, protobuf: has_protobuf(def) }
+    }
+
+    /// What writes of `def` offer.
+    pub fn writes(def: &ResourceDef) -> Offer {
+        Offer { tables: false, metadata: false, protobuf: has_protobuf(def) }
+    }
+
+    fn accepted(&self) -> &'static str {
+        if self.protobuf {
+            "application/json, application/yaml, application/vnd.kubernetes.protobuf"
+        } else {
+            "application/json, application/yaml"
+        }
+    }
+}
+
+/// Whether `def`'s kind has a protobuf message (every built-in kind does).
+pub fn has_protobuf(def: &ResourceDef) -> bool {
+    protobuf::supports(&def.api_version(), &def.kind)
+}
 
 /// One media range of an Accept header.
 struct MediaRange<'a> {
-    essence: &'a str,
+    kind: &'a str,
+    subtype: &'a str,
+    q: f32,
     params: Vec<(&'a str, &'a str)>,
 }
 
+/// The ranges of an Accept header in the order kube tries them: by quality, then the more
+/// specific first, else as written (goautoneg's order).
 fn parse_ranges(accept: &str) -> Vec<MediaRange<'_>> {
-    accept
+    let mut ranges: Vec<MediaRange<'_>> = accept
         .split(',')
         .filter_map(|part| {
             let mut it = part.split(';').map(str::trim);
             let essence = it.next().filter(|e| !e.is_empty())?;
-            let params: Vec<(&str, &str)> =
-                it.filter_map(|p| p.split_once('=')).map(|(k, v)| (k.trim(), v.trim())).collect();
-            // q=0 means "not acceptable".
-            if params.iter().any(|(k, v)| *k == "q" && v.parse::<f32>().is_ok_and(|q| q == 0.0)) {
-                return None;
+            let (kind, subtype) = essence.split_once('/').unwrap_or((essence, "*"));
+            let mut q = 1.0;
+            let mut params = Vec::new();
+            for (k, v) in it.filter_map(|p| p.split_once('=')).map(|(k, v)| (k.trim(), v.trim())) {
+                if k == "q" {
+                    q = v.parse::<f32>().unwrap_or(0.0);
+                } else {
+                    params.push((k, v));
+                }
             }
-            Some(MediaRange { essence, params })
+            // q=0 means "not acceptable".
+            (q > 0.0).then_some(MediaRange { kind: kind.trim(), subtype: subtype.trim(), q, params })
         })
-        .collect()
+        .collect();
+    let rank = |r: &MediaRange<'_>| (u8::from(r.kind != "*"), u8::from(r.subtype != "*"));
+    ranges.sort_by(|a, b| b.q.total_cmp(&a.q).then_with(|| rank(b).cmp(&rank(a))));
+    ranges
 }
 
-/// Picks the first representation we can produce from `accept`. `tables` says whether the
-/// request may be answered with a Table (reads of resources).
-pub fn negotiate(accept: Option<&str>, tables: bool) -> Result<Output, ApiError> {
-    let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else { return Ok(Output::Json) };
+/// Picks the representation to answer with from `accept`, as kube's `NegotiateOutputMediaType`
+/// does: the first range (in [`parse_ranges`] order) that one of our encodings (JSON, YAML,
+/// protobuf, in that order) satisfies with all its conversion parameters.
+pub fn negotiate(accept: Option<&str>, offer: Offer) -> Result<Output, ApiError> {
+    let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else { return Ok(Output::JSON) };
+    let encodings: &[(Encoding, &str, &str)] = &[
+        (Encoding::Json, "application", "json"),
+        (Encoding::Yaml, "application", "yaml"),
+        (Encoding::Protobuf, "application", "vnd.kubernetes.protobuf"),
+    ];
     for range in parse_ranges(accept) {
-        let param = |k: &str| range.params.iter().find(|(pk, _)| *pk == k).map(|(_, v)| *v);
-        match (range.essence, param("as")) {
-            ("application/json", Some("Table"))
-                if tables && param("g") == Some("meta.k8s.io") && matches!(param("v"), Some("v1" | "v1beta1")) =>
-            {
-                return Ok(Output::Table);
+        for &(encoding, kind, subtype) in encodings {
+            if encoding == Encoding::Protobuf && !offer.protobuf {
+                continue;
             }
-            ("application/json" | "*/*" | "application/*", None) => return Ok(Output::Json),
-            ("application/yaml", None) => return Ok(Output::Yaml),
-            _ => {}
+            let matches = (range.kind == kind && (range.subtype == subtype || range.subtype == "*"))
+                || (range.kind == "*" && range.subtype == "*");
+            if matches && let Some(view) = view_of(&range, encoding, offer) {
+                return Ok(Output { encoding, view });
+            }
         }
     }
     Err(ApiError::new(
         apimachinery::Reason::NotAcceptable,
-        format!("only the following media types are accepted: {SUPPORTED}"),
+        format!("only the following media types are accepted: {}", offer.accepted()),
     ))
+}
+
+/// The view a range's `as`, `g` and `v` ask for, if we can give it in `encoding`.
+fn view_of(range: &MediaRange<'_>, encoding: Encoding, offer: Offer) -> Option<View> {
+    let param = |k: &str| range.params.iter().find(|(pk, _)| *pk == k).map(|(_, v)| *v);
+    let Some(target) = param("as") else { return Some(View::Object) };
+    if param("g") != Some("meta.k8s.io") || !matches!(param("v"), Some("v1" | "v1beta1")) {
+        return None;
+    }
+    match target {
+        "Table" if offer.tables && encoding != Encoding::Protobuf => Some(View::Table),
+        // client-go's metadata informers ask for v1; v1beta1 is not served.
+        "PartialObjectMetadata" if offer.metadata && param("v") == Some("v1") => Some(View::Metadata),
+        "PartialObjectMetadataList" if offer.metadata && param("v") == Some("v1") => Some(View::MetadataList),
+        _ => None,
+    }
 }
 
 /// How a request body is encoded.
@@ -77,18 +181,28 @@ pub enum Input {
     Json,
     /// YAML.
     Yaml,
+    /// Kubernetes protobuf.
+    Protobuf,
 }
 
-/// The body encoding named by a Content-Type (JSON when absent, as kube assumes).
-pub fn input_format(content_type: Option<&str>) -> Result<Input, ApiError> {
+/// The body encoding named by a Content-Type (JSON when absent, as kube assumes); protobuf
+/// only where `protobuf` (built-in kinds).
+pub fn input_format(content_type: Option<&str>, protobuf: bool) -> Result<Input, ApiError> {
     let essence = content_type.map(|c| c.split(';').next().unwrap_or("").trim()).unwrap_or("");
     match essence {
         "" | "application/json" => Ok(Input::Json),
         "application/yaml" | "application/x-yaml" | "text/yaml" => Ok(Input::Yaml),
-        _ => Err(ApiError::new(
-            apimachinery::Reason::UnsupportedMediaType,
-            format!("the body of the request was in an unknown format - accepted media types include: {SUPPORTED}"),
-        )),
+        protobuf::CONTENT_TYPE if protobuf => Ok(Input::Protobuf),
+        _ => {
+            let offer = Offer { protobuf, ..Offer::default() };
+            Err(ApiError::new(
+                apimachinery::Reason::UnsupportedMediaType,
+                format!(
+                    "the body of the request was in an unknown format - accepted media types include: {}",
+                    offer.accepted()
+                ),
+            ))
+        }
     }
 }
 
@@ -99,6 +213,7 @@ pub fn decode_body(format: Input, body: &[u8]) -> Result<Value, ApiError> {
             .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))?,
         Input::Yaml => serde_yaml_ng::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; yaml parse error: {e}")))?,
+        Input::Protobuf => protobuf::decode_object(body).map_err(|e| ApiError::bad_request(e.to_string()))?,
     };
     if !value.is_object() {
         return Err(ApiError::bad_request(
@@ -108,29 +223,64 @@ pub fn decode_body(format: Input, body: &[u8]) -> Result<Value, ApiError> {
     Ok(value)
 }
 
-/// Encodes `value` as `output` (Table is JSON on the wire).
+/// Encodes `value` as `output` (a view was made by the caller).
 pub fn respond(status: StatusCode, output: Output, value: &Value, pretty: bool) -> HttpResponse {
-    let (content_type, body) = match output {
-        Output::Yaml => {
-            ("application/yaml", serde_yaml_ng::to_string(value).map(String::into_bytes).unwrap_or_default())
+    let body = match output.encoding {
+        Encoding::Yaml => serde_yaml_ng::to_string(value).map(String::into_bytes).unwrap_or_default(),
+        Encoding::Json => {
+            if pretty { serde_json::to_vec_pretty(value) } else { serde_json::to_vec(value) }.unwrap_or_default()
         }
-        Output::Json | Output::Table => {
-            let body = if pretty { serde_json::to_vec_pretty(value) } else { serde_json::to_vec(value) };
-            ("application/json", body.unwrap_or_default())
-        }
+        Encoding::Protobuf => match protobuf::encode_object(value) {
+            Ok(body) => body,
+            Err(e) => return error_response(&ApiError::internal(format!("encoding as protobuf: {e}")), None),
+        },
     };
-    HttpResponse::build(status).content_type(content_type).body(body)
+    HttpResponse::build(status).content_type(output.content_type(false)).body(body)
 }
 
-/// The Status response for an error.
-pub fn error_response(e: &ApiError) -> HttpResponse {
+/// The Status response for an error, in protobuf when the client prefers it (kube encodes
+/// errors as it would the object; a client whose Accept cannot be met gets JSON).
+pub fn error_response(e: &ApiError, accept: Option<&str>) -> HttpResponse {
     let status = StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut builder = HttpResponse::build(status);
-    builder.content_type("application/json");
     if let Some(after) = e.retry_after_seconds {
         builder.insert_header(("Retry-After", after.to_string()));
     }
-    builder.body(serde_json::to_vec(&e.to_status()).unwrap_or_default())
+    let status_object = e.to_status();
+    let protobuf_offer = Offer { protobuf: true, ..Offer::default() };
+    if negotiate(accept, protobuf_offer).is_ok_and(|o| o.encoding == Encoding::Protobuf)
+        && let Ok(body) = protobuf::encode_object(&status_object)
+    {
+        return builder.content_type(protobuf::CONTENT_TYPE).body(body);
+    }
+    builder.content_type("application/json");
+    builder.body(serde_json::to_vec(&status_object).unwrap_or_default())
+}
+
+/// `obj` as kube's `PartialObjectMetadata`.
+pub fn partial_metadata(obj: &Value) -> Value {
+    serde_json::json!({
+        "apiVersion": "meta.k8s.io/v1",
+        "kind": "PartialObjectMetadata",
+        "metadata": obj.get("metadata").cloned().unwrap_or_else(|| serde_json::json!({})),
+    })
+}
+
+/// 406 for a metadata view that does not fit the answer, worded as kube's (which names the
+/// Go type of the internal object).
+pub fn wrong_metadata_view(def: &ResourceDef, asked: View) -> ApiError {
+    let package = def.group.split('.').next().filter(|g| !g.is_empty()).unwrap_or("core");
+    let message = match asked {
+        View::Metadata => format!(
+            "you requested PartialObjectMetadata, but the requested object is a list (*{package}.{}List)",
+            def.kind
+        ),
+        _ => format!(
+            "you requested PartialObjectMetadataList, but the requested object is not a list (*{package}.{})",
+            def.kind
+        ),
+    };
+    ApiError::new(apimachinery::Reason::NotAcceptable, message)
 }
 
 /// A stored object in `def`'s served form.
@@ -157,22 +307,65 @@ mod tests {
     #[test]
     fn kubectl_get_asks_for_table() {
         let a = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
-        assert_eq!(negotiate(Some(a), true).unwrap(), Output::Table);
-        assert_eq!(negotiate(Some(a), false).unwrap(), Output::Json);
+        let table = Output { encoding: Encoding::Json, view: View::Table };
+        assert_eq!(negotiate(Some(a), READS).unwrap(), table);
+        assert_eq!(negotiate(Some(a), Offer::default()).unwrap(), Output::JSON);
+    }
+
+    const READS: Offer = Offer { tables: true, metadata: true, protobuf: true };
+    const PROTOBUF: Output = Output { encoding: Encoding::Protobuf, view: View::Object };
+
+    #[test]
+    fn client_go_gets_protobuf_and_custom_kinds_fall_back_or_are_refused() {
+        let a = "application/vnd.kubernetes.protobuf,application/json";
+        assert_eq!(negotiate(Some(a), READS).unwrap(), PROTOBUF);
+        let custom = Offer { protobuf: false, ..READS };
+        assert_eq!(negotiate(Some(a), custom).unwrap(), Output::JSON);
+        let e = negotiate(Some("application/vnd.kubernetes.protobuf"), custom).unwrap_err();
+        assert_eq!(e.code, 406);
+        assert_eq!(e.message, "only the following media types are accepted: application/json, application/yaml");
     }
 
     #[test]
-    fn protobuf_only_is_not_acceptable() {
-        let e = negotiate(Some("application/vnd.kubernetes.protobuf"), true).unwrap_err();
-        assert_eq!(e.code, 406);
-        assert_eq!(negotiate(Some("application/vnd.kubernetes.protobuf, */*"), true).unwrap(), Output::Json);
+    fn quality_orders_the_ranges_then_specificity() {
+        let a = "application/json;q=0.5, application/vnd.kubernetes.protobuf;q=0.9";
+        assert_eq!(negotiate(Some(a), READS).unwrap(), PROTOBUF);
+        assert_eq!(negotiate(Some("*/*;q=0.8, application/yaml"), READS).unwrap().encoding, Encoding::Yaml);
+        assert_eq!(negotiate(Some("*/*"), READS).unwrap(), Output::JSON);
+        assert_eq!(negotiate(Some("application/*"), READS).unwrap(), Output::JSON);
+        assert_eq!(negotiate(Some("application/json;q=0, application/yaml"), READS).unwrap().encoding, Encoding::Yaml);
+    }
+
+    #[test]
+    fn tables_are_json_or_yaml_and_metadata_any_encoding() {
+        let pb_table = "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io";
+        assert_eq!(negotiate(Some(pb_table), READS).unwrap_err().code, 406);
+        let yaml_table = "application/yaml;as=Table;v=v1;g=meta.k8s.io";
+        assert_eq!(negotiate(Some(yaml_table), READS).unwrap(), Output { encoding: Encoding::Yaml, view: View::Table });
+        let meta =
+            "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+        assert_eq!(
+            negotiate(Some(meta), READS).unwrap(),
+            Output { encoding: Encoding::Protobuf, view: View::MetadataList }
+        );
+        // A conversion without its group is not one we can make: the next range answers.
+        assert_eq!(
+            negotiate(Some("application/json;as=Table, application/yaml"), READS).unwrap().encoding,
+            Encoding::Yaml
+        );
     }
 
     #[test]
     fn unsupported_body_is_415() {
-        assert_eq!(input_format(Some("application/vnd.kubernetes.protobuf")).unwrap_err().code, 415);
-        assert_eq!(input_format(None).unwrap(), Input::Json);
-        assert_eq!(input_format(Some("application/yaml; charset=utf-8")).unwrap(), Input::Yaml);
+        let e = input_format(Some("application/vnd.kubernetes.protobuf"), false).unwrap_err();
+        assert_eq!(e.code, 415);
+        assert_eq!(input_format(Some("application/vnd.kubernetes.protobuf"), true).unwrap(), Input::Protobuf);
+        assert_eq!(input_format(None, false).unwrap(), Input::Json);
+        assert_eq!(input_format(Some("application/yaml; charset=utf-8"), false).unwrap(), Input::Yaml);
+        assert_eq!(
+            input_format(Some("text/plain"), true).unwrap_err().message,
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+        );
     }
 
     #[test]

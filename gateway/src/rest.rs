@@ -22,7 +22,10 @@ use futures_util::StreamExt;
 use serde_json::{Value, json};
 
 use crate::context::RequestContext;
-use crate::negotiate::{Output, decode_body, input_format, negotiate, respond, served, table_options};
+use crate::negotiate::{
+    Encoding, Offer, View, decode_body, has_protobuf, input_format, negotiate, partial_metadata, respond, served,
+    table_options, wrong_metadata_view,
+};
 
 fn resource_not_found() -> ApiError {
     ApiError::new(apimachinery::Reason::NotFound, "the server could not find the requested resource")
@@ -106,37 +109,62 @@ async fn read_body(ctx: &RequestContext<'_>, mut payload: web::Payload) -> Resul
 }
 
 async fn get(ctx: &RequestContext<'_>, def: &Arc<ResourceDef>, target: Target) -> Result<HttpResponse, ApiError> {
-    let output = negotiate(ctx.header("Accept"), target.subresource.is_none())?;
+    let output = negotiate(ctx.header("Accept"), Offer::reads(def, target.subresource.is_none()))?;
+    if output.view == View::MetadataList {
+        return Err(wrong_metadata_view(def, View::MetadataList));
+    }
     let options = GetOptions::parse(&ctx.query)?;
     let subresource = target.subresource;
     let reads = ctx.server.stages.reads(def);
     let encoded = reads.reader.get(GetObject { target, options }).await?;
-    if output == Output::Json && subresource.is_none() && !ctx.pretty() && def.stored_as.is_none() {
+    let cached = output.view == View::Object && subresource.is_none() && def.stored_as.is_none();
+    if cached && output.encoding == Encoding::Json && !ctx.pretty() {
         // The cached bytes, as encoded once when the object entered the cache.
         return Ok(HttpResponse::Ok().content_type("application/json").body(encoded.json().clone()));
+    }
+    if cached
+        && output.encoding == Encoding::Protobuf
+        && let Some(raw) = encoded.protobuf()
+    {
+        let mut body = protobuf::unknown_head(&def.api_version(), &def.kind, raw.len());
+        body.extend_from_slice(raw);
+        return Ok(HttpResponse::Ok().content_type(protobuf::CONTENT_TYPE).body(body));
     }
     let obj = served(def, encoded.value());
     if subresource == Some(Subresource::Scale) {
         return Ok(respond(StatusCode::OK, output, &apimachinery::scale::to_scale(&obj), ctx.pretty()));
     }
-    if output == Output::Table {
-        let t = table::object_to_table(def.printer(), &obj, &table_options(ctx)?, chrono::Utc::now());
-        return Ok(respond(StatusCode::OK, output, &t, ctx.pretty()));
+    match output.view {
+        View::Table => {
+            let t = table::object_to_table(def.printer(), &obj, &table_options(ctx)?, chrono::Utc::now());
+            Ok(respond(StatusCode::OK, output, &t, ctx.pretty()))
+        }
+        View::Metadata => Ok(respond(StatusCode::OK, output, &partial_metadata(&obj), ctx.pretty())),
+        _ => Ok(respond(StatusCode::OK, output, &obj, ctx.pretty())),
     }
-    Ok(respond(StatusCode::OK, output, &obj, ctx.pretty()))
 }
 
 async fn list(ctx: &RequestContext<'_>, def: &Arc<ResourceDef>, target: Target) -> Result<HttpResponse, ApiError> {
-    let output = negotiate(ctx.header("Accept"), true)?;
+    let output = negotiate(ctx.header("Accept"), Offer::reads(def, true))?;
+    if output.view == View::Metadata {
+        return Err(wrong_metadata_view(def, View::Metadata));
+    }
     let options = ListOptions::parse(&ctx.query, def)?;
     let list = ctx.server.stages.reads(def).reader.list(ListObjects { target, options }).await?;
-    if output == Output::Json && !ctx.pretty() && def.stored_as.is_none() {
+    let cached = output.view == View::Object && def.stored_as.is_none();
+    if cached && output.encoding == Encoding::Json && !ctx.pretty() {
         let body = futures_util::stream::iter(ListChunks::new(def, list).map(Ok::<_, actix_web::Error>));
         return Ok(HttpResponse::Ok().content_type("application/json").streaming(body));
     }
+    if cached && output.encoding == Encoding::Protobuf && list.items.iter().all(|o| o.protobuf().is_some()) {
+        let chunks =
+            ProtobufListChunks::new(def, list).map_err(|e| ApiError::internal(format!("encoding as protobuf: {e}")))?;
+        let body = futures_util::stream::iter(chunks.map(Ok::<_, actix_web::Error>));
+        return Ok(HttpResponse::Ok().content_type(protobuf::CONTENT_TYPE).streaming(body));
+    }
     let items: Vec<Value> = list.items.iter().map(|o| served(def, o.value())).collect();
-    match output {
-        Output::Table => {
+    match output.view {
+        View::Table => {
             let refs: Vec<&Value> = items.iter().collect();
             let meta = table::ListMetaInfo {
                 resource_version: list.resource_version.clone(),
@@ -146,9 +174,65 @@ async fn list(ctx: &RequestContext<'_>, def: &Arc<ResourceDef>, target: Target) 
             let t = table::to_table(def.printer(), &refs, &table_options(ctx)?, meta, chrono::Utc::now());
             Ok(respond(StatusCode::OK, output, &t, ctx.pretty()))
         }
-        Output::Yaml | Output::Json => {
-            Ok(respond(StatusCode::OK, output, &list_value(def, &list, &items), ctx.pretty()))
+        View::MetadataList => {
+            let partial = json!({
+                "apiVersion": "meta.k8s.io/v1",
+                "kind": "PartialObjectMetadataList",
+                "metadata": list_metadata(&list),
+                "items": items.iter().map(partial_metadata).collect::<Vec<_>>(),
+            });
+            Ok(respond(StatusCode::OK, output, &partial, ctx.pretty()))
         }
+        _ => Ok(respond(StatusCode::OK, output, &list_value(def, &list, &items), ctx.pretty())),
+    }
+}
+
+/// A protobuf list response from the cached messages, in chunks as [`ListChunks`]: the
+/// envelope and ListMeta first (the total length is known from the items' sizes), then the
+/// items, each copied once into a chunk.
+struct ProtobufListChunks {
+    head: Option<Vec<u8>>,
+    items: std::vec::IntoIter<EncodedObject>,
+    done: bool,
+}
+
+impl ProtobufListChunks {
+    fn new(def: &ResourceDef, list: ObjectList) -> Result<Self, protobuf::Error> {
+        let list_meta = protobuf::encode_list_raw(&list_metadata(&list), [])?;
+        let mut raw_len = list_meta.len();
+        for item in &list.items {
+            let n = item.protobuf().map_or(0, bytes::Bytes::len);
+            raw_len += 1 + varint_len(n) + n;
+        }
+        let mut head = protobuf::unknown_head(&def.api_version(), &format!("{}List", def.kind), raw_len);
+        head.extend_from_slice(&list_meta);
+        Ok(ProtobufListChunks { head: Some(head), items: list.items.into_iter(), done: false })
+    }
+}
+
+fn varint_len(n: usize) -> usize {
+    prost::encoding::encoded_len_varint(n as u64)
+}
+
+impl Iterator for ProtobufListChunks {
+    type Item = bytes::Bytes;
+
+    fn next(&mut self) -> Option<bytes::Bytes> {
+        if self.done {
+            return None;
+        }
+        let mut out = self.head.take().unwrap_or_else(|| Vec::with_capacity(ListChunks::CHUNK + 4096));
+        while out.len() < ListChunks::CHUNK {
+            let Some(item) = self.items.next() else {
+                self.done = true;
+                break;
+            };
+            let raw = item.protobuf().map(bytes::Bytes::as_ref).unwrap_or_default();
+            out.push(0x12); // field 2 (items), length-delimited
+            prost::encoding::encode_varint(raw.len() as u64, &mut out);
+            out.extend_from_slice(raw);
+        }
+        Some(bytes::Bytes::from(out))
     }
 }
 
@@ -240,7 +324,7 @@ fn write_response(
     status: StatusCode,
     result: WriteResult,
 ) -> Result<HttpResponse, ApiError> {
-    let output = negotiate(ctx.header("Accept"), false)?;
+    let output = negotiate(ctx.header("Accept"), Offer::writes(def))?;
     let object = match result.object {
         Written::Object(o) => served(def, o),
         Written::Scale(v) | Written::Status(v) => v,
@@ -262,7 +346,7 @@ async fn create(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let options = WriteOptions::parse(&ctx.query, WriteVerb::Create)?;
-    let format = input_format(ctx.header("Content-Type"))?;
+    let format = input_format(ctx.header("Content-Type"), has_protobuf(def))?;
     let body = read_body(ctx, payload).await?;
     let object = def.strategy.to_storage(decode_body(format, &body)?)?;
     let msg = CreateObject { target, object, user: ctx.user.clone(), options };
@@ -277,7 +361,7 @@ async fn update(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let options = WriteOptions::parse(&ctx.query, WriteVerb::Update)?;
-    let format = input_format(ctx.header("Content-Type"))?;
+    let format = input_format(ctx.header("Content-Type"), has_protobuf(def))?;
     let body = read_body(ctx, payload).await?;
     let object = decode_body(format, &body)?;
     let object =
@@ -310,7 +394,7 @@ async fn delete_options(ctx: &RequestContext<'_>, payload: web::Payload) -> Resu
     let decoded = if body.iter().all(u8::is_ascii_whitespace) {
         None
     } else {
-        Some(decode_body(input_format(ctx.header("Content-Type"))?, &body)?)
+        Some(decode_body(input_format(ctx.header("Content-Type"), true)?, &body)?)
     };
     DeleteOptions::parse(&ctx.query, decoded.as_ref())
 }
@@ -350,6 +434,6 @@ async fn delete_collection(
         continue_token: None,
         remaining_item_count: None,
     };
-    let output = negotiate(ctx.header("Accept"), false)?;
+    let output = negotiate(ctx.header("Accept"), Offer::writes(def))?;
     Ok(respond(StatusCode::OK, output, &list_value(def, &list, &items), ctx.pretty()))
 }

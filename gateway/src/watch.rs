@@ -1,4 +1,5 @@
-//! Watch responses: one JSON document per line (`{"type":"ADDED","object":{...}}`), streamed
+//! Watch responses: one JSON document per line (`{"type":"ADDED","object":{...}}`), or in
+//! protobuf length-prefixed `WatchEvent` frames whose objects are the cached messages, streamed
 //! until `timeoutSeconds` (or the server's randomised minimum request timeout) passes, the client
 //! goes away, or the cacher cuts the watcher off.
 
@@ -17,7 +18,7 @@ use futures_util::StreamExt;
 use serde_json::json;
 
 use crate::context::RequestContext;
-use crate::negotiate::{Output, negotiate, served, table_options};
+use crate::negotiate::{Encoding, Offer, View, negotiate, partial_metadata, served, table_options};
 
 /// Decrements the long-running gauge when the stream ends, however it ends.
 struct LongRunning(metrics::Gauge);
@@ -58,7 +59,7 @@ pub async fn serve(
     def: &Arc<ResourceDef>,
     mut target: Target,
 ) -> Result<HttpResponse, ApiError> {
-    let output = negotiate(ctx.header("Accept"), true)?;
+    let output = negotiate(ctx.header("Accept"), Offer::reads(def, true))?;
     let mut options = if target.name.is_empty() {
         WatchOptions::parse(&ctx.query, def)?
     } else {
@@ -77,20 +78,34 @@ pub async fn serve(
     let guard = LongRunning(gauge);
     let sizes = metrics::histogram!("apiserver_watch_events_sizes", "group" => group.clone(), "version" => version.clone(), "kind" => kind.clone());
     let latency = metrics::histogram!("apiserver_watch_delivery_latency_seconds", "group" => group, "version" => version, "kind" => kind);
-    let mut tables = if output == Output::Table { Some(WatchTableEncoder::new(table_options(ctx)?)) } else { None };
-    let shared_lines = output == Output::Json && def.stored_as.is_none();
+    let mut tables = if output.view == View::Table { Some(WatchTableEncoder::new(table_options(ctx)?)) } else { None };
+    let plain = output.view == View::Object && def.stored_as.is_none();
+    let shared_lines = plain && output.encoding == Encoding::Json;
+    let cached_frames = plain && output.encoding == Encoding::Protobuf;
+    let metadata = matches!(output.view, View::Metadata | View::MetadataList);
+    let api_version = def.api_version();
     let deadline = tokio::time::sleep(duration);
     let def = def.clone();
-    let stream =
-        tokio_stream::wrappers::ReceiverStream::new(receiver.0).take_until(deadline).map(move |event: WatchEvent| {
+    let stream = tokio_stream::wrappers::ReceiverStream::new(receiver.0)
+        .take_until(deadline)
+        .map(move |event: WatchEvent| {
             let _keep = &guard;
             if let Some(received) = event.received {
                 latency.record(received.elapsed().as_secs_f64());
             }
-            let line = if shared_lines {
+            let chunks = if shared_lines {
                 // The line the cacher encoded once for every watcher of this event (and whose
                 // size it recorded once for all of them), or, for initial events, built now.
-                event.into_line()
+                vec![event.into_line()]
+            } else if let (true, Some(raw)) = (cached_frames, event.object.protobuf()) {
+                // The object's message as encoded once, behind this event's frame head.
+                let (api_version, kind) = match event.kind {
+                    WatchEventType::Error => ("v1", "Status"),
+                    _ => (api_version.as_str(), def.kind.as_str()),
+                };
+                let head = protobuf::watch_frame_head(event_name(event.kind), api_version, kind, raw.len());
+                sizes.record((head.len() + raw.len()) as f64);
+                vec![Bytes::from(head), raw.clone()]
             } else {
                 let object = served(&def, event.object.value());
                 let object = match (&mut tables, event.kind) {
@@ -101,17 +116,52 @@ pub async fn serve(
                         | WatchEventType::Deleted
                         | WatchEventType::Error,
                     ) => enc.encode(def.printer(), &object, chrono::Utc::now()),
+                    (
+                        None,
+                        WatchEventType::Added
+                        | WatchEventType::Modified
+                        | WatchEventType::Deleted
+                        | WatchEventType::Bookmark,
+                    ) if metadata => partial_metadata(&object),
                     _ => object,
                 };
-                let mut line = serde_json::to_vec(&json!({ "type": event.kind, "object": object })).unwrap_or_default();
-                line.push(b'\n');
-                sizes.record(line.len() as f64);
-                Bytes::from(line)
+                let frame = if output.encoding == Encoding::Protobuf {
+                    protobuf_frame(event.kind, &object, &api_version, &def.kind)
+                } else {
+                    let mut line =
+                        serde_json::to_vec(&json!({ "type": event.kind, "object": object })).unwrap_or_default();
+                    line.push(b'\n');
+                    line
+                };
+                sizes.record(frame.len() as f64);
+                vec![Bytes::from(frame)]
             };
-            Ok::<Bytes, actix_web::Error>(line)
-        });
+            futures_util::stream::iter(chunks.into_iter().map(Ok::<Bytes, actix_web::Error>))
+        })
+        .flatten();
     Ok(HttpResponse::Ok()
-        .content_type("application/json")
+        .content_type(output.content_type(true))
         .insert_header(("Transfer-Encoding", "chunked"))
         .streaming(stream))
+}
+
+fn event_name(kind: WatchEventType) -> &'static str {
+    match kind {
+        WatchEventType::Added => "ADDED",
+        WatchEventType::Modified => "MODIFIED",
+        WatchEventType::Deleted => "DELETED",
+        WatchEventType::Bookmark => "BOOKMARK",
+        WatchEventType::Error => "ERROR",
+    }
+}
+
+/// A protobuf frame of an object encoded now; objects without their type (bookmarks) are of
+/// the watched kind.
+fn protobuf_frame(kind: WatchEventType, object: &serde_json::Value, api_version: &str, def_kind: &str) -> Vec<u8> {
+    let own = |k: &str| object.get(k).and_then(serde_json::Value::as_str).filter(|s| !s.is_empty());
+    let (api_version, def_kind) = (own("apiVersion").unwrap_or(api_version), own("kind").unwrap_or(def_kind));
+    let raw = protobuf::encode_as(object, api_version, def_kind).unwrap_or_default();
+    let mut frame = protobuf::watch_frame_head(event_name(kind), api_version, def_kind, raw.len());
+    frame.extend_from_slice(&raw);
+    frame
 }

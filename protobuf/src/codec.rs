@@ -7,8 +7,8 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use prost::bytes::Buf;
 use chrono::{DateTime, SecondsFormat, Utc};
+use prost::bytes::Buf;
 use prost::encoding::{WireType, decode_key, decode_varint, encode_key, encode_varint};
 use serde_json::{Map, Value};
 

@@ -131,7 +131,16 @@ impl Schema {
         self.message(&format!("{package}.{version}.{kind}")).or_else(|| {
             // Status, WatchEvent and the other meta kinds travel under any group's version.
             self.message(&format!("k8s.io.apimachinery.pkg.apis.meta.v1.{kind}")).filter(|_| {
-                matches!(kind, "Status" | "WatchEvent" | "DeleteOptions" | "APIResourceList" | "APIGroupList" | "APIGroup" | "APIVersions")
+                matches!(
+                    kind,
+                    "Status"
+                        | "WatchEvent"
+                        | "DeleteOptions"
+                        | "APIResourceList"
+                        | "APIGroupList"
+                        | "APIGroup"
+                        | "APIVersions"
+                )
             })
         })
     }
@@ -170,10 +179,9 @@ impl Schema {
                     .map(|f| {
                         let (flags, json) = go.get(&(m.full_name(), f.number())).copied().unwrap_or(("-", "-"));
                         let (kind, map_key) = match f.kind() {
-                            Kind::Message(entry) if f.is_map() => (
-                                scalar(&entry.map_entry_value_field()),
-                                Some(scalar(&entry.map_entry_key_field())),
-                            ),
+                            Kind::Message(entry) if f.is_map() => {
+                                (scalar(&entry.map_entry_value_field()), Some(scalar(&entry.map_entry_key_field())))
+                            }
                             _ => (scalar(&f), None),
                         };
                         Field {

@@ -89,7 +89,11 @@ fn what_k8s_pb_encodes_decodes_as_kube_json() {
             }),
             template: Some(core::PodTemplateSpec {
                 spec: Some(core::PodSpec {
-                    containers: vec![core::Container { name: Some("app".into()), image: Some(String::new()), ..Default::default() }],
+                    containers: vec![core::Container {
+                        name: Some("app".into()),
+                        image: Some(String::new()),
+                        ..Default::default()
+                    }],
                     ..Default::default()
                 }),
                 ..Default::default()
@@ -160,7 +164,10 @@ fn micro_times_durations_and_unknown_kinds() {
     let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"},
                        "spec": {"renewTime": "2024-05-01T10:20:30.123456Z", "leaseDurationSeconds": 15}});
     assert_eq!(decode_object(&encode_object(&lease).unwrap()).unwrap(), lease);
-    assert!(matches!(encode_raw(&json!({"apiVersion": "example.com/v1", "kind": "Widget"})), Err(Error::NoMessage { .. })));
+    assert!(matches!(
+        encode_raw(&json!({"apiVersion": "example.com/v1", "kind": "Widget"})),
+        Err(Error::NoMessage { .. })
+    ));
     assert!(matches!(decode_object(b"{\"kind\":\"Pod\"}"), Err(Error::NoMagic)));
     assert!(decode_object(b"k8s\0\x0a\xff").is_err());
     assert_eq!(codec_duration("1h2m3.5s"), "1h2m3.5s");

@@ -1,7 +1,8 @@
 //! The crate rules of docs/ARCHITECTURE.md, checked over `cargo metadata` and the sources:
 //!
 //! - `actors` (the runtime) depends on no workspace crate and no Kubernetes crate;
-//! - `apimachinery` (the object model) depends only on `actors`;
+//! - `protobuf` (the wire format) depends on no workspace crate;
+//! - `apimachinery` (the object model) depends only on `actors` and `protobuf`;
 //! - `storage` (the key-value contract and backends) only on `apimachinery`;
 //! - the stage crates only on `actors`, `apimachinery` and, for `registry` and `cacher`,
 //!   `storage`: never on each other;
@@ -21,8 +22,8 @@ const STAGES: &[&str] = &["registry", "cacher", "admission", "flowcontrol", "aut
 
 fn allowed(krate: &str) -> Option<&'static [&'static str]> {
     Some(match krate {
-        "actors" => &[],
-        "apimachinery" => &["actors"],
+        "actors" | "protobuf" => &[],
+        "apimachinery" => &["actors", "protobuf"],
         "storage" => &["apimachinery"],
         "registry" | "cacher" => &["actors", "apimachinery", "storage"],
         "admission" | "flowcontrol" | "auth" => &["actors", "apimachinery"],
@@ -85,7 +86,7 @@ fn crates_depend_only_as_the_architecture_allows() {
             broken.push(format!("gateway, the composition root, does not wire {stage}"));
         }
     }
-    for expected in ["actors", "apimachinery", "storage", "gateway", "tests"].iter().chain(STAGES) {
+    for expected in ["actors", "protobuf", "apimachinery", "storage", "gateway", "tests"].iter().chain(STAGES) {
         if !ws.crates.contains_key(*expected) {
             broken.push(format!("the workspace has no {expected} crate"));
         }

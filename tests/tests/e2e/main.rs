@@ -9,6 +9,7 @@ mod etcd;
 mod kubectl;
 mod namespaces;
 mod options;
+mod protobuf;
 mod python;
 mod rest;
 mod services;
