@@ -5,6 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 eval "$(./deploy/install-tools.sh)"
-export KUBECTL APISERVER_PYTHON
+export KUBECTL HELM APISERVER_PYTHON
 cargo build --release --locked -p gateway --bin apiserver
 cargo test --release --locked --workspace -- --test-threads="${TEST_THREADS:-2}"
