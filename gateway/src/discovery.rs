@@ -63,7 +63,7 @@ pub fn api_group(catalogue: &Catalogue, group: &str) -> Option<Value> {
 
 fn subresource_kind(def: &ResourceDef, sub: Subresource) -> (&str, &str, &str) {
     match sub {
-        Subresource::Status | Subresource::Finalize => (&def.group, &def.version, &def.kind),
+        Subresource::Status | Subresource::Finalize | Subresource::Approval => (&def.group, &def.version, &def.kind),
         Subresource::Scale => ("autoscaling", "v1", "Scale"),
     }
 }

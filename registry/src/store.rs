@@ -540,6 +540,21 @@ impl RegistryStore {
                 new["metadata"] = old.get("metadata").cloned().unwrap_or_else(|| json!({}));
                 new.set_meta_str("resourceVersion", &rv);
             }
+            Some(Subresource::Approval) => {
+                // kube's approval strategy: only the conditions (Approved, Denied) change.
+                let conditions = new.pointer("/status/conditions").cloned();
+                let rv = new.resource_version().to_string();
+                new = old.clone();
+                match conditions {
+                    Some(c) => new["status"]["conditions"] = c,
+                    None => {
+                        if let Some(status) = new.get_mut("status").and_then(Value::as_object_mut) {
+                            status.remove("conditions");
+                        }
+                    }
+                }
+                new.set_meta_str("resourceVersion", &rv);
+            }
             Some(Subresource::Scale) | None => {
                 def.apply_defaults(&mut new);
                 def.prepare_for_update(&mut new, old);

@@ -7,24 +7,45 @@
 //! `lease.rs` is the example of a kind whose whole behaviour lives in its file; the others call
 //! the shared defaulting, validation and printing code kube shares between kinds.
 
+mod certificatesigningrequest;
 mod configmap;
+mod controllerrevision;
 mod cronjob;
+mod csidriver;
+mod csinode;
+mod csistoragecapacity;
 mod daemonset;
 mod deployment;
 mod endpoints;
+mod endpointslice;
 mod event;
+mod horizontalpodautoscaler;
+mod ingress;
+mod ingressclass;
 mod job;
 mod lease;
+mod limitrange;
 mod namespace;
+mod networkpolicy;
 mod node;
+mod persistentvolume;
+mod persistentvolumeclaim;
 mod pod;
+mod poddisruptionbudget;
+mod podtemplate;
+mod priorityclass;
 mod replicaset;
+mod replicationcontroller;
+mod resourcequota;
 mod role;
 mod rolebinding;
+mod runtimeclass;
 mod secret;
 mod service;
 mod serviceaccount;
 mod statefulset;
+mod storageclass;
+mod volumeattachment;
 
 #[cfg(test)]
 mod tests;
@@ -35,28 +56,51 @@ use crate::kinds::{Catalogue, ResourceDef};
 
 /// Every built-in resource, in discovery order.
 fn definitions() -> Vec<ResourceDef> {
+    // Groups in kube 1.30's discovery order (the aggregator's group priorities); in a group,
+    // the preferred version first.
     vec![
         namespace::definition(),
         configmap::definition(),
         secret::definition(),
         serviceaccount::definition(),
         pod::definition(),
+        podtemplate::definition(),
+        replicationcontroller::definition(),
         service::definition(),
         endpoints::definition(),
         node::definition(),
+        persistentvolume::definition(),
+        persistentvolumeclaim::definition(),
+        resourcequota::definition(),
+        limitrange::definition(),
         event::core(),
         deployment::definition(),
         replicaset::definition(),
         statefulset::definition(),
         daemonset::definition(),
+        controllerrevision::definition(),
+        event::events_v1(),
+        horizontalpodautoscaler::v2(),
         job::definition(),
         cronjob::definition(),
-        lease::definition(),
-        event::events_v1(),
+        certificatesigningrequest::definition(),
+        ingress::definition(),
+        ingressclass::definition(),
+        networkpolicy::definition(),
+        poddisruptionbudget::definition(),
         role::roles(),
         rolebinding::role_bindings(),
         role::cluster_roles(),
         rolebinding::cluster_role_bindings(),
+        storageclass::definition(),
+        volumeattachment::definition(),
+        csidriver::definition(),
+        csinode::definition(),
+        csistoragecapacity::definition(),
+        priorityclass::definition(),
+        lease::definition(),
+        runtimeclass::definition(),
+        endpointslice::definition(),
     ]
 }
 

@@ -40,6 +40,8 @@ pub enum Subresource {
     Scale,
     /// `/finalize` of namespaces: writes change only `.spec.finalizers`.
     Finalize,
+    /// `/approval` of CertificateSigningRequests: writes change only `.status.conditions`.
+    Approval,
 }
 
 impl Subresource {
@@ -49,18 +51,21 @@ impl Subresource {
             Subresource::Status => "status",
             Subresource::Scale => "scale",
             Subresource::Finalize => "finalize",
+            Subresource::Approval => "approval",
         }
     }
 
     /// The subresource a URL segment names, if it is one this server knows.
     pub fn parse(segment: &str) -> Option<Subresource> {
-        [Subresource::Status, Subresource::Scale, Subresource::Finalize].into_iter().find(|s| s.name() == segment)
+        [Subresource::Status, Subresource::Scale, Subresource::Finalize, Subresource::Approval]
+            .into_iter()
+            .find(|s| s.name() == segment)
     }
 
     /// The verbs it serves.
     pub fn verbs(self) -> &'static [&'static str] {
         match self {
-            Subresource::Status | Subresource::Scale => &["get", "patch", "update"],
+            Subresource::Status | Subresource::Scale | Subresource::Approval => &["get", "patch", "update"],
             Subresource::Finalize => &["update"],
         }
     }

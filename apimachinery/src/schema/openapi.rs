@@ -364,6 +364,7 @@ fn resource_paths(d: &'static ResourceDef) -> Vec<PathItem> {
             Subresource::Status => ("Status", kind_def, gvk, "status"),
             Subresource::Scale => ("Scale", build::SCALE, Some(("autoscaling", "v1", "Scale")), "scale"),
             Subresource::Finalize => ("Finalize", kind_def, gvk, "finalize"),
+            Subresource::Approval => ("Approval", kind_def, gvk, "approval"),
         };
         let mut ops = vec![
             Op {

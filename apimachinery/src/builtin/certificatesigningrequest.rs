@@ -1,0 +1,28 @@
+//! `certificates.k8s.io/v1` CertificateSigningRequest (kube: `pkg/registry/certificates/certificates`).
+
+use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
+use serde_json::{Value, json};
+
+use crate::kinds::{ResourceDef, Strategy, Subresource};
+
+pub(super) fn definition() -> ResourceDef {
+    ResourceDef::new(
+        "certificates.k8s.io",
+        "v1",
+        "certificatesigningrequests",
+        "CertificateSigningRequest",
+        CertificateSigningRequests,
+    )
+    .cluster_scoped()
+    .short_names(&["csr"])
+    .subresources(&[Subresource::Status, Subresource::Approval])
+    .schema::<CertificateSigningRequest>()
+}
+
+struct CertificateSigningRequests;
+
+impl Strategy for CertificateSigningRequests {
+    fn prepare_for_create(&self, obj: &mut Value) {
+        crate::defaults::reset_status(obj, json!({}));
+    }
+}

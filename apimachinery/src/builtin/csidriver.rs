@@ -1,0 +1,15 @@
+//! `storage.k8s.io/v1` CSIDriver (kube: `pkg/registry/storage/csidriver`).
+
+use k8s_openapi::api::storage::v1::CSIDriver;
+
+use crate::kinds::{ResourceDef, Strategy};
+
+pub(super) fn definition() -> ResourceDef {
+    ResourceDef::new("storage.k8s.io", "v1", "csidrivers", "CSIDriver", CsiDrivers)
+        .cluster_scoped()
+        .schema::<CSIDriver>()
+}
+
+struct CsiDrivers;
+
+impl Strategy for CsiDrivers {}

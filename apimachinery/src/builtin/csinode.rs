@@ -1,0 +1,13 @@
+//! `storage.k8s.io/v1` CSINode (kube: `pkg/registry/storage/csinode`).
+
+use k8s_openapi::api::storage::v1::CSINode;
+
+use crate::kinds::{ResourceDef, Strategy};
+
+pub(super) fn definition() -> ResourceDef {
+    ResourceDef::new("storage.k8s.io", "v1", "csinodes", "CSINode", CsiNodes).cluster_scoped().schema::<CSINode>()
+}
+
+struct CsiNodes;
+
+impl Strategy for CsiNodes {}

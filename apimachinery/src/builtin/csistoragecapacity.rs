@@ -1,0 +1,14 @@
+//! `storage.k8s.io/v1` CSIStorageCapacity (kube: `pkg/registry/storage/csistoragecapacity`).
+
+use k8s_openapi::api::storage::v1::CSIStorageCapacity;
+
+use crate::kinds::{ResourceDef, Strategy};
+
+pub(super) fn definition() -> ResourceDef {
+    ResourceDef::new("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", CsiStorageCapacities)
+        .schema::<CSIStorageCapacity>()
+}
+
+struct CsiStorageCapacities;
+
+impl Strategy for CsiStorageCapacities {}

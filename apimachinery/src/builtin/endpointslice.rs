@@ -1,0 +1,18 @@
+//! `discovery.k8s.io/v1` EndpointSlice (kube: `pkg/registry/discovery/endpointslice`).
+
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+
+use crate::kinds::{ResourceDef, Strategy};
+
+pub(super) fn definition() -> ResourceDef {
+    ResourceDef::new("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", EndpointSlices)
+        .schema::<EndpointSlice>()
+}
+
+struct EndpointSlices;
+
+impl Strategy for EndpointSlices {
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+}

@@ -1,0 +1,25 @@
+//! `networking.k8s.io/v1` Ingress (kube: `pkg/registry/networking/ingress`).
+
+use k8s_openapi::api::networking::v1::Ingress;
+use serde_json::{Value, json};
+
+use crate::kinds::{ResourceDef, Strategy, Subresource};
+
+pub(super) fn definition() -> ResourceDef {
+    ResourceDef::new("networking.k8s.io", "v1", "ingresses", "Ingress", Ingresses)
+        .short_names(&["ing"])
+        .subresources(&[Subresource::Status])
+        .schema::<Ingress>()
+}
+
+struct Ingresses;
+
+impl Strategy for Ingresses {
+    fn prepare_for_create(&self, obj: &mut Value) {
+        crate::defaults::reset_status(obj, json!({}));
+    }
+
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+}

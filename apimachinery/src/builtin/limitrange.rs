@@ -1,0 +1,13 @@
+//! `v1` LimitRange (kube: `pkg/registry/core/limitrange`).
+
+use k8s_openapi::api::core::v1::LimitRange;
+
+use crate::kinds::{ResourceDef, Strategy};
+
+pub(super) fn definition() -> ResourceDef {
+    ResourceDef::new("", "v1", "limitranges", "LimitRange", LimitRanges).short_names(&["limits"]).schema::<LimitRange>()
+}
+
+struct LimitRanges;
+
+impl Strategy for LimitRanges {}

@@ -1,0 +1,19 @@
+//! `networking.k8s.io/v1` NetworkPolicy (kube: `pkg/registry/networking/networkpolicy`).
+
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+
+use crate::kinds::{ResourceDef, Strategy};
+
+pub(super) fn definition() -> ResourceDef {
+    ResourceDef::new("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", NetworkPolicies)
+        .short_names(&["netpol"])
+        .schema::<NetworkPolicy>()
+}
+
+struct NetworkPolicies;
+
+impl Strategy for NetworkPolicies {
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+}

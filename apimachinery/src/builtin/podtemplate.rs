@@ -1,0 +1,13 @@
+//! `v1` PodTemplate (kube: `pkg/registry/core/podtemplate`).
+
+use k8s_openapi::api::core::v1::PodTemplate;
+
+use crate::kinds::{ResourceDef, Strategy};
+
+pub(super) fn definition() -> ResourceDef {
+    ResourceDef::new("", "v1", "podtemplates", "PodTemplate", PodTemplates).schema::<PodTemplate>()
+}
+
+struct PodTemplates;
+
+impl Strategy for PodTemplates {}

@@ -1,0 +1,15 @@
+//! `node.k8s.io/v1` RuntimeClass (kube: `pkg/registry/node/runtimeclass`).
+
+use k8s_openapi::api::node::v1::RuntimeClass;
+
+use crate::kinds::{ResourceDef, Strategy};
+
+pub(super) fn definition() -> ResourceDef {
+    ResourceDef::new("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", RuntimeClasses)
+        .cluster_scoped()
+        .schema::<RuntimeClass>()
+}
+
+struct RuntimeClasses;
+
+impl Strategy for RuntimeClasses {}

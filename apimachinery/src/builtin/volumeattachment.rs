@@ -1,0 +1,21 @@
+//! `storage.k8s.io/v1` VolumeAttachment (kube: `pkg/registry/storage/volumeattachment`).
+
+use k8s_openapi::api::storage::v1::VolumeAttachment;
+use serde_json::{Value, json};
+
+use crate::kinds::{ResourceDef, Strategy, Subresource};
+
+pub(super) fn definition() -> ResourceDef {
+    ResourceDef::new("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", VolumeAttachments)
+        .cluster_scoped()
+        .subresources(&[Subresource::Status])
+        .schema::<VolumeAttachment>()
+}
+
+struct VolumeAttachments;
+
+impl Strategy for VolumeAttachments {
+    fn prepare_for_create(&self, obj: &mut Value) {
+        crate::defaults::reset_status(obj, json!({"attached": false}));
+    }
+}
