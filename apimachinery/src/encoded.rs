@@ -96,7 +96,11 @@ impl EncodedObject {
     /// The object's protobuf message (without envelope), encoded at the first call and shared
     /// by every holder of this object; `None` when its kind has no protobuf form.
     pub fn protobuf(&self) -> Option<&Bytes> {
-        self.0.protobuf.get_or_init(|| protobuf::encode_raw(&self.value()).ok().map(Bytes::from)).as_ref()
+        // Copied out of the encoder's buffer, so the cache holds no spare capacity.
+        self.0
+            .protobuf
+            .get_or_init(|| protobuf::encode_raw(&self.value()).ok().map(|b| Bytes::copy_from_slice(&b)))
+            .as_ref()
     }
 
     /// Whether the protobuf form was made, for memory accounting.

@@ -19,7 +19,7 @@ use tests::TestServer;
 use crate::rss_mib;
 
 /// A ConfigMap of about 1 KiB, as the apiserver would store it.
-fn object(prefix: &str, i: usize) -> (String, serde_json::Value) {
+pub(crate) fn object(prefix: &str, i: usize) -> (String, serde_json::Value) {
     let obj = json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -36,7 +36,7 @@ fn object(prefix: &str, i: usize) -> (String, serde_json::Value) {
 }
 
 /// Writes `n` objects under `prefix` straight into the store.
-async fn fill(store: &Arc<dyn Storage>, prefix: &str, n: usize) {
+pub(crate) async fn fill(store: &Arc<dyn Storage>, prefix: &str, n: usize) {
     let mut batch = Vec::new();
     for i in 0..n {
         let (key, obj) = object(prefix, i);

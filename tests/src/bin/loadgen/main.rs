@@ -3,7 +3,7 @@
 //! beside the same operations on the storage trait directly, so the pipeline's cost shows as a
 //! ratio measured in the same run on the same machine.
 //!
-//! Usage: `cargo run --release -p tests --bin loadgen -- [seconds-per-phase] [embedded|etcd|startup|watch|watch-matrix|watch=WxR,...|cache|cache=N,...|all]`
+//! Usage: `cargo run --release -p tests --bin loadgen -- [seconds-per-phase] [embedded|etcd|startup|watch|watch-matrix|watch=WxR,...|cache|cache=N,...|protobuf|all]`
 //! (default 5 seconds, all). `etcd` runs the same phases on a real etcd started for the run (the
 //! storage-trait rows are then etcd's own put/get rate through our client); `startup` times a
 //! server start on a store already holding 100,000 objects; `watch` measures watch delivery with
@@ -25,6 +25,7 @@ use storage::{Expect, Storage};
 use tests::TestServer;
 
 mod cache;
+mod protobuf;
 mod watch;
 
 /// Latencies of one phase.
@@ -289,6 +290,9 @@ fn main() {
         }
         if what == "cache" || what == "all" {
             cache::run().await;
+        }
+        if what == "protobuf" || what == "all" {
+            protobuf::run_all(seconds).await;
         }
         if let Some(sizes) = what.strip_prefix("cache=") {
             let sizes: Vec<usize> = sizes.split(',').map(|n| n.parse().expect("an object count")).collect();
