@@ -4,6 +4,7 @@ use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use serde_json::{Value, json};
 
 use crate::kinds::{ResourceDef, Strategy, Subresource};
+use crate::table::{Printer, printers};
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new(
@@ -24,5 +25,9 @@ struct CertificateSigningRequests;
 impl Strategy for CertificateSigningRequests {
     fn prepare_for_create(&self, obj: &mut Value) {
         crate::defaults::reset_status(obj, json!({}));
+    }
+
+    fn printer(&self) -> Option<&dyn Printer> {
+        Some(&printers::CERTIFICATE_SIGNING_REQUESTS)
     }
 }

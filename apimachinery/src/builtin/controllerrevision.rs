@@ -3,6 +3,7 @@
 use k8s_openapi::api::apps::v1::ControllerRevision;
 
 use crate::kinds::{ResourceDef, Strategy};
+use crate::table::{Printer, printers};
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("apps", "v1", "controllerrevisions", "ControllerRevision", ControllerRevisions)
@@ -11,4 +12,8 @@ pub(super) fn definition() -> ResourceDef {
 
 struct ControllerRevisions;
 
-impl Strategy for ControllerRevisions {}
+impl Strategy for ControllerRevisions {
+    fn printer(&self) -> Option<&dyn Printer> {
+        Some(&printers::CONTROLLER_REVISIONS)
+    }
+}

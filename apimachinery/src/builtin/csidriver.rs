@@ -3,6 +3,7 @@
 use k8s_openapi::api::storage::v1::CSIDriver;
 
 use crate::kinds::{ResourceDef, Strategy};
+use crate::table::{Printer, printers};
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("storage.k8s.io", "v1", "csidrivers", "CSIDriver", CsiDrivers)
@@ -12,4 +13,8 @@ pub(super) fn definition() -> ResourceDef {
 
 struct CsiDrivers;
 
-impl Strategy for CsiDrivers {}
+impl Strategy for CsiDrivers {
+    fn printer(&self) -> Option<&dyn Printer> {
+        Some(&printers::CSI_DRIVERS)
+    }
+}

@@ -3,6 +3,7 @@
 use k8s_openapi::api::storage::v1::CSINode;
 
 use crate::kinds::{ResourceDef, Strategy};
+use crate::table::{Printer, printers};
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("storage.k8s.io", "v1", "csinodes", "CSINode", CsiNodes).cluster_scoped().schema::<CSINode>()
@@ -10,4 +11,8 @@ pub(super) fn definition() -> ResourceDef {
 
 struct CsiNodes;
 
-impl Strategy for CsiNodes {}
+impl Strategy for CsiNodes {
+    fn printer(&self) -> Option<&dyn Printer> {
+        Some(&printers::CSI_NODES)
+    }
+}

@@ -3,6 +3,7 @@
 use k8s_openapi::api::storage::v1::CSIStorageCapacity;
 
 use crate::kinds::{ResourceDef, Strategy};
+use crate::table::{Printer, printers};
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", CsiStorageCapacities)
@@ -11,4 +12,8 @@ pub(super) fn definition() -> ResourceDef {
 
 struct CsiStorageCapacities;
 
-impl Strategy for CsiStorageCapacities {}
+impl Strategy for CsiStorageCapacities {
+    fn printer(&self) -> Option<&dyn Printer> {
+        Some(&printers::CSI_STORAGE_CAPACITIES)
+    }
+}

@@ -3,6 +3,7 @@
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 use crate::kinds::{ResourceDef, Strategy};
+use crate::table::{Printer, printers};
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", EndpointSlices)
@@ -14,5 +15,9 @@ struct EndpointSlices;
 impl Strategy for EndpointSlices {
     fn tracks_generation(&self) -> bool {
         true
+    }
+
+    fn printer(&self) -> Option<&dyn Printer> {
+        Some(&printers::ENDPOINT_SLICES)
     }
 }

@@ -4,6 +4,7 @@ use k8s_openapi::api::networking::v1::Ingress;
 use serde_json::{Value, json};
 
 use crate::kinds::{ResourceDef, Strategy, Subresource};
+use crate::table::{Printer, printers};
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("networking.k8s.io", "v1", "ingresses", "Ingress", Ingresses)
@@ -21,5 +22,9 @@ impl Strategy for Ingresses {
 
     fn tracks_generation(&self) -> bool {
         true
+    }
+
+    fn printer(&self) -> Option<&dyn Printer> {
+        Some(&printers::INGRESSES)
     }
 }

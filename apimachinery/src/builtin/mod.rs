@@ -81,6 +81,7 @@ fn definitions() -> Vec<ResourceDef> {
         controllerrevision::definition(),
         event::events_v1(),
         horizontalpodautoscaler::v2(),
+        horizontalpodautoscaler::v1(),
         job::definition(),
         cronjob::definition(),
         certificatesigningrequest::definition(),

@@ -3,6 +3,7 @@
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 
 use crate::kinds::{ResourceDef, Strategy};
+use crate::table::{Printer, printers};
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", NetworkPolicies)
@@ -15,5 +16,9 @@ struct NetworkPolicies;
 impl Strategy for NetworkPolicies {
     fn tracks_generation(&self) -> bool {
         true
+    }
+
+    fn printer(&self) -> Option<&dyn Printer> {
+        Some(&printers::NETWORK_POLICIES)
     }
 }

@@ -4,6 +4,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use serde_json::{Value, json};
 
 use crate::kinds::{ResourceDef, Strategy, Subresource};
+use crate::table::{Printer, printers};
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", PodDisruptionBudgets)
@@ -24,5 +25,9 @@ impl Strategy for PodDisruptionBudgets {
 
     fn tracks_generation(&self) -> bool {
         true
+    }
+
+    fn printer(&self) -> Option<&dyn Printer> {
+        Some(&printers::POD_DISRUPTION_BUDGETS)
     }
 }

@@ -3,6 +3,7 @@
 use k8s_openapi::api::core::v1::PodTemplate;
 
 use crate::kinds::{ResourceDef, Strategy};
+use crate::table::{Printer, printers};
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("", "v1", "podtemplates", "PodTemplate", PodTemplates).schema::<PodTemplate>()
@@ -10,4 +11,8 @@ pub(super) fn definition() -> ResourceDef {
 
 struct PodTemplates;
 
-impl Strategy for PodTemplates {}
+impl Strategy for PodTemplates {
+    fn printer(&self) -> Option<&dyn Printer> {
+        Some(&printers::POD_TEMPLATES)
+    }
+}

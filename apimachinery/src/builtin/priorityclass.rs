@@ -3,6 +3,7 @@
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 
 use crate::kinds::{ResourceDef, Strategy};
+use crate::table::{Printer, printers};
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", PriorityClasses)
@@ -13,4 +14,8 @@ pub(super) fn definition() -> ResourceDef {
 
 struct PriorityClasses;
 
-impl Strategy for PriorityClasses {}
+impl Strategy for PriorityClasses {
+    fn printer(&self) -> Option<&dyn Printer> {
+        Some(&printers::PRIORITY_CLASSES)
+    }
+}

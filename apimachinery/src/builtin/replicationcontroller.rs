@@ -4,6 +4,7 @@ use k8s_openapi::api::core::v1::ReplicationController;
 use serde_json::{Value, json};
 
 use crate::kinds::{ResourceDef, Strategy, Subresource};
+use crate::table::{Printer, printers};
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("", "v1", "replicationcontrollers", "ReplicationController", ReplicationControllers)
@@ -22,5 +23,9 @@ impl Strategy for ReplicationControllers {
 
     fn tracks_generation(&self) -> bool {
         true
+    }
+
+    fn printer(&self) -> Option<&dyn Printer> {
+        Some(&printers::REPLICATION_CONTROLLERS)
     }
 }

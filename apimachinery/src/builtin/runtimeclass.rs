@@ -3,6 +3,7 @@
 use k8s_openapi::api::node::v1::RuntimeClass;
 
 use crate::kinds::{ResourceDef, Strategy};
+use crate::table::{Printer, printers};
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", RuntimeClasses)
@@ -12,4 +13,8 @@ pub(super) fn definition() -> ResourceDef {
 
 struct RuntimeClasses;
 
-impl Strategy for RuntimeClasses {}
+impl Strategy for RuntimeClasses {
+    fn printer(&self) -> Option<&dyn Printer> {
+        Some(&printers::RUNTIME_CLASSES)
+    }
+}

@@ -3,6 +3,7 @@
 use k8s_openapi::api::storage::v1::StorageClass;
 
 use crate::kinds::{ResourceDef, Strategy};
+use crate::table::{Printer, printers};
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("storage.k8s.io", "v1", "storageclasses", "StorageClass", StorageClasses)
@@ -13,4 +14,8 @@ pub(super) fn definition() -> ResourceDef {
 
 struct StorageClasses;
 
-impl Strategy for StorageClasses {}
+impl Strategy for StorageClasses {
+    fn printer(&self) -> Option<&dyn Printer> {
+        Some(&printers::STORAGE_CLASSES)
+    }
+}

@@ -4,6 +4,7 @@ use k8s_openapi::api::storage::v1::VolumeAttachment;
 use serde_json::{Value, json};
 
 use crate::kinds::{ResourceDef, Strategy, Subresource};
+use crate::table::{Printer, printers};
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", VolumeAttachments)
@@ -17,5 +18,9 @@ struct VolumeAttachments;
 impl Strategy for VolumeAttachments {
     fn prepare_for_create(&self, obj: &mut Value) {
         crate::defaults::reset_status(obj, json!({"attached": false}));
+    }
+
+    fn printer(&self) -> Option<&dyn Printer> {
+        Some(&printers::VOLUME_ATTACHMENTS)
     }
 }

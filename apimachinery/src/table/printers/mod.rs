@@ -11,8 +11,22 @@ use serde_json::{Value, json};
 
 use super::descriptions as d;
 use super::{Column, Printer, Row, human_duration};
+
+mod cluster;
+mod networking;
+mod volumes;
+
 use crate::selector::LabelSelector;
 use crate::selector::labels::format_labels;
+pub use cluster::{
+    CERTIFICATE_SIGNING_REQUESTS, COMPONENT_STATUSES, CONTROLLER_REVISIONS, HORIZONTAL_POD_AUTOSCALERS,
+    POD_DISRUPTION_BUDGETS, POD_TEMPLATES, PRIORITY_CLASSES, REPLICATION_CONTROLLERS, RESOURCE_QUOTAS, RUNTIME_CLASSES,
+};
+pub use networking::{ENDPOINT_SLICES, INGRESS_CLASSES, INGRESSES, NETWORK_POLICIES};
+pub use volumes::{
+    CSI_DRIVERS, CSI_NODES, CSI_STORAGE_CAPACITIES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES,
+    VOLUME_ATTACHMENTS,
+};
 
 /// A kind's printer as kube registers it: fixed columns and a function computing one row.
 pub struct StaticPrinter {
