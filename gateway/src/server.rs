@@ -264,8 +264,9 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     result
 }
 
-/// Creates what kube's bootstrap controller creates: the system namespaces and the
-/// `kubernetes` service at the first address of the service range.
+/// Creates what kube's bootstrap controller and post-start hooks create: the system
+/// namespaces, the `kubernetes` service at the first address of the service range, and the
+/// system priority classes.
 async fn bootstrap(stages: &Stages, kubernetes_ip: String) -> Result<(), String> {
     let system =
         UserInfo { name: "system:apiserver".into(), uid: String::new(), groups: vec!["system:masters".into()] };
@@ -286,9 +287,21 @@ async fn bootstrap(stages: &Stages, kubernetes_ip: String) -> Result<(), String>
             },
         }),
     ));
+    for (name, value, description) in apimachinery::validation::cluster::SYSTEM_PRIORITY_CLASSES {
+        let target = Target {
+            group: "scheduling.k8s.io".into(),
+            version: "v1".into(),
+            resource: "priorityclasses".into(),
+            ..Default::default()
+        };
+        objects.push((target, json!({ "metadata": { "name": name }, "value": value, "description": description })));
+    }
     for (target, object) in objects {
         // Created once: after a restart they exist (and the Service's address is taken).
-        let path = if target.resource == "services" { "services/specs" } else { "namespaces" };
+        let path = match target.resource.as_str() {
+            "services" => "services/specs",
+            other => other,
+        };
         let existing =
             Target { name: object["metadata"]["name"].as_str().unwrap_or_default().into(), ..target.clone() };
         let get = GetObject { target: existing, options: GetOptions { read_at: ReadAt::Latest } };

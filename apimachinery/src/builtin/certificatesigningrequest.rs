@@ -3,8 +3,10 @@
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use serde_json::{Value, json};
 
+use crate::error::Cause;
 use crate::kinds::{ResourceDef, Strategy, Subresource};
 use crate::table::{Printer, printers};
+use crate::validation::cluster;
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new(
@@ -23,6 +25,12 @@ pub(super) fn definition() -> ResourceDef {
 struct CertificateSigningRequests;
 
 impl Strategy for CertificateSigningRequests {
+    fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
+        let mut out = crate::kinds::DefaultStrategy.validate(def, obj);
+        out.extend(cluster::certificate_signing_request(obj));
+        out
+    }
+
     fn prepare_for_create(&self, obj: &mut Value) {
         crate::defaults::reset_status(obj, json!({}));
     }

@@ -2,8 +2,12 @@
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
 
+use serde_json::Value;
+
+use crate::error::Cause;
 use crate::kinds::{ResourceDef, Strategy};
 use crate::table::{Printer, printers};
+use crate::validation::cluster;
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("apps", "v1", "controllerrevisions", "ControllerRevision", ControllerRevisions)
@@ -13,6 +17,18 @@ pub(super) fn definition() -> ResourceDef {
 struct ControllerRevisions;
 
 impl Strategy for ControllerRevisions {
+    fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
+        let mut out = crate::kinds::DefaultStrategy.validate(def, obj);
+        out.extend(cluster::controller_revision(obj));
+        out
+    }
+
+    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut out = crate::kinds::meta_update(new, old);
+        out.extend(cluster::controller_revision(new));
+        out
+    }
+
     fn printer(&self) -> Option<&dyn Printer> {
         Some(&printers::CONTROLLER_REVISIONS)
     }

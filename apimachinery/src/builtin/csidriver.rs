@@ -2,6 +2,8 @@
 
 use k8s_openapi::api::storage::v1::CSIDriver;
 
+use serde_json::Value;
+
 use crate::kinds::{ResourceDef, Strategy};
 use crate::table::{Printer, printers};
 
@@ -14,6 +16,10 @@ pub(super) fn definition() -> ResourceDef {
 struct CsiDrivers;
 
 impl Strategy for CsiDrivers {
+    fn defaults(&self, obj: &mut Value) {
+        crate::defaults::default_csi_driver(obj);
+    }
+
     fn printer(&self) -> Option<&dyn Printer> {
         Some(&printers::CSI_DRIVERS)
     }

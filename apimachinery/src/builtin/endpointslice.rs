@@ -2,6 +2,8 @@
 
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
+use serde_json::Value;
+
 use crate::kinds::{ResourceDef, Strategy};
 use crate::table::{Printer, printers};
 
@@ -13,6 +15,10 @@ pub(super) fn definition() -> ResourceDef {
 struct EndpointSlices;
 
 impl Strategy for EndpointSlices {
+    fn defaults(&self, obj: &mut Value) {
+        crate::defaults::default_endpoint_slice(obj);
+    }
+
     fn tracks_generation(&self) -> bool {
         true
     }

@@ -3,8 +3,10 @@
 use k8s_openapi::api::networking::v1::Ingress;
 use serde_json::{Value, json};
 
+use crate::error::Cause;
 use crate::kinds::{ResourceDef, Strategy, Subresource};
 use crate::table::{Printer, printers};
+use crate::validation::cluster;
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("networking.k8s.io", "v1", "ingresses", "Ingress", Ingresses)
@@ -16,6 +18,18 @@ pub(super) fn definition() -> ResourceDef {
 struct Ingresses;
 
 impl Strategy for Ingresses {
+    fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
+        let mut out = crate::kinds::DefaultStrategy.validate(def, obj);
+        out.extend(cluster::ingress(obj));
+        out
+    }
+
+    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut out = crate::kinds::meta_update(new, old);
+        out.extend(cluster::ingress(new));
+        out
+    }
+
     fn prepare_for_create(&self, obj: &mut Value) {
         crate::defaults::reset_status(obj, json!({}));
     }

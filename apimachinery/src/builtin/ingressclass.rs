@@ -2,8 +2,12 @@
 
 use k8s_openapi::api::networking::v1::IngressClass;
 
+use serde_json::Value;
+
+use crate::error::Cause;
 use crate::kinds::{ResourceDef, Strategy};
 use crate::table::{Printer, printers};
+use crate::validation::cluster;
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("networking.k8s.io", "v1", "ingressclasses", "IngressClass", IngressClasses)
@@ -14,6 +18,22 @@ pub(super) fn definition() -> ResourceDef {
 struct IngressClasses;
 
 impl Strategy for IngressClasses {
+    fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
+        let mut out = crate::kinds::DefaultStrategy.validate(def, obj);
+        out.extend(cluster::ingress_class(obj));
+        out
+    }
+
+    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut out = crate::kinds::meta_update(new, old);
+        out.extend(cluster::ingress_class(new));
+        out
+    }
+
+    fn defaults(&self, obj: &mut Value) {
+        crate::defaults::default_ingress_class(obj);
+    }
+
     fn tracks_generation(&self) -> bool {
         true
     }

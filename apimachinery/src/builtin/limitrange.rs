@@ -1,6 +1,7 @@
 //! `v1` LimitRange (kube: `pkg/registry/core/limitrange`).
 
 use k8s_openapi::api::core::v1::LimitRange;
+use serde_json::Value;
 
 use crate::kinds::{ResourceDef, Strategy};
 
@@ -10,4 +11,12 @@ pub(super) fn definition() -> ResourceDef {
 
 struct LimitRanges;
 
-impl Strategy for LimitRanges {}
+impl Strategy for LimitRanges {
+    fn defaults(&self, obj: &mut Value) {
+        crate::defaults::default_limit_range(obj);
+    }
+
+    fn allow_create_on_update(&self) -> bool {
+        true
+    }
+}

@@ -2,6 +2,8 @@
 
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 
+use serde_json::Value;
+
 use crate::kinds::{ResourceDef, Strategy};
 use crate::table::{Printer, printers};
 
@@ -14,6 +16,10 @@ pub(super) fn definition() -> ResourceDef {
 struct NetworkPolicies;
 
 impl Strategy for NetworkPolicies {
+    fn defaults(&self, obj: &mut Value) {
+        crate::defaults::default_network_policy(obj);
+    }
+
     fn tracks_generation(&self) -> bool {
         true
     }

@@ -3,8 +3,10 @@
 use k8s_openapi::api::core::v1::PersistentVolume;
 use serde_json::{Value, json};
 
+use crate::error::Cause;
 use crate::kinds::{ResourceDef, Strategy, Subresource};
 use crate::table::{Printer, printers};
+use crate::validation::cluster;
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("", "v1", "persistentvolumes", "PersistentVolume", PersistentVolumes)
@@ -17,6 +19,22 @@ pub(super) fn definition() -> ResourceDef {
 struct PersistentVolumes;
 
 impl Strategy for PersistentVolumes {
+    fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
+        let mut out = crate::kinds::DefaultStrategy.validate(def, obj);
+        out.extend(cluster::persistent_volume(obj));
+        out
+    }
+
+    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut out = crate::kinds::meta_update(new, old);
+        out.extend(cluster::persistent_volume(new));
+        out
+    }
+
+    fn defaults(&self, obj: &mut Value) {
+        crate::defaults::default_persistent_volume(obj);
+    }
+
     fn prepare_for_create(&self, obj: &mut Value) {
         crate::defaults::reset_status(obj, json!({"phase": "Pending"}));
     }

@@ -3,8 +3,10 @@
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use serde_json::{Value, json};
 
+use crate::error::Cause;
 use crate::kinds::{ResourceDef, Strategy, Subresource};
 use crate::table::{Printer, printers};
+use crate::validation::cluster;
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", PersistentVolumeClaims)
@@ -16,6 +18,22 @@ pub(super) fn definition() -> ResourceDef {
 struct PersistentVolumeClaims;
 
 impl Strategy for PersistentVolumeClaims {
+    fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
+        let mut out = crate::kinds::DefaultStrategy.validate(def, obj);
+        out.extend(cluster::persistent_volume_claim(obj));
+        out
+    }
+
+    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut out = crate::kinds::meta_update(new, old);
+        out.extend(cluster::persistent_volume_claim(new));
+        out
+    }
+
+    fn defaults(&self, obj: &mut Value) {
+        crate::defaults::default_persistent_volume_claim(obj);
+    }
+
     fn prepare_for_create(&self, obj: &mut Value) {
         crate::defaults::reset_status(obj, json!({"phase": "Pending"}));
     }

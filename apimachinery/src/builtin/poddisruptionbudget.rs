@@ -3,8 +3,10 @@
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use serde_json::{Value, json};
 
+use crate::error::Cause;
 use crate::kinds::{ResourceDef, Strategy, Subresource};
 use crate::table::{Printer, printers};
+use crate::validation::cluster;
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", PodDisruptionBudgets)
@@ -16,6 +18,18 @@ pub(super) fn definition() -> ResourceDef {
 struct PodDisruptionBudgets;
 
 impl Strategy for PodDisruptionBudgets {
+    fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
+        let mut out = crate::kinds::DefaultStrategy.validate(def, obj);
+        out.extend(cluster::pod_disruption_budget(obj));
+        out
+    }
+
+    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut out = crate::kinds::meta_update(new, old);
+        out.extend(cluster::pod_disruption_budget(new));
+        out
+    }
+
     fn prepare_for_create(&self, obj: &mut Value) {
         crate::defaults::reset_status(
             obj,

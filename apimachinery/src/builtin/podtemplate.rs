@@ -2,6 +2,8 @@
 
 use k8s_openapi::api::core::v1::PodTemplate;
 
+use serde_json::Value;
+
 use crate::kinds::{ResourceDef, Strategy};
 use crate::table::{Printer, printers};
 
@@ -12,6 +14,10 @@ pub(super) fn definition() -> ResourceDef {
 struct PodTemplates;
 
 impl Strategy for PodTemplates {
+    fn defaults(&self, obj: &mut Value) {
+        crate::defaults::default_pod_template(obj);
+    }
+
     fn printer(&self) -> Option<&dyn Printer> {
         Some(&printers::POD_TEMPLATES)
     }

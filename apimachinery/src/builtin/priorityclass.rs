@@ -2,8 +2,12 @@
 
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 
+use serde_json::Value;
+
+use crate::error::Cause;
 use crate::kinds::{ResourceDef, Strategy};
 use crate::table::{Printer, printers};
+use crate::validation::cluster;
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", PriorityClasses)
@@ -15,6 +19,22 @@ pub(super) fn definition() -> ResourceDef {
 struct PriorityClasses;
 
 impl Strategy for PriorityClasses {
+    fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
+        let mut out = crate::kinds::DefaultStrategy.validate(def, obj);
+        out.extend(cluster::priority_class(obj));
+        out
+    }
+
+    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut out = crate::kinds::meta_update(new, old);
+        out.extend(cluster::priority_class_update(new, old));
+        out
+    }
+
+    fn defaults(&self, obj: &mut Value) {
+        crate::defaults::default_priority_class(obj);
+    }
+
     fn printer(&self) -> Option<&dyn Printer> {
         Some(&printers::PRIORITY_CLASSES)
     }

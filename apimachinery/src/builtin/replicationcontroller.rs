@@ -17,6 +17,10 @@ pub(super) fn definition() -> ResourceDef {
 struct ReplicationControllers;
 
 impl Strategy for ReplicationControllers {
+    fn defaults(&self, obj: &mut Value) {
+        crate::defaults::default_replication_controller(obj);
+    }
+
     fn prepare_for_create(&self, obj: &mut Value) {
         crate::defaults::reset_status(obj, json!({"replicas": 0}));
     }

@@ -678,3 +678,141 @@ pub fn patch_allocated_values(new: &mut Value, old: &Value) {
 
 #[cfg(test)]
 mod tests;
+
+// ---------------------------------------------------------------------------------------------
+// The volume, networking, scheduling and controller kinds (each kind's `SetDefaults_*`).
+
+/// PersistentVolume: `Retain`, `Filesystem`, and the `Pending` phase.
+pub fn default_persistent_volume(obj: &mut Value) {
+    if let Some(spec) = obj_mut(obj, &["spec"]) {
+        set_if_unset(spec, "persistentVolumeReclaimPolicy", json!("Retain"));
+        set_if_unset(spec, "volumeMode", json!("Filesystem"));
+        if let Some(c) = spec.get_mut("capacity").and_then(Value::as_object_mut) {
+            pod::canonicalize_resource_list(c);
+        }
+    }
+    if let Some(status) = obj_mut(obj, &["status"]) {
+        set_if_unset(status, "phase", json!("Pending"));
+    }
+}
+
+/// PersistentVolumeClaim: the spec's defaults and the `Pending` phase.
+pub fn default_persistent_volume_claim(obj: &mut Value) {
+    if let Some(spec) = obj_mut(obj, &["spec"]) {
+        pod::default_pvc_spec(spec);
+    }
+    if let Some(status) = obj_mut(obj, &["status"]) {
+        set_if_unset(status, "phase", json!("Pending"));
+    }
+}
+
+/// ReplicationController: one replica, selector and labels from the template, the template's
+/// pod defaults.
+pub fn default_replication_controller(obj: &mut Value) {
+    let template_labels = obj.pointer("/spec/template/metadata/labels").cloned();
+    if let Some(labels) = template_labels.filter(|l| l.as_object().is_some_and(|m| !m.is_empty())) {
+        if obj.pointer("/spec/selector").and_then(Value::as_object).is_none_or(Map::is_empty)
+            && let Some(spec) = obj_mut(obj, &["spec"])
+        {
+            spec.insert("selector".into(), labels.clone());
+        }
+        if obj.pointer("/metadata/labels").and_then(Value::as_object).is_none_or(Map::is_empty) {
+            obj.meta_mut().insert("labels".into(), labels);
+        }
+    }
+    if let Some(spec) = obj_mut(obj, &["spec"]) {
+        set_if_unset(spec, "replicas", json!(1));
+    }
+    default_template(obj, &["spec", "template", "spec"]);
+}
+
+/// PodTemplate: the template's pod defaults.
+pub fn default_pod_template(obj: &mut Value) {
+    default_template(obj, &["template", "spec"]);
+}
+
+/// StorageClass: `Delete` and `Immediate`.
+pub fn default_storage_class(obj: &mut Value) {
+    if let Some(sc) = obj.as_object_mut() {
+        set_if_unset(sc, "reclaimPolicy", json!("Delete"));
+        set_if_unset(sc, "volumeBindingMode", json!("Immediate"));
+    }
+}
+
+/// CSIDriver: attach required, no pod info, no capacity tracking, persistent volumes.
+pub fn default_csi_driver(obj: &mut Value) {
+    if let Some(spec) = obj_mut(obj, &["spec"]) {
+        set_if_unset(spec, "attachRequired", json!(true));
+        set_if_unset(spec, "podInfoOnMount", json!(false));
+        set_if_unset(spec, "storageCapacity", json!(false));
+        set_if_unset(spec, "fsGroupPolicy", json!("ReadWriteOnceWithFSType"));
+        set_if_unset(spec, "requiresRepublish", json!(false));
+        if spec.get("volumeLifecycleModes").and_then(Value::as_array).is_none_or(Vec::is_empty) {
+            spec.insert("volumeLifecycleModes".into(), json!(["Persistent"]));
+        }
+    }
+}
+
+/// PriorityClass: preempts lower priorities.
+pub fn default_priority_class(obj: &mut Value) {
+    if let Some(pc) = obj.as_object_mut() {
+        set_if_unset(pc, "preemptionPolicy", json!("PreemptLowerPriority"));
+    }
+}
+
+/// NetworkPolicy: TCP ports, and the policy types the rules imply.
+pub fn default_network_policy(obj: &mut Value) {
+    let Some(spec) = obj_mut(obj, &["spec"]) else { return };
+    for (rules, _) in [("ingress", "from"), ("egress", "to")] {
+        for rule in spec.get_mut(rules).and_then(Value::as_array_mut).into_iter().flatten() {
+            for port in rule.get_mut("ports").and_then(Value::as_array_mut).into_iter().flatten() {
+                if let Some(p) = port.as_object_mut() {
+                    set_if_unset(p, "protocol", json!("TCP"));
+                }
+            }
+        }
+    }
+    if spec.get("policyTypes").and_then(Value::as_array).is_none_or(Vec::is_empty) {
+        let egress = spec.get("egress").and_then(Value::as_array).is_some_and(|e| !e.is_empty());
+        let types = if egress { json!(["Ingress", "Egress"]) } else { json!(["Ingress"]) };
+        spec.insert("policyTypes".into(), types);
+    }
+}
+
+/// EndpointSlice: TCP ports with an empty name.
+pub fn default_endpoint_slice(obj: &mut Value) {
+    for port in obj.get_mut("ports").and_then(Value::as_array_mut).into_iter().flatten() {
+        if let Some(p) = port.as_object_mut() {
+            set_if_unset(p, "name", json!(""));
+            set_if_unset(p, "protocol", json!("TCP"));
+        }
+    }
+}
+
+/// IngressClass: parameters are cluster-scoped unless said otherwise.
+pub fn default_ingress_class(obj: &mut Value) {
+    if let Some(params) = obj_mut(obj, &["spec", "parameters"]) {
+        set_if_unset(params, "scope", json!("Cluster"));
+    }
+}
+
+/// LimitRange (container limits): defaults from maxima, default requests from defaults and minima.
+pub fn default_limit_range(obj: &mut Value) {
+    for limit in obj.pointer_mut("/spec/limits").and_then(Value::as_array_mut).into_iter().flatten() {
+        let Some(l) = limit.as_object_mut() else { continue };
+        if l.get("type").and_then(Value::as_str) != Some("Container") {
+            continue;
+        }
+        let max = l.get("max").and_then(Value::as_object).cloned().unwrap_or_default();
+        let min = l.get("min").and_then(Value::as_object).cloned().unwrap_or_default();
+        let default = child_obj(l, "default");
+        for (k, v) in &max {
+            default.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        let default = default.clone();
+        let request = child_obj(l, "defaultRequest");
+        for (k, v) in default.iter().chain(min.iter()) {
+            request.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+}

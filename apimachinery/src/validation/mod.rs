@@ -24,6 +24,7 @@ pub mod names;
 
 pub mod apps;
 pub mod batch;
+pub mod cluster;
 pub mod core;
 pub mod pod;
 pub mod rbac;
