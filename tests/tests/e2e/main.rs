@@ -7,6 +7,7 @@ mod durability;
 mod encryption;
 mod etcd;
 mod helm;
+mod kinds;
 mod kubectl;
 mod namespaces;
 mod options;

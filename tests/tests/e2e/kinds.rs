@@ -1,0 +1,396 @@
+//! The built-in kinds beyond the common ones, as kubectl and a raw client see them: a manifest
+//! of one of each applied, their `kubectl get` tables, an HPA through both versions, their
+//! validation, and discovery as `kubectl api-resources` lists it.
+
+use serde_json::{Value, json};
+use tests::TestServer;
+
+const MANIFEST: &str = include_str!("all-kinds.yaml");
+const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
+
+async fn call(s: &TestServer, method: &str, path: &str, accept: &str, body: Option<Value>) -> (u16, Value) {
+    let client = s.client(true);
+    let req = client.request(method.parse().unwrap(), s.url(path)).insert_header(("Accept", accept));
+    let mut resp = match body {
+        Some(b) => {
+            req.insert_header(("Content-Type", "application/json")).send_body(serde_json::to_vec(&b).unwrap()).await
+        }
+        None => req.send().await,
+    }
+    .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+    let bytes = resp.body().limit(16 << 20).await.unwrap();
+    (resp.status().as_u16(), serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+/// `*` matches any cell (ages).
+fn check_table(path: &str, table: &Value, columns: &[&str], cells: &[Value]) {
+    let names: Vec<&str> =
+        table["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, columns, "{path}: columns");
+    let row = &table["rows"][0]["cells"];
+    for (i, want) in cells.iter().enumerate() {
+        if want != "*" {
+            assert_eq!(&row[i], want, "{path}: cell {i} ({}) of {row}", columns[i]);
+        }
+    }
+}
+
+#[actix_web::test]
+async fn every_newly_served_kind_applies_and_prints_kube_columns() {
+    let s = TestServer::start();
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], MANIFEST);
+    let stdout = tests::assert_success("kubectl apply", &out);
+    assert_eq!(stdout.lines().filter(|l| l.ends_with(" created")).count(), 21, "{stdout}");
+
+    let ns = "/api/v1/namespaces/default";
+    let cases: Vec<(String, Vec<&str>, Vec<Value>)> = vec![
+        (
+            "/api/v1/persistentvolumes".into(),
+            vec![
+                "Name",
+                "Capacity",
+                "Access Modes",
+                "Reclaim Policy",
+                "Status",
+                "Claim",
+                "StorageClass",
+                "VolumeAttributesClass",
+                "Reason",
+                "Age",
+                "VolumeMode",
+            ],
+            vec![
+                json!("pv1"),
+                json!("1Gi"),
+                json!("RWO"),
+                json!("Retain"),
+                json!("Pending"),
+                json!(""),
+                json!(""),
+                json!("<unset>"),
+                json!(""),
+                json!("*"),
+                json!("Filesystem"),
+            ],
+        ),
+        (
+            format!("{ns}/persistentvolumeclaims"),
+            vec![
+                "Name",
+                "Status",
+                "Volume",
+                "Capacity",
+                "Access Modes",
+                "StorageClass",
+                "VolumeAttributesClass",
+                "Age",
+                "VolumeMode",
+            ],
+            vec![
+                json!("claim1"),
+                json!("Pending"),
+                json!(""),
+                json!(""),
+                json!(""),
+                json!(""),
+                json!("<unset>"),
+                json!("*"),
+                json!("Filesystem"),
+            ],
+        ),
+        (
+            format!("{ns}/resourcequotas"),
+            vec!["Name", "Age", "Request", "Limit"],
+            vec![json!("quota1"), json!("*"), json!(""), json!("")],
+        ),
+        (format!("{ns}/limitranges"), vec!["Name", "Created At"], vec![json!("limits1")]),
+        (
+            format!("{ns}/podtemplates"),
+            vec!["Name", "Containers", "Images", "Pod Labels"],
+            vec![json!("tmpl1"), json!("c"), json!("nginx"), json!("app=web")],
+        ),
+        (
+            format!("{ns}/replicationcontrollers"),
+            vec!["Name", "Desired", "Current", "Ready", "Age", "Containers", "Images", "Selector"],
+            vec![json!("rc1"), json!(2), json!(0), json!(0), json!("*"), json!("c"), json!("nginx"), json!("app=rc1")],
+        ),
+        (
+            "/apis/apps/v1/namespaces/default/controllerrevisions".into(),
+            vec!["Name", "Controller", "Revision", "Age"],
+            vec![json!("rev1"), json!("daemonset.apps/ds1"), json!(3)],
+        ),
+        (
+            "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers".into(),
+            vec!["Name", "Reference", "Targets", "MinPods", "MaxPods", "Replicas", "Age"],
+            vec![json!("hpa1"), json!("Deployment/web"), json!("cpu: <unknown>/60%"), json!("1"), json!(5), json!(0)],
+        ),
+        (
+            "/apis/certificates.k8s.io/v1/certificatesigningrequests".into(),
+            vec!["Name", "Age", "SignerName", "Requestor", "RequestedDuration", "Condition"],
+            vec![json!("csr1"), json!("*"), json!("example.com/signer"), json!("*"), json!("24h"), json!("Pending")],
+        ),
+        (
+            "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices".into(),
+            vec!["Name", "AddressType", "Ports", "Endpoints", "Age"],
+            vec![json!("slice1"), json!("IPv4"), json!("80"), json!("10.0.0.1")],
+        ),
+        (
+            "/apis/networking.k8s.io/v1/namespaces/default/ingresses".into(),
+            vec!["Name", "Class", "Hosts", "Address", "Ports", "Age"],
+            vec![json!("ing1"), json!("nginx"), json!("shop.example.com"), json!(""), json!("80")],
+        ),
+        (
+            "/apis/networking.k8s.io/v1/ingressclasses".into(),
+            vec!["Name", "Controller", "Parameters", "Age"],
+            vec![json!("nginx"), json!("example.com/ingress-nginx"), json!("<none>")],
+        ),
+        (
+            "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies".into(),
+            vec!["Name", "Pod-Selector", "Age"],
+            vec![json!("np1"), json!("app=web")],
+        ),
+        (
+            "/apis/node.k8s.io/v1/runtimeclasses".into(),
+            vec!["Name", "Handler", "Age"],
+            vec![json!("gvisor"), json!("runsc")],
+        ),
+        (
+            "/apis/policy/v1/namespaces/default/poddisruptionbudgets".into(),
+            vec!["Name", "Min Available", "Max Unavailable", "Allowed Disruptions", "Age"],
+            vec![json!("pdb1"), json!("1"), json!("N/A"), json!(0)],
+        ),
+        (
+            "/apis/scheduling.k8s.io/v1/priorityclasses/high".into(),
+            vec!["Name", "Value", "Global-Default", "Age"],
+            vec![json!("high"), json!(1000), json!(false)],
+        ),
+        (
+            "/apis/storage.k8s.io/v1/storageclasses".into(),
+            vec!["Name", "Provisioner", "ReclaimPolicy", "VolumeBindingMode", "AllowVolumeExpansion", "Age"],
+            vec![json!("fast"), json!("example.com/fast"), json!("Delete"), json!("Immediate"), json!(false)],
+        ),
+        (
+            "/apis/storage.k8s.io/v1/csidrivers".into(),
+            vec![
+                "Name",
+                "AttachRequired",
+                "PodInfoOnMount",
+                "StorageCapacity",
+                "TokenRequests",
+                "RequiresRepublish",
+                "Modes",
+                "Age",
+            ],
+            vec![
+                json!("csi.example.com"),
+                json!(true),
+                json!(false),
+                json!(false),
+                json!("<unset>"),
+                json!(false),
+                json!("Persistent"),
+            ],
+        ),
+        ("/apis/storage.k8s.io/v1/csinodes".into(), vec!["Name", "Drivers", "Age"], vec![json!("node1"), json!(1)]),
+        (
+            "/apis/storage.k8s.io/v1/namespaces/default/csistoragecapacities".into(),
+            vec!["Name", "StorageClassName", "Capacity"],
+            vec![json!("cap1"), json!("fast"), json!("10Gi")],
+        ),
+        (
+            "/apis/storage.k8s.io/v1/volumeattachments".into(),
+            vec!["Name", "Attacher", "PV", "Node", "Attached", "Age"],
+            vec![json!("va1"), json!("csi.example.com"), json!("pv1"), json!("node1"), json!(false)],
+        ),
+    ];
+    for (path, columns, cells) in &cases {
+        let (code, table) = call(&s, "GET", path, TABLE, None).await;
+        assert_eq!(code, 200, "{path}: {table}");
+        check_table(path, &table, columns, cells);
+    }
+    // The system classes are there from the start, as kube's bootstrap hook makes them.
+    let pcs =
+        s.kubectl_ok(&["get", "priorityclasses", "-o", "custom-columns=N:.metadata.name,V:.value", "--no-headers"]);
+    assert!(
+        pcs.contains("system-cluster-critical   2000000000") && pcs.contains("system-node-critical      2000001000"),
+        "{pcs}"
+    );
+    // kubectl renders the same table.
+    let quota = s.kubectl_ok(&["get", "sc"]);
+    assert!(
+        quota.starts_with("NAME   PROVISIONER        RECLAIMPOLICY   VOLUMEBINDINGMODE   ALLOWVOLUMEEXPANSION   AGE"),
+        "{quota}"
+    );
+}
+
+#[actix_web::test]
+async fn an_hpa_written_at_v2_reads_at_v1_and_back_with_nothing_lost() {
+    let s = TestServer::start();
+    let v2 = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers";
+    let v1 = "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers";
+    let hpa = json!({
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "web"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "minReplicas": 2, "maxReplicas": 10,
+            "metrics": [
+                {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}},
+                {"type": "Pods", "pods": {"metric": {"name": "pps"}, "target": {"type": "AverageValue", "averageValue": "1k"}}}
+            ],
+            "behavior": {"scaleDown": {"stabilizationWindowSeconds": 300}}
+        }
+    });
+    let (code, created) = call(&s, "POST", v2, "application/json", Some(hpa)).await;
+    assert_eq!(code, 201, "{created}");
+    // v2 defaults filled the behaviour.
+    assert_eq!(
+        created["spec"]["behavior"]["scaleUp"]["policies"][0],
+        json!({"type": "Pods", "value": 4, "periodSeconds": 15})
+    );
+
+    let (code, old) = call(&s, "GET", &format!("{v1}/web"), "application/json", None).await;
+    assert_eq!(code, 200);
+    assert_eq!(old["apiVersion"], "autoscaling/v1");
+    assert_eq!(old["spec"]["targetCPUUtilizationPercentage"], 50);
+    assert!(old["spec"].get("metrics").is_none());
+    let annotations = &old["metadata"]["annotations"];
+    assert_eq!(
+        annotations["autoscaling.alpha.kubernetes.io/metrics"],
+        r#"[{"type":"Pods","pods":{"metricName":"pps","targetAverageValue":"1k"}}]"#
+    );
+    assert!(
+        annotations["autoscaling.alpha.kubernetes.io/behavior"]
+            .as_str()
+            .unwrap()
+            .contains(r#""ScaleDown":{"StabilizationWindowSeconds":300"#)
+    );
+
+    // A v1 client changes what it knows and writes the object back.
+    let mut edited = old.clone();
+    edited["spec"]["maxReplicas"] = json!(12);
+    let (code, put) = call(&s, "PUT", &format!("{v1}/web"), "application/json", Some(edited)).await;
+    assert_eq!(code, 200, "{put}");
+    assert_eq!(put["apiVersion"], "autoscaling/v1");
+
+    let (_, back) = call(&s, "GET", &format!("{v2}/web"), "application/json", None).await;
+    assert_eq!(back["spec"]["maxReplicas"], 12);
+    assert_eq!(back["spec"]["minReplicas"], 2);
+    // Both metrics survive (kube puts the CPU one last), and so does the behaviour.
+    assert_eq!(
+        back["spec"]["metrics"],
+        json!([
+            {"type": "Pods", "pods": {"metric": {"name": "pps"}, "target": {"type": "AverageValue", "averageValue": "1k"}}},
+            {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}
+        ])
+    );
+    assert_eq!(back["spec"]["behavior"], created["spec"]["behavior"]);
+    assert!(back["metadata"].get("annotations").is_none(), "the round-trip annotations are not stored: {back}");
+
+    // A v1 create without a target gets kube's implicit 80% CPU.
+    let bare = json!({"metadata": {"name": "bare"}, "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "x"}, "maxReplicas": 3}});
+    let (code, made) = call(&s, "POST", v1, "application/json", Some(bare)).await;
+    assert_eq!(code, 201, "{made}");
+    assert_eq!(made["spec"]["targetCPUUtilizationPercentage"], 80);
+    assert_eq!(made["spec"]["minReplicas"], 1);
+}
+
+#[actix_web::test]
+async fn invalid_objects_of_the_new_kinds_get_kube_causes() {
+    let s = TestServer::start();
+    let cases = [
+        (
+            "/api/v1/namespaces/default/persistentvolumeclaims",
+            json!({"metadata": {"name": "c"}, "spec": {"accessModes": ["ReadWriteOnce"]}}),
+            "PersistentVolumeClaim \"c\" is invalid: spec.resources[storage]: Required value",
+        ),
+        (
+            "/apis/scheduling.k8s.io/v1/priorityclasses",
+            json!({"metadata": {"name": "system-mine"}, "value": 5}),
+            "PriorityClass.scheduling.k8s.io \"system-mine\" is invalid: metadata.name: Forbidden: priority class names with 'system-' prefix are reserved for system use only. error: system-mine is not a known system priority class",
+        ),
+        (
+            "/apis/networking.k8s.io/v1/namespaces/default/ingresses",
+            json!({"metadata": {"name": "i"}, "spec": {"rules": [{"http": {"paths": [{"path": "/", "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}}),
+            "Ingress.networking.k8s.io \"i\" is invalid: spec.rules[0].http.paths[0].pathType: Required value: pathType must be specified",
+        ),
+        (
+            "/apis/storage.k8s.io/v1/storageclasses",
+            json!({"metadata": {"name": "s"}, "reclaimPolicy": "Recycle"}),
+            "StorageClass.storage.k8s.io \"s\" is invalid: [provisioner: Required value, reclaimPolicy: Unsupported value: \"Recycle\": supported values: \"Delete\", \"Retain\"]",
+        ),
+        (
+            "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers",
+            json!({"metadata": {"name": "h"}, "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "minReplicas": 3, "maxReplicas": 2}}),
+            "HorizontalPodAutoscaler.autoscaling \"h\" is invalid: spec.maxReplicas: Invalid value: 2: must be greater than or equal to `minReplicas`",
+        ),
+    ];
+    for (path, body, message) in cases {
+        let (code, status) = call(&s, "POST", path, "application/json", Some(body)).await;
+        assert_eq!(
+            (code, status["reason"].as_str(), status["message"].as_str()),
+            (422, Some("Invalid"), Some(message)),
+            "{path}"
+        );
+    }
+    let (_, list) =
+        call(&s, "GET", "/api/v1/namespaces/default/persistentvolumeclaims", "application/json", None).await;
+    assert_eq!(list["items"], json!([]), "nothing invalid was stored");
+}
+
+/// `kubectl api-resources -o wide` of kube-apiserver 1.30 for the groups this server serves,
+/// less what later work brings (bindings, componentstatuses, the review APIs), whitespace
+/// collapsed.
+const KUBE_1_30_API_RESOURCES: &str = "\
+configmaps cm v1 true ConfigMap create,delete,deletecollection,get,list,patch,update,watch
+endpoints ep v1 true Endpoints create,delete,deletecollection,get,list,patch,update,watch
+events ev v1 true Event create,delete,deletecollection,get,list,patch,update,watch
+limitranges limits v1 true LimitRange create,delete,deletecollection,get,list,patch,update,watch
+namespaces ns v1 false Namespace create,delete,get,list,patch,update,watch
+nodes no v1 false Node create,delete,deletecollection,get,list,patch,update,watch
+persistentvolumeclaims pvc v1 true PersistentVolumeClaim create,delete,deletecollection,get,list,patch,update,watch
+persistentvolumes pv v1 false PersistentVolume create,delete,deletecollection,get,list,patch,update,watch
+pods po v1 true Pod create,delete,deletecollection,get,list,patch,update,watch all
+podtemplates v1 true PodTemplate create,delete,deletecollection,get,list,patch,update,watch
+replicationcontrollers rc v1 true ReplicationController create,delete,deletecollection,get,list,patch,update,watch all
+resourcequotas quota v1 true ResourceQuota create,delete,deletecollection,get,list,patch,update,watch
+secrets v1 true Secret create,delete,deletecollection,get,list,patch,update,watch
+serviceaccounts sa v1 true ServiceAccount create,delete,deletecollection,get,list,patch,update,watch
+services svc v1 true Service create,delete,deletecollection,get,list,patch,update,watch all
+controllerrevisions apps/v1 true ControllerRevision create,delete,deletecollection,get,list,patch,update,watch
+daemonsets ds apps/v1 true DaemonSet create,delete,deletecollection,get,list,patch,update,watch all
+deployments deploy apps/v1 true Deployment create,delete,deletecollection,get,list,patch,update,watch all
+replicasets rs apps/v1 true ReplicaSet create,delete,deletecollection,get,list,patch,update,watch all
+statefulsets sts apps/v1 true StatefulSet create,delete,deletecollection,get,list,patch,update,watch all
+horizontalpodautoscalers hpa autoscaling/v2 true HorizontalPodAutoscaler create,delete,deletecollection,get,list,patch,update,watch all
+cronjobs cj batch/v1 true CronJob create,delete,deletecollection,get,list,patch,update,watch all
+jobs batch/v1 true Job create,delete,deletecollection,get,list,patch,update,watch all
+certificatesigningrequests csr certificates.k8s.io/v1 false CertificateSigningRequest create,delete,deletecollection,get,list,patch,update,watch
+leases coordination.k8s.io/v1 true Lease create,delete,deletecollection,get,list,patch,update,watch
+endpointslices discovery.k8s.io/v1 true EndpointSlice create,delete,deletecollection,get,list,patch,update,watch
+events ev events.k8s.io/v1 true Event create,delete,deletecollection,get,list,patch,update,watch
+ingressclasses networking.k8s.io/v1 false IngressClass create,delete,deletecollection,get,list,patch,update,watch
+ingresses ing networking.k8s.io/v1 true Ingress create,delete,deletecollection,get,list,patch,update,watch
+networkpolicies netpol networking.k8s.io/v1 true NetworkPolicy create,delete,deletecollection,get,list,patch,update,watch
+runtimeclasses node.k8s.io/v1 false RuntimeClass create,delete,deletecollection,get,list,patch,update,watch
+poddisruptionbudgets pdb policy/v1 true PodDisruptionBudget create,delete,deletecollection,get,list,patch,update,watch
+clusterrolebindings rbac.authorization.k8s.io/v1 false ClusterRoleBinding create,delete,deletecollection,get,list,patch,update,watch
+clusterroles rbac.authorization.k8s.io/v1 false ClusterRole create,delete,deletecollection,get,list,patch,update,watch
+rolebindings rbac.authorization.k8s.io/v1 true RoleBinding create,delete,deletecollection,get,list,patch,update,watch
+roles rbac.authorization.k8s.io/v1 true Role create,delete,deletecollection,get,list,patch,update,watch
+priorityclasses pc scheduling.k8s.io/v1 false PriorityClass create,delete,deletecollection,get,list,patch,update,watch
+csidrivers storage.k8s.io/v1 false CSIDriver create,delete,deletecollection,get,list,patch,update,watch
+csinodes storage.k8s.io/v1 false CSINode create,delete,deletecollection,get,list,patch,update,watch
+csistoragecapacities storage.k8s.io/v1 true CSIStorageCapacity create,delete,deletecollection,get,list,patch,update,watch
+storageclasses sc storage.k8s.io/v1 false StorageClass create,delete,deletecollection,get,list,patch,update,watch
+volumeattachments storage.k8s.io/v1 false VolumeAttachment create,delete,deletecollection,get,list,patch,update,watch";
+
+#[test]
+fn api_resources_list_what_kube_1_30_lists() {
+    let s = TestServer::start();
+    let out = s.kubectl_ok(&["api-resources", "-o", "wide", "--no-headers"]);
+    let got: Vec<String> = out.lines().map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
+    let want: Vec<&str> = KUBE_1_30_API_RESOURCES.lines().collect();
+    assert_eq!(got, want);
+    let versions = s.kubectl_ok(&["api-versions"]);
+    assert!(versions.contains("autoscaling/v1\nautoscaling/v2\n"), "{versions}");
+}
