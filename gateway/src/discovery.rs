@@ -61,10 +61,22 @@ pub fn api_group(catalogue: &Catalogue, group: &str) -> Option<Value> {
     Some(doc)
 }
 
-fn subresource_kind(def: &ResourceDef, sub: Subresource) -> (&str, &str, &str) {
+/// The group, version and kind a subresource answers with, as kube's discovery names them.
+fn subresource_kind(def: &ResourceDef, sub: Subresource) -> (String, String, String) {
+    let own = |kind: &str| (def.group.clone(), def.version.clone(), kind.to_string());
     match sub {
-        Subresource::Status | Subresource::Finalize | Subresource::Approval => (&def.group, &def.version, &def.kind),
-        Subresource::Scale => ("autoscaling", "v1", "Scale"),
+        Subresource::Status
+        | Subresource::Finalize
+        | Subresource::Approval
+        | Subresource::EphemeralContainers
+        | Subresource::Log => own(&def.kind),
+        Subresource::Scale => ("autoscaling".into(), "v1".into(), "Scale".into()),
+        Subresource::Eviction => ("policy".into(), "v1".into(), "Eviction".into()),
+        Subresource::Binding => own("Binding"),
+        Subresource::Exec => own("PodExecOptions"),
+        Subresource::Attach => own("PodAttachOptions"),
+        Subresource::PortForward => own("PodPortForwardOptions"),
+        Subresource::Proxy => own(&format!("{}ProxyOptions", def.kind)),
     }
 }
 
@@ -99,7 +111,7 @@ pub fn api_resource_list(catalogue: &Catalogue, group: &str, version: &str) -> O
                 "kind": k,
                 "verbs": sub.verbs(),
             });
-            if *sub == Subresource::Scale {
+            if (g.as_str(), v.as_str()) != (d.group.as_str(), d.version.as_str()) {
                 s["group"] = g.into();
                 s["version"] = v.into();
             }

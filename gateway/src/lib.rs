@@ -10,8 +10,9 @@
 //!   impersonation, flow control, authorization, then the handlers; request metrics.
 //! - [`context`]: what a handler knows about its request.
 //! - [`rest`], [`watch`]: generic REST and watch streaming over the storage stage and cachers.
+//! - [`subresources`]: the subresources that act (binding, eviction) or belong to a kubelet.
 //! - [`discovery`], [`openapi`], [`health`], [`admin`]: the non-resource endpoints.
-//! - [`negotiate`]: representations (JSON, YAML, Table).
+//! - [`negotiate`]: representations (JSON, YAML, protobuf; tables and metadata views).
 //! - [`namespace_finalizer`]: completes namespace deletion (a controller's job in a full
 //!   cluster).
 //! - [`tls`]: serving certificates, the generated PKI, client-certificate identities.
@@ -32,5 +33,6 @@ pub mod openapi;
 pub mod rest;
 pub mod server;
 pub mod state;
+pub mod subresources;
 pub mod tls;
 pub mod watch;

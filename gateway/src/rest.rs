@@ -61,6 +61,10 @@ pub async fn serve(ctx: &RequestContext<'_>, payload: web::Payload) -> Result<Ht
         target.group = group.clone();
         target.version = version.clone();
     }
+    if let Some(sub) = subresource.filter(|s| !s.is_view()) {
+        let body = read_body(ctx, payload).await?;
+        return crate::subresources::serve(ctx, &def, target, sub, body).await;
+    }
     match info.verb.as_str() {
         "get" => get(ctx, &def, target).await,
         "list" => list(ctx, &def, target).await,

@@ -423,11 +423,21 @@ impl RegistryStore {
             if !sent_rv.is_empty() && sent_rv != old_rv {
                 return Err(ApiError::stale_resource_version(&def.group, &def.resource, name));
             }
+            if target.subresource == Some(Subresource::Binding) {
+                let node = old.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
+                if !node.is_empty() {
+                    let why = format!("pod {name} is already assigned to node {node:?}");
+                    return Err(ApiError::conflict(&def.group, "pods/binding", name, &why));
+                }
+            }
             let mut new = self.merge_server_state(def, target.subresource, candidate, &old);
             if new.resource_version().is_empty() {
                 new.set_meta_str("resourceVersion", &old_rv);
             }
-            if target.subresource == Some(Subresource::Status) {
+            if matches!(
+                target.subresource,
+                Some(Subresource::Status | Subresource::Binding | Subresource::EphemeralContainers)
+            ) {
                 invalid(def, name, def.validate_status_update(&new, &old))?;
             } else {
                 invalid(def, name, def.validate_update(&new, &old))?;
@@ -555,6 +565,42 @@ impl RegistryStore {
                 }
                 new.set_meta_str("resourceVersion", &rv);
             }
+            Some(Subresource::EphemeralContainers) => {
+                // kube's ephemeral containers strategy: only that list changes.
+                let containers = new.pointer("/spec/ephemeralContainers").cloned();
+                let rv = new.resource_version().to_string();
+                new = old.clone();
+                if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
+                    match containers {
+                        Some(c) => spec.insert("ephemeralContainers".into(), c),
+                        None => spec.remove("ephemeralContainers"),
+                    };
+                }
+                new.set_meta_str("resourceVersion", &rv);
+            }
+            Some(Subresource::Binding) => {
+                // `new` is the pod as the binding would leave it: only its node and the
+                // binding's annotations are taken.
+                let node = new.pointer("/spec/nodeName").cloned().unwrap_or(Value::Null);
+                let annotations = new.pointer("/metadata/annotations").and_then(Value::as_object).cloned();
+                new = old.clone();
+                new["spec"]["nodeName"] = node;
+                for (k, v) in annotations.into_iter().flatten() {
+                    new.meta_mut()
+                        .entry("annotations")
+                        .or_insert_with(|| json!({}))
+                        .as_object_mut()
+                        .map(|a| a.insert(k, v));
+                }
+            }
+            Some(
+                Subresource::Eviction
+                | Subresource::Log
+                | Subresource::Exec
+                | Subresource::Attach
+                | Subresource::PortForward
+                | Subresource::Proxy,
+            ) => new = old.clone(),
             Some(Subresource::Scale) | None => {
                 def.apply_defaults(&mut new);
                 def.prepare_for_update(&mut new, old);

@@ -14,7 +14,7 @@ pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("", "v1", "nodes", "Node", Nodes)
         .cluster_scoped()
         .short_names(&["no"])
-        .subresources(&[Subresource::Status])
+        .subresources(&[Subresource::Proxy, Subresource::Status])
         .storage_path("minions")
         .schema::<Node>()
 }

@@ -15,7 +15,17 @@ pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("", "v1", "pods", "Pod", Pods)
         .short_names(&["po"])
         .categories(&["all"])
-        .subresources(&[Subresource::Status])
+        .subresources(&[
+            Subresource::Attach,
+            Subresource::Binding,
+            Subresource::EphemeralContainers,
+            Subresource::Eviction,
+            Subresource::Exec,
+            Subresource::Log,
+            Subresource::PortForward,
+            Subresource::Proxy,
+            Subresource::Status,
+        ])
         .schema::<Pod>()
 }
 

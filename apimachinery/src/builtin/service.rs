@@ -16,7 +16,7 @@ pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("", "v1", "services", "Service", Services)
         .short_names(&["svc"])
         .categories(&["all"])
-        .subresources(&[Subresource::Status])
+        .subresources(&[Subresource::Proxy, Subresource::Status])
         .storage_path("services/specs")
         .names(NameRule::Rfc1035Label)
         .schema::<Service>()

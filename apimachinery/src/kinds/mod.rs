@@ -42,6 +42,22 @@ pub enum Subresource {
     Finalize,
     /// `/approval` of CertificateSigningRequests: writes change only `.status.conditions`.
     Approval,
+    /// `pods/binding`: assigns the pod to a node (what a scheduler posts).
+    Binding,
+    /// `pods/eviction`: a deletion that honours PodDisruptionBudgets.
+    Eviction,
+    /// `pods/ephemeralcontainers`: writes change only `.spec.ephemeralContainers`.
+    EphemeralContainers,
+    /// `pods/log`, served by the pod's kubelet.
+    Log,
+    /// `pods/exec`, served by the pod's kubelet.
+    Exec,
+    /// `pods/attach`, served by the pod's kubelet.
+    Attach,
+    /// `pods/portforward`, served by the pod's kubelet.
+    PortForward,
+    /// `pods/proxy`, `nodes/proxy`, `services/proxy`: proxied to the object's address.
+    Proxy,
 }
 
 impl Subresource {
@@ -52,22 +68,63 @@ impl Subresource {
             Subresource::Scale => "scale",
             Subresource::Finalize => "finalize",
             Subresource::Approval => "approval",
+            Subresource::Binding => "binding",
+            Subresource::Eviction => "eviction",
+            Subresource::EphemeralContainers => "ephemeralcontainers",
+            Subresource::Log => "log",
+            Subresource::Exec => "exec",
+            Subresource::Attach => "attach",
+            Subresource::PortForward => "portforward",
+            Subresource::Proxy => "proxy",
         }
     }
 
     /// The subresource a URL segment names, if it is one this server knows.
     pub fn parse(segment: &str) -> Option<Subresource> {
-        [Subresource::Status, Subresource::Scale, Subresource::Finalize, Subresource::Approval]
-            .into_iter()
-            .find(|s| s.name() == segment)
+        Self::ALL.into_iter().find(|s| s.name() == segment)
     }
+
+    /// Every subresource, in the order discovery lists a kind's (alphabetical, as kube's).
+    pub const ALL: [Subresource; 12] = [
+        Subresource::Approval,
+        Subresource::Attach,
+        Subresource::Binding,
+        Subresource::EphemeralContainers,
+        Subresource::Eviction,
+        Subresource::Exec,
+        Subresource::Finalize,
+        Subresource::Log,
+        Subresource::PortForward,
+        Subresource::Proxy,
+        Subresource::Scale,
+        Subresource::Status,
+    ];
 
     /// The verbs it serves.
     pub fn verbs(self) -> &'static [&'static str] {
         match self {
-            Subresource::Status | Subresource::Scale | Subresource::Approval => &["get", "patch", "update"],
+            Subresource::Status | Subresource::Scale | Subresource::Approval | Subresource::EphemeralContainers => {
+                &["get", "patch", "update"]
+            }
             Subresource::Finalize => &["update"],
+            Subresource::Binding | Subresource::Eviction => &["create"],
+            Subresource::Log => &["get"],
+            Subresource::Exec | Subresource::Attach | Subresource::PortForward => &["create", "get"],
+            Subresource::Proxy => &["create", "delete", "get", "patch", "update"],
         }
+    }
+
+    /// Whether it reads and writes a view of the stored object (rather than acting on it or
+    /// reaching the kubelet).
+    pub fn is_view(self) -> bool {
+        matches!(
+            self,
+            Subresource::Status
+                | Subresource::Scale
+                | Subresource::Finalize
+                | Subresource::Approval
+                | Subresource::EphemeralContainers
+        )
     }
 }
 

@@ -359,12 +359,16 @@ fn resource_paths(d: &'static ResourceDef) -> Vec<PathItem> {
         });
     }
 
-    for sub in d.subresources.iter().copied() {
+    // Only the views of the object are documented; the actions (eviction, binding) and the
+    // kubelet's subresources are not described here yet.
+    for sub in d.subresources.iter().copied().filter(|s| s.is_view()) {
         let (suffix, def, sub_gvk, what) = match sub {
             Subresource::Status => ("Status", kind_def, gvk, "status"),
             Subresource::Scale => ("Scale", build::SCALE, Some(("autoscaling", "v1", "Scale")), "scale"),
             Subresource::Finalize => ("Finalize", kind_def, gvk, "finalize"),
             Subresource::Approval => ("Approval", kind_def, gvk, "approval"),
+            Subresource::EphemeralContainers => ("EphemeralContainers", kind_def, gvk, "ephemeralcontainers"),
+            _ => continue,
         };
         let mut ops = vec![
             Op {

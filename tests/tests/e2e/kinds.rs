@@ -394,3 +394,124 @@ fn api_resources_list_what_kube_1_30_lists() {
     let versions = s.kubectl_ok(&["api-versions"]);
     assert!(versions.contains("autoscaling/v1\nautoscaling/v2\n"), "{versions}");
 }
+
+#[actix_web::test]
+async fn evictions_honour_disruption_budgets() {
+    let s = TestServer::start();
+    let pods = "/api/v1/namespaces/default/pods";
+    let pdbs = "/apis/policy/v1/namespaces/default/poddisruptionbudgets";
+    let pod = json!({"metadata": {"name": "web", "labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+    assert_eq!(call(&s, "POST", pods, "application/json", Some(pod)).await.0, 201);
+    merge(
+        &s,
+        &format!("{pods}/web/status"),
+        json!({"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}),
+    )
+    .await;
+    let pdb = json!({"metadata": {"name": "web-pdb"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}});
+    let (code, created) = call(&s, "POST", pdbs, "application/json", Some(pdb)).await;
+    assert_eq!(code, 201, "{created}");
+    let eviction =
+        json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "web", "namespace": "default"}});
+    let evict = format!("{pods}/web/eviction");
+
+    // Not yet observed by a disruption controller: retry later.
+    let (code, st) = call(&s, "POST", &evict, "application/json", Some(eviction.clone())).await;
+    assert_eq!((code, st["reason"].as_str()), (429, Some("TooManyRequests")), "{st}");
+    assert_eq!(
+        st["details"]["causes"][0]["message"],
+        "The disruption budget web-pdb is still being processed by the server."
+    );
+    assert_eq!(st["details"]["retryAfterSeconds"], 10);
+
+    // Observed, and no disruption allowed: the budget refuses, naming its numbers.
+    let status = json!({"status": {"observedGeneration": 1, "currentHealthy": 1, "desiredHealthy": 1, "disruptionsAllowed": 0, "expectedPods": 1}});
+    merge(&s, &format!("{pdbs}/web-pdb/status"), status).await;
+    let (code, st) = call(&s, "POST", &evict, "application/json", Some(eviction.clone())).await;
+    assert_eq!(code, 429, "{st}");
+    assert_eq!(st["message"], "Cannot evict pod as it would violate the pod's disruption budget.");
+    assert_eq!(
+        st["details"]["causes"],
+        json!([{"reason": "DisruptionBudget", "message": "The disruption budget web-pdb needs 1 healthy pods and has 1 currently"}])
+    );
+    assert_eq!(call(&s, "GET", &format!("{pods}/web"), "application/json", None).await.0, 200, "the pod stays");
+
+    // One disruption allowed: the eviction deletes the pod and spends it.
+    merge(&s, &format!("{pdbs}/web-pdb/status"), json!({"status": {"disruptionsAllowed": 1}})).await;
+    let (code, st) = call(&s, "POST", &evict, "application/json", Some(eviction)).await;
+    assert_eq!(
+        (code, &st),
+        (201, &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}))
+    );
+    assert_eq!(call(&s, "GET", &format!("{pods}/web"), "application/json", None).await.0, 404);
+    let (_, budget) = call(&s, "GET", &format!("{pdbs}/web-pdb"), "application/json", None).await;
+    assert_eq!(budget["status"]["disruptionsAllowed"], 0);
+    assert!(budget["status"]["disruptedPods"]["web"].is_string(), "{budget}");
+}
+
+async fn merge(s: &TestServer, path: &str, patch: Value) {
+    let client = s.client(true);
+    let mut r = client
+        .patch(s.url(path))
+        .insert_header(("Content-Type", "application/merge-patch+json"))
+        .send_body(patch.to_string())
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200, "{path}: {:?}", r.body().await);
+}
+
+#[actix_web::test]
+async fn binding_ephemeral_containers_and_kubelet_subresources() {
+    let s = TestServer::start();
+    let pods = "/api/v1/namespaces/default/pods";
+    let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+    assert_eq!(call(&s, "POST", pods, "application/json", Some(pod)).await.0, 201);
+
+    // Before scheduling: no host to reach.
+    let (code, st) = call(&s, "GET", &format!("{pods}/p/exec?command=ls&stdout=1"), "application/json", None).await;
+    assert_eq!((code, st["message"].as_str()), (400, Some("pod p does not have a host assigned")));
+    let (code, st) = call(&s, "GET", &format!("{pods}/p/log?container=nope"), "application/json", None).await;
+    assert_eq!((code, st["message"].as_str()), (400, Some("container nope is not valid for pod p")));
+    assert_eq!(call(&s, "GET", &format!("{pods}/p/log"), "application/json", None).await.0, 200, "an empty log");
+
+    // A scheduler binds it, once.
+    let node = json!({"metadata": {"name": "n1"}, "status": {"addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
+                      "daemonEndpoints": {"kubeletEndpoint": {"Port": tests::free_port()}}}});
+    assert_eq!(call(&s, "POST", "/api/v1/nodes", "application/json", Some(node)).await.0, 201);
+    let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"}, "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"}});
+    let (code, st) = call(&s, "POST", &format!("{pods}/p/binding"), "application/json", Some(binding.clone())).await;
+    assert_eq!((code, st["status"].as_str()), (201, Some("Success")), "{st}");
+    let (_, got) = call(&s, "GET", &format!("{pods}/p"), "application/json", None).await;
+    assert_eq!(got["spec"]["nodeName"], "n1");
+    let (code, st) = call(&s, "POST", &format!("{pods}/p/binding"), "application/json", Some(binding)).await;
+    assert_eq!(code, 409);
+    assert_eq!(
+        st["message"],
+        "Operation cannot be fulfilled on pods/binding \"p\": pod p is already assigned to node \"n1\""
+    );
+
+    // Scheduled on a node whose kubelet does not answer: the dial fails as kube's does.
+    let (code, st) = call(&s, "GET", &format!("{pods}/p/exec?command=ls&stdout=1"), "application/json", None).await;
+    assert_eq!(code, 500);
+    let message = st["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("error dialing backend: dial tcp 127.0.0.1:")
+            && message.ends_with(": connect: connection refused"),
+        "{message}"
+    );
+
+    // Ephemeral containers change through their subresource only.
+    let (_, mut current) = call(&s, "GET", &format!("{pods}/p/ephemeralcontainers"), "application/json", None).await;
+    current["spec"]["ephemeralContainers"] = json!([{"name": "debug", "image": "busybox"}]);
+    current["spec"]["containers"][0]["image"] = json!("ignored");
+    let (code, updated) =
+        call(&s, "PUT", &format!("{pods}/p/ephemeralcontainers"), "application/json", Some(current)).await;
+    assert_eq!(code, 200, "{updated}");
+    assert_eq!(updated["spec"]["ephemeralContainers"][0]["name"], "debug");
+    assert_eq!(updated["spec"]["containers"][0]["image"], "nginx");
+
+    // A Service's proxy with no endpoints.
+    let (code, st) =
+        call(&s, "GET", "/api/v1/namespaces/default/services/kubernetes/proxy", "application/json", None).await;
+    assert_eq!((code, st["message"].as_str()), (503, Some("no endpoints available for service \"kubernetes\"")));
+}
