@@ -379,6 +379,7 @@ mod tests {
             dry_run: true,
             field_validation: FieldValidation::Strict,
             field_manager: Some("kubectl".into()),
+            body_keys: vec![("metadata.name".into(), false), ("metadata.name".into(), true)],
         };
         let object = json!({"metadata": {"name": "web", "labels": {}}, "spec": {"replicas": 3, "x": null, "f": 1.5}});
         round_trip(&Authenticate(Credentials {

@@ -402,6 +402,10 @@ pub struct WriteOptions {
     pub field_validation: FieldValidation,
     /// `fieldManager`.
     pub field_manager: Option<String>,
+    /// The body's object keys in document order, when it repeats a key (what `fieldValidation`
+    /// reports as duplicate fields, a parsed object having merged them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub body_keys: Vec<(String, bool)>,
 }
 
 fn dry_run(q: &Params, path: &Path, causes: &mut Vec<Cause>) -> bool {
@@ -458,7 +462,7 @@ impl WriteOptions {
             };
             return Err(invalid_options(kind, causes));
         }
-        Ok(WriteOptions { dry_run, field_validation, field_manager: manager.map(String::from) })
+        Ok(WriteOptions { dry_run, field_validation, field_manager: manager.map(String::from), body_keys: Vec::new() })
     }
 }
 

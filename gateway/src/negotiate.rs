@@ -208,19 +208,105 @@ pub fn input_format(content_type: Option<&str>, protobuf: bool) -> Result<Input,
 
 /// Decodes a request body into an object.
 pub fn decode_body(format: Input, body: &[u8]) -> Result<Value, ApiError> {
-    let value: Value = match format {
-        Input::Json => serde_json::from_slice(body)
-            .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))?,
-        Input::Yaml => serde_yaml_ng::from_slice(body)
-            .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; yaml parse error: {e}")))?,
-        Input::Protobuf => protobuf::decode_object(body).map_err(|e| ApiError::bad_request(e.to_string()))?,
+    decode_body_keys(format, body).map(|(v, _)| v)
+}
+
+/// Decodes a request body, and lists its object keys in document order when it repeats one
+/// (empty otherwise): what `fieldValidation` reports as duplicate fields.
+pub fn decode_body_keys(format: Input, body: &[u8]) -> Result<(Value, Vec<(String, bool)>), ApiError> {
+    let (value, keys): (Value, Vec<(String, bool)>) = match format {
+        Input::Json => {
+            let value = serde_json::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))?;
+            (value, apimachinery::schema::body_keys(body))
+        }
+        Input::Yaml => {
+            let keys = std::cell::RefCell::new(Vec::new());
+            let de = serde_yaml_ng::Deserializer::from_slice(body);
+            let value = serde::de::DeserializeSeed::deserialize(Tracked { path: String::new(), keys: &keys }, de)
+                .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; yaml parse error: {e}")))?;
+            (value, keys.into_inner())
+        }
+        Input::Protobuf => {
+            (protobuf::decode_object(body).map_err(|e| ApiError::bad_request(e.to_string()))?, Vec::new())
+        }
     };
     if !value.is_object() {
         return Err(ApiError::bad_request(
             "couldn't get version/kind; json parse error: json: cannot unmarshal into Go value of type struct { APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }",
         ));
     }
-    Ok(value)
+    let keys = if keys.iter().any(|(_, duplicate)| *duplicate) { keys } else { Vec::new() };
+    Ok((value, keys))
+}
+
+/// Deserializes any document into a JSON value, recording every object key's path and whether
+/// it repeats a key of its object (YAML bodies; JSON ones are scanned on their bytes).
+struct Tracked<'a> {
+    path: String,
+    keys: &'a std::cell::RefCell<Vec<(String, bool)>>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Tracked<'_> {
+    type Value = Value;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Tracked<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(v.into())
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(v.into())
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(v.into())
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(v) =
+            seq.next_element_seed(Tracked { path: format!("{}[{}]", self.path, out.len()), keys: self.keys })?
+        {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let path = if self.path.is_empty() { key.clone() } else { format!("{}.{key}", self.path) };
+            self.keys.borrow_mut().push((path.clone(), out.contains_key(&key)));
+            let value = map.next_value_seed(Tracked { path, keys: self.keys })?;
+            out.insert(key, value);
+        }
+        Ok(Value::Object(out))
+    }
 }
 
 /// Encodes `value` as `output` (a view was made by the caller).

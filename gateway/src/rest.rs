@@ -23,8 +23,8 @@ use serde_json::{Value, json};
 
 use crate::context::RequestContext;
 use crate::negotiate::{
-    Encoding, Offer, View, decode_body, has_protobuf, input_format, negotiate, partial_metadata, respond, served,
-    table_options, wrong_metadata_view,
+    Encoding, Offer, View, decode_body, decode_body_keys, has_protobuf, input_format, negotiate, partial_metadata,
+    respond, served, table_options, wrong_metadata_view,
 };
 
 fn resource_not_found() -> ApiError {
@@ -349,10 +349,12 @@ async fn create(
     target: Target,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let options = WriteOptions::parse(&ctx.query, WriteVerb::Create)?;
+    let mut options = WriteOptions::parse(&ctx.query, WriteVerb::Create)?;
     let format = input_format(ctx.header("Content-Type"), has_protobuf(def))?;
     let body = read_body(ctx, payload).await?;
-    let object = def.strategy.to_storage(decode_body(format, &body)?)?;
+    let (object, keys) = decode_body_keys(format, &body)?;
+    options.body_keys = keys;
+    let object = def.strategy.to_storage(object)?;
     let msg = CreateObject { target, object, user: ctx.user.clone(), options };
     let result = ctx.server.stages.create.ask(msg, ctx.deadline).await?;
     write_response(ctx, def, StatusCode::CREATED, result)
@@ -364,10 +366,11 @@ async fn update(
     target: Target,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let options = WriteOptions::parse(&ctx.query, WriteVerb::Update)?;
+    let mut options = WriteOptions::parse(&ctx.query, WriteVerb::Update)?;
     let format = input_format(ctx.header("Content-Type"), has_protobuf(def))?;
     let body = read_body(ctx, payload).await?;
-    let object = decode_body(format, &body)?;
+    let (object, keys) = decode_body_keys(format, &body)?;
+    options.body_keys = keys;
     let object =
         if target.subresource == Some(Subresource::Scale) { object } else { def.strategy.to_storage(object)? };
     let msg = UpdateObject { target, object, user: ctx.user.clone(), options };

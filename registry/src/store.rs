@@ -67,12 +67,20 @@ fn invalid(def: &ResourceDef, name: &str, causes: Vec<Cause>) -> Result<(), ApiE
 fn check_fields(
     def: &ResourceDef,
     obj: &mut Value,
-    mode: FieldValidation,
+    options: &WriteOptions,
     patch: bool,
 ) -> Result<Vec<String>, ApiError> {
+    let mode = options.field_validation;
     let body_kind = obj.get("kind").and_then(Value::as_str).unwrap_or(&def.kind).to_string();
-    let body_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or(&def.version).to_string();
-    let report = schema::check_fields(&def.group, &def.version, &def.kind, obj);
+    // kube names the version alone (`"v1"` of `apps/v1`).
+    let body_version = obj
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .map(|v| v.rsplit_once('/').map_or(v, |(_, version)| version))
+        .unwrap_or(&def.version)
+        .to_string();
+    let mut report = schema::check_fields(&def.group, &def.version, &def.kind, obj);
+    report.set_body_keys(&options.body_keys);
     if let Some(err) = &report.decode_error {
         return Err(ApiError::bad_request(schema::cannot_be_handled(&body_kind, &body_version, &def.kind, err)));
     }
@@ -284,7 +292,7 @@ impl RegistryStore {
         }
         check_type(&def, &object)?;
         ensure_namespace(&def, &target, &mut object)?;
-        let warnings = check_fields(&def, &mut object, options.field_validation, false)?;
+        let warnings = check_fields(&def, &mut object, &options, false)?;
         object["apiVersion"] = def.api_version().into();
         object["kind"] = def.kind.clone().into();
 
@@ -628,7 +636,7 @@ impl RegistryStore {
         if object.name() != target.name {
             return Err(name_mismatch(object.name(), &target.name));
         }
-        let warnings = check_fields(&def, &mut object, options.field_validation, false)?;
+        let warnings = check_fields(&def, &mut object, &options, false)?;
         let exists_required = !def.strategy.allow_create_on_update() || target.subresource.is_some();
         self.guaranteed_update(&def, &target, &user, &options, deadline, |old| {
             if old.is_none() && exists_required {
@@ -659,7 +667,7 @@ impl RegistryStore {
             if !patched.is_object() {
                 return Err(ApiError::bad_request("the patched object must be an object"));
             }
-            let warnings = check_fields(&def, &mut patched, options.field_validation, true)?;
+            let warnings = check_fields(&def, &mut patched, &options, true)?;
             // A patch that leaves the resourceVersion alone is unconditional; one that sets it
             // asks for optimistic concurrency, as kube treats it.
             if patched.resource_version() == old.resource_version() {

@@ -35,6 +35,8 @@ pub struct FieldReport {
     pub unknown: Vec<String>,
     /// Paths of duplicate fields, from [`FieldReport::add_duplicates`] (`metadata.name`).
     pub duplicates: Vec<String>,
+    /// The body's keys in document order, when known ([`FieldReport::set_body_keys`]).
+    pub body_order: Vec<(String, bool)>,
     /// The first decoding error as Go words it (`json: cannot unmarshal string into Go struct
     /// field DeploymentSpec.spec.replicas of type int32`): the request fails whatever the
     /// field validation directive.
@@ -49,16 +51,39 @@ impl FieldReport {
 
     /// Scans the raw request body for duplicate fields (a `Value` has already merged them).
     pub fn add_duplicates(&mut self, body: &[u8]) {
-        for d in duplicate_fields(body) {
-            if !self.duplicates.contains(&d) {
-                self.duplicates.push(d);
+        self.set_body_keys(&body_keys(body));
+    }
+
+    /// The body's keys in document order ([`body_keys`]): duplicates are taken from them, and
+    /// strict errors are reported in the order the body has them, as kube's decoder meets them.
+    pub fn set_body_keys(&mut self, keys: &[(String, bool)]) {
+        for (path, duplicate) in keys {
+            if *duplicate && !self.duplicates.contains(path) {
+                self.duplicates.push(path.clone());
             }
         }
+        self.body_order = keys.to_vec();
     }
 
     /// The strict errors one by one, as kube words them: the `Warn` directive sends each as a
     /// `Warning` header (`unknown field "spec.foo"`).
     pub fn strict_errors(&self) -> Vec<String> {
+        if !self.body_order.is_empty() {
+            let mut out = Vec::new();
+            let mut reported: Vec<&String> = Vec::new();
+            for (path, duplicate) in &self.body_order {
+                if *duplicate {
+                    out.push(format!("duplicate field {}", go_quote(path)));
+                } else if self.unknown.contains(path) && !reported.contains(&path) {
+                    reported.push(path);
+                    out.push(format!("unknown field {}", go_quote(path)));
+                }
+            }
+            let rest = self.unknown.iter().filter(|p| !reported.contains(p));
+            out.extend(rest.map(|p| format!("unknown field {}", go_quote(p))));
+            out.truncate(MAX_STRICT_ERRORS);
+            return out;
+        }
         let unknown = self.unknown.iter().map(|p| format!("unknown field {}", go_quote(p)));
         let duplicate = self.duplicates.iter().map(|p| format!("duplicate field {}", go_quote(p)));
         unknown.chain(duplicate).take(MAX_STRICT_ERRORS).collect()
@@ -437,9 +462,17 @@ fn check_base64(s: &str) -> Result<(), usize> {
 /// `spec.containers[0].image`), as kube's strict decoder reports them; empty for invalid JSON
 /// beyond the point where it stops parsing.
 pub fn duplicate_fields(body: &[u8]) -> Vec<String> {
-    let mut scanner = DupScanner { b: body, i: 0, out: Vec::new() };
+    let mut scanner = DupScanner { b: body, i: 0, out: Vec::new(), keys: Vec::new() };
     scanner.value("");
     scanner.out
+}
+
+/// Every object key of a JSON body in document order, as a path, and whether it repeats a key
+/// of its object: the order kube's strict decoder meets unknown and duplicate fields in.
+pub fn body_keys(body: &[u8]) -> Vec<(String, bool)> {
+    let mut scanner = DupScanner { b: body, i: 0, out: Vec::new(), keys: Vec::new() };
+    scanner.value("");
+    scanner.keys
 }
 
 /// A minimal JSON reader that only tracks paths and object keys.
@@ -447,6 +480,7 @@ struct DupScanner<'a> {
     b: &'a [u8],
     i: usize,
     out: Vec<String>,
+    keys: Vec<(String, bool)>,
 }
 
 impl DupScanner<'_> {
@@ -506,7 +540,9 @@ impl DupScanner<'_> {
             }
             let key = self.string()?;
             let full = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
-            if seen.contains(&key) {
+            let duplicate = seen.contains(&key);
+            self.keys.push((full.clone(), duplicate));
+            if duplicate {
                 if !self.out.contains(&full) {
                     self.out.push(full.clone());
                 }

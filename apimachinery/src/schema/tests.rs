@@ -208,7 +208,16 @@ fn duplicates_join_the_strict_errors() {
     r.add_duplicates(body);
     assert_eq!(
         r.strict_message().unwrap(),
-        "strict decoding error: unknown field \"foo\", duplicate field \"metadata.name\""
+        "strict decoding error: duplicate field \"metadata.name\", unknown field \"foo\""
+    );
+    // In the body's order, as kube's decoder meets them.
+    let body = br#"{"kind":"ConfigMap","apiVersion":"v1","x":1,"metadata":{"name":"a","name":"b"}}"#;
+    let mut obj: serde_json::Value = serde_json::from_slice(body).unwrap();
+    let mut r = check_fields("", "v1", "ConfigMap", &mut obj);
+    r.add_duplicates(body);
+    assert_eq!(
+        r.strict_message().unwrap(),
+        "strict decoding error: unknown field \"x\", duplicate field \"metadata.name\""
     );
 }
 

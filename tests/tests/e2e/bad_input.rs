@@ -189,3 +189,82 @@ async fn authentication_and_authorization_failures_are_401_and_403() {
     let r = anon.get(s.url("/healthz")).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 200, "health is public");
 }
+
+#[actix_web::test]
+async fn unknown_and_duplicate_fields_under_each_field_validation() {
+    let s = TestServer::start();
+    let api = Api { s: &s, client: s.client(true) };
+    let deployments = "/apis/apps/v1/namespaces/default/deployments";
+    let json_body = |name: &str| {
+        format!(
+            r#"{{"apiVersion":"apps/v1","kind":"Deployment","metadata":{{"name":"{name}"}},"spec":{{"replicas":1,"replicas":2,"x":true,
+            "selector":{{"matchLabels":{{"app":"w"}}}},"template":{{"metadata":{{"labels":{{"app":"w"}}}},"spec":{{"containers":[{{"name":"c","image":"nginx","image":"busybox"}}]}}}}}}}}"#
+        )
+    };
+    let yaml_body = |name: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\nspec:\n  replicas: 1\n  replicas: 2\n  x: true\n  selector:\n    matchLabels: {{app: w}}\n  template:\n    metadata:\n      labels: {{app: w}}\n    spec:\n      containers:\n      - name: c\n        image: nginx\n        image: busybox\n"
+        )
+    };
+    let errors = r#"duplicate field "spec.replicas", unknown field "spec.x", duplicate field "spec.template.spec.containers[0].image""#;
+    for (format, content_type) in [("json", "application/json"), ("yaml", "application/yaml")] {
+        let body = |name: &str| if format == "json" { json_body(name) } else { yaml_body(name) };
+        // Strict: 400, every problem listed in the body's order, nothing stored.
+        let name = format!("strict-{format}");
+        let r = api
+            .call(
+                "POST",
+                &format!("{deployments}?fieldValidation=Strict"),
+                Some(content_type),
+                body(&name).into_bytes(),
+                None,
+            )
+            .await;
+        assert_status(&r, 400, "BadRequest");
+        assert_eq!(
+            r.body["message"].as_str().unwrap(),
+            format!("Deployment in version \"v1\" cannot be handled as a Deployment: strict decoding error: {errors}"),
+            "{format}"
+        );
+        assert_eq!(api.get(&format!("{deployments}/{name}")).await.code, 404);
+
+        // Warn: stored (the last duplicate wins), each problem a Warning header.
+        let name = format!("warn-{format}");
+        let r = api
+            .call(
+                "POST",
+                &format!("{deployments}?fieldValidation=Warn"),
+                Some(content_type),
+                body(&name).into_bytes(),
+                None,
+            )
+            .await;
+        assert_eq!(r.code, 201, "{format}: {}", r.body);
+        let warnings: Vec<&str> = r.headers.get_all("warning").filter_map(|v| v.to_str().ok()).collect();
+        assert_eq!(
+            warnings,
+            [
+                r#"299 - "duplicate field \"spec.replicas\"""#,
+                r#"299 - "unknown field \"spec.x\"""#,
+                r#"299 - "duplicate field \"spec.template.spec.containers[0].image\"""#,
+            ],
+            "{format}"
+        );
+        assert_eq!(r.body["spec"]["replicas"], 2);
+        assert_eq!(r.body["spec"]["template"]["spec"]["containers"][0]["image"], "busybox");
+
+        // Ignore: stored, silently.
+        let name = format!("ignore-{format}");
+        let r = api
+            .call(
+                "POST",
+                &format!("{deployments}?fieldValidation=Ignore"),
+                Some(content_type),
+                body(&name).into_bytes(),
+                None,
+            )
+            .await;
+        assert_eq!(r.code, 201, "{format}: {}", r.body);
+        assert!(r.headers.get("warning").is_none());
+    }
+}
