@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh Debian machine with Rust: installs the real tools the
-# end-to-end tests drive (kubectl 1.30, the Python client, etcd), builds the apiserver binary,
-# and runs every crate's tests, end-to-end ones included, in the release profile (one build).
+# end-to-end tests drive (kubectl 1.30, helm 3, the Python client, etcd), builds the apiserver
+# binary, and runs every crate's tests, end-to-end ones included, in the release profile.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 eval "$(./deploy/install-tools.sh)"

@@ -210,6 +210,17 @@ mod tests {
         let pods =
             core["versions"][0]["resources"].as_array().unwrap().iter().find(|r| r["resource"] == "pods").unwrap();
         assert_eq!(pods["scope"], "Namespaced");
-        assert_eq!(pods["subresources"][0]["subresource"], "status");
+        let subresources: Vec<&str> =
+            pods["subresources"].as_array().unwrap().iter().map(|s| s["subresource"].as_str().unwrap()).collect();
+        assert_eq!(
+            subresources,
+            ["attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "proxy", "status"]
+        );
+        let eviction = &pods["subresources"][3];
+        assert_eq!(
+            eviction["responseKind"],
+            serde_json::json!({"group": "policy", "version": "v1", "kind": "Eviction"})
+        );
+        assert_eq!(eviction["verbs"], serde_json::json!(["create"]));
     }
 }
