@@ -11,6 +11,7 @@
 //! - [`context`]: what a handler knows about its request.
 //! - [`rest`], [`watch`]: generic REST and watch streaming over the storage stage and cachers.
 //! - [`subresources`]: the subresources that act (binding, eviction) or belong to a kubelet.
+//! - [`componentstatuses`]: the deprecated read-only component health list, stored nowhere.
 //! - [`discovery`], [`openapi`], [`health`], [`admin`]: the non-resource endpoints.
 //! - [`negotiate`]: representations (JSON, YAML, protobuf; tables and metadata views).
 //! - [`namespace_finalizer`]: completes namespace deletion (a controller's job in a full
@@ -23,6 +24,7 @@
 pub mod admin;
 pub mod backends;
 pub mod chain;
+pub mod componentstatuses;
 pub mod config;
 pub mod context;
 pub mod discovery;

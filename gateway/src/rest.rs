@@ -34,6 +34,12 @@ fn resource_not_found() -> ApiError {
 /// Serves a resource request.
 pub async fn serve(ctx: &RequestContext<'_>, payload: web::Payload) -> Result<HttpResponse, ApiError> {
     let info = ctx.info;
+    if (info.api_group.as_str(), info.api_version.as_str(), info.resource.as_str()) == ("", "v1", "componentstatuses")
+        && info.subresource.is_empty()
+        && info.namespace.is_empty()
+    {
+        return crate::componentstatuses::serve(ctx).await;
+    }
     let def =
         ctx.server.catalogue.find(&info.api_group, &info.api_version, &info.resource).ok_or_else(resource_not_found)?;
     if (def.namespaced && !info.name.is_empty() && info.namespace.is_empty())

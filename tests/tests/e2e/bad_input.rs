@@ -119,7 +119,11 @@ async fn every_bad_input_gets_its_status_and_nothing_is_lost() {
 
     let r = api.json("PUT", CMS, &json!({})).await;
     assert_status(&r, 405, "MethodNotAllowed");
-    let r = api.call("GET", CMS, None, Vec::new(), Some("application/vnd.kubernetes.protobuf")).await;
+    // Tables exist in JSON and YAML only, as in kube.
+    let table = "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io";
+    let r = api.call("GET", CMS, None, Vec::new(), Some(table)).await;
+    assert_status(&r, 406, "NotAcceptable");
+    let r = api.call("GET", CMS, None, Vec::new(), Some("text/html")).await;
     assert_status(&r, 406, "NotAcceptable");
     let r = api.call("POST", CMS, Some("text/plain"), b"hello".to_vec(), None).await;
     assert_status(&r, 415, "UnsupportedMediaType");

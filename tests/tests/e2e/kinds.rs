@@ -338,9 +338,9 @@ async fn invalid_objects_of_the_new_kinds_get_kube_causes() {
 }
 
 /// `kubectl api-resources -o wide` of kube-apiserver 1.30 for the groups this server serves,
-/// less what later work brings (bindings, componentstatuses, the review APIs), whitespace
-/// collapsed.
+/// less what later work brings (bindings, the review APIs), whitespace collapsed.
 const KUBE_1_30_API_RESOURCES: &str = "\
+componentstatuses cs v1 false ComponentStatus get,list
 configmaps cm v1 true ConfigMap create,delete,deletecollection,get,list,patch,update,watch
 endpoints ep v1 true Endpoints create,delete,deletecollection,get,list,patch,update,watch
 events ev v1 true Event create,delete,deletecollection,get,list,patch,update,watch
@@ -514,4 +514,30 @@ async fn binding_ephemeral_containers_and_kubelet_subresources() {
     let (code, st) =
         call(&s, "GET", "/api/v1/namespaces/default/services/kubernetes/proxy", "application/json", None).await;
     assert_eq!((code, st["message"].as_str()), (503, Some("no endpoints available for service \"kubernetes\"")));
+}
+
+#[actix_web::test]
+async fn component_statuses_report_storage_health_and_unreachable_components() {
+    let s = TestServer::start();
+    let (code, list) = call(&s, "GET", "/api/v1/componentstatuses", "application/json", None).await;
+    assert_eq!(code, 200);
+    assert_eq!(list["kind"], "ComponentStatusList");
+    let by_name =
+        |n: &str| list["items"].as_array().unwrap().iter().find(|i| i["metadata"]["name"] == n).cloned().unwrap();
+    assert_eq!(by_name("etcd-0")["conditions"], json!([{"type": "Healthy", "status": "True", "message": "ok"}]));
+    let scheduler = by_name("scheduler");
+    assert_eq!(scheduler["conditions"][0]["status"], "False");
+    assert_eq!(
+        scheduler["conditions"][0]["message"],
+        "Get \"https://127.0.0.1:10259/healthz\": dial tcp 127.0.0.1:10259: connect: connection refused"
+    );
+    let (code, st) = call(&s, "GET", "/api/v1/componentstatuses/nope", "application/json", None).await;
+    assert_eq!((code, st["message"].as_str(), st.get("reason")), (500, Some("Component not found: nope"), None));
+    let out = s.kubectl(&["get", "componentstatuses"]);
+    let stdout = tests::assert_success("kubectl get cs", &out);
+    assert!(
+        stdout.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["etcd-0", "Healthy", "ok"]),
+        "{stdout}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Warning: v1 ComponentStatus is deprecated in v1.19+"));
 }
