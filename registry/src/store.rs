@@ -331,6 +331,7 @@ impl RegistryStore {
         normalize_metadata(&mut object);
         def.apply_defaults(&mut object);
         def.prepare_for_create(&mut object);
+        def.strategy.record_requester(&mut object, &user);
         let writer = Writer { user: &user, dry_run: options.dry_run, deadline };
         // An object that exists is AlreadyExists, not a conflict over the address it holds.
         if let Some(ClusterIp::Static(_)) = def.strategy.cluster_ip(&object) {
@@ -761,6 +762,9 @@ impl RegistryStore {
                 return Err(ApiError::not_found(&def.group, &def.resource, name));
             };
             let old = decode_object(&kv).map_err(|e| interpret(def, name, e))?;
+            if let Some(why) = def.strategy.deletion_forbidden(&old) {
+                return Err(ApiError::forbidden(&def.group, &def.resource, name, &why));
+            }
             check_preconditions(def, name, delete, &old)?;
             let mut marked = old.clone();
             let pending = mark_for_deletion(def, delete, &mut marked);

@@ -25,6 +25,23 @@ pub(super) fn definition() -> ResourceDef {
 struct CertificateSigningRequests;
 
 impl Strategy for CertificateSigningRequests {
+    /// kube's `PrepareForCreate`: the requester is who creates it, whatever the body says,
+    /// and no condition (approval) can be created with it.
+    fn record_requester(&self, obj: &mut Value, user: &crate::request::UserInfo) {
+        if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+            for k in ["username", "uid", "groups", "extra"] {
+                spec.remove(k);
+            }
+            spec.insert("username".into(), user.name.clone().into());
+            if !user.uid.is_empty() {
+                spec.insert("uid".into(), user.uid.clone().into());
+            }
+            if !user.groups.is_empty() {
+                spec.insert("groups".into(), user.groups.clone().into());
+            }
+        }
+    }
+
     fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
         let mut out = crate::kinds::DefaultStrategy.validate(def, obj);
         out.extend(cluster::certificate_signing_request(obj));

@@ -19,6 +19,15 @@ pub(super) fn definition() -> ResourceDef {
 struct PriorityClasses;
 
 impl Strategy for PriorityClasses {
+    /// kube's registry refuses to delete the system classes.
+    fn deletion_forbidden(&self, obj: &Value) -> Option<String> {
+        let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+        cluster::SYSTEM_PRIORITY_CLASSES
+            .iter()
+            .any(|(n, _, _)| *n == name)
+            .then(|| "this is a system priority class and cannot be deleted".to_string())
+    }
+
     fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
         let mut out = crate::kinds::DefaultStrategy.validate(def, obj);
         out.extend(cluster::priority_class(obj));

@@ -30,6 +30,15 @@ pub trait Strategy: Send + Sync {
     /// `PrepareForCreate`, once the uid and name are assigned: status reset, generated fields.
     fn prepare_for_create(&self, _obj: &mut Value) {}
 
+    /// What `PrepareForCreate` takes from the user creating the object (a
+    /// CertificateSigningRequest records its requester).
+    fn record_requester(&self, _obj: &mut Value, _user: &crate::request::UserInfo) {}
+
+    /// Why the object may not be deleted at all (a system PriorityClass), as kube's 403 words it.
+    fn deletion_forbidden(&self, _obj: &Value) -> Option<String> {
+        None
+    }
+
     /// `PrepareForUpdate` of the main resource, after identity and status are carried over.
     fn prepare_for_update(&self, _new: &mut Value, _old: &Value) {}
 

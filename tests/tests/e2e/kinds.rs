@@ -208,7 +208,24 @@ async fn every_newly_served_kind_applies_and_prints_kube_columns() {
         assert_eq!(code, 200, "{path}: {table}");
         check_table(path, &table, columns, cells);
     }
-    // The system classes are there from the start, as kube's bootstrap hook makes them.
+    // The requester is who created the request, whatever the body said.
+    let (_, csr) =
+        call(&s, "GET", "/apis/certificates.k8s.io/v1/certificatesigningrequests/csr1", "application/json", None).await;
+    assert_eq!(csr["spec"]["groups"], json!(["system:masters", "system:authenticated"]));
+    // The system classes are there from the start, as kube's bootstrap hook makes them, and
+    // cannot be deleted.
+    let (code, st) =
+        call(&s, "DELETE", "/apis/scheduling.k8s.io/v1/priorityclasses/system-node-critical", "application/json", None)
+            .await;
+    assert_eq!(
+        (code, st["message"].as_str()),
+        (
+            403,
+            Some(
+                "priorityclasses.scheduling.k8s.io \"system-node-critical\" is forbidden: this is a system priority class and cannot be deleted"
+            )
+        )
+    );
     let pcs =
         s.kubectl_ok(&["get", "priorityclasses", "-o", "custom-columns=N:.metadata.name,V:.value", "--no-headers"]);
     assert!(
