@@ -4,8 +4,10 @@ use k8s_openapi::api::storage::v1::CSIDriver;
 
 use serde_json::Value;
 
+use crate::error::Cause;
 use crate::kinds::{ResourceDef, Strategy};
 use crate::table::{Printer, printers};
+use crate::validation::cluster;
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("storage.k8s.io", "v1", "csidrivers", "CSIDriver", CsiDrivers)
@@ -16,6 +18,12 @@ pub(super) fn definition() -> ResourceDef {
 struct CsiDrivers;
 
 impl Strategy for CsiDrivers {
+    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut out = crate::kinds::meta_update(new, old);
+        out.extend(cluster::csi_driver_update(new, old));
+        out
+    }
+
     fn defaults(&self, obj: &mut Value) {
         crate::defaults::default_csi_driver(obj);
     }

@@ -2,8 +2,12 @@
 
 use k8s_openapi::api::storage::v1::CSIStorageCapacity;
 
+use serde_json::Value;
+
+use crate::error::Cause;
 use crate::kinds::{ResourceDef, Strategy};
 use crate::table::{Printer, printers};
+use crate::validation::cluster;
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", CsiStorageCapacities)
@@ -13,6 +17,12 @@ pub(super) fn definition() -> ResourceDef {
 struct CsiStorageCapacities;
 
 impl Strategy for CsiStorageCapacities {
+    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut out = crate::kinds::meta_update(new, old);
+        out.extend(cluster::csi_storage_capacity_update(new, old));
+        out
+    }
+
     fn printer(&self) -> Option<&dyn Printer> {
         Some(&printers::CSI_STORAGE_CAPACITIES)
     }

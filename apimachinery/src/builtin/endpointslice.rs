@@ -4,8 +4,10 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 use serde_json::Value;
 
+use crate::error::Cause;
 use crate::kinds::{ResourceDef, Strategy};
 use crate::table::{Printer, printers};
+use crate::validation::cluster;
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", EndpointSlices)
@@ -15,6 +17,12 @@ pub(super) fn definition() -> ResourceDef {
 struct EndpointSlices;
 
 impl Strategy for EndpointSlices {
+    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut out = crate::kinds::meta_update(new, old);
+        out.extend(cluster::endpoint_slice_update(new, old));
+        out
+    }
+
     fn defaults(&self, obj: &mut Value) {
         crate::defaults::default_endpoint_slice(obj);
     }

@@ -26,7 +26,7 @@ impl Strategy for IngressClasses {
 
     fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
         let mut out = crate::kinds::meta_update(new, old);
-        out.extend(cluster::ingress_class(new));
+        out.extend(cluster::ingress_class_update(new, old));
         out
     }
 

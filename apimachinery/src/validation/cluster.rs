@@ -387,3 +387,90 @@ pub fn runtime_class(obj: &Value) -> Vec<Cause> {
     let handler = text(obj, "handler");
     names::dns1123_label(handler).iter().map(|m| field::invalid(&Path::new("handler"), Bad::s(handler), m)).collect()
 }
+
+/// `ValidateImmutableField` of the value at `pointer`, reported at `path`.
+fn immutable(out: &mut Vec<Cause>, new: &Value, old: &Value, pointer: &str, path: &str) {
+    let (n, o) = (new.pointer(pointer), old.pointer(pointer));
+    if n != o {
+        out.push(field::invalid(&Path::new(path), Bad::json(n), "field is immutable"));
+    }
+}
+
+/// The immutable fields of PersistentVolumes and claims: the volume mode (reported without
+/// `spec.`, as kube does), and a claim's storage request may not shrink.
+pub fn persistent_volume_update(new: &Value, old: &Value, claim: bool) -> Vec<Cause> {
+    let mut out = Vec::new();
+    immutable(&mut out, new, old, "/spec/volumeMode", "volumeMode");
+    if claim {
+        let storage = |v: &Value| {
+            v.pointer("/spec/resources/requests/storage").and_then(|q| crate::defaults::quantity::from_json(q).ok())
+        };
+        if let (Some(n), Some(o)) = (storage(new), storage(old))
+            && n < o
+        {
+            out.push(field::forbidden(
+                &Path::new("spec").child("resources").child("requests").child("storage"),
+                "field can not be less than previous value",
+            ));
+        }
+    }
+    out
+}
+
+/// `ValidateIngressClassUpdate`: the controller is fixed.
+pub fn ingress_class_update(new: &Value, old: &Value) -> Vec<Cause> {
+    let mut out = ingress_class(new);
+    immutable(&mut out, new, old, "/spec/controller", "spec.controller");
+    out
+}
+
+/// `ValidateRuntimeClassUpdate`: the handler is fixed.
+pub fn runtime_class_update(new: &Value, old: &Value) -> Vec<Cause> {
+    let mut out = runtime_class(new);
+    immutable(&mut out, new, old, "/handler", "handler");
+    out
+}
+
+/// `ValidateEndpointSliceUpdate`: the address type is fixed.
+pub fn endpoint_slice_update(new: &Value, old: &Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    immutable(&mut out, new, old, "/addressType", "addressType");
+    out
+}
+
+/// `ValidateCSIStorageCapacityUpdate`: the class it reports for is fixed.
+pub fn csi_storage_capacity_update(new: &Value, old: &Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    immutable(&mut out, new, old, "/storageClassName", "storageClassName");
+    if new.get("nodeTopology") != old.get("nodeTopology") {
+        let value = field::go_label_selector(new.get("nodeTopology"));
+        out.push(field::invalid(&Path::new("nodeTopology"), Bad::Raw(value), "field is immutable"));
+    }
+    out
+}
+
+/// `ValidateCSIDriverUpdate`: attachment, fsGroup policy, pod info and lifecycle modes are
+/// fixed (the path `spec.attachedRequired` is kube's own spelling).
+pub fn csi_driver_update(new: &Value, old: &Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    immutable(&mut out, new, old, "/spec/attachRequired", "spec.attachedRequired");
+    immutable(&mut out, new, old, "/spec/fsGroupPolicy", "spec.fsGroupPolicy");
+    immutable(&mut out, new, old, "/spec/podInfoOnMount", "spec.podInfoOnMount");
+    let modes = |v: &Value| v.pointer("/spec/volumeLifecycleModes").cloned();
+    if modes(new) != modes(old) {
+        let quoted: Vec<String> = modes(new)
+            .and_then(|m| m.as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(Value::as_str)
+            .map(field::go_quote)
+            .collect();
+        let value = format!("[]storage.VolumeLifecycleMode{{{}}}", quoted.join(", "));
+        out.push(field::invalid(
+            &Path::new("spec").child("volumeLifecycleModes"),
+            Bad::Raw(value),
+            "field is immutable",
+        ));
+    }
+    out
+}
