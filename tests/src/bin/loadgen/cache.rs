@@ -37,9 +37,19 @@ pub(crate) fn object(prefix: &str, i: usize) -> (String, serde_json::Value) {
 
 /// Writes `n` objects under `prefix` straight into the store.
 pub(crate) async fn fill(store: &Arc<dyn Storage>, prefix: &str, n: usize) {
+    fill_with(store, prefix, n, object).await;
+}
+
+/// Writes the `n` objects `make` shapes (key and object) straight into the store.
+pub(crate) async fn fill_with(
+    store: &Arc<dyn Storage>,
+    prefix: &str,
+    n: usize,
+    make: fn(&str, usize) -> (String, serde_json::Value),
+) {
     let mut batch = Vec::new();
     for i in 0..n {
-        let (key, obj) = object(prefix, i);
+        let (key, obj) = make(prefix, i);
         let store = store.clone();
         batch.push(actix_web::rt::spawn(
             async move { store.put(&key, storage::codec::encode(&obj), Expect::Absent).await },

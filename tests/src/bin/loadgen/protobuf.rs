@@ -15,9 +15,8 @@ use storage::etcd::testing::EtcdProcess;
 use tests::TestServer;
 
 use serde_json::json;
-use storage::Expect;
 
-use crate::cache::fill;
+use crate::cache::{fill, fill_with};
 use crate::{Phase, answered, cpu_time, report_cpu, rss_mib, run};
 
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
@@ -65,25 +64,6 @@ fn pod(prefix: &str, i: usize) -> (String, serde_json::Value) {
         }
     });
     (format!("{prefix}/pods/default/{name}"), obj)
-}
-
-async fn fill_pods(store: &Arc<dyn Storage>, prefix: &str, n: usize) {
-    let mut batch = Vec::new();
-    for i in 0..n {
-        let (key, obj) = pod(prefix, i);
-        let store = store.clone();
-        batch.push(actix_web::rt::spawn(
-            async move { store.put(&key, storage::codec::encode(&obj), Expect::Absent).await },
-        ));
-        if batch.len() == 128 {
-            for t in batch.drain(..) {
-                t.await.expect("task").expect("put");
-            }
-        }
-    }
-    for t in batch {
-        t.await.expect("task").expect("put");
-    }
 }
 
 async fn get_phase(
@@ -135,7 +115,7 @@ pub async fn run_all(seconds: Duration) {
         let prefix = format!("/pb-{resource}");
         println!("== protobuf beside JSON: {n} {resource} on etcd {}", etcd.endpoint());
         let one = if resource == "pods" {
-            fill_pods(&store, &prefix, n).await;
+            fill_with(&store, &prefix, n, pod).await;
             "/api/v1/namespaces/default/pods/web-7d4b9c8f6-00001"
         } else {
             fill(&store, &prefix, n).await;
