@@ -561,7 +561,23 @@ impl RegistryStore {
             }
             Some(Subresource::Approval) => {
                 // kube's approval strategy: only the conditions (Approved, Denied) change.
-                let conditions = new.pointer("/status/conditions").cloned();
+                let mut conditions = new.pointer("/status/conditions").cloned();
+                // kube fills a condition's times when missing; a condition that was already
+                // there with the same status keeps its transition time.
+                let now = now_rfc3339();
+                for c in conditions.iter_mut().flat_map(|c| c.as_array_mut()).flatten() {
+                    let before = old
+                        .pointer("/status/conditions")
+                        .and_then(Value::as_array)
+                        .and_then(|cs| cs.iter().find(|o| o["type"] == c["type"] && o["status"] == c["status"]));
+                    if c.get("lastUpdateTime").is_none_or(Value::is_null) {
+                        c["lastUpdateTime"] = now.clone().into();
+                    }
+                    if c.get("lastTransitionTime").is_none_or(Value::is_null) {
+                        let kept = before.and_then(|b| b.get("lastTransitionTime")).cloned();
+                        c["lastTransitionTime"] = kept.unwrap_or_else(|| now.clone().into());
+                    }
+                }
                 let rv = new.resource_version().to_string();
                 new = old.clone();
                 match conditions {

@@ -25,6 +25,20 @@ pub(super) fn definition() -> ResourceDef {
 struct CertificateSigningRequests;
 
 impl Strategy for CertificateSigningRequests {
+    /// Updates (and `/approval`, which the registry checks as an update) keep the condition
+    /// rules.
+    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut out = crate::kinds::meta_update(new, old);
+        out.extend(cluster::certificate_conditions(new, Some(old)));
+        out
+    }
+
+    fn validate_status_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut out = crate::kinds::meta_update(new, old);
+        out.extend(cluster::certificate_conditions(new, Some(old)));
+        out
+    }
+
     /// kube's `PrepareForCreate`: the requester is who creates it, whatever the body says,
     /// and no condition (approval) can be created with it.
     fn record_requester(&self, obj: &mut Value, user: &crate::request::UserInfo) {

@@ -474,3 +474,52 @@ pub fn csi_driver_update(new: &Value, old: &Value) -> Vec<Cause> {
     }
     out
 }
+
+/// The CSR condition rules: Approved, Denied and Failed are True when present, once each;
+/// Approved and Denied exclude each other; none of them may be removed once there.
+pub fn certificate_conditions(new: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let mut out = Vec::new();
+    let path = Path::new("status").child("conditions");
+    let conditions = new.pointer("/status/conditions").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, c) in conditions.iter().enumerate() {
+        let p = path.index(i);
+        let ty = c["type"].as_str().unwrap_or("");
+        let status = c["status"].as_str().unwrap_or("");
+        if ty.is_empty() {
+            out.push(field::required(&p.child("type"), ""));
+        }
+        if status.is_empty() {
+            out.push(field::required(&p.child("status"), ""));
+        }
+        if matches!(ty, "Approved" | "Denied" | "Failed") {
+            if !status.is_empty() && status != "True" {
+                out.push(field::not_supported(&p.child("status"), Bad::s(status), &["True"]));
+            }
+            if seen.contains(&ty) {
+                out.push(field::duplicate(&p.child("type"), Bad::s(ty)));
+            } else if (ty == "Denied" && seen.contains(&"Approved")) || (ty == "Approved" && seen.contains(&"Denied")) {
+                out.push(field::invalid(
+                    &p.child("type"),
+                    Bad::s(ty),
+                    "Approved and Denied conditions are mutually exclusive",
+                ));
+            }
+            seen.push(ty);
+        }
+    }
+    let had = |v: &Value, t: &str| {
+        v.pointer("/status/conditions").and_then(Value::as_array).is_some_and(|cs| cs.iter().any(|c| c["type"] == t))
+    };
+    if let Some(old) = old {
+        for ty in ["Approved", "Denied", "Failed"] {
+            if had(old, ty) && !had(new, ty) {
+                out.push(field::forbidden(
+                    &path,
+                    &format!("updates may not remove a condition of type {}", field::go_quote(ty)),
+                ));
+            }
+        }
+    }
+    out
+}

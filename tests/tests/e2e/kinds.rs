@@ -212,6 +212,35 @@ async fn every_newly_served_kind_applies_and_prints_kube_columns() {
     let (_, csr) =
         call(&s, "GET", "/apis/certificates.k8s.io/v1/certificatesigningrequests/csr1", "application/json", None).await;
     assert_eq!(csr["spec"]["groups"], json!(["system:masters", "system:authenticated"]));
+    // Approval through kubectl, then what the condition rules refuse.
+    s.kubectl_ok(&["certificate", "approve", "csr1"]);
+    let approval = "/apis/certificates.k8s.io/v1/certificatesigningrequests/csr1/approval";
+    let (_, mut approved) = call(&s, "GET", approval, "application/json", None).await;
+    let condition = &approved["status"]["conditions"][0];
+    assert_eq!((condition["type"].as_str(), condition["reason"].as_str()), (Some("Approved"), Some("KubectlApprove")));
+    assert!(condition["lastTransitionTime"].is_string(), "{condition}");
+    approved["status"]["conditions"].as_array_mut().unwrap().push(json!({"type": "Denied", "status": "True"}));
+    let (code, st) = call(&s, "PUT", approval, "application/json", Some(approved.clone())).await;
+    assert_eq!(
+        (code, st["message"].as_str()),
+        (
+            422,
+            Some(
+                "CertificateSigningRequest.certificates.k8s.io \"csr1\" is invalid: status.conditions[1].type: Invalid value: \"Denied\": Approved and Denied conditions are mutually exclusive"
+            )
+        )
+    );
+    approved["status"]["conditions"] = json!([]);
+    let (code, st) = call(&s, "PUT", approval, "application/json", Some(approved)).await;
+    assert_eq!(
+        (code, st["message"].as_str()),
+        (
+            422,
+            Some(
+                "CertificateSigningRequest.certificates.k8s.io \"csr1\" is invalid: status.conditions: Forbidden: updates may not remove a condition of type \"Approved\""
+            )
+        )
+    );
     // The system classes are there from the start, as kube's bootstrap hook makes them, and
     // cannot be deleted.
     let (code, st) =
