@@ -218,7 +218,8 @@ pub fn decode_body_keys(format: Input, body: &[u8]) -> Result<(Value, Vec<(Strin
         Input::Json => {
             let value = serde_json::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))?;
-            (value, apimachinery::schema::body_keys(body))
+            let repeats = apimachinery::schema::repeats_a_key(body);
+            (value, if repeats { apimachinery::schema::body_keys(body) } else { Vec::new() })
         }
         Input::Yaml => {
             let keys = std::cell::RefCell::new(Vec::new());

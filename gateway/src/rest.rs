@@ -166,12 +166,18 @@ async fn list(ctx: &RequestContext<'_>, def: &Arc<ResourceDef>, target: Target) 
         let body = futures_util::stream::iter(ListChunks::new(def, list).map(Ok::<_, actix_web::Error>));
         return Ok(HttpResponse::Ok().content_type("application/json").streaming(body));
     }
-    if cached && output.encoding == Encoding::Protobuf && list.items.iter().all(|o| o.protobuf().is_some()) {
-        let chunks =
-            ProtobufListChunks::new(def, list).map_err(|e| ApiError::internal(format!("encoding as protobuf: {e}")))?;
-        let body = futures_util::stream::iter(chunks.map(Ok::<_, actix_web::Error>));
-        return Ok(HttpResponse::Ok().content_type(protobuf::CONTENT_TYPE).streaming(body));
-    }
+    let list = if cached && output.encoding == Encoding::Protobuf {
+        match ProtobufListChunks::new(def, list) {
+            Ok(chunks) => {
+                let body = futures_util::stream::iter(chunks.map(Ok::<_, actix_web::Error>));
+                return Ok(HttpResponse::Ok().content_type(protobuf::CONTENT_TYPE).streaming(body));
+            }
+            // An item without a protobuf form: encoded below from its value.
+            Err(list) => list,
+        }
+    } else {
+        list
+    };
     let items: Vec<Value> = list.items.iter().map(|o| served(def, o.value())).collect();
     match output.view {
         View::Table => {
@@ -207,11 +213,12 @@ struct ProtobufListChunks {
 }
 
 impl ProtobufListChunks {
-    fn new(def: &ResourceDef, list: ObjectList) -> Result<Self, protobuf::Error> {
-        let list_meta = protobuf::encode_list_raw(&list_metadata(&list), [])?;
+    /// The chunks, or the list back when an item has no protobuf form.
+    fn new(def: &ResourceDef, list: ObjectList) -> Result<Self, ObjectList> {
+        let Ok(list_meta) = protobuf::encode_list_raw(&list_metadata(&list), []) else { return Err(list) };
         let mut raw_len = list_meta.len();
         for item in &list.items {
-            let n = item.protobuf().map_or(0, bytes::Bytes::len);
+            let Some(n) = item.protobuf().map(bytes::Bytes::len) else { return Err(list) };
             raw_len += 1 + varint_len(n) + n;
         }
         let mut head = protobuf::unknown_head(&def.api_version(), &format!("{}List", def.kind), raw_len);

@@ -462,28 +462,50 @@ fn check_base64(s: &str) -> Result<(), usize> {
 /// `spec.containers[0].image`), as kube's strict decoder reports them; empty for invalid JSON
 /// beyond the point where it stops parsing.
 pub fn duplicate_fields(body: &[u8]) -> Vec<String> {
-    let mut scanner = DupScanner { b: body, i: 0, out: Vec::new(), keys: Vec::new() };
-    scanner.value("");
-    scanner.out
+    DupScanner::run(body, true).out
 }
 
 /// Every object key of a JSON body in document order, as a path, and whether it repeats a key
 /// of its object: the order kube's strict decoder meets unknown and duplicate fields in.
 pub fn body_keys(body: &[u8]) -> Vec<(String, bool)> {
-    let mut scanner = DupScanner { b: body, i: 0, out: Vec::new(), keys: Vec::new() };
-    scanner.value("");
-    scanner.keys
+    DupScanner::run(body, true).keys
+}
+
+/// Whether any object of a JSON body repeats a key: a scan that builds no paths and stops at
+/// the first repeat, so bodies without one (nearly all) cost no allocation per key.
+pub fn repeats_a_key(body: &[u8]) -> bool {
+    DupScanner::run(body, false).repeated
 }
 
 /// A minimal JSON reader that only tracks paths and object keys.
 struct DupScanner<'a> {
     b: &'a [u8],
     i: usize,
+    /// Build paths and record every key (else only look for a repeat).
+    paths: bool,
+    repeated: bool,
     out: Vec<String>,
     keys: Vec<(String, bool)>,
 }
 
-impl DupScanner<'_> {
+impl<'a> DupScanner<'a> {
+    fn run(body: &'a [u8], paths: bool) -> Self {
+        let mut scanner = DupScanner { b: body, i: 0, paths, repeated: false, out: Vec::new(), keys: Vec::new() };
+        scanner.value("");
+        scanner
+    }
+
+    /// An object key: borrowed from the body unless it has escapes to decode.
+    fn key(&mut self) -> Option<std::borrow::Cow<'a, str>> {
+        let (b, start) = (self.b, self.i);
+        let end = start + 1 + b[start + 1..].iter().position(|c| *c == b'"' || *c == b'\\')?;
+        if b[end] == b'"' {
+            self.i = end + 1;
+            return std::str::from_utf8(&b[start + 1..end]).ok().map(std::borrow::Cow::Borrowed);
+        }
+        self.string().map(std::borrow::Cow::Owned)
+    }
+
     fn ws(&mut self) {
         while self.i < self.b.len() && matches!(self.b[self.i], b' ' | b'\t' | b'\n' | b'\r') {
             self.i += 1;
@@ -529,7 +551,7 @@ impl DupScanner<'_> {
 
     fn object(&mut self, path: &str) -> Option<()> {
         self.i += 1;
-        let mut seen: Vec<String> = Vec::new();
+        let mut seen: Vec<std::borrow::Cow<'a, str>> = Vec::new();
         if self.peek()? == b'}' {
             self.i += 1;
             return Some(());
@@ -538,15 +560,26 @@ impl DupScanner<'_> {
             if self.peek()? != b'"' {
                 return None;
             }
-            let key = self.string()?;
-            let full = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+            let key = self.key()?;
             let duplicate = seen.contains(&key);
-            self.keys.push((full.clone(), duplicate));
-            if duplicate {
-                if !self.out.contains(&full) {
+            let full = if !self.paths {
+                if duplicate {
+                    self.repeated = true;
+                    return None;
+                }
+                String::new()
+            } else if path.is_empty() {
+                key.to_string()
+            } else {
+                format!("{path}.{key}")
+            };
+            if self.paths {
+                self.keys.push((full.clone(), duplicate));
+                if duplicate && !self.out.contains(&full) {
                     self.out.push(full.clone());
                 }
-            } else {
+            }
+            if !duplicate {
                 seen.push(key);
             }
             if self.peek()? != b':' {
@@ -573,7 +606,11 @@ impl DupScanner<'_> {
         }
         let mut index = 0;
         loop {
-            self.value(&format!("{path}[{index}]"))?;
+            if self.paths {
+                self.value(&format!("{path}[{index}]"))?;
+            } else {
+                self.value("")?;
+            }
             index += 1;
             match self.peek()? {
                 b',' => self.i += 1,
@@ -618,5 +655,8 @@ mod tests {
             br#"{"metadata":{"name":"a","name":"b"},"spec":{"containers":[{"image":"x","image":"y"}]},"spec":{}}"#;
         assert_eq!(duplicate_fields(body), ["metadata.name", "spec.containers[0].image", "spec"]);
         assert!(duplicate_fields(br#"{"a":{"b":1},"c":[1,2,{"d":"e"}]}"#).is_empty());
+        assert!(repeats_a_key(body));
+        assert!(repeats_a_key(br#"{"a":1,"\u0061":2}"#), "keys compare decoded");
+        assert!(!repeats_a_key(br#"{"a":{"b":1},"c":[1,2,{"d":"e","a":3}]}"#));
     }
 }

@@ -28,7 +28,7 @@ use std::sync::LazyLock;
 use serde_json::Value;
 
 pub use build::{definition, definition_names, kind_definition_name};
-pub use fields::{FieldReport, body_keys, cannot_be_handled, check_fields, duplicate_fields};
+pub use fields::{FieldReport, body_keys, cannot_be_handled, check_fields, duplicate_fields, repeats_a_key};
 pub use openapi::{
     OPENAPI_V2_PROTOBUF, OPENAPI_V2_PROTOBUF_ACCEPT, openapi_v2, openapi_v2_protobuf, openapi_v3_document,
     openapi_v3_hash, openapi_v3_index,

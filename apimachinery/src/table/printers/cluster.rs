@@ -7,7 +7,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::Value;
 
 use super::volumes::quantity;
-use super::{AGE, NAME, StaticPrinter, age, arr, at, containers, int, name, s};
+use super::{AGE, CONTAINERS, IMAGES, NAME, StaticPrinter, age, arr, at, containers, int, name, replicas_row, s};
 use crate::selector::labels::format_labels;
 use crate::table::{Column, Row, human_duration};
 
@@ -86,20 +86,8 @@ pub(super) const RC_COLUMNS: &[Column] = &[
         priority: 0,
     },
     AGE,
-    Column {
-        name: "Containers",
-        kind: "string",
-        format: "",
-        description: "Names of each container in the template.",
-        priority: 1,
-    },
-    Column {
-        name: "Images",
-        kind: "string",
-        format: "",
-        description: "Images referenced by each container in the template.",
-        priority: 1,
-    },
+    CONTAINERS,
+    IMAGES,
     Column {
         name: "Selector",
         kind: "string",
@@ -268,19 +256,8 @@ pub static POD_TEMPLATES: StaticPrinter = StaticPrinter {
 /// `printReplicationController`.
 pub static REPLICATION_CONTROLLERS: StaticPrinter = StaticPrinter {
     columns: RC_COLUMNS,
-    row: |obj, now| {
-        let (names, images) = containers(at(obj, "spec.template.spec"));
-        Row::cells(vec![
-            name(obj),
-            int(obj, "spec.replicas").into(),
-            int(obj, "status.replicas").into(),
-            int(obj, "status.readyReplicas").into(),
-            age(obj, now),
-            names,
-            images,
-            format_labels(at(obj, "spec.selector").and_then(Value::as_object)).into(),
-        ])
-    },
+    // A ReplicaSet's row, with the map selector of the older kind.
+    row: |obj, now| replicas_row(obj, now, format_labels(at(obj, "spec.selector").and_then(Value::as_object))),
 };
 
 /// An IntOrString as Go's `String()`.

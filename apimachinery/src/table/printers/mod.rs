@@ -407,6 +407,12 @@ pub static REPLICA_SETS: StaticPrinter = StaticPrinter {
 };
 
 fn replica_set_row(obj: &Value, now: DateTime<Utc>) -> Row {
+    replicas_row(obj, now, format_label_selector(at(obj, "spec.selector")))
+}
+
+/// The row of a kind that keeps replicas of a pod template (ReplicaSet, ReplicationController):
+/// desired, current, ready, age, then the template's containers and images and `selector`.
+fn replicas_row(obj: &Value, now: DateTime<Utc>, selector: String) -> Row {
     let (names, images) = containers(at(obj, "spec.template.spec"));
     Row::cells(vec![
         name(obj),
@@ -416,7 +422,7 @@ fn replica_set_row(obj: &Value, now: DateTime<Utc>) -> Row {
         age(obj, now),
         names,
         images,
-        format_label_selector(at(obj, "spec.selector")).into(),
+        selector.into(),
     ])
 }
 
