@@ -151,19 +151,18 @@ impl ApiError {
     /// 422 Invalid: `Kind.group "name" is invalid: <field>: <message>` (several causes in
     /// brackets, repeated messages once, as kube's error aggregate prints them).
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> Self {
-        let mut list: Vec<String> = Vec::new();
-        for c in &causes {
-            let m = if c.field.is_empty() { c.message.clone() } else { format!("{}: {}", c.field, c.message) };
-            if !list.contains(&m) {
-                list.push(m);
-            }
-        }
-        let summary = if list.len() == 1 { list[0].clone() } else { format!("[{}]", list.join(", ")) };
+        let summary = aggregate(&causes);
         let qualified_kind = if group.is_empty() { kind.to_string() } else { format!("{kind}.{group}") };
         let mut e = Self::new(Reason::Invalid, format!("{qualified_kind} \"{name}\" is invalid: {summary}"))
             .about(group, kind, name);
         e.causes = causes;
         e
+    }
+
+    /// Field errors kube returns as a plain error aggregate rather than as 422 Invalid (the
+    /// binding's validation): 500 without a reason, the causes as the message.
+    pub fn from_field_errors(causes: &[Cause]) -> Self {
+        Self::unknown(aggregate(causes))
     }
 
     /// 400 BadRequest.
@@ -313,6 +312,19 @@ impl From<actors::StageError> for ApiError {
             }
         }
     }
+}
+
+/// Field errors as kube's error aggregate prints them: `<field>: <message>`, several in
+/// brackets, repeated ones once.
+fn aggregate(causes: &[Cause]) -> String {
+    let mut list: Vec<String> = Vec::new();
+    for c in causes {
+        let m = if c.field.is_empty() { c.message.clone() } else { format!("{}: {}", c.field, c.message) };
+        if !list.contains(&m) {
+            list.push(m);
+        }
+    }
+    if list.len() == 1 { list.swap_remove(0) } else { format!("[{}]", list.join(", ")) }
 }
 
 /// A `Status` with `status: Success`, as returned by some deletes.

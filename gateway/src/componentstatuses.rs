@@ -59,9 +59,6 @@ async fn statuses(ctx: &RequestContext<'_>) -> Vec<Value> {
 /// GET of the collection or of one component.
 pub async fn serve(ctx: &RequestContext<'_>) -> Result<HttpResponse, ApiError> {
     let info = ctx.info;
-    if info.verb != "get" && info.verb != "list" {
-        return Err(ApiError::method_not_allowed());
-    }
     let output = negotiate(ctx.header("Accept"), Offer { tables: true, metadata: true, protobuf: true })?;
     let all = statuses(ctx).await;
     let now = chrono::Utc::now();

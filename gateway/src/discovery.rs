@@ -80,13 +80,6 @@ fn subresource_kind(def: &ResourceDef, sub: Subresource) -> (String, String, Str
     }
 }
 
-/// `v1` componentstatuses: served without storage (`gateway::componentstatuses`), so not in
-/// the catalogue.
-fn component_statuses() -> Value {
-    json!({"name": "componentstatuses", "singularName": "componentstatus", "namespaced": false,
-           "kind": "ComponentStatus", "verbs": ["get", "list"], "shortNames": ["cs"]})
-}
-
 /// `GET /api/v1` or `GET /apis/<group>/<version>`.
 pub fn api_resource_list(catalogue: &Catalogue, group: &str, version: &str) -> Option<Value> {
     let defs = catalogue.resources_of(group, version);
@@ -94,9 +87,6 @@ pub fn api_resource_list(catalogue: &Catalogue, group: &str, version: &str) -> O
         return None;
     }
     let mut resources = Vec::new();
-    if (group, version) == ("", "v1") {
-        resources.push(component_statuses());
-    }
     for d in &defs {
         let mut r = json!({
             "name": d.resource,
@@ -179,19 +169,8 @@ pub fn aggregated(catalogue: &Catalogue, core: bool, media_type: &str) -> Value 
                 .versions
                 .iter()
                 .map(|v| {
-                    let mut resources: Vec<Value> =
+                    let resources: Vec<Value> =
                         catalogue.resources_of(&g.name, v).iter().map(|d| aggregated_resource(d)).collect();
-                    if g.name.is_empty() && v == "v1" {
-                        resources.insert(
-                            0,
-                            json!({
-                                "resource": "componentstatuses",
-                                "responseKind": {"group": "", "version": "v1", "kind": "ComponentStatus"},
-                                "scope": "Cluster", "singularResource": "componentstatus",
-                                "verbs": ["get", "list"], "shortNames": ["cs"],
-                            }),
-                        );
-                    }
                     json!({ "version": v, "resources": resources, "freshness": "Current" })
                 })
                 .collect();

@@ -11,7 +11,8 @@
 //! - [`context`]: what a handler knows about its request.
 //! - [`rest`], [`watch`]: generic REST and watch streaming over the storage stage and cachers.
 //! - [`subresources`]: the subresources that act (binding, eviction) or belong to a kubelet.
-//! - [`componentstatuses`]: the deprecated read-only component health list, stored nowhere.
+//! - [`unstored`]: resources stored nowhere, answered by the gateway (`bindings`);
+//!   [`componentstatuses`], the deprecated read-only component health list, is one.
 //! - [`discovery`], [`openapi`], [`health`], [`admin`]: the non-resource endpoints.
 //! - [`negotiate`]: representations (JSON, YAML, protobuf; tables and metadata views).
 //! - [`namespace_finalizer`]: completes namespace deletion (a controller's job in a full
@@ -37,4 +38,5 @@ pub mod server;
 pub mod state;
 pub mod subresources;
 pub mod tls;
+pub mod unstored;
 pub mod watch;

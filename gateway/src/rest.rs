@@ -9,7 +9,7 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use apimachinery::encoded::EncodedObject;
 use apimachinery::error::ApiError;
-use apimachinery::kinds::{ResourceDef, Subresource};
+use apimachinery::kinds::{ResourceDef, Served, Subresource};
 use apimachinery::messages::{
     CreateObject, DeleteCollection, DeleteObject, GetObject, ListObjects, ObjectList, PatchObject, Target,
     UpdateObject, WriteResult, Written,
@@ -27,25 +27,22 @@ use crate::negotiate::{
     respond, served, table_options, wrong_metadata_view,
 };
 
-fn resource_not_found() -> ApiError {
+pub(crate) fn resource_not_found() -> ApiError {
     ApiError::new(apimachinery::Reason::NotFound, "the server could not find the requested resource")
 }
 
 /// Serves a resource request.
 pub async fn serve(ctx: &RequestContext<'_>, payload: web::Payload) -> Result<HttpResponse, ApiError> {
     let info = ctx.info;
-    if (info.api_group.as_str(), info.api_version.as_str(), info.resource.as_str()) == ("", "v1", "componentstatuses")
-        && info.subresource.is_empty()
-        && info.namespace.is_empty()
-    {
-        return crate::componentstatuses::serve(ctx).await;
-    }
     let def =
         ctx.server.catalogue.find(&info.api_group, &info.api_version, &info.resource).ok_or_else(resource_not_found)?;
     if (def.namespaced && !info.name.is_empty() && info.namespace.is_empty())
         || (!def.namespaced && !info.namespace.is_empty())
     {
         return Err(resource_not_found());
+    }
+    if let Served::ByGateway(verbs) = def.served {
+        return crate::unstored::serve(ctx, &def, verbs, payload).await;
     }
     let subresource = match info.subresource.as_str() {
         "" => None,
@@ -96,7 +93,7 @@ pub async fn serve(ctx: &RequestContext<'_>, payload: web::Payload) -> Result<Ht
 }
 
 /// Reads the body, refusing more than the configured limit with 413 as kube does.
-async fn read_body(ctx: &RequestContext<'_>, mut payload: web::Payload) -> Result<bytes::Bytes, ApiError> {
+pub(crate) async fn read_body(ctx: &RequestContext<'_>, mut payload: web::Payload) -> Result<bytes::Bytes, ApiError> {
     let limit = ctx.server.options.max_request_body_bytes;
     let too_large = || {
         ApiError::new(

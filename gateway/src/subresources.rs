@@ -46,7 +46,7 @@ fn created(ctx: &RequestContext<'_>, def: &ResourceDef) -> Result<HttpResponse, 
     Ok(respond(StatusCode::CREATED, output, &status, ctx.pretty()))
 }
 
-fn decode(ctx: &RequestContext<'_>, body: &[u8]) -> Result<Value, ApiError> {
+pub(crate) fn decode(ctx: &RequestContext<'_>, body: &[u8]) -> Result<Value, ApiError> {
     decode_body(input_format(ctx.header("Content-Type"), true)?, body)
 }
 
@@ -65,6 +65,31 @@ async fn bind(
     let binding = decode(ctx, body)?;
     if binding.name() != target.name {
         return Err(ApiError::bad_request("name in URL does not match name in Binding object"));
+    }
+    bind_pod(ctx, def, target, &binding).await
+}
+
+/// Binds the pod `target` names as `binding` says: what `pods/binding` and the top-level
+/// `bindings` resource both do (kube's `BindingREST`).
+pub(crate) async fn bind_pod(
+    ctx: &RequestContext<'_>,
+    def: &ResourceDef,
+    mut target: Target,
+    binding: &Value,
+) -> Result<HttpResponse, ApiError> {
+    target.subresource = Some(Subresource::Binding);
+    let ns = binding.namespace();
+    if !ns.is_empty() && ns != target.namespace {
+        return Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
+    }
+    let errors = apimachinery::validation::pod::validate_pod_binding(binding);
+    if !errors.is_empty() {
+        return Err(ApiError::from_field_errors(&errors));
+    }
+    if target.name.is_empty() {
+        return Err(ApiError::bad_request("Name parameter required."));
     }
     // The pod as bound: the registry takes its node and the binding's annotations, once.
     let mut pod = current(ctx, def, &target).await?;

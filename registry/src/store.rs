@@ -133,6 +133,45 @@ fn ensure_namespace(def: &ResourceDef, target: &Target, obj: &mut Value) -> Resu
     }
 }
 
+/// What kube's `BindingREST` refuses, as a 409 on `pods/binding`: a pod being deleted, one
+/// with scheduling gates, one already on a node.
+fn binding_allowed(def: &ResourceDef, name: &str, pod: &Value) -> Result<(), ApiError> {
+    let refuse = |why: String| Err(ApiError::conflict(&def.group, "pods/binding", name, &why));
+    if pod.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null()) {
+        return refuse(format!("pod {name} is being deleted, cannot be assigned to a host"));
+    }
+    if pod.pointer("/spec/schedulingGates").and_then(Value::as_array).is_some_and(|g| !g.is_empty()) {
+        return refuse(format!("pod {name} has non-empty .spec.schedulingGates"));
+    }
+    let node = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
+    if !node.is_empty() {
+        return refuse(format!("pod {name} is already assigned to node {node:?}"));
+    }
+    Ok(())
+}
+
+/// `UpdatePodCondition(PodScheduled=True)` as binding does: the condition replaced by a bare
+/// one, its transition time kept when it was True already.
+fn set_scheduled(pod: &mut Value) {
+    let now = apimachinery::object::now_rfc3339();
+    let Some(status) = pod.as_object_mut().map(|o| o.entry("status").or_insert_with(|| json!({}))) else { return };
+    let Some(status) = status.as_object_mut() else { return };
+    let conditions = status.entry("conditions").or_insert_with(|| json!([]));
+    let Some(conditions) = conditions.as_array_mut() else { return };
+    let scheduled = |c: &Value| c.get("type").and_then(Value::as_str) == Some("PodScheduled");
+    let mut condition =
+        json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now});
+    match conditions.iter_mut().find(|c| scheduled(c)) {
+        Some(old) => {
+            if old.get("status").and_then(Value::as_str) == Some("True") {
+                condition["lastTransitionTime"] = old.get("lastTransitionTime").cloned().unwrap_or(Value::Null);
+            }
+            *old = condition;
+        }
+        None => conditions.push(condition),
+    }
+}
+
 fn check_preconditions(def: &ResourceDef, name: &str, delete: &DeleteOptions, obj: &Value) -> Result<(), ApiError> {
     let checks = [
         ("UID", delete.precondition_uid.as_deref(), obj.uid()),
@@ -433,11 +472,7 @@ impl RegistryStore {
                 return Err(ApiError::stale_resource_version(&def.group, &def.resource, name));
             }
             if target.subresource == Some(Subresource::Binding) {
-                let node = old.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
-                if !node.is_empty() {
-                    let why = format!("pod {name} is already assigned to node {node:?}");
-                    return Err(ApiError::conflict(&def.group, "pods/binding", name, &why));
-                }
+                binding_allowed(def, name, &old)?;
             }
             let mut new = self.merge_server_state(def, target.subresource, candidate, &old);
             if new.resource_version().is_empty() {
@@ -617,6 +652,7 @@ impl RegistryStore {
                         .as_object_mut()
                         .map(|a| a.insert(k, v));
                 }
+                set_scheduled(&mut new);
             }
             Some(
                 Subresource::Eviction

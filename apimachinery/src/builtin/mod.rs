@@ -7,7 +7,9 @@
 //! `lease.rs` is the example of a kind whose whole behaviour lives in its file; the others call
 //! the shared defaulting, validation and printing code kube shares between kinds.
 
+mod binding;
 mod certificatesigningrequest;
+mod componentstatus;
 mod configmap;
 mod controllerrevision;
 mod cronjob;
@@ -59,6 +61,8 @@ fn definitions() -> Vec<ResourceDef> {
     // Groups in kube 1.30's discovery order (the aggregator's group priorities); in a group,
     // the preferred version first.
     vec![
+        binding::definition(),
+        componentstatus::definition(),
         namespace::definition(),
         configmap::definition(),
         secret::definition(),

@@ -167,6 +167,18 @@ pub struct ResourceDef {
     pub schema: Option<SchemaFn>,
     /// Its behaviour.
     pub strategy: Arc<dyn Strategy>,
+    /// Whether objects are stored, or the gateway answers the resource itself.
+    pub served: Served,
+}
+
+/// How a resource's requests are answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Served {
+    /// Objects are stored and served by the generic REST verbs.
+    Stored,
+    /// Nothing is stored: the gateway answers these verbs itself, as kube's REST storages that
+    /// implement only some verbs do (`bindings`, `componentstatuses`, the review APIs).
+    ByGateway(&'static [&'static str]),
 }
 
 impl std::fmt::Debug for ResourceDef {
@@ -195,7 +207,19 @@ impl ResourceDef {
             deletecollection: true,
             schema: None,
             strategy: Arc::new(strategy),
+            served: Served::Stored,
         }
+    }
+
+    /// Nothing is stored: the gateway answers `verbs` itself.
+    pub fn by_gateway(mut self, verbs: &'static [&'static str]) -> Self {
+        self.served = Served::ByGateway(verbs);
+        self
+    }
+
+    /// Whether objects of this resource are stored (and cached and watched).
+    pub fn stored(&self) -> bool {
+        self.served == Served::Stored
     }
 
     /// Objects live outside namespaces.
@@ -273,6 +297,9 @@ impl ResourceDef {
 
     /// The verbs discovery advertises.
     pub fn verbs(&self) -> Vec<&'static str> {
+        if let Served::ByGateway(verbs) = self.served {
+            return verbs.to_vec();
+        }
         let mut v = vec!["create", "delete"];
         if self.deletecollection {
             v.push("deletecollection");
@@ -484,7 +511,7 @@ impl Catalogue {
     /// cachers, object counts and the namespace finalizer iterate.
     pub fn stores(&self) -> Vec<Arc<ResourceDef>> {
         let mut seen = std::collections::HashSet::new();
-        self.index().all.iter().filter(|d| seen.insert(d.storage_path.clone())).cloned().collect()
+        self.index().all.iter().filter(|d| d.stored() && seen.insert(d.storage_path.clone())).cloned().collect()
     }
 
     /// The resources of one group/version.

@@ -101,6 +101,9 @@ fn build() -> Store {
     for (k, name) in &kind_names {
         drop_required_metadata(defs.get_mut(name.as_str()));
         set_gvks(&mut defs, name, vec![(&k.group, &k.version, &k.kind)]);
+        if !k.verbs().contains(&"list") {
+            continue;
+        }
         let list_name = format!("{name}List");
         let list_kind = format!("{}List", k.kind);
         let list = list_schema(name, &k.kind, defs.get(name.as_str()));

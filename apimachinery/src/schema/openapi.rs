@@ -227,7 +227,8 @@ fn path_param(name: &'static str, description: &'static str) -> Param {
 fn resource_paths(d: &'static ResourceDef) -> Vec<PathItem> {
     let kind_def = build::kind_definition_name(&d.group, &d.version, &d.kind).expect("served kind has a schema");
     let list_kind = format!("{}List", d.kind);
-    let list_def = build::kind_definition_name(&d.group, &d.version, &list_kind).expect("served kind has a list");
+    // Unstored resources (`bindings`) have no list kind, and no list operation to name one.
+    let list_def = build::kind_definition_name(&d.group, &d.version, &list_kind).unwrap_or(kind_def);
     let gvk = Some((d.group.as_str(), d.version.as_str(), d.kind.as_str()));
     let prefix = gv_prefix(&d.group, &d.version);
     let ns_seg = if d.namespaced { "/namespaces/{namespace}" } else { "" };
@@ -359,6 +360,13 @@ fn resource_paths(d: &'static ResourceDef) -> Vec<PathItem> {
         });
     }
 
+    // Only the verbs the resource serves.
+    let verbs = d.verbs();
+    for item in &mut out {
+        item.ops.retain(|op| verbs.contains(&verb_of(op.action)));
+    }
+    out.retain(|item| !item.ops.is_empty());
+
     // Only the views of the object are documented; the actions (eviction, binding) and the
     // kubelet's subresources are not described here yet.
     for sub in d.subresources.iter().copied().filter(|s| s.is_view()) {
@@ -414,6 +422,15 @@ fn resource_paths(d: &'static ResourceDef) -> Vec<PathItem> {
         });
     }
     out
+}
+
+/// The verb an operation's `x-kubernetes-action` serves.
+fn verb_of(action: &str) -> &str {
+    match action {
+        "post" => "create",
+        "put" => "update",
+        other => other,
+    }
 }
 
 /// The `/<prefix>/` resource-list path of a group version.

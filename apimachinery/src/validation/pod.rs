@@ -1311,3 +1311,18 @@ fn spec_diff(old: &Value, new: &Value) -> String {
 pub fn immutable_template(new: Option<&Value>, old: Option<&Value>, path: &Path) -> Vec<Cause> {
     if new != old { vec![field::invalid(path, Bad::Raw(field::go_struct(new)), IMMUTABLE)] } else { Vec::new() }
 }
+
+/// `ValidatePodBinding`: a Node target, named. kube returns these as a plain error (500
+/// without a reason), not as 422.
+pub fn validate_pod_binding(binding: &Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    let target = Path::new("target");
+    let kind = binding.pointer("/target/kind").and_then(Value::as_str).unwrap_or("");
+    if !kind.is_empty() && kind != "Node" {
+        out.push(field::not_supported(&target.child("kind"), Bad::s(kind), &["Node", "<empty>"]));
+    }
+    if binding.pointer("/target/name").and_then(Value::as_str).unwrap_or("").is_empty() {
+        out.push(field::required(&target.child("name"), ""));
+    }
+    out
+}

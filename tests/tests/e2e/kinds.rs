@@ -384,8 +384,9 @@ async fn invalid_objects_of_the_new_kinds_get_kube_causes() {
 }
 
 /// `kubectl api-resources -o wide` of kube-apiserver 1.30 for the groups this server serves,
-/// less what later work brings (bindings, the review APIs), whitespace collapsed.
+/// less what later work brings (the review APIs), whitespace collapsed.
 const KUBE_1_30_API_RESOURCES: &str = "\
+bindings v1 true Binding create
 componentstatuses cs v1 false ComponentStatus get,list
 configmaps cm v1 true ConfigMap create,delete,deletecollection,get,list,patch,update,watch
 endpoints ep v1 true Endpoints create,delete,deletecollection,get,list,patch,update,watch
@@ -506,6 +507,57 @@ async fn merge(s: &TestServer, path: &str, patch: Value) {
     assert_eq!(r.status().as_u16(), 200, "{path}: {:?}", r.body().await);
 }
 
+/// The top-level `bindings` resource: a pods/binding naming its pod in the body; only `create`.
+#[actix_web::test]
+async fn top_level_bindings_bind_the_named_pod() {
+    let s = TestServer::start();
+    let ns = "/api/v1/namespaces/default";
+    for name in ["a", "gated"] {
+        let mut pod = json!({"metadata": {"name": name}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+        if name == "gated" {
+            pod["spec"]["schedulingGates"] = json!([{"name": "wait"}]);
+        }
+        assert_eq!(call(&s, "POST", &format!("{ns}/pods"), "application/json", Some(pod)).await.0, 201);
+    }
+    let binding = |pod: &str, target: Value| json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": pod}, "target": target});
+
+    // kube validates a binding outside its 422 path: a reasonless 500 naming the fields.
+    let bad = binding("a", json!({"kind": "Pod"}));
+    let (code, st) = call(&s, "POST", &format!("{ns}/bindings"), "application/json", Some(bad)).await;
+    assert_eq!(code, 500, "{st}");
+    assert_eq!(st["reason"], Value::Null);
+    assert_eq!(
+        st["message"],
+        "[target.kind: Unsupported value: \"Pod\": supported values: \"Node\", \"<empty>\", target.name: Required value]"
+    );
+    let (code, st) =
+        call(&s, "POST", &format!("{ns}/bindings"), "application/json", Some(binding("gated", json!({"name": "n1"}))))
+            .await;
+    assert_eq!(code, 409, "{st}");
+    assert_eq!(
+        st["message"],
+        "Operation cannot be fulfilled on pods/binding \"gated\": pod gated has non-empty .spec.schedulingGates"
+    );
+    let (code, st) =
+        call(&s, "POST", &format!("{ns}/bindings"), "application/json", Some(binding("nope", json!({"name": "n1"}))))
+            .await;
+    assert_eq!((code, st["message"].as_str()), (404, Some("pods \"nope\" not found")));
+
+    let (code, st) =
+        call(&s, "POST", &format!("{ns}/bindings"), "application/json", Some(binding("a", json!({"name": "n1"}))))
+            .await;
+    assert_eq!((code, st["status"].as_str(), st["code"].as_i64()), (201, Some("Success"), Some(201)), "{st}");
+    let (_, got) = call(&s, "GET", &format!("{ns}/pods/a"), "application/json", None).await;
+    assert_eq!(got["spec"]["nodeName"], "n1");
+
+    // Nothing to read back: only create is served.
+    assert_eq!(call(&s, "GET", &format!("{ns}/bindings"), "application/json", None).await.0, 405);
+    assert_eq!(call(&s, "GET", &format!("{ns}/bindings/a"), "application/json", None).await.0, 404);
+    assert_eq!(call(&s, "GET", "/api/v1/bindings", "application/json", None).await.0, 404);
+    let out = s.kubectl_ok(&["api-resources", "--verbs=create", "--namespaced=true", "-o", "name"]);
+    assert!(out.lines().any(|l| l == "bindings"), "{out}");
+}
+
 #[actix_web::test]
 async fn binding_ephemeral_containers_and_kubelet_subresources() {
     let s = TestServer::start();
@@ -535,6 +587,12 @@ async fn binding_ephemeral_containers_and_kubelet_subresources() {
         st["message"],
         "Operation cannot be fulfilled on pods/binding \"p\": pod p is already assigned to node \"n1\""
     );
+
+    let (_, got) = call(&s, "GET", &format!("{pods}/p"), "application/json", None).await;
+    let scheduled: Vec<&Value> =
+        got["status"]["conditions"].as_array().unwrap().iter().filter(|c| c["type"] == "PodScheduled").collect();
+    assert_eq!(scheduled.len(), 1, "{got}");
+    assert_eq!(scheduled[0]["status"], "True");
 
     // Scheduled on a node whose kubelet does not answer: the dial fails as kube's does.
     let (code, st) = call(&s, "GET", &format!("{pods}/p/exec?command=ls&stdout=1"), "application/json", None).await;

@@ -1,0 +1,14 @@
+//! `v1` ComponentStatus (deprecated since kube 1.19): read-only and stored nowhere; the
+//! gateway probes the components on each request.
+
+use k8s_openapi::api::core::v1::ComponentStatus;
+
+use crate::kinds::{DefaultStrategy, ResourceDef};
+
+pub(super) fn definition() -> ResourceDef {
+    ResourceDef::new("", "v1", "componentstatuses", "ComponentStatus", DefaultStrategy)
+        .cluster_scoped()
+        .short_names(&["cs"])
+        .by_gateway(&["get", "list"])
+        .schema::<ComponentStatus>()
+}
