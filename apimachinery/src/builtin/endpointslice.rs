@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::error::Cause;
 use crate::kinds::{ResourceDef, Strategy};
 use crate::table::{Printer, printers};
-use crate::validation::cluster;
+use crate::validation::{cluster, networking};
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", EndpointSlices)
@@ -17,8 +17,15 @@ pub(super) fn definition() -> ResourceDef {
 struct EndpointSlices;
 
 impl Strategy for EndpointSlices {
+    fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
+        let mut out = crate::kinds::DefaultStrategy.validate(def, obj);
+        out.extend(networking::endpoint_slice(obj, false));
+        out
+    }
+
     fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
         let mut out = crate::kinds::meta_update(new, old);
+        out.extend(networking::endpoint_slice(new, true));
         out.extend(cluster::endpoint_slice_update(new, old));
         out
     }

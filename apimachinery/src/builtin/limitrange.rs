@@ -3,7 +3,9 @@
 use k8s_openapi::api::core::v1::LimitRange;
 use serde_json::Value;
 
+use crate::error::Cause;
 use crate::kinds::{ResourceDef, Strategy};
+use crate::validation::quota;
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("", "v1", "limitranges", "LimitRange", LimitRanges).short_names(&["limits"]).schema::<LimitRange>()
@@ -12,6 +14,18 @@ pub(super) fn definition() -> ResourceDef {
 struct LimitRanges;
 
 impl Strategy for LimitRanges {
+    fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
+        let mut out = crate::kinds::DefaultStrategy.validate(def, obj);
+        out.extend(quota::limit_range(obj));
+        out
+    }
+
+    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut out = crate::kinds::meta_update(new, old);
+        out.extend(quota::limit_range(new));
+        out
+    }
+
     fn defaults(&self, obj: &mut Value) {
         crate::defaults::default_limit_range(obj);
     }

@@ -4,8 +4,10 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 
 use serde_json::Value;
 
+use crate::error::Cause;
 use crate::kinds::{ResourceDef, Strategy};
 use crate::table::{Printer, printers};
+use crate::validation::networking;
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", NetworkPolicies)
@@ -16,6 +18,18 @@ pub(super) fn definition() -> ResourceDef {
 struct NetworkPolicies;
 
 impl Strategy for NetworkPolicies {
+    fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
+        let mut out = crate::kinds::DefaultStrategy.validate(def, obj);
+        out.extend(networking::network_policy(obj));
+        out
+    }
+
+    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut out = crate::kinds::meta_update(new, old);
+        out.extend(networking::network_policy(new));
+        out
+    }
+
     fn defaults(&self, obj: &mut Value) {
         crate::defaults::default_network_policy(obj);
     }

@@ -3,8 +3,10 @@
 use k8s_openapi::api::core::v1::ResourceQuota;
 use serde_json::{Value, json};
 
+use crate::error::Cause;
 use crate::kinds::{ResourceDef, Strategy, Subresource};
 use crate::table::{Printer, printers};
+use crate::validation::quota;
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("", "v1", "resourcequotas", "ResourceQuota", ResourceQuotas)
@@ -16,6 +18,24 @@ pub(super) fn definition() -> ResourceDef {
 struct ResourceQuotas;
 
 impl Strategy for ResourceQuotas {
+    fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
+        let mut out = crate::kinds::DefaultStrategy.validate(def, obj);
+        out.extend(quota::resource_quota(obj));
+        out
+    }
+
+    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut out = crate::kinds::meta_update(new, old);
+        out.extend(quota::resource_quota_update(new, old));
+        out
+    }
+
+    fn validate_status_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut out = crate::kinds::meta_update(new, old);
+        out.extend(quota::resource_quota_status(new));
+        out
+    }
+
     fn prepare_for_create(&self, obj: &mut Value) {
         crate::defaults::reset_status(obj, json!({}));
     }

@@ -211,7 +211,7 @@ fn service_port_go(p: &Value) -> String {
     )
 }
 
-fn non_special_ip(ip: &str, path: &Path) -> Vec<Cause> {
+pub(crate) fn non_special_ip(ip: &str, path: &Path) -> Vec<Cause> {
     let Some(addr) = names::parse_ip(ip) else { return Vec::new() };
     let msg = match addr {
         std::net::IpAddr::V4(v4) => {

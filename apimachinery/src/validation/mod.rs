@@ -16,7 +16,7 @@
 //! - [`field`]: paths, cause constructors, Go-style value rendering.
 //! - [`names`]: the string formats (DNS labels, qualified names, config keys, ports).
 //! - [`meta`]: metadata and label selectors.
-//! - `pod`, `apps`, `batch`, `core`, `rbac`: the kinds.
+//! - `pod`, `apps`, `batch`, `core`, `rbac`, `cluster`, `networking`, `quota`: the kinds.
 
 pub mod field;
 pub mod meta;
@@ -26,7 +26,9 @@ pub mod apps;
 pub mod batch;
 pub mod cluster;
 pub mod core;
+pub mod networking;
 pub mod pod;
+pub mod quota;
 pub mod rbac;
 
 pub use batch::parse_standard as parse_cron_schedule;

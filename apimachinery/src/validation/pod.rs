@@ -32,6 +32,7 @@ const STANDARD_RESOURCES: &[&str] = &[
     "secrets",
     "configmaps",
     "persistentvolumeclaims",
+    "storage",
     "requests.storage",
     "services.nodeports",
     "services.loadbalancers",
@@ -883,12 +884,19 @@ fn is_hugepages(name: &str) -> bool {
     name.starts_with("hugepages-")
 }
 
-fn validate_container_resource_name(name: &str, path: &Path) -> Vec<Cause> {
+/// `validateResourceName`: a qualified name, standard unless it has a domain.
+pub(crate) fn validate_resource_name(name: &str, path: &Path) -> Vec<Cause> {
     let mut out: Vec<Cause> =
         names::qualified_name(name).into_iter().map(|m| field::invalid(path, Bad::s(name), &m)).collect();
     if out.is_empty() && !name.contains('/') && !STANDARD_RESOURCES.contains(&name) && !is_hugepages(name) {
         out.push(field::invalid(path, Bad::s(name), "must be a standard resource type or fully qualified"));
     }
+    out
+}
+
+/// `validateContainerResourceName`.
+pub(crate) fn validate_container_resource_name(name: &str, path: &Path) -> Vec<Cause> {
+    let mut out = validate_resource_name(name, path);
     if !name.contains('/') {
         if !STANDARD_CONTAINER_RESOURCES.contains(&name) && !is_hugepages(name) {
             out.push(field::invalid(path, Bad::s(name), "must be a standard resource for containers"));
@@ -963,7 +971,7 @@ fn validate_resources(resources: Option<&Value>, path: &Path) -> Vec<Cause> {
     out
 }
 
-fn validate_quantity_value(v: &Value, path: &Path) -> Vec<Cause> {
+pub(crate) fn validate_quantity_value(v: &Value, path: &Path) -> Vec<Cause> {
     match quantity::from_json(v) {
         Err(e) => vec![field::invalid(path, Bad::json(Some(v)), e)],
         Ok(q) if q.nanos < 0 => vec![field::invalid(path, Bad::Str(q.canonical()), NEGATIVE)],

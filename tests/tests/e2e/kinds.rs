@@ -369,6 +369,27 @@ async fn invalid_objects_of_the_new_kinds_get_kube_causes() {
             json!({"metadata": {"name": "h"}, "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "minReplicas": 3, "maxReplicas": 2}}),
             "HorizontalPodAutoscaler.autoscaling \"h\" is invalid: spec.maxReplicas: Invalid value: 2: must be greater than or equal to `minReplicas`",
         ),
+        (
+            "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies",
+            json!({"metadata": {"name": "n"}, "spec": {"podSelector": {}, "ingress": [{"from": [{"ipBlock": {"cidr": "10.0.0.0/8", "except": ["11.0.0.0/16"]}}]}]}}),
+            "NetworkPolicy.networking.k8s.io \"n\" is invalid: spec.ingress[0].from[0].ipBlock.except[0]: Invalid value: \"11.0.0.0/16\": must be a strict subset of `cidr`",
+        ),
+        (
+            "/api/v1/namespaces/default/limitranges",
+            // The default limit and request are defaulted from max (1Gi), then checked against min.
+            json!({"metadata": {"name": "l"}, "spec": {"limits": [{"type": "Container", "min": {"memory": "2Gi"}, "max": {"memory": "1Gi"}}]}}),
+            "LimitRange \"l\" is invalid: [spec.limits[0].min[memory]: Invalid value: \"2Gi\": min value 2Gi is greater than max value 1Gi, spec.limits[0].defaultRequest[memory]: Invalid value: \"1Gi\": min value 2Gi is greater than default request value 1Gi, spec.limits[0].default[memory]: Invalid value: \"2Gi\": min value 2Gi is greater than default value 1Gi]",
+        ),
+        (
+            "/api/v1/namespaces/default/resourcequotas",
+            json!({"metadata": {"name": "q"}, "spec": {"hard": {"pods": "0.5"}}}),
+            "ResourceQuota \"q\" is invalid: spec.hard[pods]: Invalid value: \"500m\": must be an integer",
+        ),
+        (
+            "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
+            json!({"metadata": {"name": "e"}, "addressType": "IPv4", "endpoints": [{"addresses": ["0.0.0.0"]}]}),
+            "EndpointSlice.discovery.k8s.io \"e\" is invalid: endpoints[0].addresses[0]: Invalid value: \"0.0.0.0\": may not be unspecified (0.0.0.0)",
+        ),
     ];
     for (path, body, message) in cases {
         let (code, status) = call(&s, "POST", path, "application/json", Some(body)).await;
