@@ -380,6 +380,7 @@ mod tests {
             field_validation: FieldValidation::Strict,
             field_manager: Some("kubectl".into()),
             body_keys: vec![("metadata.name".into(), false), ("metadata.name".into(), true)],
+            yaml_repeats: vec!["line 3: key \"name\" already set in map".into()],
         };
         let object = json!({"metadata": {"name": "web", "labels": {}}, "spec": {"replicas": 3, "x": null, "f": 1.5}});
         round_trip(&Authenticate(Credentials {

@@ -406,6 +406,10 @@ pub struct WriteOptions {
     /// reports as duplicate fields, a parsed object having merged them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub body_keys: Vec<(String, bool)>,
+    /// A YAML body's repeated keys as go-yaml reports them (`line 9: key "replicas" already
+    /// set in map`): kube's YAML decoder names lines, not paths.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub yaml_repeats: Vec<String>,
 }
 
 fn dry_run(q: &Params, path: &Path, causes: &mut Vec<Cause>) -> bool {
@@ -462,7 +466,7 @@ impl WriteOptions {
             };
             return Err(invalid_options(kind, causes));
         }
-        Ok(WriteOptions { dry_run, field_validation, field_manager: manager.map(String::from), body_keys: Vec::new() })
+        Ok(WriteOptions { dry_run, field_validation, field_manager: manager.map(String::from), ..Default::default() })
     }
 }
 

@@ -211,34 +211,118 @@ pub fn decode_body(format: Input, body: &[u8]) -> Result<Value, ApiError> {
     decode_body_keys(format, body).map(|(v, _)| v)
 }
 
-/// Decodes a request body, and lists its object keys in document order when it repeats one
-/// (empty otherwise): what `fieldValidation` reports as duplicate fields.
-pub fn decode_body_keys(format: Input, body: &[u8]) -> Result<(Value, Vec<(String, bool)>), ApiError> {
-    let (value, keys): (Value, Vec<(String, bool)>) = match format {
+/// What `fieldValidation` reports of a body's repeated keys, as its format's decoder words
+/// them: JSON ones by path (`duplicate field "spec.replicas"`), YAML ones by line.
+#[derive(Debug, Default)]
+pub struct BodyKeys {
+    /// The object keys in document order, each with whether it repeats one of its object;
+    /// empty when none repeats.
+    pub order: Vec<(String, bool)>,
+    /// A YAML body's repeated keys: `line 9: key "replicas" already set in map`.
+    pub yaml_repeats: Vec<String>,
+}
+
+impl BodyKeys {
+    /// Hands them to the storage stage with the write.
+    pub fn record(self, options: &mut apimachinery::options::WriteOptions) {
+        options.body_keys = self.order;
+        options.yaml_repeats = self.yaml_repeats;
+    }
+}
+
+/// go-yaml reports at most this many repeated keys here; each costs one more parse.
+const MAX_YAML_REPEATS: usize = 16;
+
+/// Decodes a request body, and finds the keys it repeats: what `fieldValidation` reports as
+/// duplicate fields.
+pub fn decode_body_keys(format: Input, body: &[u8]) -> Result<(Value, BodyKeys), ApiError> {
+    let mut found = BodyKeys::default();
+    let value: Value = match format {
         Input::Json => {
             let value = serde_json::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))?;
-            let repeats = apimachinery::schema::repeats_a_key(body);
-            (value, if repeats { apimachinery::schema::body_keys(body) } else { Vec::new() })
+            if apimachinery::schema::repeats_a_key(body) {
+                found.order = apimachinery::schema::body_keys(body);
+            }
+            value
         }
         Input::Yaml => {
             let keys = std::cell::RefCell::new(Vec::new());
             let de = serde_yaml_ng::Deserializer::from_slice(body);
-            let value = serde::de::DeserializeSeed::deserialize(Tracked { path: String::new(), keys: &keys }, de)
+            let value = serde::de::DeserializeSeed::deserialize(Tracked::root(&keys, None), de)
                 .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; yaml parse error: {e}")))?;
-            (value, keys.into_inner())
+            let keys = keys.into_inner();
+            let repeats = keys.iter().filter(|(_, repeated)| *repeated).count();
+            if repeats > 0 {
+                found.yaml_repeats =
+                    (1..=repeats.min(MAX_YAML_REPEATS)).filter_map(|n| yaml_repeat_line(body, n)).collect();
+                // The strict JSON decode after conversion sees no repeats: it reports unknown
+                // fields only, in document order.
+                found.order = keys.into_iter().map(|(path, _)| (path, false)).collect();
+            }
+            value
         }
-        Input::Protobuf => {
-            (protobuf::decode_object(body).map_err(|e| ApiError::bad_request(e.to_string()))?, Vec::new())
-        }
+        Input::Protobuf => protobuf::decode_object(body).map_err(|e| ApiError::bad_request(e.to_string()))?,
     };
     if !value.is_object() {
         return Err(ApiError::bad_request(
             "couldn't get version/kind; json parse error: json: cannot unmarshal into Go value of type struct { APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }",
         ));
     }
-    let keys = if keys.iter().any(|(_, duplicate)| *duplicate) { keys } else { Vec::new() };
-    Ok((value, keys))
+    Ok((value, found))
+}
+
+/// go-yaml's report of the `n`th repeated key (1-based, in document order): the parse is run
+/// again and stopped at that key, whose position the YAML parser's error carries.
+fn yaml_repeat_line(body: &[u8], n: usize) -> Option<String> {
+    let keys = std::cell::RefCell::new(Vec::new());
+    let stop = StopAt { nth: n, seen: std::cell::Cell::new(0), key: std::cell::RefCell::new(String::new()) };
+    let de = serde_yaml_ng::Deserializer::from_slice(body);
+    let err = serde::de::DeserializeSeed::deserialize(Tracked::root(&keys, Some(&stop)), de).err()?;
+    let line = err.location()?.line();
+    Some(format!(
+        "line {line}: key {} already set in map",
+        apimachinery::validation::field::go_quote(&stop.key.borrow())
+    ))
+}
+
+/// Where a locating parse stops: at the `nth` repeated key, remembered in `key`.
+struct StopAt {
+    nth: usize,
+    seen: std::cell::Cell<usize>,
+    key: std::cell::RefCell<String>,
+}
+
+/// A map key, refused (with the parser's position) when it is the repeat [`StopAt`] wants.
+struct Key<'a> {
+    present: &'a serde_json::Map<String, Value>,
+    stop: Option<&'a StopAt>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Key<'_> {
+    type Value = String;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<String, D::Error> {
+        d.deserialize_string(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Key<'_> {
+    type Value = String;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a string key")
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<String, E> {
+        if let Some(stop) = self.stop.filter(|_| self.present.contains_key(v)) {
+            stop.seen.set(stop.seen.get() + 1);
+            if stop.seen.get() == stop.nth {
+                *stop.key.borrow_mut() = v.to_string();
+                return Err(E::custom("repeated key"));
+            }
+        }
+        Ok(v.to_string())
+    }
 }
 
 /// Deserializes any document into a JSON value, recording every object key's path and whether
@@ -246,6 +330,17 @@ pub fn decode_body_keys(format: Input, body: &[u8]) -> Result<(Value, Vec<(Strin
 struct Tracked<'a> {
     path: String,
     keys: &'a std::cell::RefCell<Vec<(String, bool)>>,
+    stop: Option<&'a StopAt>,
+}
+
+impl<'a> Tracked<'a> {
+    fn root(keys: &'a std::cell::RefCell<Vec<(String, bool)>>, stop: Option<&'a StopAt>) -> Self {
+        Tracked { path: String::new(), keys, stop }
+    }
+
+    fn at(&self, path: String) -> Tracked<'a> {
+        Tracked { path, keys: self.keys, stop: self.stop }
+    }
 }
 
 impl<'de> serde::de::DeserializeSeed<'de> for Tracked<'_> {
@@ -291,19 +386,17 @@ impl<'de> serde::de::Visitor<'de> for Tracked<'_> {
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut out = Vec::new();
-        while let Some(v) =
-            seq.next_element_seed(Tracked { path: format!("{}[{}]", self.path, out.len()), keys: self.keys })?
-        {
+        while let Some(v) = seq.next_element_seed(self.at(format!("{}[{}]", self.path, out.len())))? {
             out.push(v);
         }
         Ok(Value::Array(out))
     }
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut out = serde_json::Map::new();
-        while let Some(key) = map.next_key::<String>()? {
+        while let Some(key) = map.next_key_seed(Key { present: &out, stop: self.stop })? {
             let path = if self.path.is_empty() { key.clone() } else { format!("{}.{key}", self.path) };
             self.keys.borrow_mut().push((path.clone(), out.contains_key(&key)));
-            let value = map.next_value_seed(Tracked { path, keys: self.keys })?;
+            let value = map.next_value_seed(self.at(path))?;
             out.insert(key, value);
         }
         Ok(Value::Object(out))
@@ -390,6 +483,20 @@ pub fn table_options(ctx: &RequestContext<'_>) -> Result<TableOptions, ApiError>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn yaml_repeats_are_named_by_line_as_go_yaml_does() {
+        let body = b"---\nmetadata:\n  name: a\n  name: b\nspec:\n  x:\n  - k: 1\n    k: 2\n";
+        let (value, keys) = decode_body_keys(Input::Yaml, body).unwrap();
+        assert_eq!(value["metadata"]["name"], "b", "the last repeat wins");
+        assert_eq!(
+            keys.yaml_repeats,
+            ["line 4: key \"name\" already set in map", "line 8: key \"k\" already set in map"]
+        );
+        assert!(keys.order.iter().all(|(_, repeated)| !repeated), "paths are not reported for YAML");
+        let (_, clean) = decode_body_keys(Input::Yaml, b"a: 1\nb: {a: 2}\n").unwrap();
+        assert!(clean.order.is_empty() && clean.yaml_repeats.is_empty());
+    }
 
     #[test]
     fn kubectl_get_asks_for_table() {

@@ -363,7 +363,7 @@ async fn create(
     let format = input_format(ctx.header("Content-Type"), has_protobuf(def))?;
     let body = read_body(ctx, payload).await?;
     let (object, keys) = decode_body_keys(format, &body)?;
-    options.body_keys = keys;
+    keys.record(&mut options);
     let object = def.strategy.to_storage(object)?;
     let msg = CreateObject { target, object, user: ctx.user.clone(), options };
     let result = ctx.server.stages.create.ask(msg, ctx.deadline).await?;
@@ -380,7 +380,7 @@ async fn update(
     let format = input_format(ctx.header("Content-Type"), has_protobuf(def))?;
     let body = read_body(ctx, payload).await?;
     let (object, keys) = decode_body_keys(format, &body)?;
-    options.body_keys = keys;
+    keys.record(&mut options);
     let object =
         if target.subresource == Some(Subresource::Scale) { object } else { def.strategy.to_storage(object)? };
     let msg = UpdateObject { target, object, user: ctx.user.clone(), options };

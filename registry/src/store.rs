@@ -81,6 +81,7 @@ fn check_fields(
         .to_string();
     let mut report = schema::check_fields(&def.group, &def.version, &def.kind, obj);
     report.set_body_keys(&options.body_keys);
+    report.set_yaml_repeats(&options.yaml_repeats);
     if let Some(err) = &report.decode_error {
         return Err(ApiError::bad_request(schema::cannot_be_handled(&body_kind, &body_version, &def.kind, err)));
     }

@@ -37,6 +37,8 @@ pub struct FieldReport {
     pub duplicates: Vec<String>,
     /// The body's keys in document order, when known ([`FieldReport::set_body_keys`]).
     pub body_order: Vec<(String, bool)>,
+    /// A YAML body's repeated keys as go-yaml words them ([`FieldReport::set_yaml_repeats`]).
+    pub yaml_repeats: Vec<String>,
     /// The first decoding error as Go words it (`json: cannot unmarshal string into Go struct
     /// field DeploymentSpec.spec.replicas of type int32`): the request fails whatever the
     /// field validation directive.
@@ -46,7 +48,10 @@ pub struct FieldReport {
 impl FieldReport {
     /// Whether nothing was found: the object decodes cleanly and strictly.
     pub fn is_clean(&self) -> bool {
-        self.unknown.is_empty() && self.duplicates.is_empty() && self.decode_error.is_none()
+        self.unknown.is_empty()
+            && self.duplicates.is_empty()
+            && self.yaml_repeats.is_empty()
+            && self.decode_error.is_none()
     }
 
     /// Scans the raw request body for duplicate fields (a `Value` has already merged them).
@@ -65,9 +70,24 @@ impl FieldReport {
         self.body_order = keys.to_vec();
     }
 
+    /// A YAML body's repeated keys (`line 9: key "replicas" already set in map`): kube's YAML
+    /// decoder reports them in one error before the unknown fields, and `Warn` splits that
+    /// error into one warning per line.
+    pub fn set_yaml_repeats(&mut self, lines: &[String]) {
+        self.yaml_repeats = lines.to_vec();
+    }
+
     /// The strict errors one by one, as kube words them: the `Warn` directive sends each as a
     /// `Warning` header (`unknown field "spec.foo"`).
     pub fn strict_errors(&self) -> Vec<String> {
+        let mut out = self.yaml_repeats.clone();
+        out.extend(self.json_strict_errors());
+        out.truncate(MAX_STRICT_ERRORS);
+        out
+    }
+
+    /// The errors of the JSON strict decode (of the YAML converted to JSON, for YAML bodies).
+    fn json_strict_errors(&self) -> Vec<String> {
         if !self.body_order.is_empty() {
             let mut out = Vec::new();
             let mut reported: Vec<&String> = Vec::new();
@@ -93,7 +113,11 @@ impl FieldReport {
     /// when there is no strict error: under `Strict`, kube fails a create or update with this
     /// wrapped by [`cannot_be_handled`], a patch with 422 on field `patch`.
     pub fn strict_message(&self) -> Option<String> {
-        let errs = self.strict_errors();
+        let mut errs = self.json_strict_errors();
+        if !self.yaml_repeats.is_empty() {
+            errs.insert(0, format!("yaml: unmarshal errors:\n  {}", self.yaml_repeats.join("\n  ")));
+        }
+        errs.truncate(MAX_STRICT_ERRORS);
         (!errs.is_empty()).then(|| format!("strict decoding error: {}", errs.join(", ")))
     }
 }
