@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use crate::error::Cause;
 use crate::kinds::{ResourceDef, Strategy, Subresource};
 use crate::table::{Printer, printers};
-use crate::validation::cluster;
+use crate::validation::certificates;
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new(
@@ -29,13 +29,13 @@ impl Strategy for CertificateSigningRequests {
     /// rules.
     fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
         let mut out = crate::kinds::meta_update(new, old);
-        out.extend(cluster::certificate_conditions(new, Some(old)));
+        out.extend(certificates::certificate_conditions(new, Some(old)));
         out
     }
 
     fn validate_status_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
         let mut out = crate::kinds::meta_update(new, old);
-        out.extend(cluster::certificate_conditions(new, Some(old)));
+        out.extend(certificates::certificate_conditions(new, Some(old)));
         out
     }
 
@@ -58,7 +58,7 @@ impl Strategy for CertificateSigningRequests {
 
     fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
         let mut out = crate::kinds::DefaultStrategy.validate(def, obj);
-        out.extend(cluster::certificate_signing_request(obj));
+        out.extend(certificates::certificate_signing_request(obj));
         out
     }
 

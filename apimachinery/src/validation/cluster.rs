@@ -336,40 +336,6 @@ pub fn ingress_class(obj: &Value) -> Vec<Cause> {
     out
 }
 
-/// `ValidateCertificateSigningRequestCreate`: a signer and usages.
-pub fn certificate_signing_request(obj: &Value) -> Vec<Cause> {
-    let mut out = Vec::new();
-    let sp = Path::new("spec");
-    let spec = &obj["spec"];
-    if arr(spec, "usages").is_empty() {
-        out.push(field::required(&sp.child("usages"), ""));
-    }
-    let signer = text(spec, "signerName");
-    if signer.is_empty() {
-        out.push(field::required(&sp.child("signerName"), ""));
-    } else if signer == "kubernetes.io/legacy-unknown" {
-        out.push(field::invalid(
-            &sp.child("signerName"),
-            Bad::s(signer),
-            "the legacy signerName is not allowed via this API version",
-        ));
-    } else if !signer.split_once('/').is_some_and(|(d, p)| !d.is_empty() && !p.is_empty()) {
-        out.push(field::invalid(
-            &sp.child("signerName"),
-            Bad::s(signer),
-            "must be a fully qualified domain and path of the form 'example.com/signer-name'",
-        ));
-    }
-    if let Some(e) = spec.get("expirationSeconds").and_then(Value::as_i64).filter(|e| *e < 600) {
-        out.push(field::invalid(
-            &sp.child("expirationSeconds"),
-            Bad::Int(e),
-            "may not specify a duration less than 600 seconds (10 minutes)",
-        ));
-    }
-    out
-}
-
 /// `ValidateControllerRevision`.
 pub fn controller_revision(obj: &Value) -> Vec<Cause> {
     let mut out = Vec::new();
@@ -471,55 +437,6 @@ pub fn csi_driver_update(new: &Value, old: &Value) -> Vec<Cause> {
             Bad::Raw(value),
             "field is immutable",
         ));
-    }
-    out
-}
-
-/// The CSR condition rules: Approved, Denied and Failed are True when present, once each;
-/// Approved and Denied exclude each other; none of them may be removed once there.
-pub fn certificate_conditions(new: &Value, old: Option<&Value>) -> Vec<Cause> {
-    let mut out = Vec::new();
-    let path = Path::new("status").child("conditions");
-    let conditions = new.pointer("/status/conditions").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
-    let mut seen: Vec<&str> = Vec::new();
-    for (i, c) in conditions.iter().enumerate() {
-        let p = path.index(i);
-        let ty = c["type"].as_str().unwrap_or("");
-        let status = c["status"].as_str().unwrap_or("");
-        if ty.is_empty() {
-            out.push(field::required(&p.child("type"), ""));
-        }
-        if status.is_empty() {
-            out.push(field::required(&p.child("status"), ""));
-        }
-        if matches!(ty, "Approved" | "Denied" | "Failed") {
-            if !status.is_empty() && status != "True" {
-                out.push(field::not_supported(&p.child("status"), Bad::s(status), &["True"]));
-            }
-            if seen.contains(&ty) {
-                out.push(field::duplicate(&p.child("type"), Bad::s(ty)));
-            } else if (ty == "Denied" && seen.contains(&"Approved")) || (ty == "Approved" && seen.contains(&"Denied")) {
-                out.push(field::invalid(
-                    &p.child("type"),
-                    Bad::s(ty),
-                    "Approved and Denied conditions are mutually exclusive",
-                ));
-            }
-            seen.push(ty);
-        }
-    }
-    let had = |v: &Value, t: &str| {
-        v.pointer("/status/conditions").and_then(Value::as_array).is_some_and(|cs| cs.iter().any(|c| c["type"] == t))
-    };
-    if let Some(old) = old {
-        for ty in ["Approved", "Denied", "Failed"] {
-            if had(old, ty) && !had(new, ty) {
-                out.push(field::forbidden(
-                    &path,
-                    &format!("updates may not remove a condition of type {}", field::go_quote(ty)),
-                ));
-            }
-        }
     }
     out
 }

@@ -16,7 +16,7 @@
 //! - [`field`]: paths, cause constructors, Go-style value rendering.
 //! - [`names`]: the string formats (DNS labels, qualified names, config keys, ports).
 //! - [`meta`]: metadata and label selectors.
-//! - `pod`, `apps`, `batch`, `core`, `rbac`, `cluster`, `networking`, `quota`: the kinds.
+//! - `pod`, `apps`, `batch`, `core`, `rbac`, `certificates`, `cluster`, `networking`, `quota`: the kinds.
 
 pub mod field;
 pub mod meta;
@@ -24,6 +24,7 @@ pub mod names;
 
 pub mod apps;
 pub mod batch;
+pub mod certificates;
 pub mod cluster;
 pub mod core;
 pub mod networking;

@@ -386,6 +386,12 @@ async fn invalid_objects_of_the_new_kinds_get_kube_causes() {
             "ResourceQuota \"q\" is invalid: spec.hard[pods]: Invalid value: \"500m\": must be an integer",
         ),
         (
+            // "hi\n" is no PEM block; kube prints the bytes as a Go []byte.
+            "/apis/certificates.k8s.io/v1/certificatesigningrequests",
+            json!({"metadata": {"name": "c"}, "spec": {"request": "aGkK", "signerName": "example.com/s", "usages": ["client auth"]}}),
+            "CertificateSigningRequest.certificates.k8s.io \"c\" is invalid: spec.request: Invalid value: []byte{0x68, 0x69, 0x0a}: PEM block type must be CERTIFICATE REQUEST",
+        ),
+        (
             "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
             json!({"metadata": {"name": "e"}, "addressType": "IPv4", "endpoints": [{"addresses": ["0.0.0.0"]}]}),
             "EndpointSlice.discovery.k8s.io \"e\" is invalid: endpoints[0].addresses[0]: Invalid value: \"0.0.0.0\": may not be unspecified (0.0.0.0)",
