@@ -3,8 +3,10 @@
 use k8s_openapi::api::storage::v1::VolumeAttachment;
 use serde_json::{Value, json};
 
+use crate::error::Cause;
 use crate::kinds::{ResourceDef, Strategy, Subresource};
 use crate::table::{Printer, printers};
+use crate::validation::storage;
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", VolumeAttachments)
@@ -16,6 +18,18 @@ pub(super) fn definition() -> ResourceDef {
 struct VolumeAttachments;
 
 impl Strategy for VolumeAttachments {
+    fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
+        let mut out = crate::kinds::DefaultStrategy.validate(def, obj);
+        out.extend(storage::volume_attachment(obj));
+        out
+    }
+
+    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut out = crate::kinds::meta_update(new, old);
+        out.extend(storage::volume_attachment_update(new, old));
+        out
+    }
+
     fn prepare_for_create(&self, obj: &mut Value) {
         crate::defaults::reset_status(obj, json!({"attached": false}));
     }

@@ -16,7 +16,7 @@
 //! - [`field`]: paths, cause constructors, Go-style value rendering.
 //! - [`names`]: the string formats (DNS labels, qualified names, config keys, ports).
 //! - [`meta`]: metadata and label selectors.
-//! - `pod`, `apps`, `batch`, `core`, `rbac`, `certificates`, `cluster`, `networking`, `quota`: the kinds.
+//! - `pod`, `apps`, `batch`, `core`, `rbac`, `certificates`, `cluster`, `networking`, `quota`, `storage`: the kinds.
 
 pub mod field;
 pub mod meta;
@@ -31,6 +31,7 @@ pub mod networking;
 pub mod pod;
 pub mod quota;
 pub mod rbac;
+pub mod storage;
 
 pub use batch::parse_standard as parse_cron_schedule;
 
