@@ -32,3 +32,21 @@ pub(crate) fn validate_update(def: &ResourceDef, new: &Value, old: &Value) -> Ve
 pub(crate) fn validate_status_update(def: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
     def.validate_status_update(new, old)
 }
+
+/// The (field, message) pairs a create of `obj` named `x` (in `default`, for namespaced kinds)
+/// is refused with, after defaulting.
+pub(crate) fn create_causes(group: &str, resource: &str, mut obj: Value) -> Vec<(String, String)> {
+    let d = def(group, resource);
+    obj["metadata"] = if d.namespaced {
+        serde_json::json!({"name": "x", "namespace": "default"})
+    } else {
+        serde_json::json!({"name": "x"})
+    };
+    apply_defaults(d, &mut obj);
+    validate(d, &obj).into_iter().map(|c| (c.field, c.message)).collect()
+}
+
+/// Owned (field, message) pairs, to compare with [`create_causes`].
+pub(crate) fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+    v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+}

@@ -175,123 +175,77 @@ fn html_escaped(s: String) -> String {
     s.replace('<', "\\u003c").replace('>', "\\u003e").replace('&', "\\u0026")
 }
 
-fn v1_metric_spec(m: &Value) -> String {
-    let t = &m["type"];
-    let source = match t.as_str().unwrap_or("") {
-        "Object" => {
-            let o = &m["object"];
-            Some((
-                "object",
-                go_object(vec![
-                    ("target", go(&o["describedObject"])),
-                    ("metricName", go(&o["metric"]["name"])),
-                    ("targetValue", quantity(&o["target"]["value"])),
-                    ("selector", go(&o["metric"]["selector"])),
-                    ("averageValue", go(&o["target"]["averageValue"])),
-                ]),
-            ))
-        }
-        "Pods" => {
-            let p = &m["pods"];
-            Some((
-                "pods",
-                go_object(vec![
-                    ("metricName", go(&p["metric"]["name"])),
-                    ("targetAverageValue", quantity(&p["target"]["averageValue"])),
-                    ("selector", go(&p["metric"]["selector"])),
-                ]),
-            ))
-        }
-        kind @ ("Resource" | "ContainerResource") => {
-            let key = if kind == "Resource" { "resource" } else { "containerResource" };
-            let r = &m[key];
-            let mut fields = vec![
-                ("name", go(&r["name"]).or(Some("\"\"".into()))),
-                ("targetAverageUtilization", go(&r["target"]["averageUtilization"])),
-                ("targetAverageValue", go(&r["target"]["averageValue"])),
-            ];
-            if key == "containerResource" {
-                fields.push(("container", go(&r["container"]).or(Some("\"\"".into()))));
-            }
-            Some((key, go_object(fields)))
-        }
-        "External" => {
-            let e = &m["external"];
-            Some((
-                "external",
-                go_object(vec![
-                    ("metricName", go(&e["metric"]["name"])),
-                    ("metricSelector", go(&e["metric"]["selector"])),
-                    ("targetValue", go(&e["target"]["value"])),
-                    ("targetAverageValue", go(&e["target"]["averageValue"])),
-                ]),
-            ))
-        }
-        _ => None,
-    };
-    let mut fields = vec![("type", go(t).or(Some("\"\"".into())))];
-    if let Some((key, body)) = source {
-        fields.push((key, Some(body)));
-    }
-    go_object(fields)
+/// Which half of an autoscaling/v1 metric an annotation holds: the spec's targets
+/// (`targetValue`) or the status's current values (`currentValue`).
+#[derive(Clone, Copy, PartialEq)]
+enum Half {
+    Spec,
+    Status,
 }
 
-fn v1_metric_status(m: &Value) -> String {
+/// One v2 metric in autoscaling/v1's form (`MetricSpec` or `MetricStatus`), as Go encodes it:
+/// non-pointer quantities are always written (`"0"`), pointers only when set.
+fn v1_metric(m: &Value, half: Half) -> String {
+    let word = if half == Half::Spec { "target" } else { "current" };
+    let named = |field: &str| format!("{word}{field}");
+    // A quantity that is a pointer in the spec's type and a value in the status's.
+    let value_in_status = |v: &Value| if half == Half::Status { quantity(v) } else { go(v) };
     let t = &m["type"];
     let source = match t.as_str().unwrap_or("") {
         "Object" => {
-            let o = &m["object"];
+            let (o, got) = (&m["object"], &m["object"][word]);
             Some((
                 "object",
-                go_object(vec![
-                    ("target", go(&o["describedObject"])),
-                    ("metricName", go(&o["metric"]["name"])),
-                    ("currentValue", quantity(&o["current"]["value"])),
-                    ("selector", go(&o["metric"]["selector"])),
-                    ("averageValue", go(&o["current"]["averageValue"])),
-                ]),
+                vec![
+                    ("target".to_string(), go(&o["describedObject"])),
+                    ("metricName".to_string(), go(&o["metric"]["name"])),
+                    (named("Value"), quantity(&got["value"])),
+                    ("selector".to_string(), go(&o["metric"]["selector"])),
+                    ("averageValue".to_string(), go(&got["averageValue"])),
+                ],
             ))
         }
         "Pods" => {
             let p = &m["pods"];
             Some((
                 "pods",
-                go_object(vec![
-                    ("metricName", go(&p["metric"]["name"])),
-                    ("currentAverageValue", quantity(&p["current"]["averageValue"])),
-                    ("selector", go(&p["metric"]["selector"])),
-                ]),
+                vec![
+                    ("metricName".to_string(), go(&p["metric"]["name"])),
+                    (named("AverageValue"), quantity(&p[word]["averageValue"])),
+                    ("selector".to_string(), go(&p["metric"]["selector"])),
+                ],
             ))
         }
         kind @ ("Resource" | "ContainerResource") => {
             let key = if kind == "Resource" { "resource" } else { "containerResource" };
             let r = &m[key];
             let mut fields = vec![
-                ("name", go(&r["name"]).or(Some("\"\"".into()))),
-                ("currentAverageUtilization", go(&r["current"]["averageUtilization"])),
-                ("currentAverageValue", quantity(&r["current"]["averageValue"])),
+                ("name".to_string(), go(&r["name"]).or(Some("\"\"".into()))),
+                (named("AverageUtilization"), go(&r[word]["averageUtilization"])),
+                (named("AverageValue"), value_in_status(&r[word]["averageValue"])),
             ];
             if key == "containerResource" {
-                fields.push(("container", go(&r["container"]).or(Some("\"\"".into()))));
+                fields.push(("container".to_string(), go(&r["container"]).or(Some("\"\"".into()))));
             }
-            Some((key, go_object(fields)))
+            Some((key, fields))
         }
         "External" => {
             let e = &m["external"];
             Some((
                 "external",
-                go_object(vec![
-                    ("metricName", go(&e["metric"]["name"])),
-                    ("metricSelector", go(&e["metric"]["selector"])),
-                    ("currentValue", quantity(&e["current"]["value"])),
-                    ("currentAverageValue", go(&e["current"]["averageValue"])),
-                ]),
+                vec![
+                    ("metricName".to_string(), go(&e["metric"]["name"])),
+                    ("metricSelector".to_string(), go(&e["metric"]["selector"])),
+                    (named("Value"), value_in_status(&e[word]["value"])),
+                    (named("AverageValue"), go(&e[word]["averageValue"])),
+                ],
             ))
         }
         _ => None,
     };
     let mut fields = vec![("type", go(t).or(Some("\"\"".into())))];
-    if let Some((key, body)) = source {
+    let body = source.map(|(key, body)| (key, go_object(body.iter().map(|(k, v)| (k.as_str(), v.clone())).collect())));
+    if let Some((key, body)) = body {
         fields.push((key, Some(body)));
     }
     go_object(fields)
@@ -381,10 +335,10 @@ fn v2_to_v1(obj: &Value) -> Value {
     let others: Vec<Value> =
         metrics.iter().filter(|m| !is_cpu_utilization(m, "target", "averageUtilization")).cloned().collect();
     if !others.is_empty() {
-        annotations.insert(METRICS.into(), json_list(&others, v1_metric_spec).into());
+        annotations.insert(METRICS.into(), json_list(&others, |m| v1_metric(m, Half::Spec)).into());
     }
     if !current.is_empty() {
-        annotations.insert(CURRENT_METRICS.into(), json_list(&current, v1_metric_status).into());
+        annotations.insert(CURRENT_METRICS.into(), json_list(&current, |m| v1_metric(m, Half::Status)).into());
     }
     if let Some(b) = spec.get("behavior").filter(|b| !b.is_null()) {
         annotations.insert(BEHAVIOR.into(), html_escaped(behavior(b)).into());
@@ -852,6 +806,28 @@ mod tests {
         assert_eq!(
             v1["status"],
             json!({"currentReplicas": 2, "desiredReplicas": 2, "currentCPUUtilizationPercentage": 24})
+        );
+    }
+
+    #[test]
+    fn v1_metrics_write_value_quantities_and_omit_unset_pointers() {
+        let spec = json!({"type": "External", "external": {"metric": {"name": "q"}, "target": {"type": "AverageValue", "averageValue": "2"}}});
+        let status =
+            json!({"type": "External", "external": {"metric": {"name": "q"}, "current": {"averageValue": "3"}}});
+        // The spec's targetValue is a pointer (left out); the status's currentValue is not ("0").
+        assert_eq!(
+            v1_metric(&spec, Half::Spec),
+            r#"{"type":"External","external":{"metricName":"q","targetAverageValue":"2"}}"#
+        );
+        assert_eq!(
+            v1_metric(&status, Half::Status),
+            r#"{"type":"External","external":{"metricName":"q","currentValue":"0","currentAverageValue":"3"}}"#
+        );
+        let object = json!({"type": "Object", "object": {"describedObject": {"kind": "Service", "name": "s"}, "metric": {"name": "rps"},
+                            "current": {"value": "7"}}});
+        assert_eq!(
+            v1_metric(&object, Half::Status),
+            r#"{"type":"Object","object":{"target":{"kind":"Service","name":"s"},"metricName":"rps","currentValue":"7"}}"#
         );
     }
 

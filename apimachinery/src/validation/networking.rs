@@ -283,18 +283,11 @@ pub fn endpoint_slice(obj: &Value, update: bool) -> Vec<Cause> {
 mod tests {
     use serde_json::{Value, json};
 
-    use crate::test_kinds::{apply_defaults, def, validate, validate_update};
+    use crate::test_kinds::{create_causes, def, pairs, validate_update};
 
-    fn causes(resource: &str, mut obj: Value) -> Vec<(String, String)> {
+    fn causes(resource: &str, obj: Value) -> Vec<(String, String)> {
         let group = if resource == "networkpolicies" { "networking.k8s.io" } else { "discovery.k8s.io" };
-        let d = def(group, resource);
-        obj["metadata"] = json!({"name": "x", "namespace": "default"});
-        apply_defaults(d, &mut obj);
-        validate(d, &obj).into_iter().map(|c| (c.field, c.message)).collect()
-    }
-
-    fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
-        v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+        create_causes(group, resource, obj)
     }
 
     #[test]

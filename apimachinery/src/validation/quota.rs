@@ -305,17 +305,10 @@ pub fn limit_range(obj: &Value) -> Vec<Cause> {
 mod tests {
     use serde_json::{Value, json};
 
-    use crate::test_kinds::{apply_defaults, def, validate, validate_update};
+    use crate::test_kinds::{create_causes, def, pairs, validate_update};
 
-    fn causes(resource: &str, mut obj: Value) -> Vec<(String, String)> {
-        let d = def("", resource);
-        obj["metadata"] = json!({"name": "x", "namespace": "default"});
-        apply_defaults(d, &mut obj);
-        validate(d, &obj).into_iter().map(|c| (c.field, c.message)).collect()
-    }
-
-    fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
-        v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+    fn causes(resource: &str, obj: Value) -> Vec<(String, String)> {
+        create_causes("", resource, obj)
     }
 
     #[test]

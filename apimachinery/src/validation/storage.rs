@@ -114,13 +114,10 @@ pub fn csi_node(obj: &Value) -> Vec<Cause> {
 mod tests {
     use serde_json::{Value, json};
 
-    use crate::test_kinds::{apply_defaults, def, validate, validate_update};
+    use crate::test_kinds::{create_causes, def, validate_update};
 
-    fn causes(resource: &str, mut obj: Value) -> Vec<(String, String)> {
-        let d = def("storage.k8s.io", resource);
-        obj["metadata"] = json!({"name": "x"});
-        apply_defaults(d, &mut obj);
-        validate(d, &obj).into_iter().map(|c| (c.field, c.message)).collect()
+    fn causes(resource: &str, obj: Value) -> Vec<(String, String)> {
+        create_causes("storage.k8s.io", resource, obj)
     }
 
     #[test]
