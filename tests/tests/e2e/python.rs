@@ -23,3 +23,8 @@ fn python_watch_from_resource_version_sees_events_in_order() {
 fn python_concurrent_read_modify_write_loses_no_update() {
     scenario("concurrent_updates");
 }
+
+#[test]
+fn python_typed_apis_of_the_newer_kinds() {
+    scenario("new_kinds");
+}

@@ -84,25 +84,46 @@ async fn get_phase(
     (phase, cpu_time(server.pid()).saturating_sub(cpu))
 }
 
-/// p50 and minimum of `times` lists, and the response size.
-async fn list_p50(server: &TestServer, resource: &str, accept: &str, times: usize) -> (f64, f64, usize) {
+/// Latencies of one encoding's lists, and its response size.
+#[derive(Default)]
+struct Lists {
+    latencies: Vec<f64>,
+    size: usize,
+}
+
+impl Lists {
+    fn p50(&self) -> f64 {
+        self.latencies[self.latencies.len() / 2]
+    }
+
+    fn min(&self) -> f64 {
+        self.latencies[0]
+    }
+}
+
+/// `rounds` lists in each of JSON and protobuf, alternating so both see the same machine.
+/// The first round of each is unmeasured: connection set-up, buffers' first growth, and for
+/// protobuf the encoding of every cached object.
+async fn list_both(server: &TestServer, resource: &str, rounds: usize) -> (Lists, Lists) {
     let client = server.client(true);
     let url = server.url(&format!("/api/v1/namespaces/default/{resource}?resourceVersion=0"));
-    let mut latencies = Vec::new();
-    let mut size = 0;
-    for round in 0..=times {
-        let started = Instant::now();
-        let mut r = client.get(&url).insert_header(("Accept", accept)).send().await.expect("list");
-        let body = r.body().limit(1 << 30).await.expect("list body");
-        assert!(r.status().is_success());
-        // The first round is unmeasured: connection set-up, first growth of buffers.
-        if round > 0 {
-            latencies.push(started.elapsed().as_secs_f64() * 1000.0);
+    let (mut json, mut pb) = (Lists::default(), Lists::default());
+    for round in 0..=rounds {
+        for (accept, lists) in [(JSON, &mut json), (PROTOBUF, &mut pb)] {
+            let started = Instant::now();
+            let mut r = client.get(&url).insert_header(("Accept", accept)).send().await.expect("list");
+            let body = r.body().limit(1 << 30).await.expect("list body");
+            assert!(r.status().is_success());
+            if round > 0 {
+                lists.latencies.push(started.elapsed().as_secs_f64() * 1000.0);
+            }
+            lists.size = body.len();
         }
-        size = body.len();
     }
-    latencies.sort_by(f64::total_cmp);
-    (latencies[latencies.len() / 2], latencies[0], size)
+    for lists in [&mut json, &mut pb] {
+        lists.latencies.sort_by(f64::total_cmp);
+    }
+    (json, pb)
 }
 
 pub async fn run_all(seconds: Duration) {
@@ -144,9 +165,10 @@ async fn phases(empty: &TestServer, full: &TestServer, resource: &str, one: &str
     // Memory with JSON only (the GETs above encoded one object in protobuf).
     let base = rss_mib(empty.pid());
     let json_only = rss_mib(full.pid());
-    // LIST: JSON, then protobuf (the first protobuf list encodes every object once).
-    let (json_p50, json_min, json_size) = list_p50(full, resource, JSON, 10).await;
-    let (pb_p50, pb_min, pb_size) = list_p50(full, resource, PROTOBUF, 10).await;
+    // LIST: JSON and protobuf alternating (the first protobuf list encodes every object once).
+    let (json, pb) = list_both(full, resource, 20).await;
+    let (json_p50, json_min, json_size) = (json.p50(), json.min(), json.size);
+    let (pb_p50, pb_min, pb_size) = (pb.p50(), pb.min(), pb.size);
     println!(
         "list {n} {resource} JSON      p50 {json_p50:>7.1} ms  min {json_min:>7.1} ms  {:>5.1} MB",
         json_size as f64 / 1e6
