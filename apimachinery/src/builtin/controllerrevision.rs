@@ -26,6 +26,11 @@ impl Strategy for ControllerRevisions {
     fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
         let mut out = crate::kinds::meta_update(new, old);
         out.extend(cluster::controller_revision(new));
+        if new.get("data") != old.get("data") {
+            let path = crate::validation::field::Path::new("data");
+            let value = crate::validation::field::Bad::Raw(crate::validation::field::go_struct(new.get("data")));
+            out.push(crate::validation::field::invalid(&path, value, "field is immutable"));
+        }
         out
     }
 

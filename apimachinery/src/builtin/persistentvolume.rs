@@ -28,7 +28,7 @@ impl Strategy for PersistentVolumes {
     fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
         let mut out = crate::kinds::meta_update(new, old);
         out.extend(cluster::persistent_volume(new));
-        out.extend(cluster::persistent_volume_update(new, old, false));
+        out.extend(cluster::persistent_volume_update(new, old));
         out
     }
 

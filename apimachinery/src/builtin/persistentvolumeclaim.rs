@@ -27,7 +27,7 @@ impl Strategy for PersistentVolumeClaims {
     fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
         let mut out = crate::kinds::meta_update(new, old);
         out.extend(cluster::persistent_volume_claim(new));
-        out.extend(cluster::persistent_volume_update(new, old, true));
+        out.extend(cluster::persistent_volume_claim_update(new, old));
         out
     }
 

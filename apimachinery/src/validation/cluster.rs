@@ -362,24 +362,65 @@ fn immutable(out: &mut Vec<Cause>, new: &Value, old: &Value, pointer: &str, path
     }
 }
 
-/// The immutable fields of PersistentVolumes and claims: the volume mode (reported without
-/// `spec.`, as kube does), and a claim's storage request may not shrink.
-pub fn persistent_volume_update(new: &Value, old: &Value, claim: bool) -> Vec<Cause> {
+fn sources(spec: &Value) -> Value {
+    let picked = PV_SOURCES.iter().filter_map(|k| spec.get(*k).map(|v| ((*k).to_string(), v.clone())));
+    Value::Object(picked.collect())
+}
+
+/// `ValidatePersistentVolumeUpdate`: the volume source and mode are fixed.
+pub fn persistent_volume_update(new: &Value, old: &Value) -> Vec<Cause> {
     let mut out = Vec::new();
-    immutable(&mut out, new, old, "/spec/volumeMode", "volumeMode");
-    if claim {
-        let storage = |v: &Value| {
-            v.pointer("/spec/resources/requests/storage").and_then(|q| crate::defaults::quantity::from_json(q).ok())
-        };
-        if let (Some(n), Some(o)) = (storage(new), storage(old))
-            && n < o
-        {
-            out.push(field::forbidden(
-                &Path::new("spec").child("resources").child("requests").child("storage"),
-                "field can not be less than previous value",
-            ));
-        }
+    let (ns, os) = (sources(&new["spec"]), sources(&old["spec"]));
+    if ns != os {
+        let diff = field::go_diff("core.PersistentVolumeSource", &os, &ns);
+        out.push(field::forbidden(
+            &Path::new("spec").child("persistentvolumesource"),
+            &format!("spec.persistentvolumesource is immutable after creation\n{diff}"),
+        ));
     }
+    immutable(&mut out, new, old, "/spec/volumeMode", "volumeMode");
+    out
+}
+
+/// `ValidatePersistentVolumeClaimUpdate`: the spec is fixed but for its volume name (set
+/// once) and, for a bound claim, its storage request, which may grow only; the mode is
+/// reported again on its own, without `spec.`, as kube does.
+pub fn persistent_volume_claim_update(new: &Value, old: &Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    let (mut ns, mut os) = (new["spec"].clone(), old["spec"].clone());
+    if text(&os, "volumeName").is_empty()
+        && let (Some(o), Some(name)) = (os.as_object_mut(), ns.get("volumeName"))
+    {
+        o.insert("volumeName".into(), name.clone());
+    }
+    let bound = new.pointer("/status/phase").and_then(Value::as_str) == Some("Bound");
+    if bound && let Some(requests) = ns.pointer_mut("/resources/requests").and_then(Value::as_object_mut) {
+        match old.pointer("/spec/resources/requests/storage") {
+            Some(q) => requests.insert("storage".into(), q.clone()),
+            None => requests.remove("storage"),
+        };
+    }
+    if ns != os {
+        let diff = field::go_diff("core.PersistentVolumeClaimSpec", &os, &ns);
+        out.push(field::forbidden(
+            &Path::new("spec"),
+            &format!(
+                "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims\n{diff}"
+            ),
+        ));
+    }
+    let storage = |v: &Value| {
+        v.pointer("/spec/resources/requests/storage").and_then(|q| crate::defaults::quantity::from_json(q).ok())
+    };
+    if let (Some(n), Some(o)) = (storage(new), storage(old))
+        && n < o
+    {
+        out.push(field::forbidden(
+            &Path::new("spec").child("resources").child("requests").child("storage"),
+            "field can not be less than previous value",
+        ));
+    }
+    immutable(&mut out, new, old, "/spec/volumeMode", "volumeMode");
     out
 }
 
@@ -439,4 +480,75 @@ pub fn csi_driver_update(new: &Value, old: &Value) -> Vec<Cause> {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use crate::test_kinds::{def, validate_update};
+
+    fn update_causes(group: &str, resource: &str, old: &Value, change: impl Fn(&mut Value)) -> Vec<(String, String)> {
+        let mut new = old.clone();
+        change(&mut new);
+        validate_update(def(group, resource), &new, old).into_iter().map(|c| (c.field, c.message)).collect()
+    }
+
+    #[test]
+    fn claims_keep_their_spec_but_the_volume_name_and_a_growing_request() {
+        let old = json!({"metadata": {"name": "c", "namespace": "default", "resourceVersion": "1"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}, "storageClassName": "fast", "volumeMode": "Filesystem"},
+            "status": {"phase": "Bound"}});
+        let got = update_causes("", "persistentvolumeclaims", &old, |n| n["spec"]["storageClassName"] = json!("slow"));
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].0, "spec");
+        assert_eq!(
+            got[0].1,
+            "Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims\n  core.PersistentVolumeClaimSpec{\n- \tstorageClassName: \"fast\",\n+ \tstorageClassName: \"slow\",\n  }"
+        );
+        // The binder sets the volume once; a bound claim may grow.
+        assert_eq!(
+            update_causes("", "persistentvolumeclaims", &old, |n| n["spec"]["volumeName"] = json!("pv1")),
+            vec![]
+        );
+        assert_eq!(
+            update_causes("", "persistentvolumeclaims", &old, |n| n["spec"]["resources"]["requests"]["storage"] =
+                json!("2Gi")),
+            vec![]
+        );
+        let shrink = update_causes("", "persistentvolumeclaims", &old, |n| {
+            n["spec"]["resources"]["requests"]["storage"] = json!("512Mi")
+        });
+        assert_eq!(
+            shrink,
+            [("spec.resources.requests.storage".into(), "Forbidden: field can not be less than previous value".into())]
+        );
+        // An unbound claim's request is part of the fixed spec.
+        let mut pending = old.clone();
+        pending["status"]["phase"] = json!("Pending");
+        let got = update_causes("", "persistentvolumeclaims", &pending, |n| {
+            n["spec"]["resources"]["requests"]["storage"] = json!("2Gi")
+        });
+        assert_eq!(got[0].0, "spec");
+    }
+
+    #[test]
+    fn volumes_keep_their_source_and_revisions_their_data() {
+        let old = json!({"metadata": {"name": "pv1", "resourceVersion": "1"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Gi"}, "hostPath": {"path": "/data"}, "persistentVolumeReclaimPolicy": "Retain"}});
+        let got = update_causes("", "persistentvolumes", &old, |n| n["spec"]["hostPath"]["path"] = json!("/other"));
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].0, "spec.persistentvolumesource");
+        assert!(got[0].1.starts_with(
+            "Forbidden: spec.persistentvolumesource is immutable after creation\n  core.PersistentVolumeSource{"
+        ));
+        assert_eq!(
+            update_causes("", "persistentvolumes", &old, |n| n["spec"]["capacity"]["storage"] = json!("2Gi")),
+            vec![]
+        );
+
+        let rev = json!({"metadata": {"name": "r", "namespace": "default", "resourceVersion": "1"}, "data": {"a": 1}, "revision": 1});
+        let got = update_causes("apps", "controllerrevisions", &rev, |n| n["data"] = json!({"a": 2}));
+        assert_eq!(got, [("data".into(), "Invalid value: {\"a\":2}: field is immutable".into())]);
+    }
 }

@@ -221,6 +221,28 @@ pub fn go_struct(v: Option<&Value>) -> String {
     }
 }
 
+/// A short account of what changed between two values of Go type `type_name`, where kube
+/// prints a `cmp.Diff` (`  core.PodSpec{`, then `- \tkey: old,` and `+ \tkey: new,` lines).
+pub fn go_diff(type_name: &str, old: &Value, new: &Value) -> String {
+    let mut lines = vec![format!("  {type_name}{{")];
+    let (o, n) = (old.as_object(), new.as_object());
+    let mut keys: std::collections::BTreeSet<&String> = o.map(|m| m.keys().collect()).unwrap_or_default();
+    keys.extend(n.map(|m| m.keys().collect::<Vec<_>>()).unwrap_or_default());
+    for k in keys {
+        let (ov, nv) = (old.get(k), new.get(k));
+        if ov != nv {
+            if let Some(ov) = ov {
+                lines.push(format!("- \t{k}: {ov},"));
+            }
+            if let Some(nv) = nv {
+                lines.push(format!("+ \t{k}: {nv},"));
+            }
+        }
+    }
+    lines.push("  }".to_string());
+    lines.join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1285,34 +1285,13 @@ pub fn validate_pod_update(new: &Value, old: &Value) -> Vec<Cause> {
         m.insert("terminationGracePeriodSeconds".into(), os["terminationGracePeriodSeconds"].clone());
     }
     if &munged != os {
-        let diff = spec_diff(os, &munged);
+        let diff = field::go_diff("core.PodSpec", os, &munged);
         out.push(field::forbidden(
             &spec_path,
             &format!("pod updates may not change fields other than {UPDATABLE_FIELDS}\n{diff}"),
         ));
     }
     out
-}
-
-/// A short account of what changed between two specs (kube prints a `cmp.Diff` here).
-fn spec_diff(old: &Value, new: &Value) -> String {
-    let mut lines = vec!["  core.PodSpec{".to_string()];
-    let (o, n) = (old.as_object(), new.as_object());
-    let mut keys: BTreeSet<&String> = o.map(|m| m.keys().collect()).unwrap_or_default();
-    keys.extend(n.map(|m| m.keys().collect::<Vec<_>>()).unwrap_or_default());
-    for k in keys {
-        let (ov, nv) = (old.get(k), new.get(k));
-        if ov != nv {
-            if let Some(ov) = ov {
-                lines.push(format!("- \t{k}: {ov},"));
-            }
-            if let Some(nv) = nv {
-                lines.push(format!("+ \t{k}: {nv},"));
-            }
-        }
-    }
-    lines.push("  }".to_string());
-    lines.join("\n")
 }
 
 /// Immutable-field helper shared by workload kinds: `field is immutable` when JSON differs.
