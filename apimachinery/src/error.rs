@@ -165,6 +165,12 @@ impl ApiError {
         Self::unknown(aggregate(causes))
     }
 
+    /// 404 for a path naming no served resource: `the server could not find the requested
+    /// resource`.
+    pub fn resource_not_found() -> Self {
+        Self::new(Reason::NotFound, "the server could not find the requested resource")
+    }
+
     /// 400 BadRequest.
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(Reason::BadRequest, message)

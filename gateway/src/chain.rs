@@ -242,7 +242,7 @@ fn not_found_page() -> HttpResponse {
 }
 
 fn resource_not_found() -> ApiError {
-    ApiError::new(apimachinery::Reason::NotFound, "the server could not find the requested resource")
+    ApiError::resource_not_found()
 }
 
 /// Everything that is not a resource: version, health, metrics, discovery, OpenAPI.

@@ -1,9 +1,11 @@
 //! What a handler knows about its request, once the handler chain has let it through.
 
-use actix_web::HttpRequest;
+use actix_web::{HttpRequest, web};
 use actors::Deadline;
+use apimachinery::error::ApiError;
 use apimachinery::options::Params;
 use apimachinery::request::{RequestInfo, UserInfo};
+use futures_util::StreamExt;
 
 use crate::state::ServerState;
 
@@ -28,6 +30,29 @@ impl RequestContext<'_> {
     /// A request header.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.req.headers().get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// Reads the body, refusing more than the configured limit with 413 as kube does.
+    pub async fn read_body(&self, mut payload: web::Payload) -> Result<bytes::Bytes, ApiError> {
+        let limit = self.server.options.max_request_body_bytes;
+        let too_large = || {
+            ApiError::new(
+                apimachinery::Reason::RequestEntityTooLarge,
+                format!("Request entity too large: limit is {limit}"),
+            )
+        };
+        if self.header("Content-Length").and_then(|l| l.parse::<usize>().ok()).is_some_and(|l| l > limit) {
+            return Err(too_large());
+        }
+        let mut body = bytes::BytesMut::new();
+        while let Some(chunk) = payload.next().await {
+            let chunk = chunk.map_err(|e| ApiError::bad_request(format!("error reading request body: {e}")))?;
+            if body.len() + chunk.len() > limit {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body.freeze())
     }
 
     /// Whether responses should be indented (`?pretty=true`, or curl/wget as kube guesses).

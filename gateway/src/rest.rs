@@ -17,8 +17,6 @@ use apimachinery::messages::{
 use apimachinery::options::{DeleteOptions, GetOptions, ListOptions, WriteOptions, WriteVerb};
 use apimachinery::patch::{PatchType, unsupported_patch_type};
 use apimachinery::table;
-use bytes::BytesMut;
-use futures_util::StreamExt;
 use serde_json::{Value, json};
 
 use crate::context::RequestContext;
@@ -27,8 +25,8 @@ use crate::negotiate::{
     respond, served, table_options, wrong_metadata_view,
 };
 
-pub(crate) fn resource_not_found() -> ApiError {
-    ApiError::new(apimachinery::Reason::NotFound, "the server could not find the requested resource")
+fn resource_not_found() -> ApiError {
+    ApiError::resource_not_found()
 }
 
 /// Serves a resource request.
@@ -65,7 +63,7 @@ pub async fn serve(ctx: &RequestContext<'_>, payload: web::Payload) -> Result<Ht
         target.version = version.clone();
     }
     if let Some(sub) = subresource.filter(|s| !s.is_view()) {
-        let body = read_body(ctx, payload).await?;
+        let body = ctx.read_body(payload).await?;
         return crate::subresources::serve(ctx, &def, target, sub, body).await;
     }
     match info.verb.as_str() {
@@ -90,29 +88,6 @@ pub async fn serve(ctx: &RequestContext<'_>, payload: web::Payload) -> Result<Ht
         }
         _ => Err(ApiError::method_not_allowed()),
     }
-}
-
-/// Reads the body, refusing more than the configured limit with 413 as kube does.
-pub(crate) async fn read_body(ctx: &RequestContext<'_>, mut payload: web::Payload) -> Result<bytes::Bytes, ApiError> {
-    let limit = ctx.server.options.max_request_body_bytes;
-    let too_large = || {
-        ApiError::new(
-            apimachinery::Reason::RequestEntityTooLarge,
-            format!("Request entity too large: limit is {limit}"),
-        )
-    };
-    if ctx.header("Content-Length").and_then(|l| l.parse::<usize>().ok()).is_some_and(|l| l > limit) {
-        return Err(too_large());
-    }
-    let mut body = BytesMut::new();
-    while let Some(chunk) = payload.next().await {
-        let chunk = chunk.map_err(|e| ApiError::bad_request(format!("error reading request body: {e}")))?;
-        if body.len() + chunk.len() > limit {
-            return Err(too_large());
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body.freeze())
 }
 
 async fn get(ctx: &RequestContext<'_>, def: &Arc<ResourceDef>, target: Target) -> Result<HttpResponse, ApiError> {
@@ -361,7 +336,7 @@ async fn create(
 ) -> Result<HttpResponse, ApiError> {
     let mut options = WriteOptions::parse(&ctx.query, WriteVerb::Create)?;
     let format = input_format(ctx.header("Content-Type"), has_protobuf(def))?;
-    let body = read_body(ctx, payload).await?;
+    let body = ctx.read_body(payload).await?;
     let (object, keys) = decode_body_keys(format, &body)?;
     keys.record(&mut options);
     let object = def.strategy.to_storage(object)?;
@@ -378,7 +353,7 @@ async fn update(
 ) -> Result<HttpResponse, ApiError> {
     let mut options = WriteOptions::parse(&ctx.query, WriteVerb::Update)?;
     let format = input_format(ctx.header("Content-Type"), has_protobuf(def))?;
-    let body = read_body(ctx, payload).await?;
+    let body = ctx.read_body(payload).await?;
     let (object, keys) = decode_body_keys(format, &body)?;
     keys.record(&mut options);
     let object =
@@ -399,7 +374,7 @@ async fn patch(
         .filter(|t| *t != PatchType::Apply)
         .ok_or_else(unsupported_patch_type)?;
     let options = WriteOptions::parse(&ctx.query, WriteVerb::Patch)?;
-    let body = read_body(ctx, payload).await?;
+    let body = ctx.read_body(payload).await?;
     let msg = PatchObject { target, patch_type, patch: body.to_vec(), user: ctx.user.clone(), options };
     let result = ctx.server.stages.patch.ask(msg, ctx.deadline).await?;
     write_response(ctx, def, StatusCode::OK, result)
@@ -407,7 +382,7 @@ async fn patch(
 
 /// `DeleteOptions` from the body when there is one, else from the query, as kube reads them.
 async fn delete_options(ctx: &RequestContext<'_>, payload: web::Payload) -> Result<DeleteOptions, ApiError> {
-    let body = read_body(ctx, payload).await?;
+    let body = ctx.read_body(payload).await?;
     let decoded = if body.iter().all(u8::is_ascii_whitespace) {
         None
     } else {

@@ -31,7 +31,7 @@ pub async fn serve(
         serves(&["list", "create", "deletecollection"])
     };
     if !info.subresource.is_empty() || !path_exists {
-        return Err(crate::rest::resource_not_found());
+        return Err(ApiError::resource_not_found());
     }
     if !verbs.contains(&info.verb.as_str()) {
         return Err(ApiError::method_not_allowed());
@@ -39,12 +39,12 @@ pub async fn serve(
     match (def.group.as_str(), def.resource.as_str()) {
         ("", "componentstatuses") => crate::componentstatuses::serve(ctx).await,
         ("", "bindings") => {
-            let body = crate::rest::read_body(ctx, payload).await?;
+            let body = ctx.read_body(payload).await?;
             let binding = crate::subresources::decode(ctx, &body)?;
-            let pods = ctx.server.catalogue.find("", "v1", "pods").ok_or_else(crate::rest::resource_not_found)?;
+            let pods = ctx.server.catalogue.find("", "v1", "pods").ok_or_else(ApiError::resource_not_found)?;
             let target = Target::object(&pods, &info.namespace, binding.name());
             crate::subresources::bind_pod(ctx, &pods, target, &binding).await
         }
-        _ => Err(crate::rest::resource_not_found()),
+        _ => Err(ApiError::resource_not_found()),
     }
 }
