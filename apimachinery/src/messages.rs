@@ -102,6 +102,17 @@ pub struct Authorize {
     pub request: RequestInfo,
 }
 
+/// What the authorization stage decided (kube's `authorizer.Decision` and reason).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuthorizationDecision {
+    /// An authorizer allowed the request.
+    pub allowed: bool,
+    /// An authorizer denied it outright (rather than none having an opinion).
+    pub denied: bool,
+    /// Why: the allowing rule's description, or the reasons of those that had no opinion.
+    pub reason: String,
+}
+
 // ---------------------------------------------------------------- flow control
 
 /// Which flow schema and priority level API Priority and Fairness put a request in: decided
@@ -337,7 +348,7 @@ impl<'de> Deserialize<'de> for WatchReceiver {
 
 request! {
     Authenticate => UserInfo,
-    Authorize => (),
+    Authorize => AuthorizationDecision,
     StartRequest => SeatGrant,
     Admit => Value,
     CreateObject => WriteResult,

@@ -228,7 +228,10 @@ async fn serve(
         let start = StartRequest { user: user.clone(), request: info.clone(), classification: class };
         stages.flow_control.ask(start, deadline).await?;
     }
-    stages.authorize.ask(Authorize { user: user.clone(), request: info.clone() }, deadline).await?;
+    let decision = stages.authorize.ask(Authorize { user: user.clone(), request: info.clone() }, deadline).await?;
+    if !decision.allowed {
+        return Err(auth::forbidden(&user, info, &decision.reason));
+    }
     let ctx = RequestContext { req, info, query, user, deadline, server };
     if info.is_resource_request { rest::serve(&ctx, payload).await } else { non_resource(&ctx).await }
 }

@@ -61,9 +61,9 @@ pub struct ServeOptions {
     /// Allow unauthenticated requests as `system:anonymous` (authorization still applies).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub anonymous_auth: bool,
-    /// Authorization mode: `RBAC` or `AlwaysAllow`.
+    /// Authorizers to consult in order (comma-separated): `RBAC`, `AlwaysAllow`, `AlwaysDeny`.
     #[arg(long, default_value = "RBAC", value_parser = parse_authorization_mode)]
-    pub authorization_mode: AuthorizationMode,
+    pub authorization_mode: AuthorizationModes,
     /// Admission plugins to run, in order (comma-separated).
     #[arg(long, value_delimiter = ',', default_values_t = admission::DEFAULT_PLUGINS.iter().map(|s| s.to_string()))]
     pub enable_admission_plugins: Vec<String>,
@@ -153,8 +153,12 @@ impl ServeOptions {
     }
 }
 
-fn parse_authorization_mode(s: &str) -> Result<AuthorizationMode, String> {
-    s.parse()
+/// `--authorization-mode`'s list (a newtype, so clap takes the whole value at once).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuthorizationModes(pub Vec<AuthorizationMode>);
+
+fn parse_authorization_mode(s: &str) -> Result<AuthorizationModes, String> {
+    auth::authz::parse_modes(s).map(AuthorizationModes)
 }
 
 fn parse_service_range(s: &str) -> Result<registry::ServiceRange, String> {
@@ -221,7 +225,7 @@ mod tests {
         assert_eq!(cli.serve.secure_port, 7443);
         let cli = Cli::try_parse_from(["apiserver", "serve", "--authorization-mode", "AlwaysAllow"]).unwrap();
         assert!(
-            matches!(cli.command, Some(Command::Serve(o)) if o.authorization_mode == AuthorizationMode::AlwaysAllow)
+            matches!(cli.command, Some(Command::Serve(o)) if o.authorization_mode.0 == [AuthorizationMode::AlwaysAllow])
         );
     }
 }

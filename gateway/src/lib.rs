@@ -15,6 +15,8 @@
 //!   [`componentstatuses`], the deprecated read-only component health list, is one.
 //! - [`discovery`], [`openapi`], [`health`], [`admin`]: the non-resource endpoints.
 //! - [`negotiate`]: representations (JSON, YAML, protobuf; tables and metadata views).
+//! - [`reviews`]: the access and token review APIs, answered in process.
+//! - [`rbac_feed`]: keeps the authorizer's RBAC policy current from the RBAC cachers.
 //! - [`namespace_finalizer`]: completes namespace deletion (a controller's job in a full
 //!   cluster).
 //! - [`tls`]: serving certificates, the generated PKI, client-certificate identities.
@@ -33,7 +35,9 @@ pub mod health;
 pub mod namespace_finalizer;
 pub mod negotiate;
 pub mod openapi;
+pub mod rbac_feed;
 pub mod rest;
+pub mod reviews;
 pub mod server;
 pub mod state;
 pub mod subresources;

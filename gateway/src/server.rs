@@ -173,11 +173,12 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         &spec("authentication", "", &options, WhenFull::Wait),
         AuthenticationActor::new(tokens, options.anonymous_auth),
     );
+    let policy = auth::SharedPolicy::default();
     let authorization = actors::start(
         &front,
         &directory,
         &spec("authorization", "", &options, shed),
-        AuthorizationActor::new(options.authorization_mode),
+        AuthorizationActor::new(options.authorization_mode.0.clone(), policy.clone()),
     );
     let flow_control = actors::start(&front, &directory, &spec("flowcontrol", "", &options, shed), FlowControlActor);
 
@@ -193,6 +194,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         reads,
     };
     bootstrap(&stages, range.first().to_string()).await?;
+    crate::rbac_feed::start(stages.clone(), catalogue.clone(), policy.clone()).await?;
     if options.enable_namespace_finalizer {
         crate::namespace_finalizer::spawn(stages.clone(), catalogue.clone());
     }
@@ -226,6 +228,8 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let server = web::Data::new(ServerState {
         stages,
         catalogue,
+        authorization_modes: options.authorization_mode.0.clone(),
+        policy,
         options: options.clone(),
         metrics,
         router,
@@ -296,6 +300,14 @@ async fn bootstrap(stages: &Stages, kubernetes_ip: String) -> Result<(), String>
         };
         objects.push((target, json!({ "metadata": { "name": name }, "value": value, "description": description })));
     }
+    let rbac = |resource: &str| Target {
+        group: "rbac.authorization.k8s.io".into(),
+        version: "v1".into(),
+        resource: resource.into(),
+        ..Default::default()
+    };
+    objects.extend(auth::bootstrap::cluster_roles().into_iter().map(|r| (rbac("clusterroles"), r)));
+    objects.extend(auth::bootstrap::cluster_role_bindings().into_iter().map(|b| (rbac("clusterrolebindings"), b)));
     for (target, object) in objects {
         // Created once: after a restart they exist (and the Service's address is taken).
         let path = match target.resource.as_str() {

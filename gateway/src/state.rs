@@ -63,6 +63,10 @@ pub struct ServerState {
     pub stages: Stages,
     /// The served resources.
     pub catalogue: Arc<Catalogue>,
+    /// `--authorization-mode`, for the access reviews.
+    pub authorization_modes: Vec<auth::AuthorizationMode>,
+    /// The RBAC state the authorizer decides from, for the access reviews.
+    pub policy: auth::SharedPolicy,
     /// Flags.
     pub options: ServeOptions,
     /// Renders `/metrics`.

@@ -38,6 +38,10 @@ pub async fn serve(
     }
     match (def.group.as_str(), def.resource.as_str()) {
         ("", "componentstatuses") => crate::componentstatuses::serve(ctx).await,
+        ("authentication.k8s.io" | "authorization.k8s.io", _) => {
+            let body = ctx.read_body(payload).await?;
+            crate::reviews::serve(ctx, def, &body).await
+        }
         ("", "bindings") => {
             let body = ctx.read_body(payload).await?;
             let binding = crate::subresources::decode(ctx, &body)?;

@@ -234,6 +234,36 @@ impl TestServer {
             .expect("run kubectl")
     }
 
+    /// A kubeconfig that presents `token` instead of the admin's client certificate.
+    pub fn token_kubeconfig(&self, token: &str) -> PathBuf {
+        let admin = std::fs::read_to_string(&self.kubeconfig).expect("admin kubeconfig");
+        let ca = admin
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("certificate-authority-data:"))
+            .expect("certificate-authority-data")
+            .trim()
+            .to_string();
+        let path = self
+            .data_dir
+            .join(format!("token-{}.kubeconfig", token.len() ^ token.bytes().map(usize::from).sum::<usize>()));
+        let text = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster:\n    server: https://127.0.0.1:{}\n    certificate-authority-data: {ca}\nusers:\n- name: user\n  user:\n    token: {token}\ncontexts:\n- name: user\n  context:\n    cluster: local\n    user: user\n    namespace: default\ncurrent-context: user\n",
+            self.port
+        );
+        std::fs::write(&path, text).expect("write kubeconfig");
+        path
+    }
+
+    /// Runs kubectl as the holder of `token`.
+    pub fn kubectl_with_token(&self, token: &str, args: &[&str]) -> Output {
+        Command::new(kubectl_bin())
+            .args(args)
+            .env("KUBECONFIG", self.token_kubeconfig(token))
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .output()
+            .expect("run kubectl")
+    }
+
     /// Runs kubectl and returns its stdout, failing the test with its stderr if it fails.
     pub fn kubectl_ok(&self, args: &[&str]) -> String {
         let out = self.kubectl(args);

@@ -39,6 +39,7 @@ mod priorityclass;
 mod replicaset;
 mod replicationcontroller;
 mod resourcequota;
+mod reviews;
 mod role;
 mod rolebinding;
 mod runtimeclass;
@@ -60,7 +61,7 @@ use crate::kinds::{Catalogue, ResourceDef};
 fn definitions() -> Vec<ResourceDef> {
     // Groups in kube 1.30's discovery order (the aggregator's group priorities); in a group,
     // the preferred version first.
-    vec![
+    let mut defs = vec![
         binding::definition(),
         componentstatus::definition(),
         namespace::definition(),
@@ -84,6 +85,10 @@ fn definitions() -> Vec<ResourceDef> {
         daemonset::definition(),
         controllerrevision::definition(),
         event::events_v1(),
+    ];
+    defs.extend(reviews::authentication());
+    defs.extend(reviews::authorization());
+    defs.extend([
         horizontalpodautoscaler::v2(),
         horizontalpodautoscaler::v1(),
         job::definition(),
@@ -106,7 +111,8 @@ fn definitions() -> Vec<ResourceDef> {
         lease::definition(),
         runtimeclass::definition(),
         endpointslice::definition(),
-    ]
+    ]);
+    defs
 }
 
 /// Built once: the definitions are immutable, and the schema store and the default catalogue

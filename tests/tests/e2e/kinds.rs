@@ -8,7 +8,7 @@ use tests::TestServer;
 const MANIFEST: &str = include_str!("all-kinds.yaml");
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
 
-async fn call(s: &TestServer, method: &str, path: &str, accept: &str, body: Option<Value>) -> (u16, Value) {
+pub(crate) async fn call(s: &TestServer, method: &str, path: &str, accept: &str, body: Option<Value>) -> (u16, Value) {
     let client = s.client(true);
     let req = client.request(method.parse().unwrap(), s.url(path)).insert_header(("Accept", accept));
     let mut resp = match body {
@@ -411,7 +411,7 @@ async fn invalid_objects_of_the_new_kinds_get_kube_causes() {
 }
 
 /// `kubectl api-resources -o wide` of kube-apiserver 1.30 for the groups this server serves,
-/// less what later work brings (the review APIs), whitespace collapsed.
+/// whitespace collapsed.
 const KUBE_1_30_API_RESOURCES: &str = "\
 bindings v1 true Binding create
 componentstatuses cs v1 false ComponentStatus get,list
@@ -435,6 +435,12 @@ daemonsets ds apps/v1 true DaemonSet create,delete,deletecollection,get,list,pat
 deployments deploy apps/v1 true Deployment create,delete,deletecollection,get,list,patch,update,watch all
 replicasets rs apps/v1 true ReplicaSet create,delete,deletecollection,get,list,patch,update,watch all
 statefulsets sts apps/v1 true StatefulSet create,delete,deletecollection,get,list,patch,update,watch all
+selfsubjectreviews authentication.k8s.io/v1 false SelfSubjectReview create
+tokenreviews authentication.k8s.io/v1 false TokenReview create
+localsubjectaccessreviews authorization.k8s.io/v1 true LocalSubjectAccessReview create
+selfsubjectaccessreviews authorization.k8s.io/v1 false SelfSubjectAccessReview create
+selfsubjectrulesreviews authorization.k8s.io/v1 false SelfSubjectRulesReview create
+subjectaccessreviews authorization.k8s.io/v1 false SubjectAccessReview create
 horizontalpodautoscalers hpa autoscaling/v2 true HorizontalPodAutoscaler create,delete,deletecollection,get,list,patch,update,watch all
 cronjobs cj batch/v1 true CronJob create,delete,deletecollection,get,list,patch,update,watch all
 jobs batch/v1 true Job create,delete,deletecollection,get,list,patch,update,watch all

@@ -13,6 +13,7 @@ mod namespaces;
 mod options;
 mod protobuf;
 mod python;
+mod rbac;
 mod rest;
 mod services;
 mod watch_cache;

@@ -1,0 +1,174 @@
+//! RBAC from the cache: bindings taking effect and ceasing to, kube's 403s, and the review APIs
+//! behind `kubectl auth can-i` and `kubectl auth whoami`.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tests::TestServer;
+
+use crate::kinds::call;
+
+const TOKENS: &str = "alice-token,alice,1001\nbob-token,bob,1002,\"devs\"\n";
+
+fn server() -> (TestServer, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens.csv");
+    std::fs::write(&tokens, TOKENS).unwrap();
+    (TestServer::start_with(&["--token-auth-file", tokens.to_str().unwrap()]), dir)
+}
+
+fn out(o: &std::process::Output) -> (bool, String, String) {
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Polls `check` until it holds, for at most `within`; returns how long it took.
+fn within(within: Duration, mut check: impl FnMut() -> bool) -> Option<Duration> {
+    let started = Instant::now();
+    while started.elapsed() < within {
+        if check() {
+            return Some(started.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+#[actix_web::test]
+async fn role_bindings_take_effect_within_a_second_and_so_does_their_removal() {
+    let (s, _dir) = server();
+    let alice = |args: &[&str]| out(&s.kubectl_with_token("alice-token", args));
+    let (ok, _, err) = alice(&["get", "configmaps"]);
+    assert!(!ok);
+    assert!(
+        err.contains("configmaps is forbidden: User \"alice\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"default\""),
+        "{err}"
+    );
+
+    s.kubectl_ok(&["create", "role", "cm-reader", "--verb=get,list", "--resource=configmaps"]);
+    s.kubectl_ok(&["create", "rolebinding", "alice-cm", "--role=cm-reader", "--user=alice"]);
+    let took = within(Duration::from_secs(1), || alice(&["get", "configmaps"]).0);
+    assert!(took.is_some(), "the binding took effect within a second");
+    let (ok, _, err) = alice(&["get", "configmaps", "-n", "kube-system"]);
+    assert!(
+        !ok && err.contains("in the namespace \"kube-system\""),
+        "a RoleBinding grants in its namespace only: {err}"
+    );
+    let (ok, _, _) = alice(&["delete", "configmap", "kube-root-ca.crt"]);
+    assert!(!ok, "the role does not grant delete");
+
+    s.kubectl_ok(&["delete", "rolebinding", "alice-cm"]);
+    assert!(
+        within(Duration::from_secs(1), || !alice(&["get", "configmaps"]).0).is_some(),
+        "removal took effect within a second"
+    );
+
+    // A binding to a role that does not exist: the 403 says so.
+    s.kubectl_ok(&["create", "rolebinding", "dangling", "--role=nope", "--user=alice"]);
+    assert!(
+        within(Duration::from_secs(1), || {
+            alice(&["get", "configmaps"]).2.contains(": RBAC: role.rbac.authorization.k8s.io \"nope\" not found")
+        })
+        .is_some(),
+        "{}",
+        alice(&["get", "configmaps"]).2
+    );
+
+    // A group binding to a ClusterRole applies in every namespace.
+    s.kubectl_ok(&["create", "clusterrole", "pod-reader", "--verb=get,list,watch", "--resource=pods"]);
+    s.kubectl_ok(&["create", "clusterrolebinding", "devs-pods", "--clusterrole=pod-reader", "--group=devs"]);
+    let bob = |args: &[&str]| out(&s.kubectl_with_token("bob-token", args));
+    assert!(within(Duration::from_secs(1), || bob(&["get", "pods", "-A"]).0).is_some());
+    assert!(!bob(&["get", "secrets"]).0);
+}
+
+#[actix_web::test]
+async fn kubectl_auth_can_i_and_whoami_answer_from_the_review_apis() {
+    let (s, _dir) = server();
+    let alice = |args: &[&str]| out(&s.kubectl_with_token("alice-token", args));
+    let (ok, stdout, _) = alice(&["auth", "can-i", "create", "deployments.apps"]);
+    assert_eq!((ok, stdout.trim()), (false, "no"));
+
+    s.kubectl_ok(&["create", "role", "deployer", "--verb=create,get", "--resource=deployments.apps"]);
+    s.kubectl_ok(&["create", "rolebinding", "alice-deploy", "--role=deployer", "--user=alice"]);
+    assert!(within(Duration::from_secs(1), || alice(&["auth", "can-i", "create", "deployments.apps"]).0).is_some());
+    let (ok, stdout, _) = alice(&["auth", "can-i", "create", "deployments.apps", "-n", "kube-system"]);
+    assert_eq!((ok, stdout.trim()), (false, "no"));
+
+    // --list: the rules that apply in the namespace, with what every user gets.
+    let (ok, stdout, err) = alice(&["auth", "can-i", "--list"]);
+    assert!(ok, "{err}");
+    let rows: Vec<String> = stdout.lines().map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
+    assert_eq!(rows[0], "Resources Non-Resource URLs Resource Names Verbs");
+    assert!(rows.iter().any(|r| r == "deployments.apps [] [] [create get]"), "{stdout}");
+    assert!(stdout.contains("selfsubjectaccessreviews.authorization.k8s.io"), "{stdout}");
+    assert!(stdout.contains("[/version]"), "{stdout}");
+
+    let (ok, stdout, err) = alice(&["auth", "whoami"]);
+    assert!(ok, "{err}");
+    let lines: Vec<String> = stdout.lines().map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
+    assert_eq!(lines, ["ATTRIBUTE VALUE", "Username alice", "UID 1001", "Groups [system:authenticated]"]);
+
+    // The admin asks about alice: SubjectAccessReview, with kube's reason.
+    let sar = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+        "spec": {"user": "alice", "resourceAttributes": {"namespace": "default", "verb": "create", "group": "apps", "resource": "deployments"}}});
+    let (code, review) =
+        call(&s, "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", "application/json", Some(sar)).await;
+    assert_eq!(code, 201, "{review}");
+    assert_eq!(
+        review["status"],
+        json!({"allowed": true, "reason": "RBAC: allowed by RoleBinding \"alice-deploy/default\" of Role \"deployer\" to User \"alice\""})
+    );
+    let bad = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": {"resourceAttributes": {"verb": "get"}}});
+    let (code, st) =
+        call(&s, "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", "application/json", Some(bad)).await;
+    assert_eq!(
+        (code, st["message"].as_str().unwrap_or("")),
+        (
+            422,
+            "SubjectAccessReview.authorization.k8s.io \"\" is invalid: spec.user: Invalid value: \"\": at least one of user or group must be specified"
+        )
+    );
+    // A namespaced one must ask about its own namespace.
+    let local = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "LocalSubjectAccessReview",
+        "spec": {"user": "alice", "resourceAttributes": {"namespace": "kube-system", "verb": "get", "resource": "pods"}}});
+    let (code, st) = call(
+        &s,
+        "POST",
+        "/apis/authorization.k8s.io/v1/namespaces/default/localsubjectaccessreviews",
+        "application/json",
+        Some(local),
+    )
+    .await;
+    assert_eq!(
+        (code, st["message"].as_str().unwrap_or("")),
+        (400, "spec.resourceAttributes.namespace must match namespace: default")
+    );
+
+    // TokenReview: whose token is this?
+    let tr = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": "alice-token"}});
+    let (code, review) =
+        call(&s, "POST", "/apis/authentication.k8s.io/v1/tokenreviews", "application/json", Some(tr)).await;
+    assert_eq!(code, 201, "{review}");
+    assert_eq!(review["status"]["authenticated"], true);
+    assert_eq!(review["status"]["user"]["username"], "alice");
+    let tr = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": "forged"}});
+    let (_, review) =
+        call(&s, "POST", "/apis/authentication.k8s.io/v1/tokenreviews", "application/json", Some(tr)).await;
+    assert_eq!(review["status"].get("authenticated"), None::<&Value>);
+}
+
+#[actix_web::test]
+async fn anonymous_requests_see_version_and_health_only() {
+    let (s, _dir) = server();
+    let anon = s.client(false);
+    for (path, code) in
+        [("/version", 200), ("/healthz", 200), ("/api", 403), ("/api/v1/namespaces/default/secrets", 403)]
+    {
+        let r = anon.get(s.url(path)).send().await.unwrap();
+        assert_eq!(r.status().as_u16(), code, "{path}");
+    }
+}
