@@ -3,7 +3,7 @@
 //! beside the same operations on the storage trait directly, so the pipeline's cost shows as a
 //! ratio measured in the same run on the same machine.
 //!
-//! Usage: `cargo run --release -p tests --bin loadgen -- [seconds-per-phase] [embedded|etcd|startup|watch|watch-matrix|watch=WxR,...|cache|cache=N,...|protobuf|all]`
+//! Usage: `cargo run --release -p tests --bin loadgen -- [seconds-per-phase] [embedded|etcd|startup|watch|watch-matrix|watch=WxR,...|cache|cache=N,...|protobuf|rbac|all]`
 //! (default 5 seconds, all). `etcd` runs the same phases on a real etcd started for the run (the
 //! storage-trait rows are then etcd's own put/get rate through our client); `startup` times a
 //! server start on a store already holding 100,000 objects; `watch` measures watch delivery with
@@ -26,6 +26,7 @@ use tests::TestServer;
 
 mod cache;
 mod protobuf;
+mod rbac;
 mod watch;
 
 /// Latencies of one phase.
@@ -293,6 +294,9 @@ fn main() {
         }
         if what == "protobuf" || what == "all" {
             protobuf::run_all(seconds).await;
+        }
+        if what == "rbac" || what == "all" {
+            rbac::run();
         }
         if let Some(sizes) = what.strip_prefix("cache=") {
             let sizes: Vec<usize> = sizes.split(',').map(|n| n.parse().expect("an object count")).collect();
