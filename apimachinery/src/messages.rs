@@ -385,7 +385,7 @@ mod tests {
             namespace: "a".into(),
             name: "web".into(),
         };
-        let user = UserInfo { name: "alice".into(), uid: "1".into(), groups: vec!["dev".into()] };
+        let user = UserInfo { name: "alice".into(), uid: "1".into(), groups: vec!["dev".into()], ..Default::default() };
         let options = WriteOptions {
             dry_run: true,
             field_validation: FieldValidation::Strict,

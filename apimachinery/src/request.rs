@@ -11,12 +11,19 @@ pub struct UserInfo {
     pub uid: String,
     /// Groups, `system:authenticated` included once authenticated.
     pub groups: Vec<String>,
+    /// Extra attributes (`authentication.kubernetes.io/pod-name`, impersonated extras).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub extra: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 impl UserInfo {
     /// The identity of an unauthenticated request.
     pub fn anonymous() -> Self {
-        UserInfo { name: "system:anonymous".into(), uid: String::new(), groups: vec!["system:unauthenticated".into()] }
+        UserInfo {
+            name: "system:anonymous".into(),
+            groups: vec!["system:unauthenticated".into()],
+            ..Default::default()
+        }
     }
 
     /// Whether the user is in `group`.

@@ -36,7 +36,12 @@ pub fn load_token_file(path: &Path) -> Result<HashMap<String, UserInfo>, String>
             fields.get(3).map(|g| g.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect());
         tokens.insert(
             fields[0].clone(),
-            UserInfo { name: fields[1].clone(), uid: fields[2].clone(), groups: groups.unwrap_or_default() },
+            UserInfo {
+                name: fields[1].clone(),
+                uid: fields[2].clone(),
+                groups: groups.unwrap_or_default(),
+                ..Default::default()
+            },
         );
     }
     Ok(tokens)

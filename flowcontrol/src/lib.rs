@@ -71,7 +71,12 @@ mod tests {
     use apimachinery::request::parse_request_info;
 
     fn user(groups: &[&str]) -> UserInfo {
-        UserInfo { name: "u".into(), uid: String::new(), groups: groups.iter().map(|g| g.to_string()).collect() }
+        UserInfo {
+            name: "u".into(),
+            uid: String::new(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            ..Default::default()
+        }
     }
 
     #[test]

@@ -66,10 +66,19 @@ fn impersonation(req: &HttpRequest) -> ImpersonationRequest {
     let values = |name: &str| -> Vec<String> {
         req.headers().get_all(name).filter_map(|v| v.to_str().ok()).map(String::from).collect()
     };
+    let mut extra: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for (name, value) in req.headers() {
+        if let Some(key) = name.as_str().strip_prefix("impersonate-extra-")
+            && let Ok(v) = value.to_str()
+        {
+            extra.entry(auth::impersonation::extra_key(key)).or_default().push(v.to_string());
+        }
+    }
     ImpersonationRequest {
         user: values("Impersonate-User").into_iter().next(),
         groups: values("Impersonate-Group"),
         uid: values("Impersonate-Uid").into_iter().next(),
+        extra,
     }
 }
 
@@ -220,7 +229,20 @@ async fn serve(
     let stages = &server.stages;
     let user = stages.authenticate.ask(Authenticate(credentials(req)), deadline).await?;
     auth::audit::request_received(audit_id, &user, info);
-    let user = auth::impersonation::impersonate(user, &impersonation(req))?;
+    let asked = impersonation(req);
+    let user = if asked.is_empty() {
+        user
+    } else {
+        // Each impersonated attribute is authorized for the requester first, as kube does.
+        for check in asked.checks()? {
+            let decision =
+                stages.authorize.ask(Authorize { user: user.clone(), request: check.clone() }, deadline).await?;
+            if !decision.allowed {
+                return Err(auth::forbidden(&user, &check, &decision.reason));
+            }
+        }
+        asked.user()
+    };
     let class = flowcontrol::classify(&user, info);
     let exempt = class.exempt;
     *classification = Some(class.clone());

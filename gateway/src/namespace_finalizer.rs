@@ -30,6 +30,7 @@ fn controller() -> UserInfo {
         name: "system:serviceaccount:kube-system:namespace-controller".into(),
         uid: String::new(),
         groups: vec!["system:masters".into(), "system:authenticated".into()],
+        ..Default::default()
     }
 }
 

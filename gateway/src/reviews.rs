@@ -138,10 +138,19 @@ fn subject(spec: &Value) -> UserInfo {
             .map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect())
             .unwrap_or_default()
     };
+    let extra = spec.get("extra").and_then(Value::as_object).map(|m| {
+        m.iter()
+            .map(|(k, v)| {
+                let values = v.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect());
+                (k.clone(), values.unwrap_or_default())
+            })
+            .collect()
+    });
     UserInfo {
         name: spec.get("user").and_then(Value::as_str).unwrap_or("").into(),
         uid: spec.get("uid").and_then(Value::as_str).unwrap_or("").into(),
         groups: strings("groups"),
+        extra: extra.unwrap_or_default(),
     }
 }
 
@@ -217,6 +226,9 @@ fn user_info(user: &UserInfo) -> Value {
     }
     if !user.groups.is_empty() {
         info["groups"] = json!(user.groups);
+    }
+    if !user.extra.is_empty() {
+        info["extra"] = json!(user.extra);
     }
     info
 }

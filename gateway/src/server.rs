@@ -272,8 +272,12 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
 /// namespaces, the `kubernetes` service at the first address of the service range, and the
 /// system priority classes.
 async fn bootstrap(stages: &Stages, kubernetes_ip: String) -> Result<(), String> {
-    let system =
-        UserInfo { name: "system:apiserver".into(), uid: String::new(), groups: vec!["system:masters".into()] };
+    let system = UserInfo {
+        name: "system:apiserver".into(),
+        uid: String::new(),
+        groups: vec!["system:masters".into()],
+        ..Default::default()
+    };
     let mut objects = Vec::new();
     for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
         let target = Target { version: "v1".into(), resource: "namespaces".into(), ..Default::default() };

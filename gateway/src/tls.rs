@@ -200,7 +200,7 @@ pub fn identity_of(der: &[u8]) -> Option<UserInfo> {
     let subject = cert.subject();
     let name = subject.iter_common_name().next()?.as_str().ok()?.to_string();
     let groups = subject.iter_organization().filter_map(|o| o.as_str().ok().map(String::from)).collect();
-    Some(UserInfo { name, uid: String::new(), groups })
+    Some(UserInfo { name, uid: String::new(), groups, ..Default::default() })
 }
 
 /// Writes `<data-dir>/admin.kubeconfig` for the admin client certificate.

@@ -69,7 +69,7 @@ fn registry(range: &str) -> Registry {
 }
 
 fn admin() -> UserInfo {
-    UserInfo { name: "admin".into(), uid: String::new(), groups: vec!["system:masters".into()] }
+    UserInfo { name: "admin".into(), uid: String::new(), groups: vec!["system:masters".into()], ..Default::default() }
 }
 
 fn target(group: &str, resource: &str, namespace: &str, name: &str) -> Target {

@@ -291,7 +291,12 @@ mod tests {
     use super::*;
 
     fn user(name: &str, groups: &[&str]) -> UserInfo {
-        UserInfo { name: name.into(), uid: String::new(), groups: groups.iter().map(|g| g.to_string()).collect() }
+        UserInfo {
+            name: name.into(),
+            uid: String::new(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            ..Default::default()
+        }
     }
 
     fn can(p: &Policy, u: &UserInfo, verb: &str, ns: &str, resource: &str) -> bool {

@@ -172,3 +172,56 @@ async fn anonymous_requests_see_version_and_health_only() {
         assert_eq!(r.status().as_u16(), code, "{path}");
     }
 }
+
+#[actix_web::test]
+async fn impersonation_is_allowed_by_the_impersonate_verb_and_refused_without_it() {
+    let (s, _dir) = server();
+    s.kubectl_ok(&["create", "role", "cm-reader", "--verb=get,list", "--resource=configmaps"]);
+    s.kubectl_ok(&["create", "rolebinding", "bob-cm", "--role=cm-reader", "--user=bob"]);
+
+    // The admin may impersonate anyone: it acts as bob, with bob's permissions only.
+    let took = within(Duration::from_secs(1), || out(&s.kubectl(&["get", "configmaps", "--as", "bob"])).0);
+    assert!(took.is_some());
+    let (ok, _, err) = out(&s.kubectl(&["get", "secrets", "--as", "bob"]));
+    assert!(!ok && err.contains("User \"bob\" cannot list resource \"secrets\""), "{err}");
+    let (ok, stdout, _) = out(&s.kubectl(&["auth", "can-i", "list", "configmaps", "--as", "bob"]));
+    assert_eq!((ok, stdout.trim()), (true, "yes"));
+    let (_, stdout, _) = out(&s.kubectl(&["auth", "whoami", "--as", "bob", "--as-group", "devs", "-o", "json"]));
+    let whoami: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(whoami["status"]["userInfo"], json!({"username": "bob", "groups": ["devs", "system:authenticated"]}));
+
+    // alice may not, until she is given the impersonate verb on that user.
+    let alice = |args: &[&str]| out(&s.kubectl_with_token("alice-token", args));
+    let (ok, _, err) = alice(&["get", "configmaps", "--as", "bob"]);
+    assert!(!ok);
+    assert!(
+        err.contains("users \"bob\" is forbidden: User \"alice\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"),
+        "{err}"
+    );
+    s.kubectl_ok(&[
+        "create",
+        "clusterrole",
+        "impersonate-bob",
+        "--verb=impersonate",
+        "--resource=users",
+        "--resource-name=bob",
+    ]);
+    s.kubectl_ok(&["create", "clusterrolebinding", "alice-as-bob", "--clusterrole=impersonate-bob", "--user=alice"]);
+    assert!(within(Duration::from_secs(1), || alice(&["get", "configmaps", "--as", "bob"]).0).is_some());
+    let (ok, _, err) = alice(&["get", "configmaps", "--as", "bob", "--as-group", "system:masters"]);
+    assert!(
+        !ok && err
+            .contains("groups \"system:masters\" is forbidden: User \"alice\" cannot impersonate resource \"groups\""),
+        "{err}"
+    );
+
+    // A group without a user is refused outright.
+    let r = s
+        .client(true)
+        .get(s.url("/api/v1/namespaces/default/configmaps"))
+        .insert_header(("Impersonate-Group", "system:masters"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 500);
+}

@@ -50,7 +50,7 @@ fn policy(namespaces: usize, cluster_roles: usize) -> SharedPolicy {
 fn user(name: &str, groups: &[&str]) -> UserInfo {
     let mut groups: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
     groups.push("system:authenticated".into());
-    UserInfo { name: name.into(), uid: String::new(), groups }
+    UserInfo { name: name.into(), uid: String::new(), groups, ..Default::default() }
 }
 
 /// p50 and p99 of `n` decisions, in µs, and whether they allowed.
@@ -72,7 +72,9 @@ pub fn run() {
     let big = policy(1_000, 1_000);
     let small = policy(0, 10);
     let (roles, bindings) = big.read().unwrap().sizes();
-    println!("== authorization in process: {roles} roles, {bindings} bindings (baseline: a policy of the measured bindings only)");
+    println!(
+        "== authorization in process: {roles} roles, {bindings} bindings (baseline: a policy of the measured bindings only)"
+    );
     let cases = [
         ("bound by a RoleBinding", user("alice", &[]), "GET", "/api/v1/namespaces/ns-7/pods"),
         ("bound by a group's ClusterRoleBinding", user("carol", &["ops"]), "GET", "/apis/apps/v1/deployments"),
