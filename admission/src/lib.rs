@@ -76,6 +76,13 @@ impl AdmissionChain {
         Ok(object)
     }
 
+    /// The chain with `plugin` run before the others (checks kube makes in its storage layer,
+    /// ahead of admission proper).
+    pub fn first(mut self, plugin: Arc<dyn AdmissionPlugin>) -> Self {
+        self.plugins.insert(0, plugin);
+        self
+    }
+
     /// The plugin names, in order.
     pub fn names(&self) -> Vec<&'static str> {
         self.plugins.iter().map(|p| p.name()).collect()

@@ -9,6 +9,7 @@
 //! - [`rbac`]: Roles and bindings held in memory, indexed by subject; fed from the RBAC
 //!   cachers by the gateway, never read from storage per request.
 //! - [`bootstrap`]: the ClusterRoles and ClusterRoleBindings kube creates at first start.
+//! - [`escalation`]: roles and bindings grant only what their writer holds.
 
 use apimachinery::request::{RequestInfo, UserInfo};
 
@@ -16,6 +17,7 @@ pub mod audit;
 pub mod authn;
 pub mod authz;
 pub mod bootstrap;
+pub mod escalation;
 pub mod impersonation;
 pub mod rbac;
 

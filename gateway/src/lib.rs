@@ -16,6 +16,7 @@
 //! - [`discovery`], [`openapi`], [`health`], [`admin`]: the non-resource endpoints.
 //! - [`negotiate`]: representations (JSON, YAML, protobuf; tables and metadata views).
 //! - [`reviews`]: the access and token review APIs, answered in process.
+//! - [`escalation`]: RBAC escalation prevention, first in the admission chain.
 //! - [`rbac_feed`]: keeps the authorizer's RBAC policy current from the RBAC cachers.
 //! - [`namespace_finalizer`]: completes namespace deletion (a controller's job in a full
 //!   cluster).
@@ -31,6 +32,7 @@ pub mod componentstatuses;
 pub mod config;
 pub mod context;
 pub mod discovery;
+pub mod escalation;
 pub mod health;
 pub mod namespace_finalizer;
 pub mod negotiate;

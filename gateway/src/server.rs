@@ -141,7 +141,11 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     }
 
     let namespaces = Arc::new(CachedNamespaces(reads["namespaces"].reader.clone()));
-    let chain = admission::build_chain(&options.enable_admission_plugins, &PluginContext { namespaces })?;
+    let policy = auth::SharedPolicy::default();
+    let escalation =
+        crate::escalation::RbacEscalation { modes: options.authorization_mode.0.clone(), policy: policy.clone() };
+    let chain = admission::build_chain(&options.enable_admission_plugins, &PluginContext { namespaces })?
+        .first(Arc::new(escalation));
     tracing::info!(plugins = ?chain.names(), "admission chain");
     let admission = actors::start(
         &admission_arbiter,
@@ -173,7 +177,6 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         &spec("authentication", "", &options, WhenFull::Wait),
         AuthenticationActor::new(tokens, options.anonymous_auth),
     );
-    let policy = auth::SharedPolicy::default();
     let authorization = actors::start(
         &front,
         &directory,

@@ -263,6 +263,14 @@ impl Policy {
         (out, errors)
     }
 
+    /// The rules of the role a binding in `namespace` refers to (`kind` `Role` or
+    /// `ClusterRole`), or kube's not-found error.
+    pub fn referenced_rules(&self, namespace: &str, kind: &str, name: &str) -> Result<Vec<PolicyRule>, String> {
+        let role =
+            if kind == "Role" { RoleRef::Role(name.to_string()) } else { RoleRef::ClusterRole(name.to_string()) };
+        self.rules_of(namespace, &role).map(|r| r.to_vec())
+    }
+
     /// Numbers of roles and bindings held, for the admin page and tests.
     pub fn sizes(&self) -> (usize, usize) {
         (self.cluster_roles.len() + self.roles.len(), self.bindings.len())

@@ -225,3 +225,67 @@ async fn impersonation_is_allowed_by_the_impersonate_verb_and_refused_without_it
         .unwrap();
     assert_eq!(r.status().as_u16(), 500);
 }
+
+#[actix_web::test]
+async fn roles_and_bindings_grant_only_what_their_writer_holds_unless_escalate_or_bind() {
+    let (s, _dir) = server();
+    s.kubectl_ok(&["create", "role", "cm-reader", "--verb=get,list", "--resource=configmaps"]);
+    s.kubectl_ok(&[
+        "create",
+        "role",
+        "rbac-writer",
+        "--verb=create,update",
+        "--resource=roles.rbac.authorization.k8s.io,rolebindings.rbac.authorization.k8s.io",
+    ]);
+    s.kubectl_ok(&["create", "rolebinding", "alice-cm", "--role=cm-reader", "--user=alice"]);
+    s.kubectl_ok(&["create", "rolebinding", "alice-rbac", "--role=rbac-writer", "--user=alice"]);
+    let alice = |args: &[&str]| out(&s.kubectl_with_token("alice-token", args));
+    assert!(
+        within(Duration::from_secs(1), || alice(&["auth", "can-i", "create", "roles.rbac.authorization.k8s.io"]).0)
+            .is_some()
+    );
+
+    // What she holds she may hand on.
+    let (ok, _, err) = alice(&["create", "role", "cm-get", "--verb=get", "--resource=configmaps"]);
+    assert!(ok, "{err}");
+    // More she may not.
+    let (ok, _, err) = alice(&["create", "role", "secrets", "--verb=get,list", "--resource=secrets"]);
+    assert!(!ok);
+    assert!(
+        err.contains("roles.rbac.authorization.k8s.io \"secrets\" is forbidden: user \"alice\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"\"], Resources:[\"secrets\"], Verbs:[\"get\" \"list\"]}"),
+        "{err}"
+    );
+    let (ok, _, err) = alice(&["create", "rolebinding", "me-admin", "--clusterrole=cluster-admin", "--user=alice"]);
+    assert!(
+        !ok && err.contains("rolebindings.rbac.authorization.k8s.io \"me-admin\" is forbidden: user \"alice\""),
+        "{err}"
+    );
+
+    // escalate and bind lift the checks.
+    s.kubectl_ok(&["create", "role", "escalator", "--verb=escalate", "--resource=roles.rbac.authorization.k8s.io"]);
+    s.kubectl_ok(&["create", "rolebinding", "alice-escalate", "--role=escalator", "--user=alice"]);
+    s.kubectl_ok(&[
+        "create",
+        "clusterrole",
+        "admin-binder",
+        "--verb=bind",
+        "--resource=clusterroles.rbac.authorization.k8s.io",
+        "--resource-name=cluster-admin",
+    ]);
+    s.kubectl_ok(&["create", "rolebinding", "alice-bind", "--clusterrole=admin-binder", "--user=alice"]);
+    assert!(
+        within(Duration::from_secs(1), || alice(&["create", "role", "secrets", "--verb=get", "--resource=secrets"]).0)
+            .is_some()
+    );
+    assert!(
+        within(Duration::from_secs(1), || alice(&[
+            "create",
+            "rolebinding",
+            "me-admin",
+            "--clusterrole=cluster-admin",
+            "--user=alice"
+        ])
+        .0)
+        .is_some()
+    );
+}
