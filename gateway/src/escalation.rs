@@ -77,10 +77,8 @@ impl admission::AdmissionPlugin for RbacEscalation {
         }
         let (namespace, name) = (object.namespace().to_string(), object.name().to_string());
         match target.resource.as_str() {
-            resource @ ("roles" | "clusterroles") => {
-                if !self.may(request, "escalate", resource, &namespace, &name) {
-                    self.refuse(request, resource, &name, &PolicyRule::all_of(&object), &namespace)?;
-                }
+            resource @ ("roles" | "clusterroles") if !self.may(request, "escalate", resource, &namespace, &name) => {
+                self.refuse(request, resource, &name, &PolicyRule::all_of(&object), &namespace)?;
             }
             resource @ ("rolebindings" | "clusterrolebindings") => {
                 let kind = object.pointer("/roleRef/kind").and_then(Value::as_str).unwrap_or("");
