@@ -1,8 +1,8 @@
 //! The authentication and authorization stages, and the filters kube runs between them.
 //!
 //! kube's handler chain, which the gateway follows: authentication, audit, impersonation, API
-//! Priority and Fairness, authorization, then the handler. Audit and impersonation are
-//! pass-throughs until they are built ([`audit`], [`impersonation`]).
+//! Priority and Fairness, authorization, then the handler. Audit is a pass-through until it
+//! is built ([`audit`]); [`impersonation`] checks and applies `Impersonate-*` headers.
 //!
 //! - [`authn`]: the authentication stage (static tokens, client certificates, anonymous).
 //! - [`authz`]: the authorization stage: `--authorization-mode`'s authorizers in order.
