@@ -27,10 +27,8 @@ struct CertificateSigningRequests;
 impl Strategy for CertificateSigningRequests {
     /// Updates (and `/approval`, which the registry checks as an update) keep the condition
     /// rules.
-    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
-        let mut out = crate::kinds::meta_update(new, old);
-        out.extend(certificates::certificate_conditions(new, Some(old)));
-        out
+    fn validate_kind_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
+        certificates::certificate_conditions(new, Some(old))
     }
 
     fn validate_status_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
@@ -56,10 +54,8 @@ impl Strategy for CertificateSigningRequests {
         }
     }
 
-    fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
-        let mut out = crate::kinds::DefaultStrategy.validate(def, obj);
-        out.extend(certificates::certificate_signing_request(obj));
-        out
+    fn validate_kind(&self, obj: &Value) -> Vec<Cause> {
+        certificates::certificate_signing_request(obj)
     }
 
     fn prepare_for_create(&self, obj: &mut Value) {

@@ -17,15 +17,12 @@ pub(super) fn definition() -> ResourceDef {
 struct ControllerRevisions;
 
 impl Strategy for ControllerRevisions {
-    fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
-        let mut out = crate::kinds::DefaultStrategy.validate(def, obj);
-        out.extend(cluster::controller_revision(obj));
-        out
+    fn validate_kind(&self, obj: &Value) -> Vec<Cause> {
+        cluster::controller_revision(obj)
     }
 
-    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
-        let mut out = crate::kinds::meta_update(new, old);
-        out.extend(cluster::controller_revision(new));
+    fn validate_kind_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut out = cluster::controller_revision(new);
         if new.get("data") != old.get("data") {
             let path = crate::validation::field::Path::new("data");
             let value = crate::validation::field::Bad::Raw(crate::validation::field::go_struct(new.get("data")));

@@ -16,16 +16,8 @@ pub(super) fn definition() -> ResourceDef {
 struct CsiNodes;
 
 impl Strategy for CsiNodes {
-    fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
-        let mut out = crate::kinds::DefaultStrategy.validate(def, obj);
-        out.extend(storage::csi_node(obj));
-        out
-    }
-
-    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
-        let mut out = crate::kinds::meta_update(new, old);
-        out.extend(storage::csi_node(new));
-        out
+    fn validate_kind(&self, obj: &Value) -> Vec<Cause> {
+        storage::csi_node(obj)
     }
 
     fn printer(&self) -> Option<&dyn Printer> {

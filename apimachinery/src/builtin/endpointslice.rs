@@ -17,15 +17,12 @@ pub(super) fn definition() -> ResourceDef {
 struct EndpointSlices;
 
 impl Strategy for EndpointSlices {
-    fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
-        let mut out = crate::kinds::DefaultStrategy.validate(def, obj);
-        out.extend(networking::endpoint_slice(obj, false));
-        out
+    fn validate_kind(&self, obj: &Value) -> Vec<Cause> {
+        networking::endpoint_slice(obj, false)
     }
 
-    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
-        let mut out = crate::kinds::meta_update(new, old);
-        out.extend(networking::endpoint_slice(new, true));
+    fn validate_kind_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut out = networking::endpoint_slice(new, true);
         out.extend(cluster::endpoint_slice_update(new, old));
         out
     }

@@ -18,16 +18,8 @@ pub(super) fn definition() -> ResourceDef {
 struct Ingresses;
 
 impl Strategy for Ingresses {
-    fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
-        let mut out = crate::kinds::DefaultStrategy.validate(def, obj);
-        out.extend(cluster::ingress(obj));
-        out
-    }
-
-    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
-        let mut out = crate::kinds::meta_update(new, old);
-        out.extend(cluster::ingress(new));
-        out
+    fn validate_kind(&self, obj: &Value) -> Vec<Cause> {
+        cluster::ingress(obj)
     }
 
     fn prepare_for_create(&self, obj: &mut Value) {

@@ -18,16 +18,12 @@ pub(super) fn definition() -> ResourceDef {
 struct IngressClasses;
 
 impl Strategy for IngressClasses {
-    fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
-        let mut out = crate::kinds::DefaultStrategy.validate(def, obj);
-        out.extend(cluster::ingress_class(obj));
-        out
+    fn validate_kind(&self, obj: &Value) -> Vec<Cause> {
+        cluster::ingress_class(obj)
     }
 
-    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
-        let mut out = crate::kinds::meta_update(new, old);
-        out.extend(cluster::ingress_class_update(new, old));
-        out
+    fn validate_kind_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
+        cluster::ingress_class_update(new, old)
     }
 
     fn defaults(&self, obj: &mut Value) {

@@ -14,16 +14,8 @@ pub(super) fn definition() -> ResourceDef {
 struct LimitRanges;
 
 impl Strategy for LimitRanges {
-    fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
-        let mut out = crate::kinds::DefaultStrategy.validate(def, obj);
-        out.extend(quota::limit_range(obj));
-        out
-    }
-
-    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
-        let mut out = crate::kinds::meta_update(new, old);
-        out.extend(quota::limit_range(new));
-        out
+    fn validate_kind(&self, obj: &Value) -> Vec<Cause> {
+        quota::limit_range(obj)
     }
 
     fn defaults(&self, obj: &mut Value) {

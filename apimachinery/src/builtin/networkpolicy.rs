@@ -18,16 +18,8 @@ pub(super) fn definition() -> ResourceDef {
 struct NetworkPolicies;
 
 impl Strategy for NetworkPolicies {
-    fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
-        let mut out = crate::kinds::DefaultStrategy.validate(def, obj);
-        out.extend(networking::network_policy(obj));
-        out
-    }
-
-    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
-        let mut out = crate::kinds::meta_update(new, old);
-        out.extend(networking::network_policy(new));
-        out
+    fn validate_kind(&self, obj: &Value) -> Vec<Cause> {
+        networking::network_policy(obj)
     }
 
     fn defaults(&self, obj: &mut Value) {

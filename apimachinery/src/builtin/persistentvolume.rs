@@ -19,15 +19,12 @@ pub(super) fn definition() -> ResourceDef {
 struct PersistentVolumes;
 
 impl Strategy for PersistentVolumes {
-    fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
-        let mut out = crate::kinds::DefaultStrategy.validate(def, obj);
-        out.extend(cluster::persistent_volume(obj));
-        out
+    fn validate_kind(&self, obj: &Value) -> Vec<Cause> {
+        cluster::persistent_volume(obj)
     }
 
-    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
-        let mut out = crate::kinds::meta_update(new, old);
-        out.extend(cluster::persistent_volume(new));
+    fn validate_kind_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut out = cluster::persistent_volume(new);
         out.extend(cluster::persistent_volume_update(new, old));
         out
     }

@@ -18,15 +18,12 @@ pub(super) fn definition() -> ResourceDef {
 struct PersistentVolumeClaims;
 
 impl Strategy for PersistentVolumeClaims {
-    fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
-        let mut out = crate::kinds::DefaultStrategy.validate(def, obj);
-        out.extend(cluster::persistent_volume_claim(obj));
-        out
+    fn validate_kind(&self, obj: &Value) -> Vec<Cause> {
+        cluster::persistent_volume_claim(obj)
     }
 
-    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
-        let mut out = crate::kinds::meta_update(new, old);
-        out.extend(cluster::persistent_volume_claim(new));
+    fn validate_kind_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut out = cluster::persistent_volume_claim(new);
         out.extend(cluster::persistent_volume_claim_update(new, old));
         out
     }

@@ -18,16 +18,8 @@ pub(super) fn definition() -> ResourceDef {
 struct PodDisruptionBudgets;
 
 impl Strategy for PodDisruptionBudgets {
-    fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
-        let mut out = crate::kinds::DefaultStrategy.validate(def, obj);
-        out.extend(cluster::pod_disruption_budget(obj));
-        out
-    }
-
-    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
-        let mut out = crate::kinds::meta_update(new, old);
-        out.extend(cluster::pod_disruption_budget(new));
-        out
+    fn validate_kind(&self, obj: &Value) -> Vec<Cause> {
+        cluster::pod_disruption_budget(obj)
     }
 
     fn prepare_for_create(&self, obj: &mut Value) {

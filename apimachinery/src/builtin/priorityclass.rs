@@ -28,16 +28,12 @@ impl Strategy for PriorityClasses {
             .then(|| "this is a system priority class and cannot be deleted".to_string())
     }
 
-    fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
-        let mut out = crate::kinds::DefaultStrategy.validate(def, obj);
-        out.extend(cluster::priority_class(obj));
-        out
+    fn validate_kind(&self, obj: &Value) -> Vec<Cause> {
+        cluster::priority_class(obj)
     }
 
-    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
-        let mut out = crate::kinds::meta_update(new, old);
-        out.extend(cluster::priority_class_update(new, old));
-        out
+    fn validate_kind_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
+        cluster::priority_class_update(new, old)
     }
 
     fn defaults(&self, obj: &mut Value) {

@@ -18,16 +18,12 @@ pub(super) fn definition() -> ResourceDef {
 struct ResourceQuotas;
 
 impl Strategy for ResourceQuotas {
-    fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
-        let mut out = crate::kinds::DefaultStrategy.validate(def, obj);
-        out.extend(quota::resource_quota(obj));
-        out
+    fn validate_kind(&self, obj: &Value) -> Vec<Cause> {
+        quota::resource_quota(obj)
     }
 
-    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
-        let mut out = crate::kinds::meta_update(new, old);
-        out.extend(quota::resource_quota_update(new, old));
-        out
+    fn validate_kind_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
+        quota::resource_quota_update(new, old)
     }
 
     fn validate_status_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {

@@ -19,16 +19,12 @@ pub(super) fn definition() -> ResourceDef {
 struct StorageClasses;
 
 impl Strategy for StorageClasses {
-    fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
-        let mut out = crate::kinds::DefaultStrategy.validate(def, obj);
-        out.extend(cluster::storage_class(obj));
-        out
+    fn validate_kind(&self, obj: &Value) -> Vec<Cause> {
+        cluster::storage_class(obj)
     }
 
-    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
-        let mut out = crate::kinds::meta_update(new, old);
-        out.extend(cluster::storage_class_update(new, old));
-        out
+    fn validate_kind_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
+        cluster::storage_class_update(new, old)
     }
 
     fn defaults(&self, obj: &mut Value) {

@@ -18,16 +18,12 @@ pub(super) fn definition() -> ResourceDef {
 struct VolumeAttachments;
 
 impl Strategy for VolumeAttachments {
-    fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
-        let mut out = crate::kinds::DefaultStrategy.validate(def, obj);
-        out.extend(storage::volume_attachment(obj));
-        out
+    fn validate_kind(&self, obj: &Value) -> Vec<Cause> {
+        storage::volume_attachment(obj)
     }
 
-    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
-        let mut out = crate::kinds::meta_update(new, old);
-        out.extend(storage::volume_attachment_update(new, old));
-        out
+    fn validate_kind_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
+        storage::volume_attachment_update(new, old)
     }
 
     fn prepare_for_create(&self, obj: &mut Value) {

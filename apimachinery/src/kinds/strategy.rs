@@ -42,20 +42,38 @@ pub trait Strategy: Send + Sync {
     /// `PrepareForUpdate` of the main resource, after identity and status are carried over.
     fn prepare_for_update(&self, _new: &mut Value, _old: &Value) {}
 
-    /// `Validate` on create: by default, kube's `ValidateObjectMeta`.
+    /// `Validate` on create: by default, kube's `ValidateObjectMeta`, then the kind's own rules
+    /// ([`Strategy::validate_kind`]).
     fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
-        meta::validate_object_meta(
+        let mut out = meta::validate_object_meta(
             obj.get("metadata").and_then(Value::as_object),
             def.namespaced,
             def.name_rule.check(),
             &Path::new("metadata"),
             true,
-        )
+        );
+        out.extend(self.validate_kind(obj));
+        out
     }
 
-    /// `ValidateUpdate` of the main resource: by default, kube's `ValidateObjectMetaUpdate`.
+    /// `ValidateUpdate` of the main resource: by default, kube's `ValidateObjectMetaUpdate`,
+    /// then the kind's own update rules ([`Strategy::validate_kind_update`]).
     fn validate_update(&self, _def: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
-        meta_update(new, old)
+        let mut out = meta_update(new, old);
+        out.extend(self.validate_kind_update(new, old));
+        out
+    }
+
+    /// The kind's own rules on create, beyond its metadata (kube's `Validate<Kind>` less
+    /// `ValidateObjectMeta`): none by default.
+    fn validate_kind(&self, _obj: &Value) -> Vec<Cause> {
+        Vec::new()
+    }
+
+    /// The kind's own rules on update, beyond the metadata update rules: by default its
+    /// create rules on the new object.
+    fn validate_kind_update(&self, new: &Value, _old: &Value) -> Vec<Cause> {
+        self.validate_kind(new)
     }
 
     /// `ValidateUpdate` through `/status`: by default, the metadata update rules.
