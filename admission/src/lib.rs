@@ -9,17 +9,21 @@
 //! - [`AdmissionPlugin`], [`AdmissionChain`], [`build_chain`]: the plugin contract and registry.
 //! - [`namespace_lifecycle`]: kube's `NamespaceLifecycle`: no new objects in a missing or
 //!   terminating namespace; the system namespaces cannot be deleted.
+//! - [`service_account`]: kube's `ServiceAccount`: pods run as an existing ServiceAccount and
+//!   get its token volume.
 
 use std::sync::Arc;
 
 use actix::{Actor, Context};
 use actors::{Deadline, StageHandler, Work};
 use apimachinery::error::ApiError;
+use apimachinery::lookup::ObjectLookup;
 use apimachinery::messages::Admit;
 use async_trait::async_trait;
 use serde_json::Value;
 
 pub mod namespace_lifecycle;
+pub mod service_account;
 
 /// One admission plugin.
 #[async_trait]
@@ -30,29 +34,23 @@ pub trait AdmissionPlugin: Send + Sync {
     async fn admit(&self, request: &Admit, object: Value) -> Result<Value, ApiError>;
 }
 
-/// Reads namespaces for plugins that need them, from whatever read path the server wires in.
-#[async_trait]
-pub trait NamespaceLookup: Send + Sync {
-    /// The namespace object, or `None` if it does not exist.
-    async fn namespace(&self, name: &str) -> Result<Option<Value>, ApiError>;
-}
-
 /// What plugins are built from.
 #[derive(Clone)]
 pub struct PluginContext {
-    /// Namespace reads.
-    pub namespaces: Arc<dyn NamespaceLookup>,
+    /// Reads of the objects plugins consult (namespaces, ServiceAccounts), from the cachers.
+    pub objects: Arc<dyn ObjectLookup>,
 }
 
 /// Plugins enabled when no flag says otherwise.
-pub const DEFAULT_PLUGINS: &[&str] = &["NamespaceLifecycle"];
+pub const DEFAULT_PLUGINS: &[&str] = &["NamespaceLifecycle", "ServiceAccount"];
 
 /// Builds the chain for `names`, in that order; unknown names are an error naming them.
 pub fn build_chain(names: &[String], ctx: &PluginContext) -> Result<AdmissionChain, String> {
     let mut plugins: Vec<Arc<dyn AdmissionPlugin>> = Vec::new();
     for name in names {
         let plugin: Arc<dyn AdmissionPlugin> = match name.as_str() {
-            "NamespaceLifecycle" => Arc::new(namespace_lifecycle::NamespaceLifecycle::new(ctx.namespaces.clone())),
+            "NamespaceLifecycle" => Arc::new(namespace_lifecycle::NamespaceLifecycle::new(ctx.objects.clone())),
+            "ServiceAccount" => Arc::new(service_account::ServiceAccount::new(ctx.objects.clone())),
             other => return Err(format!("unknown admission plugin: {other}")),
         };
         plugins.push(plugin);

@@ -7,7 +7,9 @@ use apimachinery::messages::{Admit, Operation};
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::{AdmissionPlugin, NamespaceLookup};
+use apimachinery::lookup::ObjectLookup;
+
+use crate::AdmissionPlugin;
 
 /// Namespaces that always exist and may not be deleted.
 const IMMORTAL: &[&str] = &["default", "kube-system", "kube-public"];
@@ -15,12 +17,12 @@ const IMMORTAL: &[&str] = &["default", "kube-system", "kube-public"];
 /// Refuses new objects in missing or terminating namespaces and the deletion of system
 /// namespaces.
 pub struct NamespaceLifecycle {
-    namespaces: Arc<dyn NamespaceLookup>,
+    namespaces: Arc<dyn ObjectLookup>,
 }
 
 impl NamespaceLifecycle {
     /// The plugin reading namespaces through `namespaces`.
-    pub fn new(namespaces: Arc<dyn NamespaceLookup>) -> Self {
+    pub fn new(namespaces: Arc<dyn ObjectLookup>) -> Self {
         NamespaceLifecycle { namespaces }
     }
 }
@@ -40,7 +42,7 @@ impl AdmissionPlugin for NamespaceLifecycle {
         if request.operation != Operation::Create || is_namespace || t.namespace.is_empty() {
             return Ok(object);
         }
-        let Some(ns) = self.namespaces.namespace(&t.namespace).await? else {
+        let Some(ns) = self.namespaces.get("", "namespaces", "", &t.namespace).await? else {
             return Err(ApiError::not_found("", "namespaces", &t.namespace));
         };
         if ns.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating") {
@@ -66,8 +68,8 @@ mod tests {
     struct Fixed(Option<Value>);
 
     #[async_trait]
-    impl NamespaceLookup for Fixed {
-        async fn namespace(&self, _: &str) -> Result<Option<Value>, ApiError> {
+    impl ObjectLookup for Fixed {
+        async fn get(&self, _: &str, _: &str, _: &str, _: &str) -> Result<Option<Value>, ApiError> {
             Ok(self.0.clone())
         }
     }

@@ -28,6 +28,7 @@ pub mod encoded;
 pub mod error;
 mod gofmt;
 pub mod kinds;
+pub mod lookup;
 pub mod messages;
 pub mod object;
 pub mod options;

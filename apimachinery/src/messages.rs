@@ -85,11 +85,24 @@ pub struct Credentials {
     /// The identity of a client certificate the TLS layer verified against the client CA
     /// (CN as user name, O as groups).
     pub client_certificate: Option<UserInfo>,
+    /// The audiences a token must be meant for; empty means the server's own (`--api-audiences`).
+    /// A TokenReview names its own.
+    pub audiences: Vec<String>,
 }
 
 /// Asks the authentication stage who is calling.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Authenticate(pub Credentials);
+
+/// Who the caller is, and for which of the asked audiences its token holds (what a TokenReview
+/// reports back; empty for credentials without audiences, such as certificates).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Authenticated {
+    /// The user.
+    pub user: UserInfo,
+    /// The audiences the credential was accepted for.
+    pub audiences: Vec<String>,
+}
 
 // ---------------------------------------------------------------- authorization
 
@@ -347,7 +360,7 @@ impl<'de> Deserialize<'de> for WatchReceiver {
 }
 
 request! {
-    Authenticate => UserInfo,
+    Authenticate => Authenticated,
     Authorize => AuthorizationDecision,
     StartRequest => SeatGrant,
     Admit => Value,
@@ -397,6 +410,7 @@ mod tests {
         round_trip(&Authenticate(Credentials {
             bearer_token: Some("t".into()),
             client_certificate: Some(user.clone()),
+            audiences: vec!["api".into()],
         }));
         round_trip(&Authorize {
             user: user.clone(),

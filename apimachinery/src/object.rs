@@ -104,6 +104,15 @@ pub fn normalize_metadata(obj: &mut Value) {
     }
 }
 
+/// Five random characters as kube appends them to a `generateName` (and to the names it
+/// generates itself, such as `kube-api-access-xxxxx`): no vowels, so no words, and no
+/// confusable characters.
+pub fn random_suffix() -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let bytes = uuid::Uuid::new_v4().into_bytes();
+    bytes[..5].iter().map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,9 @@
 //! Priority and Fairness, authorization, then the handler. Audit is a pass-through until it
 //! is built ([`audit`]); [`impersonation`] checks and applies `Impersonate-*` headers.
 //!
-//! - [`authn`]: the authentication stage (static tokens, client certificates, anonymous).
+//! - [`authn`]: the authentication stage (client certificates, token authenticators in
+//!   order, anonymous).
+//! - [`serviceaccount`]: ServiceAccount tokens: keys, issuing, verification.
 //! - [`authz`]: the authorization stage: `--authorization-mode`'s authorizers in order.
 //! - [`rbac`]: Roles and bindings held in memory, indexed by subject; fed from the RBAC
 //!   cachers by the gateway, never read from storage per request.
@@ -19,9 +21,12 @@ pub mod authz;
 pub mod bootstrap;
 pub mod escalation;
 pub mod impersonation;
+pub mod kubeconfig;
 pub mod rbac;
+pub mod reconcile;
+pub mod serviceaccount;
 
-pub use authn::{AuthenticationActor, load_token_file};
+pub use authn::{AuthenticationActor, StaticTokens, TokenAuthenticator, load_token_file};
 pub use authz::{AuthorizationActor, AuthorizationMode, SharedPolicy, forbidden};
 
 /// What an authorizer decides on: who asks to do what (kube's `authorizer.Attributes`).

@@ -59,7 +59,7 @@ fn credentials(req: &HttpRequest) -> Credentials {
         .map(|t| t.trim().to_string())
         .filter(|t| !t.is_empty());
     let client_certificate = req.conn_data::<PeerIdentity>().and_then(|p| p.0.clone());
-    Credentials { bearer_token, client_certificate }
+    Credentials { bearer_token, client_certificate, audiences: Vec::new() }
 }
 
 fn impersonation(req: &HttpRequest) -> ImpersonationRequest {
@@ -227,7 +227,7 @@ async fn serve(
     classification: &mut Option<Classification>,
 ) -> Result<HttpResponse, ApiError> {
     let stages = &server.stages;
-    let user = stages.authenticate.ask(Authenticate(credentials(req)), deadline).await?;
+    let user = stages.authenticate.ask(Authenticate(credentials(req)), deadline).await?.user;
     auth::audit::request_received(audit_id, &user, info);
     let asked = impersonation(req);
     let user = if asked.is_empty() {
@@ -281,6 +281,8 @@ async fn non_resource(ctx: &RequestContext<'_>) -> Result<HttpResponse, ApiError
     let catalogue = &ctx.server.catalogue;
     Ok(match path {
         "/version" => json_ok(ctx, &version()),
+        "/.well-known/openid-configuration" => crate::tokens::openid_configuration(ctx),
+        "/openid/v1/jwks" => crate::tokens::jwks(ctx),
         "/metrics" => HttpResponse::Ok()
             .content_type("text/plain; version=0.0.4; charset=utf-8")
             .body(ctx.server.metrics.render()),

@@ -61,12 +61,37 @@ pub struct ServeOptions {
     /// Allow unauthenticated requests as `system:anonymous` (authorization still applies).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub anonymous_auth: bool,
+    /// Issuer of ServiceAccount tokens (repeatable: the first issues, all are accepted).
+    #[arg(long, default_values_t = ["https://kubernetes.default.svc.cluster.local".to_string()])]
+    pub service_account_issuer: Vec<String>,
+    /// PEM private key (PKCS#8) ServiceAccount tokens are signed with; generated under
+    /// <data-dir>/pki when neither this nor --service-account-key-file is given.
+    #[arg(long)]
+    pub service_account_signing_key_file: Option<PathBuf>,
+    /// PEM keys ServiceAccount tokens are verified with (repeatable; public keys, certificates
+    /// or private keys); the signing key's when absent.
+    #[arg(long)]
+    pub service_account_key_file: Vec<PathBuf>,
+    /// The longest lifetime a TokenRequest gets (longer requests are cut to it).
+    #[arg(long, value_parser = parse_duration)]
+    pub service_account_max_token_expiration: Option<Duration>,
+    /// The `jwks_uri` published in `/.well-known/openid-configuration` (default: under the
+    /// issuer).
+    #[arg(long)]
+    pub service_account_jwks_uri: Option<String>,
+    /// Audiences of the API (comma-separated): tokens must be meant for one of them; the first
+    /// issuer when empty.
+    #[arg(long, value_delimiter = ',')]
+    pub api_audiences: Vec<String>,
     /// Authorizers to consult in order (comma-separated): `RBAC`, `AlwaysAllow`, `AlwaysDeny`.
     #[arg(long, default_value = "RBAC", value_parser = parse_authorization_mode)]
     pub authorization_mode: AuthorizationModes,
     /// Admission plugins to run, in order (comma-separated).
     #[arg(long, value_delimiter = ',', default_values_t = admission::DEFAULT_PLUGINS.iter().map(|s| s.to_string()))]
     pub enable_admission_plugins: Vec<String>,
+    /// Admission plugins to leave out though enabled by default (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub disable_admission_plugins: Vec<String>,
     /// The default storage backend.
     #[arg(long, value_enum, default_value = "embedded")]
     pub storage_backend: StorageBackend,
@@ -123,6 +148,18 @@ pub struct ServeOptions {
     /// kube-controller-manager in a full cluster; off leaves them `Terminating`.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub enable_namespace_finalizer: bool,
+    /// Create a `default` ServiceAccount in every namespace, the job of kube-controller-manager's
+    /// serviceaccount controller in a full cluster.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub enable_serviceaccount_controller: bool,
+    /// Fill `kubernetes.io/service-account-token` Secrets with legacy tokens, and delete them
+    /// with their ServiceAccount (kube-controller-manager's token controller).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub enable_serviceaccount_token_controller: bool,
+    /// Fill ClusterRoles that have an `aggregationRule` with the rules of the roles it selects
+    /// (kube-controller-manager's clusterrole-aggregation controller).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub enable_clusterrole_aggregation: bool,
     /// HTTP worker threads (0: one per core).
     #[arg(long, default_value_t = 0)]
     pub workers: usize,
@@ -144,6 +181,15 @@ pub struct ServeOptions {
 }
 
 impl ServeOptions {
+    /// `--api-audiences`, defaulting to the first issuer as kube does.
+    pub fn audiences(&self) -> Vec<String> {
+        if self.api_audiences.is_empty() {
+            self.service_account_issuer[..1].to_vec()
+        } else {
+            self.api_audiences.clone()
+        }
+    }
+
     /// The watch cache window size of a resource (`configmaps`, `deployments.apps`).
     pub fn watch_cache_size(&self, qualified_resource: &str) -> usize {
         self.watch_cache_sizes

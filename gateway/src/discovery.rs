@@ -73,6 +73,7 @@ fn subresource_kind(def: &ResourceDef, sub: Subresource) -> (String, String, Str
         Subresource::Scale => ("autoscaling".into(), "v1".into(), "Scale".into()),
         Subresource::Eviction => ("policy".into(), "v1".into(), "Eviction".into()),
         Subresource::Binding => own("Binding"),
+        Subresource::Token => ("authentication.k8s.io".into(), "v1".into(), "TokenRequest".into()),
         Subresource::Exec => own("PodExecOptions"),
         Subresource::Attach => own("PodAttachOptions"),
         Subresource::PortForward => own("PodPortForwardOptions"),

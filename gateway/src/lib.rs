@@ -18,8 +18,9 @@
 //! - [`reviews`]: the access and token review APIs, answered in process.
 //! - [`escalation`]: RBAC escalation prevention, first in the admission chain.
 //! - [`rbac_feed`]: keeps the authorizer's RBAC policy current from the RBAC cachers.
-//! - [`namespace_finalizer`]: completes namespace deletion (a controller's job in a full
-//!   cluster).
+//! - [`controllers`]: what kube-controller-manager would do for a standalone server: namespace
+//!   finalization, default ServiceAccounts, legacy tokens, ClusterRole aggregation.
+//! - [`tokens`]: the TokenRequest subresource and the token issuer's discovery documents.
 //! - [`tls`]: serving certificates, the generated PKI, client-certificate identities.
 //!
 //! Handlers depend on [`state`] and [`context`] only, never on [`server`]: no module but the
@@ -31,10 +32,10 @@ pub mod chain;
 pub mod componentstatuses;
 pub mod config;
 pub mod context;
+pub mod controllers;
 pub mod discovery;
 pub mod escalation;
 pub mod health;
-pub mod namespace_finalizer;
 pub mod negotiate;
 pub mod openapi;
 pub mod rbac_feed;
@@ -44,5 +45,6 @@ pub mod server;
 pub mod state;
 pub mod subresources;
 pub mod tls;
+pub mod tokens;
 pub mod unstored;
 pub mod watch;

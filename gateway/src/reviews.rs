@@ -239,9 +239,16 @@ async fn token(ctx: &RequestContext<'_>, review: &Value) -> Result<Value, ApiErr
     if token.is_empty() {
         return Err(ApiError::bad_request("token is required for TokenReview in authentication"));
     }
-    let creds = Credentials { bearer_token: Some(token.to_string()), client_certificate: None };
+    let audiences: Vec<String> = review
+        .pointer("/spec/audiences")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .unwrap_or_default();
+    let creds = Credentials { bearer_token: Some(token.to_string()), client_certificate: None, audiences };
     Ok(match ctx.server.stages.authenticate.ask(Authenticate(creds), ctx.deadline).await {
-        Ok(user) if user.name != "system:anonymous" => json!({"authenticated": true, "user": user_info(&user)}),
-        _ => json!({"user": {}, "error": "invalid bearer token"}),
+        Ok(found) => {
+            json!({"authenticated": true, "user": user_info(&found.user), "audiences": found.audiences})
+        }
+        Err(_) => json!({"user": {}, "error": "invalid bearer token"}),
     })
 }

@@ -15,14 +15,16 @@ use std::time::{Duration, Instant};
 
 use actix_web::{App, HttpServer, web};
 use actors::{ActorDirectory, Deadline, MailboxSpec, StageArbiter, WhenFull};
-use admission::{AdmissionActor, NamespaceLookup, PluginContext};
+use admission::{AdmissionActor, PluginContext};
 use apimachinery::error::ApiError;
-use apimachinery::messages::{CreateObject, GetObject, Target};
-use apimachinery::options::{GetOptions, ReadAt, WriteOptions};
+use apimachinery::kinds::Catalogue;
+use apimachinery::lookup::ObjectLookup;
+use apimachinery::messages::{CreateObject, DeleteObject, GetObject, Target, UpdateObject};
+use apimachinery::options::{DeleteOptions, GetOptions, ReadAt, WriteOptions};
 use apimachinery::request::UserInfo;
 use async_trait::async_trait;
 use auth::{AuthenticationActor, AuthorizationActor};
-use cacher::{CacheReader, CacherActor, CacherOptions};
+use cacher::{CacherActor, CacherOptions};
 use flowcontrol::FlowControlActor;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use registry::{ClusterIpAllocator, RegistryStore, StorageActor};
@@ -39,16 +41,25 @@ const BOOTSTRAP_TIMEOUT: Duration = Duration::from_secs(60);
 /// Looks namespaces up through the namespace cacher as kube's plugin uses its informer: the
 /// cache first, and a consistent read only when the cache does not know the namespace (one
 /// created a moment ago), so admission never waits on storage in the common case.
-struct CachedNamespaces(CacheReader);
+/// Single-object reads for admission and authentication, from the cachers' snapshots (a read
+/// at the latest revision only when the snapshot lacks the object, so a just-created object is
+/// seen).
+struct CachedObjects {
+    catalogue: Arc<Catalogue>,
+    reads: HashMap<String, Reads>,
+}
 
 #[async_trait]
-impl NamespaceLookup for CachedNamespaces {
-    async fn namespace(&self, name: &str) -> Result<Option<Value>, ApiError> {
-        let target =
-            Target { version: "v1".into(), resource: "namespaces".into(), name: name.into(), ..Default::default() };
+impl ObjectLookup for CachedObjects {
+    async fn get(&self, group: &str, resource: &str, namespace: &str, name: &str) -> Result<Option<Value>, ApiError> {
+        let Some(def) = self.catalogue.find_any_version(group, resource) else {
+            return Err(ApiError::internal(format!("{resource}.{group} is not served")));
+        };
+        let Some(reads) = self.reads.get(&def.storage_path) else { return Ok(None) };
+        let target = Target::object(&def, namespace, name);
         for read_at in [ReadAt::Any, ReadAt::Latest] {
-            match self.0.get(GetObject { target: target.clone(), options: GetOptions { read_at } }).await {
-                Ok(ns) => return Ok(Some(ns.value())),
+            match reads.reader.get(GetObject { target: target.clone(), options: GetOptions { read_at } }).await {
+                Ok(object) => return Ok(Some(object.value())),
                 Err(e) if e.reason == apimachinery::Reason::NotFound => continue,
                 Err(e) => return Err(e),
             }
@@ -140,12 +151,18 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         reads.insert(def.storage_path.clone(), Reads { reader: reader.register(&directory), watch: cacher.handle() });
     }
 
-    let namespaces = Arc::new(CachedNamespaces(reads["namespaces"].reader.clone()));
+    let objects: Arc<dyn ObjectLookup> = Arc::new(CachedObjects { catalogue: catalogue.clone(), reads: reads.clone() });
     let policy = auth::SharedPolicy::default();
     let escalation =
         crate::escalation::RbacEscalation { modes: options.authorization_mode.0.clone(), policy: policy.clone() };
-    let chain = admission::build_chain(&options.enable_admission_plugins, &PluginContext { namespaces })?
-        .first(Arc::new(escalation));
+    let plugins: Vec<String> = options
+        .enable_admission_plugins
+        .iter()
+        .filter(|p| !options.disable_admission_plugins.contains(p))
+        .cloned()
+        .collect();
+    let chain =
+        admission::build_chain(&plugins, &PluginContext { objects: objects.clone() })?.first(Arc::new(escalation));
     tracing::info!(plugins = ?chain.names(), "admission chain");
     let admission = actors::start(
         &admission_arbiter,
@@ -165,17 +182,34 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         StorageActor::new(Arc::new(store)),
     );
 
-    let tokens = match &options.token_auth_file {
-        Some(f) => auth::load_token_file(f)?,
-        None => HashMap::new(),
-    };
+    let keys = Arc::new(auth::serviceaccount::KeySet::load(
+        &data_dir,
+        options.service_account_signing_key_file.as_deref(),
+        &options.service_account_key_file,
+    )?);
+    let audiences = options.audiences();
+    let issuer = Arc::new(auth::serviceaccount::TokenIssuer::new(
+        keys.clone(),
+        &options.service_account_issuer[0],
+        &audiences,
+        options.service_account_max_token_expiration,
+    ));
+    let mut authenticators: Vec<Arc<dyn auth::TokenAuthenticator>> = Vec::new();
+    if let Some(f) = &options.token_auth_file {
+        authenticators.push(Arc::new(auth::StaticTokens(auth::load_token_file(f)?)));
+    }
+    authenticators.push(Arc::new(auth::serviceaccount::authenticator::ServiceAccountAuthenticator::new(
+        keys,
+        options.service_account_issuer.clone(),
+        objects.clone(),
+    )));
     // In front of flow control: waits for a slot rather than refusing, so APF decides who is
     // turned away.
     let authentication = actors::start(
         &front,
         &directory,
         &spec("authentication", "", &options, WhenFull::Wait),
-        AuthenticationActor::new(tokens, options.anonymous_auth),
+        AuthenticationActor::new(authenticators, audiences, options.anonymous_auth),
     );
     let authorization = actors::start(
         &front,
@@ -196,11 +230,16 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         delete_collection: storage.handle(),
         reads,
     };
+    let tls_opts = tls::TlsOptions {
+        cert_file: options.tls_cert_file.clone(),
+        key_file: options.tls_private_key_file.clone(),
+        client_ca_file: options.client_ca_file.clone(),
+        extra_sans: vec![options.bind_address.to_string(), range.first().to_string()],
+    };
+    let material = tls::prepare(&data_dir, &tls_opts)?;
     bootstrap(&stages, range.first().to_string()).await?;
     crate::rbac_feed::start(stages.clone(), catalogue.clone(), policy.clone()).await?;
-    if options.enable_namespace_finalizer {
-        crate::namespace_finalizer::spawn(stages.clone(), catalogue.clone());
-    }
+    spawn_controllers(&options, &stages, &catalogue, &objects, &issuer, &material);
     crate::backends::spawn_object_counts(
         router.clone(),
         catalogue.clone(),
@@ -215,13 +254,6 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         if options.bind_address.is_unspecified() { "127.0.0.1".to_string() } else { options.bind_address.to_string() };
     let host = if host.contains(':') { format!("[{host}]") } else { host };
     let address = format!("{host}:{}", options.secure_port);
-    let tls_opts = tls::TlsOptions {
-        cert_file: options.tls_cert_file.clone(),
-        key_file: options.tls_private_key_file.clone(),
-        client_ca_file: options.client_ca_file.clone(),
-        extra_sans: vec![options.bind_address.to_string(), range.first().to_string()],
-    };
-    let material = tls::prepare(&data_dir, &tls_opts)?;
     let kubeconfig = data_dir.join("admin.kubeconfig");
     match tls::write_admin_kubeconfig(&kubeconfig, &format!("https://{address}"), &material) {
         Ok(()) => println!("apiserver: serving on https://{address}; kubeconfig: {}", kubeconfig.display()),
@@ -233,6 +265,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         catalogue,
         authorization_modes: options.authorization_mode.0.clone(),
         policy,
+        tokens: issuer.clone(),
         options: options.clone(),
         metrics,
         router,
@@ -271,6 +304,35 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     result
 }
 
+/// Starts the controllers the flags leave on.
+fn spawn_controllers(
+    options: &ServeOptions,
+    stages: &Stages,
+    catalogue: &Arc<Catalogue>,
+    objects: &Arc<dyn ObjectLookup>,
+    issuer: &Arc<auth::serviceaccount::TokenIssuer>,
+    material: &tls::TlsMaterial,
+) {
+    use crate::controllers::{namespace_finalizer, role_aggregation, service_accounts, token_secrets};
+    if options.enable_namespace_finalizer {
+        namespace_finalizer::spawn(stages.clone(), catalogue.clone());
+    }
+    if options.enable_serviceaccount_controller {
+        service_accounts::spawn(stages.clone(), catalogue.clone(), objects.clone());
+    }
+    if options.enable_serviceaccount_token_controller {
+        let controller = token_secrets::TokenSecrets {
+            issuer: issuer.clone(),
+            root_ca: material.serving_ca_pem.clone().unwrap_or_default(),
+            objects: objects.clone(),
+        };
+        token_secrets::spawn(stages.clone(), catalogue.clone(), controller);
+    }
+    if options.enable_clusterrole_aggregation {
+        role_aggregation::spawn(stages.clone(), catalogue.clone());
+    }
+}
+
 /// Creates what kube's bootstrap controller and post-start hooks create: the system
 /// namespaces, the `kubernetes` service at the first address of the service range, and the
 /// system priority classes.
@@ -307,14 +369,6 @@ async fn bootstrap(stages: &Stages, kubernetes_ip: String) -> Result<(), String>
         };
         objects.push((target, json!({ "metadata": { "name": name }, "value": value, "description": description })));
     }
-    let rbac = |resource: &str| Target {
-        group: "rbac.authorization.k8s.io".into(),
-        version: "v1".into(),
-        resource: resource.into(),
-        ..Default::default()
-    };
-    objects.extend(auth::bootstrap::cluster_roles().into_iter().map(|r| (rbac("clusterroles"), r)));
-    objects.extend(auth::bootstrap::cluster_role_bindings().into_iter().map(|b| (rbac("clusterrolebindings"), b)));
     for (target, object) in objects {
         // Created once: after a restart they exist (and the Service's address is taken).
         let path = match target.resource.as_str() {
@@ -332,6 +386,64 @@ async fn bootstrap(stages: &Stages, kubernetes_ip: String) -> Result<(), String>
             Ok(_) => {}
             Err(e) if e.reason == apimachinery::Reason::AlreadyExists => {}
             Err(e) => return Err(format!("bootstrap: {}", e.message)),
+        }
+    }
+    reconcile_rbac(stages, &system).await
+}
+
+/// Creates the bootstrap RBAC objects or reconciles them with what exists ([`auth::reconcile`]).
+async fn reconcile_rbac(stages: &Stages, system: &UserInfo) -> Result<(), String> {
+    use auth::reconcile::{self, Reconciled};
+    let rbac = |resource: &str, namespace: &str| Target {
+        group: "rbac.authorization.k8s.io".into(),
+        version: "v1".into(),
+        resource: resource.into(),
+        namespace: namespace.into(),
+        ..Default::default()
+    };
+    let namespace = |o: &Value| o.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("").to_string();
+    let mut objects: Vec<(Target, Value)> = Vec::new();
+    objects.extend(auth::bootstrap::cluster_roles().into_iter().map(|r| (rbac("clusterroles", ""), r)));
+    objects.extend(auth::bootstrap::cluster_role_bindings().into_iter().map(|b| (rbac("clusterrolebindings", ""), b)));
+    objects.extend(auth::bootstrap::roles().into_iter().map(|r| (rbac("roles", &namespace(&r)), r)));
+    objects.extend(auth::bootstrap::role_bindings().into_iter().map(|b| (rbac("rolebindings", &namespace(&b)), b)));
+    let deadline = || Deadline::after(BOOTSTRAP_TIMEOUT);
+    for (target, wanted) in objects {
+        let named = Target { name: wanted["metadata"]["name"].as_str().unwrap_or_default().into(), ..target.clone() };
+        let get = GetObject { target: named.clone(), options: GetOptions { read_at: ReadAt::Latest } };
+        let existing = stages.reads[&target.resource].reader.get(get).await.ok().map(|e| e.value());
+        let decision = match &existing {
+            None => None,
+            Some(e) if target.resource.ends_with("bindings") => Some(reconcile::binding(e, &wanted)),
+            Some(e) => Some(reconcile::role(e, &wanted)),
+        };
+        let result = match decision {
+            Some(Reconciled::Unchanged) => Ok(()),
+            Some(Reconciled::Update(object)) => {
+                let update =
+                    UpdateObject { target: named, object, user: system.clone(), options: WriteOptions::default() };
+                stages.update.ask(update, deadline()).await.map(|_| ())
+            }
+            Some(Reconciled::Recreate) => {
+                let delete = DeleteObject { target: named, user: system.clone(), options: DeleteOptions::default() };
+                let create =
+                    CreateObject { target, object: wanted, user: system.clone(), options: WriteOptions::default() };
+                match stages.delete.ask(delete, deadline()).await {
+                    Ok(_) => stages.create.ask(create, deadline()).await.map(|_| ()),
+                    Err(e) => Err(e),
+                }
+            }
+            None => {
+                let create =
+                    CreateObject { target, object: wanted, user: system.clone(), options: WriteOptions::default() };
+                stages.create.ask(create, deadline()).await.map(|_| ())
+            }
+        };
+        match result {
+            Ok(()) => {}
+            // Another replica reconciled it first.
+            Err(e) if matches!(e.reason, apimachinery::Reason::AlreadyExists | apimachinery::Reason::Conflict) => {}
+            Err(e) => return Err(format!("bootstrap RBAC: {}", e.message)),
         }
     }
     Ok(())

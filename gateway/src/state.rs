@@ -67,6 +67,8 @@ pub struct ServerState {
     pub authorization_modes: Vec<auth::AuthorizationMode>,
     /// The RBAC state the authorizer decides from, for the access reviews.
     pub policy: auth::SharedPolicy,
+    /// Signs ServiceAccount tokens and publishes the keys that verify them.
+    pub tokens: Arc<auth::serviceaccount::TokenIssuer>,
     /// Flags.
     pub options: ServeOptions,
     /// Renders `/metrics`.

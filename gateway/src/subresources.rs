@@ -31,6 +31,7 @@ pub async fn serve(
     match sub {
         Subresource::Binding => bind(ctx, def, target, &body).await,
         Subresource::Eviction => evict(ctx, def, target, &body).await,
+        Subresource::Token => crate::tokens::request(ctx, def, target, &body).await,
         Subresource::Log | Subresource::Exec | Subresource::Attach | Subresource::PortForward => {
             kubelet(ctx, def, &target, sub).await
         }

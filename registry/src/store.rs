@@ -50,13 +50,6 @@ struct Writer<'a> {
     deadline: Deadline,
 }
 
-fn random_suffix() -> String {
-    // kube's generateName alphabet: no vowels (no words), no confusable characters.
-    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    let bytes = uuid::Uuid::new_v4().into_bytes();
-    bytes[..5].iter().map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char).collect()
-}
-
 fn invalid(def: &ResourceDef, name: &str, causes: Vec<Cause>) -> Result<(), ApiError> {
     if causes.is_empty() { Ok(()) } else { Err(ApiError::invalid(&def.group, &def.kind, name, causes)) }
 }
@@ -339,7 +332,7 @@ impl RegistryStore {
         if object.name().is_empty() {
             let generate = object.meta_str("generateName").to_string();
             if !generate.is_empty() {
-                let name = format!("{generate}{}", random_suffix());
+                let name = format!("{generate}{}", apimachinery::object::random_suffix());
                 object.set_meta_str("name", &name);
             }
         }
@@ -661,7 +654,8 @@ impl RegistryStore {
                 | Subresource::Exec
                 | Subresource::Attach
                 | Subresource::PortForward
-                | Subresource::Proxy,
+                | Subresource::Proxy
+                | Subresource::Token,
             ) => new = old.clone(),
             Some(Subresource::Scale) | None => {
                 def.apply_defaults(&mut new);

@@ -4,13 +4,14 @@ use k8s_openapi::api::core::v1::ServiceAccount;
 use serde_json::Value;
 
 use crate::error::Cause;
-use crate::kinds::{ResourceDef, Strategy};
+use crate::kinds::{ResourceDef, Strategy, Subresource};
 use crate::table::{Printer, printers};
 use crate::validation::core;
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("", "v1", "serviceaccounts", "ServiceAccount", ServiceAccounts)
         .short_names(&["sa"])
+        .subresources(&[Subresource::Token])
         .schema::<ServiceAccount>()
 }
 

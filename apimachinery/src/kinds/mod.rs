@@ -58,6 +58,8 @@ pub enum Subresource {
     PortForward,
     /// `pods/proxy`, `nodes/proxy`, `services/proxy`: proxied to the object's address.
     Proxy,
+    /// `serviceaccounts/token`: a TokenRequest, answered with a signed token for the account.
+    Token,
 }
 
 impl Subresource {
@@ -76,6 +78,7 @@ impl Subresource {
             Subresource::Attach => "attach",
             Subresource::PortForward => "portforward",
             Subresource::Proxy => "proxy",
+            Subresource::Token => "token",
         }
     }
 
@@ -85,7 +88,7 @@ impl Subresource {
     }
 
     /// Every subresource, in the order discovery lists a kind's (alphabetical, as kube's).
-    pub const ALL: [Subresource; 12] = [
+    pub const ALL: [Subresource; 13] = [
         Subresource::Approval,
         Subresource::Attach,
         Subresource::Binding,
@@ -98,6 +101,7 @@ impl Subresource {
         Subresource::Proxy,
         Subresource::Scale,
         Subresource::Status,
+        Subresource::Token,
     ];
 
     /// The verbs it serves.
@@ -107,7 +111,7 @@ impl Subresource {
                 &["get", "patch", "update"]
             }
             Subresource::Finalize => &["update"],
-            Subresource::Binding | Subresource::Eviction => &["create"],
+            Subresource::Binding | Subresource::Eviction | Subresource::Token => &["create"],
             Subresource::Log => &["get"],
             Subresource::Exec | Subresource::Attach | Subresource::PortForward => &["create", "get"],
             Subresource::Proxy => &["create", "delete", "get", "patch", "update"],

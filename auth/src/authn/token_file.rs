@@ -1,22 +1,27 @@
-//! The authentication stage: credentials to a [`UserInfo`], by the authenticators kube tries
-//! in order. Bearer tokens from `--token-auth-file` (kube's CSV format
-//! `token,user,uid,"group1,group2"`), client certificates verified by TLS against the client
-//! CA (CN is the user, O the groups), else `system:anonymous` when `--anonymous-auth` allows
-//! it. An invalid token is 401 even with anonymous auth on, as kube.
+//! `--token-auth-file`: static bearer tokens in kube's CSV format
+//! (`token,user,uid,"group1,group2"`).
 
 use std::collections::HashMap;
 use std::path::Path;
 
-use actix::{Actor, Context};
-use actors::{Deadline, StageHandler, Work};
-use apimachinery::error::ApiError;
-use apimachinery::messages::Authenticate;
+use apimachinery::messages::Authenticated;
 use apimachinery::request::UserInfo;
+use async_trait::async_trait;
 
-/// The authentication stage actor.
-pub struct AuthenticationActor {
-    tokens: HashMap<String, UserInfo>,
-    anonymous: bool,
+use super::TokenAuthenticator;
+
+/// The tokens of a token file.
+pub struct StaticTokens(pub HashMap<String, UserInfo>);
+
+#[async_trait(?Send)]
+impl TokenAuthenticator for StaticTokens {
+    fn name(&self) -> &'static str {
+        "token-file"
+    }
+
+    async fn authenticate(&self, token: &str, _: &[String]) -> Result<Option<Authenticated>, String> {
+        Ok(self.0.get(token).map(|user| Authenticated { user: user.clone(), audiences: Vec::new() }))
+    }
 }
 
 /// Reads a static token file: `token,user,uid[,"group1,group2"]` per line.
@@ -67,49 +72,6 @@ fn split_csv(line: &str) -> Vec<String> {
     out.push(cur);
     out
 }
-
-impl AuthenticationActor {
-    /// An authenticator over static tokens, allowing anonymous requests if `anonymous`.
-    pub fn new(tokens: HashMap<String, UserInfo>, anonymous: bool) -> Self {
-        AuthenticationActor { tokens, anonymous }
-    }
-}
-
-impl Actor for AuthenticationActor {
-    type Context = Context<Self>;
-}
-
-fn authenticated(mut user: UserInfo) -> UserInfo {
-    if !user.in_group("system:authenticated") && user.name != "system:anonymous" {
-        user.groups.push("system:authenticated".into());
-    }
-    user
-}
-
-impl StageHandler<Authenticate> for AuthenticationActor {
-    fn handle(
-        &mut self,
-        Authenticate(creds): Authenticate,
-        _: Deadline,
-        _: &mut Context<Self>,
-    ) -> Work<Self, Result<UserInfo, ApiError>> {
-        // kube tries client certificates before tokens: a verified certificate decides.
-        let result = if let Some(user) = creds.client_certificate {
-            Ok(authenticated(user))
-        } else if let Some(token) = creds.bearer_token {
-            self.tokens.get(&token).cloned().map(authenticated).ok_or_else(ApiError::unauthorized)
-        } else if self.anonymous {
-            Ok(UserInfo::anonymous())
-        } else {
-            Err(ApiError::unauthorized())
-        };
-        let label = if result.is_ok() { "success" } else { "error" };
-        metrics::counter!("authentication_attempts", "result" => label).increment(1);
-        Work::Done(result)
-    }
-}
-
-actors::stage_handler!(AuthenticationActor => Authenticate);
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,16 @@
+//! Reads of single objects for the stages that consult other objects while deciding (the
+//! authenticator checks that a token's ServiceAccount still exists, admission plugins read
+//! namespaces and ServiceAccounts). The server wires in its cachers, so none of these is a
+//! storage read per request.
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::error::ApiError;
+
+/// Reads one object by group, plural resource, namespace and name.
+#[async_trait]
+pub trait ObjectLookup: Send + Sync {
+    /// The object, or `None` if it does not exist.
+    async fn get(&self, group: &str, resource: &str, namespace: &str, name: &str) -> Result<Option<Value>, ApiError>;
+}

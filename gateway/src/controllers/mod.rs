@@ -1,0 +1,74 @@
+//! The controller work a standalone server needs, which kube-controller-manager does in a full
+//! cluster. Each follows its resources through the cachers and writes through the storage
+//! stage as a controller identity; each can be turned off by its flag, so a real
+//! kube-controller-manager can take over.
+//!
+//! - [`namespace_finalizer`]: completes namespace deletion.
+//! - [`service_accounts`]: a `default` ServiceAccount in every namespace.
+//! - [`token_secrets`]: legacy tokens in `kubernetes.io/service-account-token` Secrets.
+//! - [`role_aggregation`]: ClusterRoles with an `aggregationRule` get the rules they select.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actors::Deadline;
+use apimachinery::encoded::WatchEventType;
+use apimachinery::kinds::ResourceDef;
+use apimachinery::messages::{Target, WatchObjects};
+use apimachinery::options::{ReadAt, WatchOptions};
+use apimachinery::request::UserInfo;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::state::Stages;
+
+pub mod namespace_finalizer;
+pub mod role_aggregation;
+pub mod service_accounts;
+pub mod token_secrets;
+
+/// How long one write of a controller may take.
+pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The identity a controller writes as: its kube-controller-manager ServiceAccount name, in
+/// `system:masters` (it runs inside the server, past RBAC).
+pub(crate) fn identity(controller: &str) -> UserInfo {
+    UserInfo {
+        name: format!("system:serviceaccount:kube-system:{controller}"),
+        uid: String::new(),
+        groups: vec!["system:masters".into(), "system:authenticated".into()],
+        ..Default::default()
+    }
+}
+
+/// The events of every object of `def`: the current state first (as `Added`), then each
+/// change; a watch that ends is started again the same way, so a controller that acts on
+/// state rather than on transitions misses nothing.
+pub(crate) fn events(stages: &Stages, def: &Arc<ResourceDef>) -> mpsc::Receiver<(WatchEventType, Value)> {
+    let (tx, rx) = mpsc::channel(1024);
+    let (stages, def) = (stages.clone(), def.clone());
+    actix_web::rt::spawn(async move {
+        loop {
+            let watch = WatchObjects {
+                target: Target::collection(&def, ""),
+                options: WatchOptions { read_at: ReadAt::Latest, ..Default::default() },
+            };
+            match stages.reads(&def).watch.ask(watch, Deadline::NONE).await {
+                Ok(stream) => {
+                    let mut stream = stream.0;
+                    while let Some(event) = stream.recv().await {
+                        if matches!(event.kind, WatchEventType::Bookmark | WatchEventType::Error) {
+                            continue;
+                        }
+                        if tx.send((event.kind, event.object.value())).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+                Err(e) => tracing::warn!(resource = %def.resource, "controller cannot watch: {}", e.message),
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    });
+    rx
+}

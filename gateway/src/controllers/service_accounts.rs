@@ -1,0 +1,72 @@
+//! A `default` ServiceAccount in every active namespace (kube's serviceaccounts controller):
+//! made when a namespace appears, and again if someone deletes it.
+
+use std::sync::Arc;
+
+use actors::Deadline;
+use apimachinery::encoded::WatchEventType;
+use apimachinery::kinds::Catalogue;
+use apimachinery::lookup::ObjectLookup;
+use apimachinery::messages::{CreateObject, Target};
+use apimachinery::object::ObjectExt;
+use apimachinery::options::WriteOptions;
+use serde_json::{Value, json};
+
+use super::{WRITE_TIMEOUT, events, identity};
+use crate::state::Stages;
+
+fn active(namespace: &Value) -> bool {
+    namespace.pointer("/status/phase").and_then(Value::as_str) != Some("Terminating") && !namespace.is_being_deleted()
+}
+
+async fn ensure(stages: &Stages, catalogue: &Catalogue, objects: &dyn ObjectLookup, namespace: &str) {
+    match objects.get("", "serviceaccounts", namespace, "default").await {
+        Ok(Some(_)) => return,
+        Ok(None) => {}
+        Err(e) => return tracing::warn!(namespace, "reading the default ServiceAccount: {}", e.message),
+    }
+    let Some(def) = catalogue.find("", "v1", "serviceaccounts") else { return };
+    let create = CreateObject {
+        target: Target::collection(&def, namespace),
+        object: json!({"metadata": {"name": "default"}}),
+        user: identity("service-account-controller"),
+        options: WriteOptions::default(),
+    };
+    match stages.create.ask(create, Deadline::after(WRITE_TIMEOUT)).await {
+        Ok(_) => {}
+        // Created meanwhile, or the namespace is going: nothing to do.
+        Err(e) if matches!(e.reason, apimachinery::Reason::AlreadyExists | apimachinery::Reason::Forbidden) => {}
+        Err(e) if e.reason == apimachinery::Reason::NotFound => {}
+        Err(e) => tracing::warn!(namespace, "creating the default ServiceAccount: {}", e.message),
+    }
+}
+
+/// Starts the controller on the current arbiter.
+pub fn spawn(stages: Stages, catalogue: Arc<Catalogue>, objects: Arc<dyn ObjectLookup>) {
+    let (Some(namespaces), Some(accounts)) =
+        (catalogue.find("", "v1", "namespaces"), catalogue.find("", "v1", "serviceaccounts"))
+    else {
+        return;
+    };
+    let mut namespace_events = events(&stages, &namespaces);
+    let mut account_events = events(&stages, &accounts);
+    actix_web::rt::spawn(async move {
+        loop {
+            let namespace = tokio::select! {
+                Some((kind, ns)) = namespace_events.recv() => {
+                    if kind == WatchEventType::Deleted || !active(&ns) { continue }
+                    ns.name().to_string()
+                }
+                Some((kind, sa)) = account_events.recv() => {
+                    if kind != WatchEventType::Deleted || sa.name() != "default" { continue }
+                    match objects.get("", "namespaces", "", sa.namespace()).await {
+                        Ok(Some(ns)) if active(&ns) => sa.namespace().to_string(),
+                        _ => continue,
+                    }
+                }
+                else => return,
+            };
+            ensure(&stages, &catalogue, objects.as_ref(), &namespace).await;
+        }
+    });
+}
