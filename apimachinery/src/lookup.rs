@@ -13,4 +13,17 @@ use crate::error::ApiError;
 pub trait ObjectLookup: Send + Sync {
     /// The object, or `None` if it does not exist.
     async fn get(&self, group: &str, resource: &str, namespace: &str, name: &str) -> Result<Option<Value>, ApiError>;
+
+    /// The objects in `namespace` (every namespace when empty) matching `field_selector`
+    /// (`spec.nodeName=n1`; empty for all). Lookups that only get refuse it.
+    async fn list(
+        &self,
+        group: &str,
+        resource: &str,
+        namespace: &str,
+        field_selector: &str,
+    ) -> Result<Vec<Value>, ApiError> {
+        let _ = (group, namespace, field_selector);
+        Err(ApiError::internal(format!("this lookup does not list {resource}")))
+    }
 }

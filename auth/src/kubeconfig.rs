@@ -83,6 +83,32 @@ impl WebhookClient {
         Ok(WebhookClient { target: Arc::new(target) })
     }
 
+    /// A client for `server` (an `https://` URL) trusting `ca_pem`, or the public roots without
+    /// one: what `--oidc-issuer-url` and `--oidc-ca-file` configure.
+    pub fn for_server(server: &str, ca_pem: Option<Vec<u8>>) -> Result<WebhookClient, String> {
+        let resolved = Resolved { server: server.to_string(), ca_pem, ..Default::default() };
+        let tls = tls_config(&resolved)?;
+        let target =
+            Target { id: NEXT_ID.fetch_add(1, Ordering::Relaxed), server: resolved.server, tls, authorization: None };
+        Ok(WebhookClient { target: Arc::new(target) })
+    }
+
+    /// GETs `url` (on the same trust as the server) and returns the status and the JSON body
+    /// (`Value::Null` when not JSON). Must run on an actix runtime thread.
+    pub async fn get_json(&self, url: &str, timeout: Duration) -> Result<(u16, Value), String> {
+        let client = self.awc_client();
+        let request = client.get(url).timeout(timeout).insert_header(("Accept", "application/json"));
+        let exchange = async {
+            let mut response = request.send().await.map_err(|e| e.to_string())?;
+            let bytes = response.body().limit(MAX_RESPONSE_BYTES).await.map_err(|e| e.to_string())?;
+            Ok::<_, String>((response.status().as_u16(), serde_json::from_slice(&bytes).unwrap_or(Value::Null)))
+        };
+        tokio::time::timeout(timeout, exchange)
+            .await
+            .map_err(|_| format!("Get {url:?}: timed out after {timeout:?}"))?
+            .map_err(|e| format!("Get {url:?}: {e}"))
+    }
+
     /// The URL requests are posted to.
     pub fn server(&self) -> &str {
         &self.target.server

@@ -26,6 +26,7 @@ use apimachinery::request::{RequestInfo, UserInfo, parse_request_info};
 use auth::impersonation::ImpersonationRequest;
 use serde_json::{Value, json};
 
+use crate::auditing::{self, BodySlot, RequestAudit};
 use crate::context::RequestContext;
 use crate::negotiate::{Output, error_response, respond};
 use crate::state::ServerState;
@@ -159,12 +160,16 @@ pub async fn dispatch(req: HttpRequest, payload: web::Payload, server: web::Data
     let inflight =
         InFlight::new(metrics::gauge!("apiserver_current_inflight_requests", "request_kind" => kind), !long_running);
     let audit_id = uuid::Uuid::new_v4().to_string();
+    let received = chrono::Utc::now();
     let dry_run = query.get("dryRun") == Some("All");
+    let (mut audit, body) = (None, BodySlot::default());
     let (outcome, classification, timed_out) = match deadline(&info, &query, &server) {
         Err(e) => (Err(e), None, false),
         Ok(deadline) => {
             let mut classification = None;
-            let work = serve(&req, payload, &server, &info, query, deadline, &audit_id, &mut classification);
+            let request =
+                Request { req: &req, server: &server, info: &info, audit_id: &audit_id, received, body: &body };
+            let work = serve(&request, payload, query, deadline, &mut classification, &mut audit);
             let finished = deadline.run(work).await;
             match finished {
                 // A stage call that gave up at the deadline answers first, with the stage named.
@@ -176,6 +181,10 @@ pub async fn dispatch(req: HttpRequest, payload: web::Payload, server: web::Data
                 Err(_) => (Err(ApiError::request_timeout()), classification, true),
             }
         }
+    };
+    let outcome = match audit {
+        Some(audit) => audit.finish(body.take(), outcome, long_running),
+        None => outcome,
     };
     let accept = req.headers().get("Accept").and_then(|a| a.to_str().ok());
     let mut response = outcome.unwrap_or_else(|e| error_response(&e, accept));
@@ -213,22 +222,32 @@ pub async fn dispatch(req: HttpRequest, payload: web::Payload, server: web::Data
     response
 }
 
+/// What the chain knows of a request before it is authenticated.
+struct Request<'a> {
+    req: &'a HttpRequest,
+    server: &'a ServerState,
+    info: &'a RequestInfo,
+    audit_id: &'a str,
+    received: chrono::DateTime<chrono::Utc>,
+    /// Where the handlers leave the body they read, for the audit event.
+    body: &'a BodySlot,
+}
+
 /// Steps 2 to 7 of the chain. `classification` is filled in as soon as APF has classified the
-/// request, so even an error answered after it carries the APF headers, as in kube.
-#[allow(clippy::too_many_arguments)]
+/// request, so even an error answered after it carries the APF headers, as in kube; `audit`
+/// as soon as the request is authenticated, so that the caller completes it whatever happens.
 async fn serve(
-    req: &HttpRequest,
+    request: &Request<'_>,
     payload: web::Payload,
-    server: &ServerState,
-    info: &RequestInfo,
     query: Params,
     deadline: Deadline,
-    audit_id: &str,
     classification: &mut Option<Classification>,
+    audit: &mut Option<RequestAudit>,
 ) -> Result<HttpResponse, ApiError> {
+    let Request { req, server, info, .. } = *request;
     let stages = &server.stages;
     let user = stages.authenticate.ask(Authenticate(credentials(req)), deadline).await?.user;
-    auth::audit::request_received(audit_id, &user, info);
+    *audit = auditing::begin(server.auditor.as_ref(), req, info, &user, request.audit_id, request.received);
     let asked = impersonation(req);
     let user = if asked.is_empty() {
         user
@@ -238,10 +257,17 @@ async fn serve(
             let decision =
                 stages.authorize.ask(Authorize { user: user.clone(), request: check.clone() }, deadline).await?;
             if !decision.allowed {
+                if let Some(a) = audit.as_mut() {
+                    a.authorized(&decision);
+                }
                 return Err(auth::forbidden(&user, &check, &decision.reason));
             }
         }
-        asked.user()
+        let impersonated = asked.user();
+        if let Some(a) = audit.as_mut() {
+            a.impersonated(&impersonated);
+        }
+        impersonated
     };
     let class = flowcontrol::classify(&user, info);
     let exempt = class.exempt;
@@ -251,10 +277,14 @@ async fn serve(
         stages.flow_control.ask(start, deadline).await?;
     }
     let decision = stages.authorize.ask(Authorize { user: user.clone(), request: info.clone() }, deadline).await?;
+    if let Some(a) = audit.as_mut() {
+        a.authorized(&decision);
+    }
     if !decision.allowed {
         return Err(auth::forbidden(&user, info, &decision.reason));
     }
-    let ctx = RequestContext { req, info, query, user, deadline, server };
+    let audit_body = audit.as_ref().map(|_| request.body);
+    let ctx = RequestContext { req, info, query, user, deadline, server, audit_body };
     if info.is_resource_request { rest::serve(&ctx, payload).await } else { non_resource(&ctx).await }
 }
 

@@ -83,7 +83,81 @@ pub struct ServeOptions {
     /// issuer when empty.
     #[arg(long, value_delimiter = ',')]
     pub api_audiences: Vec<String>,
-    /// Authorizers to consult in order (comma-separated): `RBAC`, `AlwaysAllow`, `AlwaysDeny`.
+    /// OpenID Connect issuer whose ID tokens authenticate users (https).
+    #[arg(long)]
+    pub oidc_issuer_url: Option<String>,
+    /// The client id OIDC tokens must be issued for (their `aud`).
+    #[arg(long, default_value = "")]
+    pub oidc_client_id: String,
+    /// The OIDC claim naming the user.
+    #[arg(long, default_value = "sub")]
+    pub oidc_username_claim: String,
+    /// Prefix of OIDC user names (`-` for none; default: the issuer URL and `#`, except for `email`).
+    #[arg(long)]
+    pub oidc_username_prefix: Option<String>,
+    /// The OIDC claim listing the user's groups.
+    #[arg(long)]
+    pub oidc_groups_claim: Option<String>,
+    /// Prefix of OIDC group names.
+    #[arg(long, default_value = "")]
+    pub oidc_groups_prefix: String,
+    /// CA of the OIDC issuer's serving certificate (default: the public roots).
+    #[arg(long)]
+    pub oidc_ca_file: Option<PathBuf>,
+    /// Algorithms OIDC tokens may be signed with (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "RS256")]
+    pub oidc_signing_algs: Vec<String>,
+    /// `claim=value` every OIDC token must carry (repeatable).
+    #[arg(long, value_parser = parse_key_value)]
+    pub oidc_required_claim: Vec<(String, String)>,
+    /// kubeconfig of a service answering TokenReviews for tokens nothing else recognises.
+    #[arg(long)]
+    pub authentication_token_webhook_config_file: Option<PathBuf>,
+    /// How long the token webhook's answers are kept.
+    #[arg(long, default_value = "2m", value_parser = parse_duration)]
+    pub authentication_token_webhook_cache_ttl: Duration,
+    /// kubeconfig of the service answering SubjectAccessReviews for `--authorization-mode=Webhook`.
+    #[arg(long)]
+    pub authorization_webhook_config_file: Option<PathBuf>,
+    /// How long the authorization webhook's allowed answers are kept.
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub authorization_webhook_cache_authorized_ttl: Duration,
+    /// How long its other answers are kept.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub authorization_webhook_cache_unauthorized_ttl: Duration,
+    /// audit.k8s.io/v1 Policy: what is audited, at which level; nothing without it.
+    #[arg(long)]
+    pub audit_policy_file: Option<PathBuf>,
+    /// Where audit events are written as JSON lines (`-` for standard output).
+    #[arg(long)]
+    pub audit_log_path: Option<PathBuf>,
+    /// Size in megabytes at which the audit log is rotated (0: 100, as kube).
+    #[arg(long, default_value_t = 0)]
+    pub audit_log_maxsize: u64,
+    /// Rotated audit logs kept (0: all).
+    #[arg(long, default_value_t = 0)]
+    pub audit_log_maxbackup: usize,
+    /// Days rotated audit logs are kept (0: forever).
+    #[arg(long, default_value_t = 0)]
+    pub audit_log_maxage: u64,
+    /// kubeconfig of a service audit events are posted to in batches.
+    #[arg(long)]
+    pub audit_webhook_config_file: Option<PathBuf>,
+    /// Most events in one webhook batch.
+    #[arg(long, default_value_t = 400)]
+    pub audit_webhook_batch_max_size: usize,
+    /// Longest a batch waits to fill before it is sent.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub audit_webhook_batch_max_wait: Duration,
+    /// First wait before a failed batch is retried.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub audit_webhook_initial_backoff: Duration,
+    /// Events buffered between requests and the audit writer; past it events are dropped and
+    /// counted, never waited for.
+    #[arg(long, default_value_t = 10_000)]
+    pub audit_buffer_size: usize,
+    /// Authorizers to consult in order (comma-separated): `Node`, `RBAC`, `Webhook`,
+    /// `AlwaysAllow`, `AlwaysDeny`.
     #[arg(long, default_value = "RBAC", value_parser = parse_authorization_mode)]
     pub authorization_mode: AuthorizationModes,
     /// Admission plugins to run, in order (comma-separated).
@@ -205,6 +279,11 @@ pub struct AuthorizationModes(pub Vec<AuthorizationMode>);
 
 fn parse_authorization_mode(s: &str) -> Result<AuthorizationModes, String> {
     auth::authz::parse_modes(s).map(AuthorizationModes)
+}
+
+fn parse_key_value(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s.split_once('=').ok_or_else(|| format!("{s:?} is not claim=value"))?;
+    Ok((k.to_string(), v.to_string()))
 }
 
 fn parse_service_range(s: &str) -> Result<registry::ServiceRange, String> {

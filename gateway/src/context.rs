@@ -24,6 +24,8 @@ pub struct RequestContext<'a> {
     pub deadline: Deadline,
     /// Shared server state.
     pub server: &'a ServerState,
+    /// Where the body read is kept for the audit event, when the request is audited.
+    pub audit_body: Option<&'a crate::auditing::BodySlot>,
 }
 
 impl RequestContext<'_> {
@@ -52,7 +54,11 @@ impl RequestContext<'_> {
             }
             body.extend_from_slice(&chunk);
         }
-        Ok(body.freeze())
+        let body = body.freeze();
+        if let Some(slot) = self.audit_body {
+            *slot.borrow_mut() = Some(body.clone());
+        }
+        Ok(body)
     }
 
     /// Whether responses should be indented (`?pretty=true`, or curl/wget as kube guesses).

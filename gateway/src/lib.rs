@@ -6,6 +6,7 @@
 //! - [`config`]: flags, named as kube-apiserver names them.
 //! - [`backends`]: opens the storage backends and routes resources to them.
 //! - [`state`]: what handlers share: stage handles, the catalogue, the server's state.
+//! - [`auditing`]: what the chain records of each request for audit.
 //! - [`chain`]: the handler chain in kube's order: deadline, authentication, audit,
 //!   impersonation, flow control, authorization, then the handlers; request metrics.
 //! - [`context`]: what a handler knows about its request.
@@ -27,6 +28,7 @@
 //! composition root knows every other one.
 
 pub mod admin;
+pub mod auditing;
 pub mod backends;
 pub mod chain;
 pub mod componentstatuses;

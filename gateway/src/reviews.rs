@@ -30,12 +30,12 @@ pub async fn serve(ctx: &RequestContext<'_>, def: &ResourceDef, body: &[u8]) -> 
         "selfsubjectaccessreviews" => {
             let spec = &review["spec"];
             invalid(def, access_spec(spec, &Path::new("spec")))?;
-            access(ctx, ctx.user.clone(), spec, "")
+            access(ctx, ctx.user.clone(), spec, "").await
         }
         "subjectaccessreviews" => {
             let spec = &review["spec"];
             invalid(def, subject_spec(spec))?;
-            access(ctx, subject(spec), spec, "")
+            access(ctx, subject(spec), spec, "").await
         }
         "localsubjectaccessreviews" => {
             let namespace = ctx.info.namespace.clone();
@@ -55,7 +55,7 @@ pub async fn serve(ctx: &RequestContext<'_>, def: &ResourceDef, body: &[u8]) -> 
                     "spec.resourceAttributes.namespace must match namespace: {namespace}"
                 )));
             }
-            access(ctx, subject(spec), spec, &namespace)
+            access(ctx, subject(spec), spec, &namespace).await
         }
         "selfsubjectrulesreviews" => {
             let namespace = review.pointer("/spec/namespace").and_then(Value::as_str).unwrap_or("").to_string();
@@ -178,9 +178,9 @@ fn attributes(user: UserInfo, spec: &Value, namespace: &str) -> Attributes {
 }
 
 /// `status` of an access review: kube's `SubjectAccessReviewStatus`.
-fn access(ctx: &RequestContext<'_>, user: UserInfo, spec: &Value, namespace: &str) -> Value {
+async fn access(ctx: &RequestContext<'_>, user: UserInfo, spec: &Value, namespace: &str) -> Value {
     let a = attributes(user, spec, namespace);
-    let d = auth::authz::decide(&ctx.server.authorization_modes, &ctx.server.policy, &a);
+    let (d, _) = ctx.server.authorizers.decide(&a).await;
     let mut status = json!({"allowed": d.allowed});
     if d.denied {
         status["denied"] = true.into();
@@ -194,7 +194,8 @@ fn access(ctx: &RequestContext<'_>, user: UserInfo, spec: &Value, namespace: &st
 /// `status` of a SelfSubjectRulesReview: the requester's rules in `namespace`.
 fn rules(ctx: &RequestContext<'_>, namespace: &str) -> Value {
     let a = Attributes { user: ctx.user.clone(), namespace: namespace.to_string(), ..Default::default() };
-    let (rules, errors) = auth::authz::rules_for(&ctx.server.authorization_modes, &ctx.server.policy, &a);
+    let authorizers = &ctx.server.authorizers;
+    let (rules, errors) = auth::authz::rules_for(&authorizers.modes, &authorizers.policy, &a);
     let resource_rules: Vec<Value> = rules
         .iter()
         .filter(|r| r.non_resource_urls.is_empty())

@@ -19,9 +19,10 @@ use admission::{AdmissionActor, PluginContext};
 use apimachinery::error::ApiError;
 use apimachinery::kinds::Catalogue;
 use apimachinery::lookup::ObjectLookup;
-use apimachinery::messages::{CreateObject, DeleteObject, GetObject, Target, UpdateObject};
-use apimachinery::options::{DeleteOptions, GetOptions, ReadAt, WriteOptions};
+use apimachinery::messages::{CreateObject, DeleteObject, GetObject, ListObjects, Target, UpdateObject};
+use apimachinery::options::{DeleteOptions, GetOptions, ListOptions, ReadAt, WriteOptions};
 use apimachinery::request::UserInfo;
+use apimachinery::selector::FieldSelector;
 use async_trait::async_trait;
 use auth::{AuthenticationActor, AuthorizationActor};
 use cacher::{CacherActor, CacherOptions};
@@ -65,6 +66,17 @@ impl ObjectLookup for CachedObjects {
             }
         }
         Ok(None)
+    }
+
+    async fn list(&self, group: &str, resource: &str, namespace: &str, fields: &str) -> Result<Vec<Value>, ApiError> {
+        let Some(def) = self.catalogue.find_any_version(group, resource) else {
+            return Err(ApiError::internal(format!("{resource}.{group} is not served")));
+        };
+        let Some(reads) = self.reads.get(&def.storage_path) else { return Ok(Vec::new()) };
+        let mut options = ListOptions { read_at: ReadAt::Any, ..Default::default() };
+        options.selection.fields = FieldSelector::parse(fields)?;
+        let list = ListObjects { target: Target::collection(&def, namespace), options };
+        Ok(reads.reader.list(list).await?.items.iter().map(|o| o.value()).collect())
     }
 }
 
@@ -182,6 +194,8 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         StorageActor::new(Arc::new(store)),
     );
 
+    let authorizers = authorizers(&options, &policy, &objects)?;
+    let auditor = auth::audit::start(&audit_options(&options), &directory)?;
     let keys = Arc::new(auth::serviceaccount::KeySet::load(
         &data_dir,
         options.service_account_signing_key_file.as_deref(),
@@ -203,6 +217,25 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         options.service_account_issuer.clone(),
         objects.clone(),
     )));
+    if let Some(issuer_url) = &options.oidc_issuer_url {
+        let oidc = auth::authn::oidc::OidcOptions {
+            issuer_url: issuer_url.clone(),
+            client_id: options.oidc_client_id.clone(),
+            username_claim: options.oidc_username_claim.clone(),
+            username_prefix: options.oidc_username_prefix.clone(),
+            groups_claim: options.oidc_groups_claim.clone(),
+            groups_prefix: options.oidc_groups_prefix.clone(),
+            ca_file: options.oidc_ca_file.clone(),
+            signing_algs: options.oidc_signing_algs.clone(),
+            required_claims: options.oidc_required_claim.clone(),
+        };
+        authenticators.push(Arc::new(auth::authn::oidc::OidcAuthenticator::new(oidc)?));
+    }
+    if let Some(file) = &options.authentication_token_webhook_config_file {
+        let client = auth::kubeconfig::WebhookClient::from_kubeconfig(file)?;
+        let ttl = options.authentication_token_webhook_cache_ttl;
+        authenticators.push(Arc::new(auth::authn::webhook::WebhookTokenAuthenticator::new(client, ttl)));
+    }
     // In front of flow control: waits for a slot rather than refusing, so APF decides who is
     // turned away.
     let authentication = actors::start(
@@ -215,7 +248,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         &front,
         &directory,
         &spec("authorization", "", &options, shed),
-        AuthorizationActor::new(options.authorization_mode.0.clone(), policy.clone()),
+        AuthorizationActor::new(authorizers.clone()),
     );
     let flow_control = actors::start(&front, &directory, &spec("flowcontrol", "", &options, shed), FlowControlActor);
 
@@ -263,8 +296,8 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let server = web::Data::new(ServerState {
         stages,
         catalogue,
-        authorization_modes: options.authorization_mode.0.clone(),
-        policy,
+        authorizers,
+        auditor,
         tokens: issuer.clone(),
         options: options.clone(),
         metrics,
@@ -302,6 +335,43 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let result = main.await.map_err(|e| e.to_string());
     admin_handle.stop(true).await;
     result
+}
+
+/// `--authorization-mode`'s authorizers.
+fn authorizers(
+    options: &ServeOptions,
+    policy: &auth::SharedPolicy,
+    objects: &Arc<dyn ObjectLookup>,
+) -> Result<Arc<auth::authz::Authorizers>, String> {
+    use auth::AuthorizationMode;
+    let modes = options.authorization_mode.0.clone();
+    let node =
+        modes.contains(&AuthorizationMode::Node).then(|| Arc::new(auth::authz::NodeAuthorizer::new(objects.clone())));
+    let webhook = match (modes.contains(&AuthorizationMode::Webhook), &options.authorization_webhook_config_file) {
+        (false, _) => None,
+        (true, None) => return Err("--authorization-mode=Webhook needs --authorization-webhook-config-file".into()),
+        (true, Some(file)) => Some(Arc::new(auth::authz::WebhookAuthorizer::new(
+            auth::kubeconfig::WebhookClient::from_kubeconfig(file)?,
+            options.authorization_webhook_cache_authorized_ttl,
+            options.authorization_webhook_cache_unauthorized_ttl,
+        ))),
+    };
+    Ok(Arc::new(auth::authz::Authorizers { modes, policy: policy.clone(), node, webhook }))
+}
+
+fn audit_options(options: &ServeOptions) -> auth::audit::AuditOptions {
+    auth::audit::AuditOptions {
+        policy_file: options.audit_policy_file.clone(),
+        log_path: options.audit_log_path.clone(),
+        log_maxsize_mb: options.audit_log_maxsize,
+        log_maxbackup: options.audit_log_maxbackup,
+        log_maxage_days: options.audit_log_maxage,
+        webhook_config_file: options.audit_webhook_config_file.clone(),
+        webhook_batch_max_size: options.audit_webhook_batch_max_size,
+        webhook_batch_max_wait: options.audit_webhook_batch_max_wait,
+        webhook_initial_backoff: options.audit_webhook_initial_backoff,
+        buffer_size: options.audit_buffer_size,
+    }
 }
 
 /// Starts the controllers the flags leave on.

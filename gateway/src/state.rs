@@ -63,10 +63,10 @@ pub struct ServerState {
     pub stages: Stages,
     /// The served resources.
     pub catalogue: Arc<Catalogue>,
-    /// `--authorization-mode`, for the access reviews.
-    pub authorization_modes: Vec<auth::AuthorizationMode>,
-    /// The RBAC state the authorizer decides from, for the access reviews.
-    pub policy: auth::SharedPolicy,
+    /// The authorizers the authorization stage decides with, for the access reviews.
+    pub authorizers: Arc<auth::authz::Authorizers>,
+    /// Records audit events, when `--audit-policy-file` and a backend are given.
+    pub auditor: Option<auth::audit::Auditor>,
     /// Signs ServiceAccount tokens and publishes the keys that verify them.
     pub tokens: Arc<auth::serviceaccount::TokenIssuer>,
     /// Flags.

@@ -17,7 +17,7 @@ use auth::serviceaccount::{Bound, MAX_EXPIRATION_SECONDS, MIN_EXPIRATION, Ref, T
 use serde_json::{Value, json};
 
 use crate::context::RequestContext;
-use crate::negotiate::{Offer, negotiate, respond};
+use crate::negotiate::{Offer, decode_body, input_format, negotiate, respond};
 
 /// kube's default lifetime of a requested token.
 const DEFAULT_EXPIRATION_SECONDS: i64 = 3600;
@@ -64,7 +64,7 @@ pub async fn request(
     target: Target,
     body: &[u8],
 ) -> Result<HttpResponse, ApiError> {
-    let review = crate::subresources::decode(ctx, body)?;
+    let review = decode_body(input_format(ctx.header("Content-Type"), true)?, body)?;
     let kind = review.get("kind").and_then(Value::as_str).unwrap_or("TokenRequest");
     if kind != "TokenRequest" {
         return Err(ApiError::bad_request(format!(

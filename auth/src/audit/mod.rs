@@ -52,7 +52,6 @@ use actix::{Actor, AsyncContext, Context, StreamHandler};
 use actors::directory::Registration;
 use actors::meters::{CallInFlight, StageMeters};
 use actors::{ActorDirectory, WhenFull};
-use apimachinery::request::{RequestInfo, UserInfo};
 use tokio::sync::mpsc;
 
 use crate::Attributes;
@@ -283,10 +282,6 @@ pub fn start(options: &AuditOptions, directory: &ActorDirectory) -> Result<Optio
     Ok(Some(auditor))
 }
 
-/// The pass-through the handler chain calls until it records through an [`Auditor`]; records
-/// nothing.
-pub fn request_received(_audit_id: &str, _user: &UserInfo, _request: &RequestInfo) {}
-
 /// The buffer's receiving end as the stream the actor handles.
 struct Buffer(mpsc::Receiver<Queued>);
 
@@ -404,7 +399,7 @@ mod tests {
 
     fn attrs(verb: &str) -> Attributes {
         Attributes {
-            user: UserInfo { name: "alice".into(), ..Default::default() },
+            user: apimachinery::request::UserInfo { name: "alice".into(), ..Default::default() },
             verb: verb.into(),
             is_resource_request: true,
             namespace: "default".into(),

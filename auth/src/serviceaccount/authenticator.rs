@@ -13,7 +13,7 @@ use apimachinery::messages::Authenticated;
 use apimachinery::request::UserInfo;
 use async_trait::async_trait;
 use base64::Engine;
-use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use base64::engine::general_purpose::STANDARD;
 use jsonwebtoken::Validation;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -147,15 +147,6 @@ fn account_user(namespace: &str, name: &str, uid: &str, extra: BTreeMap<String, 
     }
 }
 
-/// The `iss` claim, read before verifying so that other issuers' JWTs go on to the next
-/// authenticator (OIDC, a webhook) untouched.
-fn issuer(token: &str) -> Option<String> {
-    let mut parts = token.split('.');
-    let (_, payload, _, None) = (parts.next()?, parts.next()?, parts.next()?, parts.next()) else { return None };
-    let claims: Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).ok()?).ok()?;
-    claims.get("iss")?.as_str().map(str::to_string)
-}
-
 #[async_trait(?Send)]
 impl TokenAuthenticator for ServiceAccountAuthenticator {
     fn name(&self) -> &'static str {
@@ -167,7 +158,7 @@ impl TokenAuthenticator for ServiceAccountAuthenticator {
     }
 
     async fn authenticate(&self, token: &str, audiences: &[String]) -> Result<Option<Authenticated>, String> {
-        match issuer(token) {
+        match crate::authn::unverified_issuer(token) {
             Some(iss) if iss == LEGACY_ISSUER => self.legacy(token, audiences).await.map(Some),
             Some(iss) if self.issuers.contains(&iss) => self.bound(token, audiences).await.map(Some),
             _ => Ok(None),

@@ -14,6 +14,12 @@ use apimachinery::request::{RequestInfo, UserInfo};
 use crate::Attributes;
 use crate::rbac::Policy;
 
+pub mod node;
+pub mod webhook;
+
+pub use node::{NodeAuthorizer, NodeVerdict};
+pub use webhook::{Verdict, WebhookAuthorizer};
+
 /// One authorizer of `--authorization-mode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AuthorizationMode {
@@ -23,6 +29,10 @@ pub enum AuthorizationMode {
     AlwaysDeny,
     /// Roles and bindings, from the [`Policy`] the RBAC cachers feed.
     Rbac,
+    /// Kubelets: their node's objects, and the `system:node` role's rules ([`node`]).
+    Node,
+    /// A remote service answering SubjectAccessReviews ([`webhook`]).
+    Webhook,
 }
 
 impl std::str::FromStr for AuthorizationMode {
@@ -33,7 +43,11 @@ impl std::str::FromStr for AuthorizationMode {
             "AlwaysAllow" => Ok(AuthorizationMode::AlwaysAllow),
             "AlwaysDeny" => Ok(AuthorizationMode::AlwaysDeny),
             "RBAC" => Ok(AuthorizationMode::Rbac),
-            other => Err(format!("authorization mode {other:?} is not one of AlwaysAllow, AlwaysDeny, RBAC")),
+            "Node" => Ok(AuthorizationMode::Node),
+            "Webhook" => Ok(AuthorizationMode::Webhook),
+            other => {
+                Err(format!("authorization mode {other:?} is not one of AlwaysAllow, AlwaysDeny, Node, RBAC, Webhook"))
+            }
         }
     }
 }
@@ -54,7 +68,8 @@ pub fn parse_modes(s: &str) -> Result<Vec<AuthorizationMode>, String> {
 /// The RBAC state shared by the authorizer, the access reviews and the feed that fills it.
 pub type SharedPolicy = Arc<RwLock<Policy>>;
 
-/// The decision of the whole chain for `a`.
+/// The decision of the in-memory authorizers of `modes` for `a` (Node and Webhook, which may
+/// wait, have no opinion here: [`Authorizers::decide`] asks them).
 pub fn decide(modes: &[AuthorizationMode], policy: &SharedPolicy, a: &Attributes) -> AuthorizationDecision {
     if a.user.in_group("system:masters") {
         return AuthorizationDecision { allowed: true, ..Default::default() };
@@ -78,9 +93,82 @@ pub fn decide(modes: &[AuthorizationMode], policy: &SharedPolicy, a: &Attributes
                     many => reasons.push(format!("RBAC: [{}]", many.join(", "))),
                 }
             }
+            // Decided by [`Authorizers::decide`], which can wait for them.
+            AuthorizationMode::Node | AuthorizationMode::Webhook => {}
         }
     }
     AuthorizationDecision { allowed: false, denied: false, reason: reasons.join("\n") }
+}
+
+/// `--authorization-mode`'s authorizers with what the remote and graph ones need.
+pub struct Authorizers {
+    /// The modes, in order.
+    pub modes: Vec<AuthorizationMode>,
+    /// The RBAC policy.
+    pub policy: SharedPolicy,
+    /// The Node authorizer, when `Node` is a mode.
+    pub node: Option<Arc<NodeAuthorizer>>,
+    /// The webhook, when `Webhook` is a mode.
+    pub webhook: Option<Arc<WebhookAuthorizer>>,
+}
+
+impl Authorizers {
+    /// Whether every mode decides in memory at once (no graph lookup, no webhook call).
+    pub fn immediate(&self) -> bool {
+        !self.modes.iter().any(|m| matches!(m, AuthorizationMode::Node | AuthorizationMode::Webhook))
+    }
+
+    /// Decides `a` with every mode, in order; returns the decision and the deciding mode.
+    pub async fn decide(&self, a: &Attributes) -> (AuthorizationDecision, Option<AuthorizationMode>) {
+        if a.user.in_group("system:masters") {
+            return (AuthorizationDecision { allowed: true, ..Default::default() }, None);
+        }
+        let mut reasons = Vec::new();
+        for mode in &self.modes {
+            let d = match mode {
+                AuthorizationMode::Node => match &self.node {
+                    Some(n) => match n.authorize(a).await {
+                        NodeVerdict::Allow => AuthorizationDecision { allowed: true, ..Default::default() },
+                        NodeVerdict::NoOpinion(why) => AuthorizationDecision { reason: why, ..Default::default() },
+                    },
+                    None => AuthorizationDecision::default(),
+                },
+                AuthorizationMode::Webhook => match &self.webhook {
+                    Some(w) => match w.authorize(a).await {
+                        Verdict::Allow(reason) => AuthorizationDecision { allowed: true, denied: false, reason },
+                        Verdict::Deny(reason) => AuthorizationDecision { allowed: false, denied: true, reason },
+                        Verdict::NoOpinion(reason) => AuthorizationDecision { reason, ..Default::default() },
+                    },
+                    None => AuthorizationDecision::default(),
+                },
+                local => decide(std::slice::from_ref(local), &self.policy, a),
+            };
+            if d.allowed || d.denied {
+                if !reasons.is_empty() && d.denied {
+                    reasons.push(d.reason);
+                    return (AuthorizationDecision { reason: reasons.join("\n"), ..d }, Some(*mode));
+                }
+                return (d, Some(*mode));
+            }
+            if !d.reason.is_empty() {
+                reasons.push(d.reason);
+            }
+        }
+        (AuthorizationDecision { allowed: false, denied: false, reason: reasons.join("\n") }, None)
+    }
+}
+
+impl AuthorizationMode {
+    /// The authorizer's type, as `apiserver_authorization_decisions_total` labels it.
+    pub fn kind(self) -> &'static str {
+        match self {
+            AuthorizationMode::AlwaysAllow => "AlwaysAllow",
+            AuthorizationMode::AlwaysDeny => "AlwaysDeny",
+            AuthorizationMode::Rbac => "RBAC",
+            AuthorizationMode::Node => "Node",
+            AuthorizationMode::Webhook => "Webhook",
+        }
+    }
 }
 
 /// What the chain allows the user in `a.namespace`, for SelfSubjectRulesReview: the rules,
@@ -109,7 +197,10 @@ pub fn rules_for(
     for mode in modes {
         match mode {
             AuthorizationMode::AlwaysAllow => rules.extend(everything()),
-            AuthorizationMode::AlwaysDeny => {}
+            AuthorizationMode::AlwaysDeny | AuthorizationMode::Node => {}
+            AuthorizationMode::Webhook => {
+                errors.push("webhook authorizer does not support user rule resolution".into())
+            }
             AuthorizationMode::Rbac => {
                 let (r, e) = policy.read().unwrap_or_else(std::sync::PoisonError::into_inner).rules_for(a);
                 rules.extend(r);
@@ -122,19 +213,29 @@ pub fn rules_for(
 
 /// The authorization stage actor.
 pub struct AuthorizationActor {
-    modes: Vec<AuthorizationMode>,
-    policy: SharedPolicy,
+    /// Shared with decisions in flight, which outlive the handler call when they wait.
+    authorizers: Arc<Authorizers>,
 }
 
 impl AuthorizationActor {
-    /// An authorizer running `modes` over `policy`.
-    pub fn new(modes: Vec<AuthorizationMode>, policy: SharedPolicy) -> Self {
-        AuthorizationActor { modes, policy }
+    /// A stage deciding with `authorizers`.
+    pub fn new(authorizers: Arc<Authorizers>) -> Self {
+        AuthorizationActor { authorizers }
     }
 }
 
 impl Actor for AuthorizationActor {
     type Context = Context<Self>;
+}
+
+fn count(decision: &AuthorizationDecision, mode: Option<AuthorizationMode>) {
+    let label = if decision.allowed { "allowed" } else { "denied" };
+    let kind = match (mode, decision.allowed) {
+        (Some(m), _) => m.kind(),
+        (None, true) => "SystemMasters",
+        (None, false) => "",
+    };
+    metrics::counter!("apiserver_authorization_decisions_total", "type" => kind, "decision" => label).increment(1);
 }
 
 /// kube's 403 for `user` doing `request`, with the authorizers' reasons after a colon.
@@ -164,6 +265,8 @@ pub fn forbidden(user: &UserInfo, request: &RequestInfo, reason: &str) -> ApiErr
 }
 
 impl StageHandler<Authorize> for AuthorizationActor {
+    /// In-memory modes decide in the handler; Node and Webhook as a future on the stage's
+    /// arbiter, the stage's slot held until they answer.
     fn handle(
         &mut self,
         msg: Authorize,
@@ -171,11 +274,33 @@ impl StageHandler<Authorize> for AuthorizationActor {
         _: &mut Context<Self>,
     ) -> Work<Self, Result<AuthorizationDecision, ApiError>> {
         let Authorize { user, request } = msg;
-        let decision = decide(&self.modes, &self.policy, &Attributes::of(user, &request));
-        let label = if decision.allowed { "allowed" } else { "denied" };
-        metrics::counter!("apiserver_authorization_decisions_total", "decision" => label).increment(1);
-        Work::Done(Ok(decision))
+        let a = Attributes::of(user, &request);
+        let authorizers = self.authorizers.clone();
+        if authorizers.immediate() {
+            let d = decide(&authorizers.modes, &authorizers.policy, &a);
+            let mode = if d.allowed || d.denied { deciding_mode(&authorizers.modes, &a, &d) } else { None };
+            count(&d, mode);
+            return Work::Done(Ok(d));
+        }
+        Work::later(async move {
+            let (d, mode) = authorizers.decide(&a).await;
+            count(&d, mode);
+            Ok(d)
+        })
     }
+}
+
+/// Which in-memory mode gave a decision (for the metric's label): the first that can.
+fn deciding_mode(modes: &[AuthorizationMode], a: &Attributes, d: &AuthorizationDecision) -> Option<AuthorizationMode> {
+    if a.user.in_group("system:masters") {
+        return None;
+    }
+    modes.iter().copied().find(|m| match m {
+        AuthorizationMode::AlwaysAllow => d.allowed,
+        AuthorizationMode::AlwaysDeny => d.denied,
+        AuthorizationMode::Rbac => d.allowed,
+        _ => false,
+    })
 }
 
 actors::stage_handler!(AuthorizationActor => Authorize);
@@ -229,8 +354,8 @@ mod tests {
         let d = decide(&[AuthorizationMode::Rbac], &policy, &a);
         assert_eq!(d.reason, "RBAC: clusterrole.rbac.authorization.k8s.io \"missing\" not found");
         assert_eq!(
-            parse_modes("Node,RBAC").unwrap_err(),
-            "authorization mode \"Node\" is not one of AlwaysAllow, AlwaysDeny, RBAC"
+            parse_modes("ABAC,RBAC").unwrap_err(),
+            "authorization mode \"ABAC\" is not one of AlwaysAllow, AlwaysDeny, Node, RBAC, Webhook"
         );
         assert!(parse_modes("RBAC,RBAC").is_err());
     }

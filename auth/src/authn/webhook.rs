@@ -1,0 +1,124 @@
+//! `--authentication-token-webhook-config-file`: tokens no other authenticator knows are sent
+//! as a TokenReview (authentication.k8s.io/v1) to a remote service, which says who holds them.
+//! Answers, yes or no, are kept for `--authentication-token-webhook-cache-ttl` keyed by the
+//! token's SHA-256, so a busy client costs one call per TTL, and the token itself is never
+//! kept.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use apimachinery::messages::Authenticated;
+use apimachinery::request::UserInfo;
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::TokenAuthenticator;
+use crate::kubeconfig::WebhookClient;
+
+/// How long one review may take.
+const REVIEW_TIMEOUT: Duration = Duration::from_secs(30);
+/// The most answers kept; past it expired ones are dropped, then all.
+const CACHE_CAPACITY: usize = 16 * 1024;
+
+type Answer = Option<UserInfo>;
+
+/// The webhook token authenticator.
+pub struct WebhookTokenAuthenticator {
+    client: WebhookClient,
+    ttl: Duration,
+    /// Token digest → answer and when it was given; checked and filled by every review.
+    cache: Mutex<HashMap<[u8; 32], (Answer, Instant)>>,
+}
+
+fn digest(token: &str) -> [u8; 32] {
+    let d = ring::digest::digest(&ring::digest::SHA256, token.as_bytes());
+    let mut out = [0; 32];
+    out.copy_from_slice(d.as_ref());
+    out
+}
+
+/// The user a TokenReview's `status.user` names.
+fn reviewed_user(status: &Value) -> UserInfo {
+    let user = &status["user"];
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array().map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect()).unwrap_or_default()
+    };
+    let extra =
+        user["extra"].as_object().map(|m| m.iter().map(|(k, v)| (k.clone(), strings(v))).collect()).unwrap_or_default();
+    UserInfo {
+        name: user["username"].as_str().unwrap_or_default().to_string(),
+        uid: user["uid"].as_str().unwrap_or_default().to_string(),
+        groups: strings(&user["groups"]),
+        extra,
+    }
+}
+
+impl WebhookTokenAuthenticator {
+    /// An authenticator calling the webhook `client`, keeping answers for `ttl`.
+    pub fn new(client: WebhookClient, ttl: Duration) -> Self {
+        WebhookTokenAuthenticator { client, ttl, cache: Mutex::default() }
+    }
+
+    fn cached(&self, key: &[u8; 32]) -> Option<Answer> {
+        let cache = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        cache.get(key).filter(|(_, at)| at.elapsed() < self.ttl).map(|(a, _)| a.clone())
+    }
+
+    fn remember(&self, key: [u8; 32], answer: Answer) {
+        if self.ttl.is_zero() {
+            return;
+        }
+        let mut cache = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if cache.len() >= CACHE_CAPACITY {
+            let ttl = self.ttl;
+            cache.retain(|_, (_, at)| at.elapsed() < ttl);
+            if cache.len() >= CACHE_CAPACITY {
+                cache.clear();
+            }
+        }
+        cache.insert(key, (answer, Instant::now()));
+    }
+
+    async fn review(&self, token: &str) -> Result<Answer, String> {
+        let review = json!({
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenReview",
+            "metadata": {"creationTimestamp": null},
+            "spec": {"token": token},
+            "status": {"user": {}},
+        });
+        let (code, body) = self.client.post_json(&review, REVIEW_TIMEOUT).await?;
+        if !(200..300).contains(&code) {
+            return Err(format!("the token webhook answered {code}"));
+        }
+        let status = &body["status"];
+        if status["authenticated"].as_bool() != Some(true) {
+            return Ok(None);
+        }
+        Ok(Some(reviewed_user(status)))
+    }
+}
+
+#[async_trait(?Send)]
+impl TokenAuthenticator for WebhookTokenAuthenticator {
+    fn name(&self) -> &'static str {
+        "webhook"
+    }
+
+    async fn authenticate(&self, token: &str, _: &[String]) -> Result<Option<Authenticated>, String> {
+        let key = digest(token);
+        let answer = match self.cached(&key) {
+            Some(answer) => answer,
+            None => {
+                let answer = self.review(token).await?;
+                self.remember(key, answer.clone());
+                answer
+            }
+        };
+        match answer {
+            Some(user) => Ok(Some(Authenticated { user, audiences: Vec::new() })),
+            None => Err("the token webhook did not authenticate the token".into()),
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! `--authorization-mode=Webhook`: requests RBAC has no opinion on are sent as a
+//! SubjectAccessReview (authorization.k8s.io/v1) to `--authorization-webhook-config-file`'s
+//! service. Allowed answers are kept for `--authorization-webhook-cache-authorized-ttl`, the
+//! others for `--authorization-webhook-cache-unauthorized-ttl`, keyed by the review itself. A
+//! webhook that fails or times out has no opinion (the request is then forbidden unless a
+//! later authorizer allows it), counted as a fail-open evaluation as kube counts it.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::Attributes;
+use crate::kubeconfig::WebhookClient;
+
+/// How long one review may take.
+const REVIEW_TIMEOUT: Duration = Duration::from_secs(30);
+/// The most answers kept.
+const CACHE_CAPACITY: usize = 16 * 1024;
+/// The authorizer's name in metrics, as kube names the one its flags configure.
+const NAME: &str = "webhook";
+
+/// What the webhook said.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Allowed, with the webhook's reason.
+    Allow(String),
+    /// Denied outright: no later authorizer is asked.
+    Deny(String),
+    /// No opinion (or the webhook failed), with why.
+    NoOpinion(String),
+}
+
+/// The webhook authorizer.
+pub struct WebhookAuthorizer {
+    client: WebhookClient,
+    authorized_ttl: Duration,
+    unauthorized_ttl: Duration,
+    /// Review spec (as JSON text) → verdict and when it was given.
+    cache: Mutex<HashMap<String, (Verdict, Instant)>>,
+}
+
+/// The `spec` of the SubjectAccessReview for `a`.
+pub fn review_spec(a: &Attributes) -> Value {
+    let mut spec = json!({"user": a.user.name, "groups": a.user.groups});
+    if !a.user.uid.is_empty() {
+        spec["uid"] = a.user.uid.clone().into();
+    }
+    if !a.user.extra.is_empty() {
+        spec["extra"] = json!(a.user.extra);
+    }
+    if a.is_resource_request {
+        let mut attrs = serde_json::Map::new();
+        for (key, value) in [
+            ("namespace", &a.namespace),
+            ("verb", &a.verb),
+            ("group", &a.api_group),
+            ("version", &a.api_version),
+            ("resource", &a.resource),
+            ("subresource", &a.subresource),
+            ("name", &a.name),
+        ] {
+            if !value.is_empty() || key == "group" {
+                attrs.insert(key.into(), value.clone().into());
+            }
+        }
+        spec["resourceAttributes"] = Value::Object(attrs);
+    } else {
+        spec["nonResourceAttributes"] = json!({"path": a.path, "verb": a.verb});
+    }
+    spec
+}
+
+impl WebhookAuthorizer {
+    /// An authorizer calling `client`, keeping allowed answers for `authorized_ttl` and the
+    /// others for `unauthorized_ttl`.
+    pub fn new(client: WebhookClient, authorized_ttl: Duration, unauthorized_ttl: Duration) -> Self {
+        WebhookAuthorizer { client, authorized_ttl, unauthorized_ttl, cache: Mutex::default() }
+    }
+
+    fn cached(&self, key: &str) -> Option<Verdict> {
+        let cache = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (verdict, at) = cache.get(key)?;
+        let ttl = if matches!(verdict, Verdict::Allow(_)) { self.authorized_ttl } else { self.unauthorized_ttl };
+        (at.elapsed() < ttl).then(|| verdict.clone())
+    }
+
+    fn remember(&self, key: String, verdict: Verdict) {
+        let mut cache = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if cache.len() >= CACHE_CAPACITY {
+            cache.clear();
+        }
+        cache.insert(key, (verdict, Instant::now()));
+    }
+
+    /// Asks the webhook (or the cache) about `a`.
+    pub async fn authorize(&self, a: &Attributes) -> Verdict {
+        let spec = review_spec(a);
+        let key = spec.to_string();
+        if let Some(v) = self.cached(&key) {
+            return v;
+        }
+        let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "metadata": {"creationTimestamp": null}, "spec": spec, "status": {"allowed": false}});
+        let started = Instant::now();
+        let outcome = self.client.post_json(&review, REVIEW_TIMEOUT).await;
+        let result = match &outcome {
+            Ok((code, _)) if (200..300).contains(code) => "success",
+            Err(e) if e.contains("timed out") => "timeout",
+            _ => "error",
+        };
+        metrics::counter!("apiserver_authorization_webhook_evaluations_total", "name" => NAME, "result" => result)
+            .increment(1);
+        metrics::histogram!("apiserver_authorization_webhook_duration_seconds", "name" => NAME, "result" => result)
+            .record(started.elapsed().as_secs_f64());
+        let body = match outcome {
+            Ok((code, body)) if (200..300).contains(&code) => body,
+            Ok((code, _)) => return self.fail_open(result, format!("the authorization webhook answered {code}")),
+            Err(e) => return self.fail_open(result, e),
+        };
+        let status = &body["status"];
+        let reason = status["reason"].as_str().unwrap_or_default().to_string();
+        let verdict = if status["allowed"].as_bool() == Some(true) {
+            Verdict::Allow(reason)
+        } else if status["denied"].as_bool() == Some(true) {
+            Verdict::Deny(reason)
+        } else {
+            Verdict::NoOpinion(reason)
+        };
+        self.remember(key, verdict.clone());
+        verdict
+    }
+
+    fn fail_open(&self, result: &'static str, why: String) -> Verdict {
+        tracing::warn!("authorization webhook: {why}");
+        metrics::counter!("apiserver_authorization_webhook_evaluations_fail_open_total", "name" => NAME, "result" => result)
+            .increment(1);
+        Verdict::NoOpinion(why)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use apimachinery::request::{UserInfo, parse_request_info};
+
+    use super::*;
+
+    #[test]
+    fn the_review_names_the_resource_or_path_as_kube_sends_it() {
+        let user = UserInfo { name: "alice".into(), groups: vec!["dev".into()], ..Default::default() };
+        let a = Attributes::of(user.clone(), &parse_request_info("GET", "/api/v1/namespaces/ns/pods/web/log", false));
+        let spec = review_spec(&a);
+        assert_eq!(
+            spec["resourceAttributes"],
+            json!({"namespace": "ns", "verb": "get", "group": "", "version": "v1", "resource": "pods", "subresource": "log", "name": "web"})
+        );
+        assert_eq!(spec["user"], "alice");
+        let a = Attributes::of(user, &parse_request_info("GET", "/healthz", false));
+        assert_eq!(review_spec(&a)["nonResourceAttributes"], json!({"path": "/healthz", "verb": "get"}));
+    }
+}
