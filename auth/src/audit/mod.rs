@@ -238,6 +238,9 @@ impl Drop for AuditCompletion {
 /// errors stop the server at startup. Must be called inside a running actix `System`: the
 /// writer gets an arbiter (thread) of its own. The buffer is listed in `directory`.
 pub fn start(options: &AuditOptions, directory: &ActorDirectory) -> Result<Option<Auditor>, String> {
+    // Requests are never refused for audit's sake (nothing blocks on it): kube's counter of
+    // such refusals stays at zero, and is exported so dashboards find it.
+    metrics::counter!("apiserver_audit_requests_rejected_total").absolute(0);
     let Some(policy_file) = &options.policy_file else {
         if options.log_path.is_some() || options.webhook_config_file.is_some() {
             tracing::info!("no audit policy file provided: no audit events will be recorded");

@@ -297,6 +297,7 @@ fn main() {
         }
         if what == "rbac" || what == "all" {
             rbac::run();
+            rbac::run_https(seconds).await;
         }
         if let Some(sizes) = what.strip_prefix("cache=") {
             let sizes: Vec<usize> = sizes.split(',').map(|n| n.parse().expect("an object count")).collect();
