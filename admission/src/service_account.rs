@@ -122,6 +122,7 @@ impl AdmissionPlugin for ServiceAccount {
         let account_name = if named.is_empty() { "default".to_string() } else { named.to_string() };
         if let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) {
             spec.insert("serviceAccountName".into(), account_name.clone().into());
+            spec.insert("serviceAccount".into(), account_name.clone().into());
         }
         let Some(account) = self.account(&t.namespace, &account_name).await? else {
             let pod_name = pod.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");

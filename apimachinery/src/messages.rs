@@ -124,6 +124,10 @@ pub struct AuthorizationDecision {
     pub denied: bool,
     /// Why: the allowing rule's description, or the reasons of those that had no opinion.
     pub reason: String,
+    /// An authorizer failed (a webhook unreachable): unless another allowed the request, kube
+    /// answers 500 with this, not 403.
+    #[serde(default)]
+    pub error: String,
 }
 
 // ---------------------------------------------------------------- flow control

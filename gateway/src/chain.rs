@@ -260,7 +260,7 @@ async fn serve(
                 if let Some(a) = audit.as_mut() {
                     a.authorized(&decision);
                 }
-                return Err(auth::forbidden(&user, &check, &decision.reason));
+                return Err(refusal(&user, &check, &decision));
             }
         }
         let impersonated = asked.user();
@@ -281,11 +281,21 @@ async fn serve(
         a.authorized(&decision);
     }
     if !decision.allowed {
-        return Err(auth::forbidden(&user, info, &decision.reason));
+        return Err(refusal(&user, info, &decision));
     }
     let audit_body = audit.as_ref().map(|_| request.body);
     let ctx = RequestContext { req, info, query, user, deadline, server, audit_body };
     if info.is_resource_request { rest::serve(&ctx, payload).await } else { non_resource(&ctx).await }
+}
+
+/// A request no authorizer allowed: 403, or 500 when an authorizer failed (kube's filter
+/// answers an authorizer's error with an internal error).
+fn refusal(user: &UserInfo, info: &RequestInfo, decision: &apimachinery::messages::AuthorizationDecision) -> ApiError {
+    if decision.error.is_empty() {
+        auth::forbidden(user, info, &decision.reason)
+    } else {
+        ApiError::internal(&decision.error)
+    }
 }
 
 fn json_ok(ctx: &RequestContext<'_>, v: &Value) -> HttpResponse {

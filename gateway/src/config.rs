@@ -113,12 +113,18 @@ pub struct ServeOptions {
     /// kubeconfig of a service answering TokenReviews for tokens nothing else recognises.
     #[arg(long)]
     pub authentication_token_webhook_config_file: Option<PathBuf>,
+    /// TokenReview version the token webhook is sent (`v1` or `v1beta1`).
+    #[arg(long, default_value = "v1beta1", value_parser = ["v1", "v1beta1"])]
+    pub authentication_token_webhook_version: String,
     /// How long the token webhook's answers are kept.
     #[arg(long, default_value = "2m", value_parser = parse_duration)]
     pub authentication_token_webhook_cache_ttl: Duration,
     /// kubeconfig of the service answering SubjectAccessReviews for `--authorization-mode=Webhook`.
     #[arg(long)]
     pub authorization_webhook_config_file: Option<PathBuf>,
+    /// SubjectAccessReview version the authorization webhook is sent (`v1` or `v1beta1`).
+    #[arg(long, default_value = "v1beta1", value_parser = ["v1", "v1beta1"])]
+    pub authorization_webhook_version: String,
     /// How long the authorization webhook's allowed answers are kept.
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     pub authorization_webhook_cache_authorized_ttl: Duration,

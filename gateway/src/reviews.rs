@@ -188,6 +188,9 @@ async fn access(ctx: &RequestContext<'_>, user: UserInfo, spec: &Value, namespac
     if !d.reason.is_empty() {
         status["reason"] = d.reason.into();
     }
+    if !d.error.is_empty() {
+        status["evaluationError"] = d.error.into();
+    }
     status
 }
 

@@ -234,7 +234,8 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     if let Some(file) = &options.authentication_token_webhook_config_file {
         let client = auth::kubeconfig::WebhookClient::from_kubeconfig(file)?;
         let ttl = options.authentication_token_webhook_cache_ttl;
-        authenticators.push(Arc::new(auth::authn::webhook::WebhookTokenAuthenticator::new(client, ttl)));
+        let version = &options.authentication_token_webhook_version;
+        authenticators.push(Arc::new(auth::authn::webhook::WebhookTokenAuthenticator::new(client, version, ttl)));
     }
     // In front of flow control: waits for a slot rather than refusing, so APF decides who is
     // turned away.
@@ -352,6 +353,7 @@ fn authorizers(
         (true, None) => return Err("--authorization-mode=Webhook needs --authorization-webhook-config-file".into()),
         (true, Some(file)) => Some(Arc::new(auth::authz::WebhookAuthorizer::new(
             auth::kubeconfig::WebhookClient::from_kubeconfig(file)?,
+            &options.authorization_webhook_version,
             options.authorization_webhook_cache_authorized_ttl,
             options.authorization_webhook_cache_unauthorized_ttl,
         ))),

@@ -393,3 +393,68 @@ pub fn assert_success(what: &str, out: &Output) -> String {
     assert!(out.status.success(), "{what} failed:\nstdout: {stdout}\nstderr: {}", String::from_utf8_lossy(&out.stderr));
     stdout
 }
+
+impl TestServer {
+    /// Runs inline Python `code` (`python -c`) with `kubeconfig` as `sys.argv[1]` and `args` after.
+    pub fn python_code(&self, kubeconfig: &Path, code: &str, args: &[&str]) -> Output {
+        Command::new(python_bin())
+            .arg("-u")
+            .arg("-c")
+            .arg(code)
+            .arg(kubeconfig)
+            .args(args)
+            .output()
+            .expect("run python")
+    }
+}
+
+/// Polls `check` every 20 ms until it gives `Some`, for at most `within`.
+pub fn poll_until<T>(within: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(v) = check() {
+            return Some(v);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Writes to `path` the kubeconfig of a webhook served at `server` (a full URL), trusting
+/// `ca_file` for https, as `--authentication-token-webhook-config-file` and
+/// `--authorization-webhook-config-file` take it.
+pub fn write_webhook_kubeconfig(path: &Path, server: &str, ca_file: Option<&Path>) {
+    let ca = ca_file.map_or(String::new(), |p| format!("    certificate-authority: {}\n", p.display()));
+    let text = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: hook\n  cluster:\n    server: {server}\n{ca}users:\n- name: apiserver\n  user: {{}}\ncontexts:\n- name: hook\n  context:\n    cluster: hook\n    user: apiserver\ncurrent-context: hook\n"
+    );
+    std::fs::write(path, text).expect("write webhook kubeconfig");
+}
+
+impl TestServer {
+    /// `method path` with `token` as its bearer credential (none: no credentials, not the
+    /// admin's certificate either) and an optional JSON body: the status and the JSON answer
+    /// (`Null` if it is not JSON). Run inside an actix runtime.
+    pub async fn call_with_token(
+        &self,
+        token: Option<&str>,
+        method: &str,
+        path: &str,
+        body: Option<serde_json::Value>,
+    ) -> (u16, serde_json::Value) {
+        let client = self.client(false);
+        let mut req = client.request(method.parse().expect("method"), self.url(path));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        let mut resp = match body {
+            Some(b) => req.insert_header(("Content-Type", "application/json")).send_body(b.to_string()).await,
+            None => req.send().await,
+        }
+        .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+        let bytes = resp.body().limit(64 << 20).await.expect("body");
+        (resp.status().as_u16(), serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null))
+    }
+}

@@ -10,6 +10,7 @@ use super::{child_obj, is_unset, set_if_unset, set_str_if_empty};
 /// Defaults a pod spec. `is_pod` adds what only a `Pod` gets (not a template):
 /// `enableServiceLinks`, requests copied from limits, host ports under `hostNetwork`.
 pub fn default_pod_spec(spec: &mut Map<String, Value>, is_pod: bool) {
+    mirror_service_account(spec);
     set_str_if_empty(spec, "dnsPolicy", "ClusterFirst");
     set_str_if_empty(spec, "restartPolicy", "Always");
     if is_unset(spec.get("securityContext")) {
@@ -355,6 +356,17 @@ pub fn qos_class(spec: &Value) -> &'static str {
         return "Guaranteed";
     }
     "Burstable"
+}
+
+/// kube's v1 conversion of the deprecated `serviceAccount`: it names the account when
+/// `serviceAccountName` does not, and is written back as a copy of `serviceAccountName`.
+pub fn mirror_service_account(spec: &mut Map<String, Value>) {
+    let name = |v: Option<&Value>| v.and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string);
+    let account = name(spec.get("serviceAccountName")).or_else(|| name(spec.get("serviceAccount")));
+    if let Some(account) = account {
+        spec.insert("serviceAccountName".into(), account.clone().into());
+        spec.insert("serviceAccount".into(), account.into());
+    }
 }
 
 #[cfg(test)]

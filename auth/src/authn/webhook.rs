@@ -26,6 +26,8 @@ type Answer = Option<UserInfo>;
 /// The webhook token authenticator.
 pub struct WebhookTokenAuthenticator {
     client: WebhookClient,
+    /// `--authentication-token-webhook-version`: `v1` or `v1beta1` (kube 1.30's default).
+    version: String,
     ttl: Duration,
     /// Token digest → answer and when it was given; checked and filled by every review.
     cache: Mutex<HashMap<[u8; 32], (Answer, Instant)>>,
@@ -55,9 +57,9 @@ fn reviewed_user(status: &Value) -> UserInfo {
 }
 
 impl WebhookTokenAuthenticator {
-    /// An authenticator calling the webhook `client`, keeping answers for `ttl`.
-    pub fn new(client: WebhookClient, ttl: Duration) -> Self {
-        WebhookTokenAuthenticator { client, ttl, cache: Mutex::default() }
+    /// An authenticator sending `version` TokenReviews to `client`, keeping answers for `ttl`.
+    pub fn new(client: WebhookClient, version: &str, ttl: Duration) -> Self {
+        WebhookTokenAuthenticator { client, version: version.to_string(), ttl, cache: Mutex::default() }
     }
 
     fn cached(&self, key: &[u8; 32]) -> Option<Answer> {
@@ -82,7 +84,7 @@ impl WebhookTokenAuthenticator {
 
     async fn review(&self, token: &str) -> Result<Answer, String> {
         let review = json!({
-            "apiVersion": "authentication.k8s.io/v1",
+            "apiVersion": format!("authentication.k8s.io/{}", self.version),
             "kind": "TokenReview",
             "metadata": {"creationTimestamp": null},
             "spec": {"token": token},

@@ -80,12 +80,12 @@ pub fn decide(modes: &[AuthorizationMode], policy: &SharedPolicy, a: &Attributes
             AuthorizationMode::AlwaysAllow => return AuthorizationDecision { allowed: true, ..Default::default() },
             AuthorizationMode::AlwaysDeny => {
                 reasons.push("Everything is forbidden.".to_string());
-                return AuthorizationDecision { allowed: false, denied: true, reason: reasons.join("\n") };
+                return AuthorizationDecision { denied: true, reason: reasons.join("\n"), ..Default::default() };
             }
             AuthorizationMode::Rbac => {
                 let d = policy.read().unwrap_or_else(std::sync::PoisonError::into_inner).authorize(a);
                 if d.allowed {
-                    return AuthorizationDecision { allowed: true, denied: false, reason: d.reason };
+                    return AuthorizationDecision { allowed: true, reason: d.reason, ..Default::default() };
                 }
                 match d.errors.as_slice() {
                     [] => {}
@@ -97,7 +97,7 @@ pub fn decide(modes: &[AuthorizationMode], policy: &SharedPolicy, a: &Attributes
             AuthorizationMode::Node | AuthorizationMode::Webhook => {}
         }
     }
-    AuthorizationDecision { allowed: false, denied: false, reason: reasons.join("\n") }
+    AuthorizationDecision { reason: reasons.join("\n"), ..Default::default() }
 }
 
 /// `--authorization-mode`'s authorizers with what the remote and graph ones need.
@@ -123,7 +123,7 @@ impl Authorizers {
         if a.user.in_group("system:masters") {
             return (AuthorizationDecision { allowed: true, ..Default::default() }, None);
         }
-        let mut reasons = Vec::new();
+        let (mut reasons, mut errors) = (Vec::new(), Vec::new());
         for mode in &self.modes {
             let d = match mode {
                 AuthorizationMode::Node => match &self.node {
@@ -135,9 +135,13 @@ impl Authorizers {
                 },
                 AuthorizationMode::Webhook => match &self.webhook {
                     Some(w) => match w.authorize(a).await {
-                        Verdict::Allow(reason) => AuthorizationDecision { allowed: true, denied: false, reason },
-                        Verdict::Deny(reason) => AuthorizationDecision { allowed: false, denied: true, reason },
+                        Verdict::Allow(reason) => AuthorizationDecision { allowed: true, reason, ..Default::default() },
+                        Verdict::Deny(reason) => AuthorizationDecision { denied: true, reason, ..Default::default() },
                         Verdict::NoOpinion(reason) => AuthorizationDecision { reason, ..Default::default() },
+                        Verdict::Failed(error) => {
+                            errors.push(error);
+                            AuthorizationDecision::default()
+                        }
                     },
                     None => AuthorizationDecision::default(),
                 },
@@ -154,7 +158,8 @@ impl Authorizers {
                 reasons.push(d.reason);
             }
         }
-        (AuthorizationDecision { allowed: false, denied: false, reason: reasons.join("\n") }, None)
+        let (reason, error) = (reasons.join("\n"), errors.join(", "));
+        (AuthorizationDecision { allowed: false, denied: false, reason, error }, None)
     }
 }
 

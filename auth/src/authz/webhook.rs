@@ -28,13 +28,19 @@ pub enum Verdict {
     Allow(String),
     /// Denied outright: no later authorizer is asked.
     Deny(String),
-    /// No opinion (or the webhook failed), with why.
+    /// No opinion, with why.
     NoOpinion(String),
+    /// The webhook could not be asked or answered badly: no opinion, and the error, which
+    /// makes the request a 500 unless a later authorizer allows it (kube's legacy flags'
+    /// behaviour).
+    Failed(String),
 }
 
 /// The webhook authorizer.
 pub struct WebhookAuthorizer {
     client: WebhookClient,
+    /// `--authorization-webhook-version`: `v1` or `v1beta1` (kube 1.30's default).
+    version: String,
     authorized_ttl: Duration,
     unauthorized_ttl: Duration,
     /// Review spec (as JSON text) → verdict and when it was given.
@@ -75,8 +81,9 @@ pub fn review_spec(a: &Attributes) -> Value {
 impl WebhookAuthorizer {
     /// An authorizer calling `client`, keeping allowed answers for `authorized_ttl` and the
     /// others for `unauthorized_ttl`.
-    pub fn new(client: WebhookClient, authorized_ttl: Duration, unauthorized_ttl: Duration) -> Self {
-        WebhookAuthorizer { client, authorized_ttl, unauthorized_ttl, cache: Mutex::default() }
+    pub fn new(client: WebhookClient, version: &str, authorized_ttl: Duration, unauthorized_ttl: Duration) -> Self {
+        let version = version.to_string();
+        WebhookAuthorizer { client, version, authorized_ttl, unauthorized_ttl, cache: Mutex::default() }
     }
 
     fn cached(&self, key: &str) -> Option<Verdict> {
@@ -101,7 +108,20 @@ impl WebhookAuthorizer {
         if let Some(v) = self.cached(&key) {
             return v;
         }
-        let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "metadata": {"creationTimestamp": null}, "spec": spec, "status": {"allowed": false}});
+        let mut spec = spec;
+        if self.version == "v1beta1"
+            && let Some(groups) = spec.as_object_mut().and_then(|s| s.remove("groups"))
+        {
+            // v1beta1 names the field `group`.
+            spec["group"] = groups;
+        }
+        let review = json!({
+            "apiVersion": format!("authorization.k8s.io/{}", self.version),
+            "kind": "SubjectAccessReview",
+            "metadata": {"creationTimestamp": null},
+            "spec": spec,
+            "status": {"allowed": false},
+        });
         let started = Instant::now();
         let outcome = self.client.post_json(&review, REVIEW_TIMEOUT).await;
         let result = match &outcome {
@@ -135,7 +155,7 @@ impl WebhookAuthorizer {
         tracing::warn!("authorization webhook: {why}");
         metrics::counter!("apiserver_authorization_webhook_evaluations_fail_open_total", "name" => NAME, "result" => result)
             .increment(1);
-        Verdict::NoOpinion(why)
+        Verdict::Failed(why)
     }
 }
 

@@ -19,11 +19,15 @@ fn active(namespace: &Value) -> bool {
     namespace.pointer("/status/phase").and_then(Value::as_str) != Some("Terminating") && !namespace.is_being_deleted()
 }
 
-async fn ensure(stages: &Stages, catalogue: &Catalogue, objects: &dyn ObjectLookup, namespace: &str) {
-    match objects.get("", "serviceaccounts", namespace, "default").await {
-        Ok(Some(_)) => return,
-        Ok(None) => {}
-        Err(e) => return tracing::warn!(namespace, "reading the default ServiceAccount: {}", e.message),
+/// Creates `default` in `namespace` unless it exists. `deleted`: it was just deleted, so the
+/// cache may still show it; create without looking (an existing one is AlreadyExists).
+async fn ensure(stages: &Stages, catalogue: &Catalogue, objects: &dyn ObjectLookup, namespace: &str, deleted: bool) {
+    if !deleted {
+        match objects.get("", "serviceaccounts", namespace, "default").await {
+            Ok(Some(_)) => return,
+            Ok(None) => {}
+            Err(e) => return tracing::warn!(namespace, "reading the default ServiceAccount: {}", e.message),
+        }
     }
     let Some(def) = catalogue.find("", "v1", "serviceaccounts") else { return };
     let create = CreateObject {
@@ -52,21 +56,21 @@ pub fn spawn(stages: Stages, catalogue: Arc<Catalogue>, objects: Arc<dyn ObjectL
     let mut account_events = events(&stages, &accounts);
     actix_web::rt::spawn(async move {
         loop {
-            let namespace = tokio::select! {
+            let (namespace, deleted) = tokio::select! {
                 Some((kind, ns)) = namespace_events.recv() => {
                     if kind == WatchEventType::Deleted || !active(&ns) { continue }
-                    ns.name().to_string()
+                    (ns.name().to_string(), false)
                 }
                 Some((kind, sa)) = account_events.recv() => {
                     if kind != WatchEventType::Deleted || sa.name() != "default" { continue }
                     match objects.get("", "namespaces", "", sa.namespace()).await {
-                        Ok(Some(ns)) if active(&ns) => sa.namespace().to_string(),
+                        Ok(Some(ns)) if active(&ns) => (sa.namespace().to_string(), true),
                         _ => continue,
                     }
                 }
                 else => return,
             };
-            ensure(&stages, &catalogue, objects.as_ref(), &namespace).await;
+            ensure(&stages, &catalogue, objects.as_ref(), &namespace, deleted).await;
         }
     });
 }

@@ -1,12 +1,14 @@
 //! End-to-end tests: each boots the real `apiserver` binary and drives it with real clients.
 
 mod admin;
+mod audit;
 mod backpressure;
 mod bad_input;
 mod durability;
 mod encryption;
 mod etcd;
 mod helm;
+mod identities;
 mod kinds;
 mod kubectl;
 mod namespaces;
@@ -15,6 +17,7 @@ mod protobuf;
 mod python;
 mod rbac;
 mod rest;
+mod serviceaccounts;
 mod services;
 mod watch_cache;
 mod watch_sync;
