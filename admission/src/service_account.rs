@@ -139,6 +139,15 @@ impl AdmissionPlugin for ServiceAccount {
         if automounts(&pod, &account) {
             mount_token(&mut pod);
         }
+        // A pod naming no pull secrets gets its account's.
+        let own = pod.pointer("/spec/imagePullSecrets").and_then(Value::as_array).is_some_and(|s| !s.is_empty());
+        let account_secrets = account.get("imagePullSecrets").and_then(Value::as_array).filter(|s| !s.is_empty());
+        if let (false, Some(secrets), Some(spec)) =
+            (own, account_secrets, pod.get_mut("spec").and_then(Value::as_object_mut))
+        {
+            let names: Vec<Value> = secrets.iter().map(|s| json!({"name": s["name"]})).collect();
+            spec.insert("imagePullSecrets".into(), Value::Array(names));
+        }
         Ok(pod)
     }
 }
@@ -192,6 +201,11 @@ mod tests {
         assert_eq!(volume["projected"]["sources"][0]["serviceAccountToken"]["expirationSeconds"], 3607);
         assert_eq!(out["spec"]["containers"][0]["volumeMounts"][0]["name"], name);
         assert_eq!(out["spec"]["containers"][1]["volumeMounts"].as_array().unwrap().len(), 1, "own mount kept");
+        let with_secrets = json!({"metadata": {"name": "default"}, "imagePullSecrets": [{"name": "registry"}]});
+        let p = ServiceAccount::new(Arc::new(Accounts(vec![with_secrets])));
+        let object = pod(json!({"containers": [{"name": "a"}]}));
+        let out = p.admit(&create_pod(object.clone()), object).await.unwrap();
+        assert_eq!(out["spec"]["imagePullSecrets"], json!([{"name": "registry"}]), "the account's pull secrets");
     }
 
     #[tokio::test]

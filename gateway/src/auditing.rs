@@ -29,8 +29,8 @@ pub struct RequestAudit {
     event: Event,
 }
 
-/// Begins the event of a request `user` makes, if the policy audits it.
-pub fn begin(
+/// The event of a request `user` makes, if the policy audits it.
+fn begin(
     auditor: Option<&Auditor>,
     req: &HttpRequest,
     info: &RequestInfo,
@@ -50,8 +50,38 @@ pub fn begin(
     let uri = req.uri().path_and_query().map_or_else(|| req.path().to_string(), |p| p.to_string());
     let event =
         Event::received(config.level, audit_id, &attrs, &uri, ips, header("User-Agent").unwrap_or(""), received);
-    auditor.emit(&config, &event, Stage::RequestReceived);
     Some(RequestAudit { auditor: auditor.clone(), config, event })
+}
+
+/// Begins and emits at `RequestReceived` the event of an authenticated request.
+pub fn begin_authenticated(
+    auditor: Option<&Auditor>,
+    req: &HttpRequest,
+    info: &RequestInfo,
+    user: &UserInfo,
+    audit_id: &str,
+    received: DateTime<Utc>,
+) -> Option<RequestAudit> {
+    let audit = begin(auditor, req, info, user, audit_id, received)?;
+    audit.auditor.emit(&audit.config, &audit.event, Stage::RequestReceived);
+    Some(audit)
+}
+
+/// Records a request refused by authentication as kube's failed-authentication audit does:
+/// one event, at `ResponseStarted`, with no user, code 401 and the methods `attempted`.
+pub fn failed_authentication(
+    auditor: Option<&Auditor>,
+    req: &HttpRequest,
+    info: &RequestInfo,
+    audit_id: &str,
+    received: DateTime<Utc>,
+    attempted: &[&str],
+) {
+    let Some(mut audit) = begin(auditor, req, info, &UserInfo::default(), audit_id, received) else { return };
+    let mut status = ApiError::unauthorized();
+    status.message = format!("Authentication failed, attempted: {}", attempted.join(", "));
+    audit.event.set_error(&status);
+    audit.auditor.emit(&audit.config, &audit.event, Stage::ResponseStarted);
 }
 
 /// A request body as JSON, if it is JSON or YAML (protobuf bodies are not recorded).

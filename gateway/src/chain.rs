@@ -56,8 +56,9 @@ fn credentials(req: &HttpRequest) -> Credentials {
         .headers()
         .get("Authorization")
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-        .map(|t| t.trim().to_string())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, t)| t.trim().to_string())
         .filter(|t| !t.is_empty());
     let client_certificate = req.conn_data::<PeerIdentity>().and_then(|p| p.0.clone());
     Credentials { bearer_token, client_certificate, audiences: Vec::new() }
@@ -246,8 +247,23 @@ async fn serve(
 ) -> Result<HttpResponse, ApiError> {
     let Request { req, server, info, .. } = *request;
     let stages = &server.stages;
-    let user = stages.authenticate.ask(Authenticate(credentials(req)), deadline).await?.user;
-    *audit = auditing::begin(server.auditor.as_ref(), req, info, &user, request.audit_id, request.received);
+    let creds = credentials(req);
+    let attempted: Vec<&str> = [(creds.bearer_token.is_some(), "bearer"), (creds.client_certificate.is_some(), "x509")]
+        .into_iter()
+        .filter_map(|(tried, method)| tried.then_some(method))
+        .collect();
+    let user = match stages.authenticate.ask(Authenticate(creds), deadline).await {
+        Ok(found) => found.user,
+        Err(e) => {
+            if e.reason == apimachinery::Reason::Unauthorized {
+                let (id, at) = (request.audit_id, request.received);
+                auditing::failed_authentication(server.auditor.as_ref(), req, info, id, at, &attempted);
+            }
+            return Err(e);
+        }
+    };
+    *audit =
+        auditing::begin_authenticated(server.auditor.as_ref(), req, info, &user, request.audit_id, request.received);
     let asked = impersonation(req);
     let user = if asked.is_empty() {
         user

@@ -75,8 +75,8 @@ pub struct ServeOptions {
     /// The longest lifetime a TokenRequest gets (longer requests are cut to it).
     #[arg(long, value_parser = parse_duration)]
     pub service_account_max_token_expiration: Option<Duration>,
-    /// The `jwks_uri` published in `/.well-known/openid-configuration` (default: under the
-    /// issuer).
+    /// The `jwks_uri` published in `/.well-known/openid-configuration` (default:
+    /// `https://<this server's address>/openid/v1/jwks`).
     #[arg(long)]
     pub service_account_jwks_uri: Option<String>,
     /// Audiences of the API (comma-separated): tokens must be meant for one of them; the first

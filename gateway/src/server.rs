@@ -215,6 +215,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     authenticators.push(Arc::new(auth::serviceaccount::authenticator::ServiceAccountAuthenticator::new(
         keys,
         options.service_account_issuer.clone(),
+        audiences.clone(),
         objects.clone(),
     )));
     if let Some(issuer_url) = &options.oidc_issuer_url {

@@ -30,7 +30,12 @@ async fn read(ctx: &RequestContext<'_>, resource: &str, namespace: &str, name: &
 }
 
 /// The spec's `boundObjectRef`, checked against the object it names.
-async fn bound_object(ctx: &RequestContext<'_>, namespace: &str, spec: &Value) -> Result<Option<Bound>, ApiError> {
+async fn bound_object(
+    ctx: &RequestContext<'_>,
+    namespace: &str,
+    account: &str,
+    spec: &Value,
+) -> Result<Option<Bound>, ApiError> {
     let Some(r) = spec.get("boundObjectRef").filter(|r| !r.is_null()) else { return Ok(None) };
     let field = |f: &str| r.get(f).and_then(Value::as_str).unwrap_or_default().to_string();
     let (kind, api_version, name, uid) = (field("kind"), field("apiVersion"), field("name"), field("uid"));
@@ -43,6 +48,12 @@ async fn bound_object(ctx: &RequestContext<'_>, namespace: &str, spec: &Value) -
         }
     };
     let object = read(ctx, resource, namespace, &name).await?;
+    let runs_as = object.pointer("/spec/serviceAccountName").and_then(Value::as_str).unwrap_or("default");
+    if resource == "pods" && runs_as != account {
+        return Err(ApiError::bad_request(format!(
+            "cannot bind token for serviceaccount {account:?} to pod running with different serviceaccount name."
+        )));
+    }
     if !uid.is_empty() && object.uid() != uid {
         return Err(ApiError::conflict(
             "",
@@ -93,7 +104,7 @@ pub async fn request(
         .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
         .filter(|a: &Vec<String>| !a.is_empty())
         .unwrap_or_else(|| issuer.api_audiences().to_vec());
-    let bound = bound_object(ctx, &target.namespace, &spec).await?;
+    let bound = bound_object(ctx, &target.namespace, &target.name, &spec).await?;
     let lifetime = issuer.lifetime(Duration::from_secs(expiration as u64));
     let token_spec = TokenSpec { audiences: audiences.clone(), expiration: lifetime, bound };
     let now = chrono::Utc::now();
@@ -127,7 +138,10 @@ pub async fn request(
 
 /// `/.well-known/openid-configuration`.
 pub fn openid_configuration(ctx: &RequestContext<'_>) -> HttpResponse {
-    let doc = ctx.server.tokens.openid_configuration(ctx.server.options.service_account_jwks_uri.as_deref());
+    // kube publishes the keys at the server's own address unless told otherwise.
+    let own = format!("https://{}/openid/v1/jwks", ctx.server.address);
+    let uri = ctx.server.options.service_account_jwks_uri.as_deref().unwrap_or(&own);
+    let doc = ctx.server.tokens.openid_configuration(uri);
     HttpResponse::Ok().content_type("application/json").body(doc.to_string())
 }
 

@@ -78,10 +78,8 @@ pub fn decide(modes: &[AuthorizationMode], policy: &SharedPolicy, a: &Attributes
     for mode in modes {
         match mode {
             AuthorizationMode::AlwaysAllow => return AuthorizationDecision { allowed: true, ..Default::default() },
-            AuthorizationMode::AlwaysDeny => {
-                reasons.push("Everything is forbidden.".to_string());
-                return AuthorizationDecision { denied: true, reason: reasons.join("\n"), ..Default::default() };
-            }
+            // kube's AlwaysDeny has no opinion, with a reason: later modes may still allow.
+            AuthorizationMode::AlwaysDeny => reasons.push("Everything is forbidden.".to_string()),
             AuthorizationMode::Rbac => {
                 let d = policy.read().unwrap_or_else(std::sync::PoisonError::into_inner).authorize(a);
                 if d.allowed {
@@ -148,10 +146,6 @@ impl Authorizers {
                 local => decide(std::slice::from_ref(local), &self.policy, a),
             };
             if d.allowed || d.denied {
-                if !reasons.is_empty() && d.denied {
-                    reasons.push(d.reason);
-                    return (AuthorizationDecision { reason: reasons.join("\n"), ..d }, Some(*mode));
-                }
                 return (d, Some(*mode));
             }
             if !d.reason.is_empty() {
@@ -344,8 +338,9 @@ mod tests {
         let a = Attributes::of(bob.clone(), &req);
         assert!(!decide(&[AuthorizationMode::Rbac], &policy, &a).allowed);
         assert!(decide(&[AuthorizationMode::Rbac, AuthorizationMode::AlwaysAllow], &policy, &a).allowed);
-        let deny = decide(&[AuthorizationMode::AlwaysDeny, AuthorizationMode::AlwaysAllow], &policy, &a);
-        assert!(!deny.allowed && deny.denied);
+        assert!(decide(&[AuthorizationMode::AlwaysDeny, AuthorizationMode::AlwaysAllow], &policy, &a).allowed);
+        let deny = decide(&[AuthorizationMode::AlwaysDeny], &policy, &a);
+        assert!(!deny.allowed && !deny.denied, "kube's AlwaysDeny has no opinion");
         assert_eq!(deny.reason, "Everything is forbidden.");
         let admin = UserInfo { name: "root".into(), groups: vec!["system:masters".into()], ..Default::default() };
         assert!(decide(&[AuthorizationMode::AlwaysDeny], &policy, &Attributes::of(admin, &req)).allowed);

@@ -29,14 +29,21 @@ pub struct ServiceAccountAuthenticator {
     keys: Arc<KeySet>,
     /// `--service-account-issuer` values; the first issues, all are accepted.
     issuers: Vec<String>,
+    /// `--api-audiences`: what legacy tokens, which name no audience, are for.
+    api_audiences: Vec<String>,
     objects: Arc<dyn ObjectLookup>,
 }
 
 impl ServiceAccountAuthenticator {
     /// Accepts tokens of `issuers` (and legacy ones) signed by `keys`, checking the objects
     /// they name through `objects`.
-    pub fn new(keys: Arc<KeySet>, issuers: Vec<String>, objects: Arc<dyn ObjectLookup>) -> Self {
-        ServiceAccountAuthenticator { keys, issuers, objects }
+    pub fn new(
+        keys: Arc<KeySet>,
+        issuers: Vec<String>,
+        api_audiences: Vec<String>,
+        objects: Arc<dyn ObjectLookup>,
+    ) -> Self {
+        ServiceAccountAuthenticator { keys, issuers, api_audiences, objects }
     }
 
     /// The claims of `token` if one of the keys signed it.
@@ -76,7 +83,13 @@ impl ServiceAccountAuthenticator {
         if actual != uid {
             return Err(format!("{kind} UID ({uid}) does not match the one in the token ({actual})"));
         }
-        if found.pointer("/metadata/deletionTimestamp").is_some() {
+        // An object being deleted keeps its tokens for a minute, as kube allows, so a pod in
+        // graceful termination can still release what it holds.
+        let deleted_at = found
+            .pointer("/metadata/deletionTimestamp")
+            .and_then(Value::as_str)
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok());
+        if deleted_at.is_some_and(|t| t.timestamp() + (LEEWAY_SECONDS as i64) < chrono::Utc::now().timestamp()) {
             return Err(format!("{kind} {namespace}/{name} is being deleted"));
         }
         Ok(found)
@@ -123,9 +136,16 @@ impl ServiceAccountAuthenticator {
         }
         let (ns, name, uid) = (&claims.namespace, &claims.service_account_name, &claims.service_account_uid);
         self.object("serviceaccounts", ns, name, uid).await?;
-        metrics::counter!("serviceaccount_legacy_tokens_total").increment(1);
         // Legacy tokens name no audience: they hold for the API audiences only.
-        Ok(Authenticated { user: account_user(ns, name, uid, BTreeMap::new()), audiences: audiences.to_vec() })
+        let held: Vec<String> = audiences.iter().filter(|a| self.api_audiences.contains(a)).cloned().collect();
+        if held.is_empty() {
+            return Err(format!(
+                "token audiences {:?} is invalid for the target audiences {audiences:?}",
+                self.api_audiences
+            ));
+        }
+        metrics::counter!("serviceaccount_legacy_tokens_total").increment(1);
+        Ok(Authenticated { user: account_user(ns, name, uid, BTreeMap::new()), audiences: held })
     }
 
     async fn secret(&self, claims: &LegacyClaims) -> Result<Value, String> {
@@ -193,7 +213,8 @@ mod tests {
         let issuer = TokenIssuer::new(keys.clone(), "https://issuer.test", &api, None);
         let account = json!({"metadata": {"name": "robot", "namespace": "ns", "uid": "sa-1"}});
         let objects = Arc::new(Objects(std::sync::Mutex::new(vec![("serviceaccounts".into(), account)])));
-        let authn = ServiceAccountAuthenticator::new(keys, vec!["https://issuer.test".into()], objects.clone());
+        let authn =
+            ServiceAccountAuthenticator::new(keys, vec!["https://issuer.test".into()], api.clone(), objects.clone());
         (dir, issuer, authn, objects)
     }
 
@@ -257,9 +278,11 @@ mod tests {
         let mut kept = secret.clone();
         kept["data"] = json!({"token": STANDARD.encode(&token)});
         objects.0.lock().unwrap().push(("secrets".into(), kept));
-        let api = vec!["api".to_string()];
+        let api = issuer.api_audiences().to_vec();
         let found = authn.authenticate(&token, &api).await.unwrap().unwrap();
         assert_eq!(found.user.name, "system:serviceaccount:ns:robot");
+        let e = authn.authenticate(&token, &["vault".to_string()]).await.unwrap_err();
+        assert!(e.contains("invalid for the target audiences"), "a legacy token is for the API only: {e}");
         objects.0.lock().unwrap().retain(|(r, _)| r != "secrets");
         assert_eq!(authn.authenticate(&token, &api).await.unwrap_err(), "secret ns/robot-token has been deleted");
     }

@@ -205,9 +205,8 @@ impl TokenIssuer {
     }
 
     /// `/.well-known/openid-configuration`, as kube serves it for `--service-account-issuer`.
-    pub fn openid_configuration(&self, jwks_uri: Option<&str>) -> Value {
-        let jwks =
-            jwks_uri.map_or_else(|| format!("{}/openid/v1/jwks", self.issuer.trim_end_matches('/')), str::to_string);
+    pub fn openid_configuration(&self, jwks_uri: &str) -> Value {
+        let jwks = jwks_uri;
         let algorithms: Vec<String> = {
             let mut a: Vec<String> = self.keys.verifying().iter().map(|k| format!("{:?}", k.algorithm)).collect();
             a.sort();

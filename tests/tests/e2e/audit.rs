@@ -230,6 +230,18 @@ async fn forbidden_impersonated_and_watch_requests_are_audited_as_kube_records_t
         assert_eq!(e["requestURI"], "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1");
     }
     assert_eq!(watch[1]["responseStatus"]["code"], 200, "{}", watch[1]);
+
+    // A bad token: one event, at ResponseStarted, with no user, as kube's failed-authentication
+    // audit records it.
+    let (code, _) = s.call_with_token(Some("no-such-token"), "GET", "/api/v1/namespaces/default/pods", None).await;
+    assert_eq!(code, 401);
+    let unauthenticated = |e: &Value| e["responseStatus"]["code"] == 401 && e["objectRef"]["resource"] == "pods";
+    let events = wait_for(&log, "the failed authentication", |ev| ev.iter().any(unauthenticated));
+    let failed: Vec<&Value> = events.iter().filter(|e| unauthenticated(e)).collect();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(failed[0]["stage"], "ResponseStarted", "{}", failed[0]);
+    assert_eq!(failed[0]["user"], serde_json::json!({}), "{}", failed[0]);
+    assert_eq!(failed[0]["responseStatus"]["message"], "Authentication failed, attempted: bearer", "{}", failed[0]);
 }
 
 /// Whether `name` is a rotated log as kube names them: `audit-2006-01-02T15-04-05.000.log`.

@@ -564,7 +564,7 @@ async fn anonymous_requests_see_version_and_health_but_bad_tokens_are_401() {
     assert_eq!(code, 200, "{doc}");
     assert_eq!(
         (&doc["issuer"], &doc["jwks_uri"]),
-        (&json!("https://sa.example.com"), &json!("https://sa.example.com/openid/v1/jwks"))
+        (&json!("https://sa.example.com"), &json!(closed.url("/openid/v1/jwks")))
     );
 }
 
@@ -577,7 +577,7 @@ async fn issuer_discovery_publishes_the_key_that_verifies_service_account_tokens
     assert_eq!(ctype.as_deref(), Some("application/json"));
     assert_eq!(
         doc,
-        json!({"issuer": ISSUER, "jwks_uri": format!("{ISSUER}/openid/v1/jwks"), "response_types_supported": ["id_token"],
+        json!({"issuer": ISSUER, "jwks_uri": s.url("/openid/v1/jwks"), "response_types_supported": ["id_token"],
             "subject_types_supported": ["public"], "id_token_signing_alg_values_supported": ["ES256"]})
     );
 
