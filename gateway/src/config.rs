@@ -240,6 +240,10 @@ pub struct ServeOptions {
     /// (kube-controller-manager's clusterrole-aggregation controller).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub enable_clusterrole_aggregation: bool,
+    /// Publish the `kube-root-ca.crt` ConfigMap (the CA verifying this server) in every
+    /// namespace (kube-controller-manager's root-ca-cert-publisher).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub enable_root_ca_publisher: bool,
     /// HTTP worker threads (0: one per core).
     #[arg(long, default_value_t = 0)]
     pub workers: usize,

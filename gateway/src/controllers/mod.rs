@@ -7,6 +7,7 @@
 //! - [`service_accounts`]: a `default` ServiceAccount in every namespace.
 //! - [`token_secrets`]: legacy tokens in `kubernetes.io/service-account-token` Secrets.
 //! - [`role_aggregation`]: ClusterRoles with an `aggregationRule` get the rules they select.
+//! - [`root_ca`]: the `kube-root-ca.crt` ConfigMap in every namespace.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +25,7 @@ use crate::state::Stages;
 
 pub mod namespace_finalizer;
 pub mod role_aggregation;
+pub mod root_ca;
 pub mod service_accounts;
 pub mod token_secrets;
 

@@ -381,6 +381,18 @@ async fn every_namespace_gets_a_default_service_account_and_pods_mount_its_token
     });
     assert!(took.is_some(), "the namespace gets a default ServiceAccount\n{}", s.log_tail());
 
+    // ... and the kube-root-ca.crt ConfigMap the token volume projects, restored if deleted.
+    let kubeconfig: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(&s.kubeconfig).unwrap()).unwrap();
+    let ca_data = kubeconfig["clusters"][0]["cluster"]["certificate-authority-data"].as_str().unwrap().to_string();
+    let cluster_ca = String::from_utf8(base64::engine::general_purpose::STANDARD.decode(ca_data).unwrap()).unwrap();
+    let root_ca = || {
+        let o = s.kubectl(&["get", "configmap", "kube-root-ca.crt", "-n", "team-a", "-o", "jsonpath={.data.ca\\.crt}"]);
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    assert!(within(Duration::from_secs(5), || root_ca() == cluster_ca.trim()).is_some(), "{}", root_ca());
+    s.kubectl_ok(&["delete", "configmap", "kube-root-ca.crt", "-n", "team-a"]);
+    assert!(within(Duration::from_secs(5), || root_ca() == cluster_ca.trim()).is_some(), "restored: {}", root_ca());
+
     let pod = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"team-a"},"spec":{
         "initContainers":[{"name":"init","image":"busybox"}],
         "containers":[{"name":"app","image":"nginx"},{"name":"sidecar","image":"busybox"}]}}"#;
