@@ -241,8 +241,9 @@ pub struct ServeOptions {
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub enable_clusterrole_aggregation: bool,
     /// Publish the `kube-root-ca.crt` ConfigMap (the CA verifying this server) in every
-    /// namespace (kube-controller-manager's root-ca-cert-publisher).
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    /// namespace (kube-controller-manager's root-ca-cert-publisher). Off by default for now: a
+    /// bare kube-apiserver publishes none, and the end-to-end suite still counts ConfigMaps so.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
     pub enable_root_ca_publisher: bool,
     /// HTTP worker threads (0: one per core).
     #[arg(long, default_value_t = 0)]

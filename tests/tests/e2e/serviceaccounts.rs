@@ -374,7 +374,7 @@ fn token_volume(pod: &Value) -> String {
 
 #[actix_web::test]
 async fn every_namespace_gets_a_default_service_account_and_pods_mount_its_token() {
-    let s = TestServer::start();
+    let s = TestServer::start_with(&["--enable-root-ca-publisher=true"]);
     s.kubectl_ok(&["create", "namespace", "team-a"]);
     let took = within(Duration::from_secs(5), || {
         s.kubectl(&["get", "serviceaccount", "default", "-n", "team-a"]).status.success()
