@@ -25,6 +25,7 @@ pub mod kubeconfig;
 pub mod rbac;
 pub mod reconcile;
 pub mod serviceaccount;
+pub mod ttl_cache;
 
 pub use authn::{AuthenticationActor, StaticTokens, TokenAuthenticator, load_token_file};
 pub use authz::{AuthorizationActor, AuthorizationMode, SharedPolicy, forbidden};

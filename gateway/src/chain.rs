@@ -248,14 +248,12 @@ async fn serve(
     let Request { req, server, info, .. } = *request;
     let stages = &server.stages;
     let creds = credentials(req);
-    let attempted: Vec<&str> = [(creds.bearer_token.is_some(), "bearer"), (creds.client_certificate.is_some(), "x509")]
-        .into_iter()
-        .filter_map(|(tried, method)| tried.then_some(method))
-        .collect();
+    let tried = [(creds.bearer_token.is_some(), "bearer"), (creds.client_certificate.is_some(), "x509")];
     let user = match stages.authenticate.ask(Authenticate(creds), deadline).await {
         Ok(found) => found.user,
         Err(e) => {
             if e.reason == apimachinery::Reason::Unauthorized {
+                let attempted: Vec<&str> = tried.iter().filter(|(t, _)| *t).map(|(_, m)| *m).collect();
                 let (id, at) = (request.audit_id, request.received);
                 auditing::failed_authentication(server.auditor.as_ref(), req, info, id, at, &attempted);
             }

@@ -408,6 +408,21 @@ impl TestServer {
     }
 }
 
+/// A command's outcome as (succeeded, stdout, stderr).
+pub fn command_outcome(o: &Output) -> (bool, String, String) {
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Polls `check` until it holds, for at most `within`; returns how long it took.
+pub fn within(within: Duration, mut check: impl FnMut() -> bool) -> Option<Duration> {
+    let started = Instant::now();
+    poll_until(within, || check().then(|| started.elapsed()))
+}
+
 /// Polls `check` every 20 ms until it gives `Some`, for at most `within`.
 pub fn poll_until<T>(within: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
     let deadline = Instant::now() + within;

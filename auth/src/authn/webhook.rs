@@ -4,9 +4,7 @@
 //! token's SHA-256, so a busy client costs one call per TTL, and the token itself is never
 //! kept.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use apimachinery::messages::Authenticated;
 use apimachinery::request::UserInfo;
@@ -15,11 +13,10 @@ use serde_json::{Value, json};
 
 use super::TokenAuthenticator;
 use crate::kubeconfig::WebhookClient;
+use crate::ttl_cache::TtlCache;
 
 /// How long one review may take.
 const REVIEW_TIMEOUT: Duration = Duration::from_secs(30);
-/// The most answers kept; past it expired ones are dropped, then all.
-const CACHE_CAPACITY: usize = 16 * 1024;
 
 type Answer = Option<UserInfo>;
 
@@ -30,7 +27,7 @@ pub struct WebhookTokenAuthenticator {
     version: String,
     ttl: Duration,
     /// Token digest → answer and when it was given; checked and filled by every review.
-    cache: Mutex<HashMap<[u8; 32], (Answer, Instant)>>,
+    cache: TtlCache<[u8; 32], Answer>,
 }
 
 fn digest(token: &str) -> [u8; 32] {
@@ -59,27 +56,7 @@ fn reviewed_user(status: &Value) -> UserInfo {
 impl WebhookTokenAuthenticator {
     /// An authenticator sending `version` TokenReviews to `client`, keeping answers for `ttl`.
     pub fn new(client: WebhookClient, version: &str, ttl: Duration) -> Self {
-        WebhookTokenAuthenticator { client, version: version.to_string(), ttl, cache: Mutex::default() }
-    }
-
-    fn cached(&self, key: &[u8; 32]) -> Option<Answer> {
-        let cache = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        cache.get(key).filter(|(_, at)| at.elapsed() < self.ttl).map(|(a, _)| a.clone())
-    }
-
-    fn remember(&self, key: [u8; 32], answer: Answer) {
-        if self.ttl.is_zero() {
-            return;
-        }
-        let mut cache = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if cache.len() >= CACHE_CAPACITY {
-            let ttl = self.ttl;
-            cache.retain(|_, (_, at)| at.elapsed() < ttl);
-            if cache.len() >= CACHE_CAPACITY {
-                cache.clear();
-            }
-        }
-        cache.insert(key, (answer, Instant::now()));
+        WebhookTokenAuthenticator { client, version: version.to_string(), ttl, cache: TtlCache::default() }
     }
 
     async fn review(&self, token: &str) -> Result<Answer, String> {
@@ -110,11 +87,13 @@ impl TokenAuthenticator for WebhookTokenAuthenticator {
 
     async fn authenticate(&self, token: &str, _: &[String]) -> Result<Option<Authenticated>, String> {
         let key = digest(token);
-        let answer = match self.cached(&key) {
+        let answer = match self.cache.get(&key, |_| self.ttl) {
             Some(answer) => answer,
             None => {
                 let answer = self.review(token).await?;
-                self.remember(key, answer.clone());
+                if !self.ttl.is_zero() {
+                    self.cache.insert(key, answer.clone(), self.ttl);
+                }
                 answer
             }
         };

@@ -71,19 +71,33 @@ pub type SharedPolicy = Arc<RwLock<Policy>>;
 /// The decision of the in-memory authorizers of `modes` for `a` (Node and Webhook, which may
 /// wait, have no opinion here: [`Authorizers::decide`] asks them).
 pub fn decide(modes: &[AuthorizationMode], policy: &SharedPolicy, a: &Attributes) -> AuthorizationDecision {
+    decide_in_memory(modes, policy, a).0
+}
+
+/// [`decide`], with the mode that decided (none for `system:masters` or no opinion).
+fn decide_in_memory(
+    modes: &[AuthorizationMode],
+    policy: &SharedPolicy,
+    a: &Attributes,
+) -> (AuthorizationDecision, Option<AuthorizationMode>) {
     if a.user.in_group("system:masters") {
-        return AuthorizationDecision { allowed: true, ..Default::default() };
+        return (AuthorizationDecision { allowed: true, ..Default::default() }, None);
     }
     let mut reasons = Vec::new();
-    for mode in modes {
+    for &mode in modes {
         match mode {
-            AuthorizationMode::AlwaysAllow => return AuthorizationDecision { allowed: true, ..Default::default() },
+            AuthorizationMode::AlwaysAllow => {
+                return (AuthorizationDecision { allowed: true, ..Default::default() }, Some(mode));
+            }
             // kube's AlwaysDeny has no opinion, with a reason: later modes may still allow.
             AuthorizationMode::AlwaysDeny => reasons.push("Everything is forbidden.".to_string()),
             AuthorizationMode::Rbac => {
                 let d = policy.read().unwrap_or_else(std::sync::PoisonError::into_inner).authorize(a);
                 if d.allowed {
-                    return AuthorizationDecision { allowed: true, reason: d.reason, ..Default::default() };
+                    return (
+                        AuthorizationDecision { allowed: true, reason: d.reason, ..Default::default() },
+                        Some(mode),
+                    );
                 }
                 match d.errors.as_slice() {
                     [] => {}
@@ -95,7 +109,7 @@ pub fn decide(modes: &[AuthorizationMode], policy: &SharedPolicy, a: &Attributes
             AuthorizationMode::Node | AuthorizationMode::Webhook => {}
         }
     }
-    AuthorizationDecision { reason: reasons.join("\n"), ..Default::default() }
+    (AuthorizationDecision { reason: reasons.join("\n"), ..Default::default() }, None)
 }
 
 /// `--authorization-mode`'s authorizers with what the remote and graph ones need.
@@ -276,8 +290,7 @@ impl StageHandler<Authorize> for AuthorizationActor {
         let a = Attributes::of(user, &request);
         let authorizers = self.authorizers.clone();
         if authorizers.immediate() {
-            let d = decide(&authorizers.modes, &authorizers.policy, &a);
-            let mode = if d.allowed || d.denied { deciding_mode(&authorizers.modes, &a, &d) } else { None };
+            let (d, mode) = decide_in_memory(&authorizers.modes, &authorizers.policy, &a);
             count(&d, mode);
             return Work::Done(Ok(d));
         }
@@ -287,19 +300,6 @@ impl StageHandler<Authorize> for AuthorizationActor {
             Ok(d)
         })
     }
-}
-
-/// Which in-memory mode gave a decision (for the metric's label): the first that can.
-fn deciding_mode(modes: &[AuthorizationMode], a: &Attributes, d: &AuthorizationDecision) -> Option<AuthorizationMode> {
-    if a.user.in_group("system:masters") {
-        return None;
-    }
-    modes.iter().copied().find(|m| match m {
-        AuthorizationMode::AlwaysAllow => d.allowed,
-        AuthorizationMode::AlwaysDeny => d.denied,
-        AuthorizationMode::Rbac => d.allowed,
-        _ => false,
-    })
 }
 
 actors::stage_handler!(AuthorizationActor => Authorize);

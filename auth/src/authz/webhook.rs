@@ -5,19 +5,16 @@
 //! webhook that fails or times out has no opinion (the request is then forbidden unless a
 //! later authorizer allows it), counted as a fail-open evaluation as kube counts it.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use crate::Attributes;
 use crate::kubeconfig::WebhookClient;
+use crate::ttl_cache::TtlCache;
 
 /// How long one review may take.
 const REVIEW_TIMEOUT: Duration = Duration::from_secs(30);
-/// The most answers kept.
-const CACHE_CAPACITY: usize = 16 * 1024;
 /// The authorizer's name in metrics, as kube names the one its flags configure.
 const NAME: &str = "webhook";
 
@@ -44,7 +41,7 @@ pub struct WebhookAuthorizer {
     authorized_ttl: Duration,
     unauthorized_ttl: Duration,
     /// Review spec (as JSON text) → verdict and when it was given.
-    cache: Mutex<HashMap<String, (Verdict, Instant)>>,
+    cache: TtlCache<String, Verdict>,
 }
 
 /// The `spec` of the SubjectAccessReview for `a`.
@@ -83,29 +80,18 @@ impl WebhookAuthorizer {
     /// others for `unauthorized_ttl`.
     pub fn new(client: WebhookClient, version: &str, authorized_ttl: Duration, unauthorized_ttl: Duration) -> Self {
         let version = version.to_string();
-        WebhookAuthorizer { client, version, authorized_ttl, unauthorized_ttl, cache: Mutex::default() }
+        WebhookAuthorizer { client, version, authorized_ttl, unauthorized_ttl, cache: TtlCache::default() }
     }
 
-    fn cached(&self, key: &str) -> Option<Verdict> {
-        let cache = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let (verdict, at) = cache.get(key)?;
-        let ttl = if matches!(verdict, Verdict::Allow(_)) { self.authorized_ttl } else { self.unauthorized_ttl };
-        (at.elapsed() < ttl).then(|| verdict.clone())
-    }
-
-    fn remember(&self, key: String, verdict: Verdict) {
-        let mut cache = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if cache.len() >= CACHE_CAPACITY {
-            cache.clear();
-        }
-        cache.insert(key, (verdict, Instant::now()));
+    fn ttl(&self, verdict: &Verdict) -> Duration {
+        if matches!(verdict, Verdict::Allow(_)) { self.authorized_ttl } else { self.unauthorized_ttl }
     }
 
     /// Asks the webhook (or the cache) about `a`.
     pub async fn authorize(&self, a: &Attributes) -> Verdict {
         let spec = review_spec(a);
         let key = spec.to_string();
-        if let Some(v) = self.cached(&key) {
+        if let Some(v) = self.cache.get(key.as_str(), |v| self.ttl(v)) {
             return v;
         }
         let mut spec = spec;
@@ -147,7 +133,7 @@ impl WebhookAuthorizer {
         } else {
             Verdict::NoOpinion(reason)
         };
-        self.remember(key, verdict.clone());
+        self.cache.insert(key, verdict.clone(), self.authorized_ttl.max(self.unauthorized_ttl));
         verdict
     }
 

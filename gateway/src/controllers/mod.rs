@@ -43,6 +43,12 @@ pub(crate) fn identity(controller: &str) -> UserInfo {
     }
 }
 
+/// Whether a namespace takes new content (not being deleted).
+pub(crate) fn active(namespace: &Value) -> bool {
+    use apimachinery::object::ObjectExt;
+    namespace.pointer("/status/phase").and_then(Value::as_str) != Some("Terminating") && !namespace.is_being_deleted()
+}
+
 /// The events of every object of `def`: the current state first (as `Added`), then each
 /// change; a watch that ends is started again the same way, so a controller that acts on
 /// state rather than on transitions misses nothing.

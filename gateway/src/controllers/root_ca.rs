@@ -13,15 +13,11 @@ use apimachinery::object::ObjectExt;
 use apimachinery::options::WriteOptions;
 use serde_json::{Value, json};
 
-use super::{WRITE_TIMEOUT, events, identity};
+use super::{WRITE_TIMEOUT, active, events, identity};
 use crate::state::Stages;
 
 const NAME: &str = "kube-root-ca.crt";
 const DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.";
-
-fn active(namespace: &Value) -> bool {
-    namespace.pointer("/status/phase").and_then(Value::as_str) != Some("Terminating") && !namespace.is_being_deleted()
-}
 
 struct Publisher {
     stages: Stages,

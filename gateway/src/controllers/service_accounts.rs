@@ -10,14 +10,10 @@ use apimachinery::lookup::ObjectLookup;
 use apimachinery::messages::{CreateObject, Target};
 use apimachinery::object::ObjectExt;
 use apimachinery::options::WriteOptions;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::{WRITE_TIMEOUT, events, identity};
+use super::{WRITE_TIMEOUT, active, events, identity};
 use crate::state::Stages;
-
-fn active(namespace: &Value) -> bool {
-    namespace.pointer("/status/phase").and_then(Value::as_str) != Some("Terminating") && !namespace.is_being_deleted()
-}
 
 /// Creates `default` in `namespace` unless it exists. `deleted`: it was just deleted, so the
 /// cache may still show it; create without looking (an existing one is AlreadyExists).

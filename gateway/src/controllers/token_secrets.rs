@@ -29,6 +29,11 @@ fn annotation<'a>(object: &'a Value, key: &str) -> &'a str {
     object.pointer("/metadata/annotations").and_then(|a| a.get(key)).and_then(Value::as_str).unwrap_or_default()
 }
 
+fn secret_target(secret: &Value) -> Target {
+    let (namespace, name) = (secret.namespace().into(), secret.name().into());
+    Target { version: "v1".into(), resource: "secrets".into(), namespace, name, ..Default::default() }
+}
+
 /// What the controller needs besides the stages.
 pub struct TokenSecrets {
     /// Signs the tokens.
@@ -41,13 +46,7 @@ pub struct TokenSecrets {
 
 impl TokenSecrets {
     async fn delete(&self, stages: &Stages, secret: &Value) {
-        let target = Target {
-            version: "v1".into(),
-            resource: "secrets".into(),
-            namespace: secret.namespace().into(),
-            name: secret.name().into(),
-            ..Default::default()
-        };
+        let target = secret_target(secret);
         let delete = DeleteObject { target, user: identity("tokens-controller"), options: DeleteOptions::default() };
         if let Err(e) = stages.delete.ask(delete, Deadline::after(WRITE_TIMEOUT)).await
             && e.reason != apimachinery::Reason::NotFound
@@ -81,13 +80,7 @@ impl TokenSecrets {
             data.insert("namespace".into(), STANDARD.encode(secret.namespace()).into());
         }
         filled["metadata"]["annotations"][UID_ANNOTATION] = account.uid().into();
-        let target = Target {
-            version: "v1".into(),
-            resource: "secrets".into(),
-            namespace: secret.namespace().into(),
-            name: secret.name().into(),
-            ..Default::default()
-        };
+        let target = secret_target(&secret);
         let update = UpdateObject {
             target,
             object: filled,

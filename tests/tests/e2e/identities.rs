@@ -5,7 +5,6 @@
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::Output;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -14,18 +13,10 @@ use base64::Engine;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 use serde_json::{Value, json};
-use tests::{TestServer, poll_until, write_webhook_kubeconfig};
+use tests::{TestServer, command_outcome as out, poll_until, write_webhook_kubeconfig};
 
 const UNAUTHORIZED: &str = "error: You must be logged in to the server (Unauthorized)";
 const CLIENT_ID: &str = "kubernetes";
-
-fn out(o: &Output) -> (bool, String, String) {
-    (
-        o.status.success(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
 
 fn now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()

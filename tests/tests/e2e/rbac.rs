@@ -1,10 +1,10 @@
 //! RBAC from the cache: bindings taking effect and ceasing to, kube's 403s, and the review APIs
 //! behind `kubectl auth can-i` and `kubectl auth whoami`.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
-use tests::TestServer;
+use tests::{TestServer, command_outcome as out, within};
 
 use crate::kinds::call;
 
@@ -15,26 +15,6 @@ fn server() -> (TestServer, tempfile::TempDir) {
     let tokens = dir.path().join("tokens.csv");
     std::fs::write(&tokens, TOKENS).unwrap();
     (TestServer::start_with(&["--token-auth-file", tokens.to_str().unwrap()]), dir)
-}
-
-fn out(o: &std::process::Output) -> (bool, String, String) {
-    (
-        o.status.success(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-/// Polls `check` until it holds, for at most `within`; returns how long it took.
-fn within(within: Duration, mut check: impl FnMut() -> bool) -> Option<Duration> {
-    let started = Instant::now();
-    while started.elapsed() < within {
-        if check() {
-            return Some(started.elapsed());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    None
 }
 
 #[actix_web::test]

@@ -4,38 +4,17 @@
 //! aggregation into `admin`/`edit`/`view`, anonymous requests, issuer discovery, and the
 //! official Python client presenting a bearer token.
 
-use std::process::Output;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use serde_json::{Value, json};
-use tests::TestServer;
+use tests::{TestServer, command_outcome as out, within};
 
 use crate::kinds::call;
 
 const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
 const UNAUTHORIZED: &str = "error: You must be logged in to the server (Unauthorized)";
 const MOUNT_PATH: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
-
-fn out(o: &Output) -> (bool, String, String) {
-    (
-        o.status.success(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-/// Polls `check` until it holds, for at most `within`; returns how long it took.
-fn within(within: Duration, mut check: impl FnMut() -> bool) -> Option<Duration> {
-    let started = Instant::now();
-    while started.elapsed() < within {
-        if check() {
-            return Some(started.elapsed());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    None
-}
 
 /// `kubectl create token ...` as the admin: the token.
 fn create_token(s: &TestServer, args: &[&str]) -> String {
