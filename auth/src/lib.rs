@@ -21,7 +21,6 @@ pub mod authz;
 pub mod bootstrap;
 pub mod escalation;
 pub mod impersonation;
-pub mod kubeconfig;
 pub mod rbac;
 pub mod reconcile;
 pub mod serviceaccount;

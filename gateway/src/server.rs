@@ -233,7 +233,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         authenticators.push(Arc::new(auth::authn::oidc::OidcAuthenticator::new(oidc)?));
     }
     if let Some(file) = &options.authentication_token_webhook_config_file {
-        let client = auth::kubeconfig::WebhookClient::from_kubeconfig(file)?;
+        let client = webhook_client::WebhookClient::from_kubeconfig(file)?;
         let ttl = options.authentication_token_webhook_cache_ttl;
         let version = &options.authentication_token_webhook_version;
         authenticators.push(Arc::new(auth::authn::webhook::WebhookTokenAuthenticator::new(client, version, ttl)));
@@ -353,7 +353,7 @@ fn authorizers(
         (false, _) => None,
         (true, None) => return Err("--authorization-mode=Webhook needs --authorization-webhook-config-file".into()),
         (true, Some(file)) => Some(Arc::new(auth::authz::WebhookAuthorizer::new(
-            auth::kubeconfig::WebhookClient::from_kubeconfig(file)?,
+            webhook_client::WebhookClient::from_kubeconfig(file)?,
             &options.authorization_webhook_version,
             options.authorization_webhook_cache_authorized_ttl,
             options.authorization_webhook_cache_unauthorized_ttl,

@@ -1,11 +1,12 @@
 //! The crate rules of docs/ARCHITECTURE.md, checked over `cargo metadata` and the sources:
 //!
 //! - `actors` (the runtime) depends on no workspace crate and no Kubernetes crate;
-//! - `protobuf` (the wire format) depends on no workspace crate;
+//! - `protobuf` (the wire format) and `webhook-client` (calls out to webhooks) depend on no
+//!   workspace crate;
 //! - `apimachinery` (the object model) depends only on `actors` and `protobuf`;
 //! - `storage` (the key-value contract and backends) only on `apimachinery`;
-//! - the stage crates only on `actors`, `apimachinery` and, for `registry` and `cacher`,
-//!   `storage`: never on each other;
+//! - the stage crates only on `actors`, `apimachinery`, `webhook-client` (admission and the
+//!   auth stages) and, for `registry` and `cacher`, `storage`: never on each other;
 //! - `gateway`, the composition root, depends on every stage crate, and nothing depends on it;
 //! - inside every crate, the top-level modules import each other without cycles (tests
 //!   excluded).
@@ -22,11 +23,11 @@ const STAGES: &[&str] = &["registry", "cacher", "admission", "flowcontrol", "aut
 
 fn allowed(krate: &str) -> Option<&'static [&'static str]> {
     Some(match krate {
-        "actors" | "protobuf" => &[],
+        "actors" | "protobuf" | "webhook-client" => &[],
         "apimachinery" => &["actors", "protobuf"],
         "storage" => &["apimachinery"],
         "registry" | "cacher" => &["actors", "apimachinery", "storage"],
-        "admission" | "flowcontrol" | "auth" => &["actors", "apimachinery"],
+        "admission" | "flowcontrol" | "auth" => &["actors", "apimachinery", "webhook-client"],
         _ => return None,
     })
 }

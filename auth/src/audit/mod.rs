@@ -55,7 +55,7 @@ use actors::{ActorDirectory, WhenFull};
 use tokio::sync::mpsc;
 
 use crate::Attributes;
-use crate::kubeconfig::WebhookClient;
+use webhook_client::WebhookClient;
 
 pub mod event;
 pub mod log;
@@ -395,7 +395,7 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
-    use crate::kubeconfig::tests::serve;
+    use webhook_client::testing::serve;
 
     const POLICY: &str = "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [ResponseStarted]\n\
                           rules:\n- level: None\n  nonResourceURLs: [/healthz*]\n- level: Request\n";
@@ -505,7 +505,7 @@ mod tests {
             auditor.record(event(id));
         }
         // Two events fill a batch; the third goes out at the batch's max wait.
-        let batch = |s: crate::kubeconfig::tests::Seen| {
+        let batch = |s: webhook_client::testing::Seen| {
             let v: Value = serde_json::from_slice(&s.body).unwrap();
             v["items"]
                 .as_array()

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::event::Event;
-use crate::kubeconfig::WebhookClient;
+use webhook_client::WebhookClient;
 
 /// How long one POST may take, as kube's webhook client's request timeout.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -149,7 +149,7 @@ mod tests {
     use super::*;
     use crate::Attributes;
     use crate::audit::policy::Level;
-    use crate::kubeconfig::tests::serve;
+    use webhook_client::testing::serve;
 
     fn event(id: &str) -> Event {
         Event::received(Level::Metadata, id, &Attributes::default(), "/", vec![], "", Utc::now())

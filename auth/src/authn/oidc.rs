@@ -21,7 +21,7 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
 
 use super::TokenAuthenticator;
-use crate::kubeconfig::WebhookClient;
+use webhook_client::WebhookClient;
 
 /// The soonest the issuer's keys are fetched again for an unknown key id.
 const REFRESH_INTERVAL: Duration = Duration::from_secs(10);

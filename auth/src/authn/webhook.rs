@@ -12,8 +12,8 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::TokenAuthenticator;
-use crate::kubeconfig::WebhookClient;
 use crate::ttl_cache::TtlCache;
+use webhook_client::WebhookClient;
 
 /// How long one review may take.
 const REVIEW_TIMEOUT: Duration = Duration::from_secs(30);

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::Attributes;
-use crate::kubeconfig::WebhookClient;
 use crate::ttl_cache::TtlCache;
+use webhook_client::WebhookClient;
 
 /// How long one review may take.
 const REVIEW_TIMEOUT: Duration = Duration::from_secs(30);

@@ -1,3 +1,5 @@
+//! Calling out to webhooks over HTTPS.
+//!
 //! A client for webhooks configured by a kubeconfig file, as kube's
 //! `--audit-webhook-config-file`, `--authentication-token-webhook-config-file` and
 //! `--authorization-webhook-config-file` configure them.
@@ -31,6 +33,9 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
+
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 /// The largest response body read, so a misbehaving webhook cannot exhaust memory.
 const MAX_RESPONSE_BYTES: usize = 10 << 20;
@@ -69,6 +74,15 @@ thread_local! {
     static CLIENTS: RefCell<(usize, HashMap<u64, awc::Client>)> = RefCell::new((usize::MAX, HashMap::new()));
 }
 
+/// Why a call got no answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CallError {
+    /// The timeout passed first (kube reports it as `context deadline exceeded`).
+    DeadlineExceeded,
+    /// The connection, TLS or HTTP exchange failed, as the transport said.
+    Failed(String),
+}
+
 impl WebhookClient {
     /// Reads the kubeconfig at `path` and the files it names.
     pub fn from_kubeconfig(path: &Path) -> Result<WebhookClient, String> {
@@ -90,6 +104,19 @@ impl WebhookClient {
         let tls = tls_config(&resolved)?;
         let target =
             Target { id: NEXT_ID.fetch_add(1, Ordering::Relaxed), server: resolved.server, tls, authorization: None };
+        Ok(WebhookClient { target: Arc::new(target) })
+    }
+
+    /// A client for URLs given per call ([`WebhookClient::post_json_to`]), trusting `ca_pem`
+    /// (an admission webhook's `caBundle`) or, without one, the public roots. With
+    /// `verify_name`, the server certificate must be valid for that name whatever address is
+    /// dialled: a webhook reached through its Service's endpoints presents a certificate for
+    /// `<service>.<namespace>.svc`, as kube checks it.
+    pub fn for_endpoints(ca_pem: Option<Vec<u8>>, verify_name: Option<String>) -> Result<WebhookClient, String> {
+        let resolved = Resolved { ca_pem, verify_name, ..Default::default() };
+        let tls = tls_config(&resolved)?;
+        let target =
+            Target { id: NEXT_ID.fetch_add(1, Ordering::Relaxed), server: String::new(), tls, authorization: None };
         Ok(WebhookClient { target: Arc::new(target) })
     }
 
@@ -119,25 +146,36 @@ impl WebhookClient {
     /// or not JSON: callers that need a body check its shape). `timeout` bounds the whole
     /// exchange, body included. Must run on an actix runtime thread (see the module docs).
     pub async fn post_json(&self, body: &Value, timeout: Duration) -> Result<(u16, Value), String> {
+        let server = self.target.server.clone();
+        self.post_json_to(&server, body, timeout).await.map_err(|e| match e {
+            CallError::DeadlineExceeded => format!("Post {server:?}: timed out after {timeout:?}"),
+            CallError::Failed(e) => format!("Post {server:?}: {e}"),
+        })
+    }
+
+    /// POSTs `body` as JSON to `url` (an admission webhook's URL, or an endpoint of its
+    /// Service) on this client's trust and credentials; see [`WebhookClient::post_json`].
+    pub async fn post_json_to(&self, url: &str, body: &Value, timeout: Duration) -> Result<(u16, Value), CallError> {
         let client = self.awc_client();
         let mut request = client
-            .post(&self.target.server)
+            .post(url)
             .timeout(timeout)
             .insert_header(("Accept", "application/json"))
             .insert_header(("Content-Type", "application/json"));
         if let Some(auth) = &self.target.authorization {
             request = request.insert_header(("Authorization", auth.as_str()));
         }
-        let payload = serde_json::to_vec(body).map_err(|e| e.to_string())?;
+        let payload = serde_json::to_vec(body).map_err(|e| CallError::Failed(e.to_string()))?;
         let exchange = async {
-            let mut response = request.send_body(payload).await.map_err(|e| e.to_string())?;
-            let bytes = response.body().limit(MAX_RESPONSE_BYTES).await.map_err(|e| e.to_string())?;
-            Ok::<_, String>((response.status().as_u16(), serde_json::from_slice(&bytes).unwrap_or(Value::Null)))
+            let mut response = request.send_body(payload).await.map_err(|e| match e {
+                awc::error::SendRequestError::Timeout => CallError::DeadlineExceeded,
+                e => CallError::Failed(e.to_string()),
+            })?;
+            let bytes =
+                response.body().limit(MAX_RESPONSE_BYTES).await.map_err(|e| CallError::Failed(e.to_string()))?;
+            Ok((response.status().as_u16(), serde_json::from_slice(&bytes).unwrap_or(Value::Null)))
         };
-        tokio::time::timeout(timeout, exchange)
-            .await
-            .map_err(|_| format!("Post {:?}: timed out after {timeout:?}", self.target.server))?
-            .map_err(|e| format!("Post {:?}: {e}", self.target.server))
+        tokio::time::timeout(timeout, exchange).await.map_err(|_| CallError::DeadlineExceeded)?
     }
 
     /// This thread's awc client for the target, built on first use.
@@ -171,6 +209,8 @@ struct Resolved {
     /// PEM certificate chain and key.
     client_cert: Option<(Vec<u8>, Vec<u8>)>,
     authorization: Option<String>,
+    /// The name the server certificate must be valid for, instead of the dialled host.
+    verify_name: Option<String>,
 }
 
 /// YAML's `key:` (null) reads as the field's empty value, as client-go leaves it.
@@ -360,11 +400,12 @@ fn data_or_file(data: &str, file: &str, dir: &Path, what: &str) -> Result<Option
 /// The rustls configuration for a resolved endpoint; `None` when awc's defaults (the public
 /// roots, no client certificate) fit.
 fn tls_config(r: &Resolved) -> Result<Option<Arc<rustls::ClientConfig>>, String> {
-    if r.ca_pem.is_none() && !r.insecure && r.client_cert.is_none() {
+    if r.ca_pem.is_none() && !r.insecure && r.client_cert.is_none() && r.verify_name.is_none() {
         return Ok(None);
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let algorithms = provider.signature_verification_algorithms;
+    let verifier_provider = provider.clone();
     let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?;
@@ -377,7 +418,20 @@ fn tls_config(r: &Resolved) -> Result<Option<Arc<rustls::ClientConfig>>, String>
             if roots.is_empty() {
                 return Err("certificate-authority holds no certificate".into());
             }
-            builder.with_root_certificates(roots)
+            match &r.verify_name {
+                Some(name) => {
+                    let name = ServerName::try_from(name.clone()).map_err(|e| format!("{name}: {e}"))?;
+                    let inner =
+                        rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots), verifier_provider)
+                            .build()
+                            .map_err(|e| e.to_string())?;
+                    builder.dangerous().with_custom_certificate_verifier(Arc::new(VerifyAs { name, inner }))
+                }
+                None => builder.with_root_certificates(roots),
+            }
+        }
+        None if r.verify_name.is_some() => {
+            return Err("a webhook reached through a Service needs a caBundle".into());
         }
         None if r.insecure => {
             builder.dangerous().with_custom_certificate_verifier(Arc::new(SkipServerVerification(algorithms)))
@@ -402,6 +456,49 @@ fn tls_config(r: &Resolved) -> Result<Option<Arc<rustls::ClientConfig>>, String>
     // HTTP/1.1 only: webhook servers are plain request/response endpoints.
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Some(Arc::new(config)))
+}
+
+/// Verifies the server certificate as webpki does, but for `name` rather than the host the
+/// connection was made to (an endpoint's IP address).
+#[derive(Debug)]
+struct VerifyAs {
+    name: ServerName<'static>,
+    inner: Arc<rustls::client::WebPkiServerVerifier>,
+}
+
+impl ServerCertVerifier for VerifyAs {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        self.inner.verify_server_cert(end_entity, intermediates, &self.name, ocsp, now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
 }
 
 /// `insecure-skip-tls-verify`: any server certificate is accepted, but handshake signatures are
@@ -445,60 +542,14 @@ impl ServerCertVerifier for SkipServerVerification {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
-    use std::io::{BufRead, BufReader, Read, Write};
+mod tests {
     use std::net::TcpListener;
-    use std::sync::mpsc;
+
+    use crate::testing::serve;
 
     use serde_json::json;
 
     use super::*;
-
-    /// One request as a test server saw it.
-    #[derive(Debug)]
-    pub(crate) struct Seen {
-        pub request_line: String,
-        pub headers: Vec<(String, String)>,
-        pub body: Vec<u8>,
-    }
-
-    /// A plain-HTTP server on 127.0.0.1 answering each request with the next of `replies`
-    /// (status, JSON body), then closing; returns its URL and what it saw.
-    pub(crate) fn serve(replies: Vec<(u16, &'static str)>) -> (String, mpsc::Receiver<Seen>) {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}/audit", listener.local_addr().unwrap());
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for (status, body) in replies {
-                let Ok((stream, _)) = listener.accept() else { return };
-                let mut reader = BufReader::new(stream);
-                let mut request_line = String::new();
-                reader.read_line(&mut request_line).unwrap();
-                let mut headers = Vec::new();
-                loop {
-                    let mut line = String::new();
-                    reader.read_line(&mut line).unwrap();
-                    let line = line.trim_end();
-                    if line.is_empty() {
-                        break;
-                    }
-                    let (k, v) = line.split_once(':').unwrap();
-                    headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
-                }
-                let len = headers.iter().find(|(k, _)| k == "content-length").map_or(0, |(_, v)| v.parse().unwrap());
-                let mut payload = vec![0; len];
-                reader.read_exact(&mut payload).unwrap();
-                let mut stream = reader.into_inner();
-                let reply = format!(
-                    "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                stream.write_all(reply.as_bytes()).unwrap();
-                let _ = tx.send(Seen { request_line: request_line.trim_end().to_string(), headers, body: payload });
-            }
-        });
-        (url, rx)
-    }
 
     fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
         let p = dir.join(name);
