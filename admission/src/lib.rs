@@ -1,37 +1,82 @@
 //! The admission stage.
 //!
-//! Every write reaches [`AdmissionActor`] with the object as it would be stored (for updates and
-//! patches, after the change is applied to the current object, as kube admits inside its
-//! update loop). Plugins are small traits registered by name and run in the configured order;
-//! each may change the object (mutating) or refuse it (validating).
+//! The storage stage asks twice per write, as kube's handlers do: the mutating phase
+//! ([`AdmissionPhase::Mutating`]) over the object as the client made it, before the kind's
+//! strategy prepares and validates it; then the validating phase over the prepared, validated
+//! object, just before it is stored. For updates and patches both run inside the update loop
+//! over the changed current object, so a conflict that makes the loop retry admits again.
+//!
+//! Plugins are registered by kube's names and always run in kube's order
+//! ([`ORDERED_PLUGINS`]), whatever order the flags name them in: built-in plugins first, then
+//! the webhooks and policies, then `ResourceQuota`, which must see the final object.
 //!
 //! # Layout
-//! - [`AdmissionPlugin`], [`AdmissionChain`], [`build_chain`]: the plugin contract and registry.
+//! - [`AdmissionPlugin`], [`Review`], [`AdmissionChain`], [`build_chain`]: the plugin
+//!   contract, what plugins note beside their decision, the chain and the registry by name.
 //! - [`namespace_lifecycle`]: kube's `NamespaceLifecycle`: no new objects in a missing or
 //!   terminating namespace; the system namespaces cannot be deleted.
 //! - [`service_account`]: kube's `ServiceAccount`: pods run as an existing ServiceAccount and
 //!   get its token volume.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use actix::{Actor, Context};
 use actors::{Deadline, StageHandler, Work};
 use apimachinery::error::ApiError;
 use apimachinery::lookup::ObjectLookup;
-use apimachinery::messages::Admit;
+use apimachinery::messages::{AdmissionPhase, Admit, Admitted, Operation};
 use async_trait::async_trait;
 use serde_json::Value;
 
 pub mod namespace_lifecycle;
 pub mod service_account;
 
-/// One admission plugin.
-#[async_trait]
+/// What plugins say beside their decision, gathered over a request's phase.
+#[derive(Debug, Default)]
+pub struct Review {
+    /// `Warning` headers for the client.
+    pub warnings: Vec<String>,
+    /// Annotations for the request's audit event.
+    pub audit_annotations: Vec<(String, String)>,
+    /// Set on the second run of the mutating plugins (kube's reinvocation).
+    pub reinvoking: bool,
+    /// Set by a plugin (the mutating webhooks) that wants the mutating plugins run once more
+    /// because the object changed after a webhook asking for reinvocation had seen it.
+    pub reinvoke: bool,
+}
+
+/// One admission plugin. A plugin mutates, validates, or both; kube runs every mutating step
+/// of the chain before any validating one.
+///
+/// Futures need not be `Send`: the chain runs on the admission stage's own arbiter, and the
+/// webhook plugins' HTTP client is bound to its thread.
+#[async_trait(?Send)]
 pub trait AdmissionPlugin: Send + Sync {
     /// The name it is enabled by (`--enable-admission-plugins`).
     fn name(&self) -> &'static str;
-    /// Admits `request`, returning the (possibly changed) object or the refusal.
-    async fn admit(&self, request: &Admit, object: Value) -> Result<Value, ApiError>;
+
+    /// Whether [`AdmissionPlugin::mutate`] does anything.
+    fn mutates(&self) -> bool {
+        false
+    }
+
+    /// Whether [`AdmissionPlugin::validate`] does anything.
+    fn validates(&self) -> bool {
+        false
+    }
+
+    /// May change `object`; an error refuses the request.
+    async fn mutate(&self, request: &Admit, object: &mut Value, review: &mut Review) -> Result<(), ApiError> {
+        let _ = (request, object, review);
+        Ok(())
+    }
+
+    /// Looks at the final `object`; an error refuses the request.
+    async fn validate(&self, request: &Admit, object: &Value, review: &mut Review) -> Result<(), ApiError> {
+        let _ = (request, object, review);
+        Ok(())
+    }
 }
 
 /// What plugins are built from.
@@ -41,14 +86,62 @@ pub struct PluginContext {
     pub objects: Arc<dyn ObjectLookup>,
 }
 
-/// Plugins enabled when no flag says otherwise.
-pub const DEFAULT_PLUGINS: &[&str] = &["NamespaceLifecycle", "ServiceAccount"];
+/// kube 1.30's plugin order (`AllOrderedPlugins`), cut to the plugins that apply to a server
+/// with no nodes of its own, with whether kube enables each by default. The chain runs enabled
+/// plugins in this order.
+pub const ORDERED_PLUGINS: &[(&str, bool)] = &[("NamespaceLifecycle", true), ("ServiceAccount", true)];
 
-/// Builds the chain for `names`, in that order; unknown names are an error naming them.
-pub fn build_chain(names: &[String], ctx: &PluginContext) -> Result<AdmissionChain, String> {
+/// kube's plugins this server does not build; naming them is refused with a clear message
+/// rather than as unknown.
+const NOT_BUILT: &[&str] = &[
+    "AlwaysAdmit",
+    "AlwaysDeny",
+    "AlwaysPullImages",
+    "NamespaceAutoProvision",
+    "NamespaceExists",
+    "LimitPodHardAntiAffinityTopology",
+    "NodeRestriction",
+    "ImagePolicyWebhook",
+    "PodNodeSelector",
+    "PodTolerationRestriction",
+    "EventRateLimit",
+    "ExtendedResourceToleration",
+    "OwnerReferencesPermissionEnforcement",
+    "ClusterTrustBundleAttest",
+    "DenyServiceExternalIPs",
+];
+
+/// The plugins kube would run for `--enable-admission-plugins=enable` (added to the defaults)
+/// and `--disable-admission-plugins=disable` (taken from them), in kube's order.
+pub fn enabled_plugins(enable: &[String], disable: &[String]) -> Result<Vec<&'static str>, String> {
+    for name in enable.iter().chain(disable) {
+        if NOT_BUILT.contains(&name.as_str()) {
+            return Err(format!("admission plugin {name:?} is not built into this server"));
+        }
+        if !ORDERED_PLUGINS.iter().any(|(n, _)| n == name) {
+            return Err(format!("unknown admission plugin: {name}"));
+        }
+    }
+    if let Some(both) = enable.iter().find(|n| disable.contains(n)) {
+        return Err(format!("{both} in enable-admission-plugins and disable-admission-plugins overlapped"));
+    }
+    Ok(ORDERED_PLUGINS
+        .iter()
+        .filter(|(name, on)| (*on || enable.iter().any(|e| e == name)) && !disable.iter().any(|d| d == name))
+        .map(|(name, _)| *name)
+        .collect())
+}
+
+/// The plugins enabled when no flag says otherwise, in order.
+pub fn default_plugins() -> Vec<&'static str> {
+    ORDERED_PLUGINS.iter().filter(|(_, on)| *on).map(|(n, _)| *n).collect()
+}
+
+/// Builds the chain for `names` (from [`enabled_plugins`]), in kube's order.
+pub fn build_chain(names: &[&str], ctx: &PluginContext) -> Result<AdmissionChain, String> {
     let mut plugins: Vec<Arc<dyn AdmissionPlugin>> = Vec::new();
-    for name in names {
-        let plugin: Arc<dyn AdmissionPlugin> = match name.as_str() {
+    for (name, _) in ORDERED_PLUGINS.iter().filter(|(n, _)| names.contains(n)) {
+        let plugin: Arc<dyn AdmissionPlugin> = match *name {
             "NamespaceLifecycle" => Arc::new(namespace_lifecycle::NamespaceLifecycle::new(ctx.objects.clone())),
             "ServiceAccount" => Arc::new(service_account::ServiceAccount::new(ctx.objects.clone())),
             other => return Err(format!("unknown admission plugin: {other}")),
@@ -64,14 +157,64 @@ pub struct AdmissionChain {
     plugins: Vec<Arc<dyn AdmissionPlugin>>,
 }
 
+/// kube's operation label values.
+fn operation_label(op: Operation) -> &'static str {
+    match op {
+        Operation::Create => "CREATE",
+        Operation::Update => "UPDATE",
+        Operation::Delete => "DELETE",
+    }
+}
+
 impl AdmissionChain {
-    /// Runs every plugin in order; the first refusal wins.
-    pub async fn admit(&self, request: Admit) -> Result<Value, ApiError> {
-        let mut object = request.object.clone();
-        for p in &self.plugins {
-            object = p.admit(&request, object).await?;
+    /// Runs the request's phase: every mutating plugin in order (once more if one asks for
+    /// reinvocation), or every validating plugin in order; the first refusal wins.
+    pub async fn admit(&self, request: Admit) -> Result<Admitted, ApiError> {
+        let started = Instant::now();
+        let mut review = Review::default();
+        let phase = request.phase;
+        let (result, object) = match phase {
+            AdmissionPhase::Mutating => {
+                let mut object = request.object.clone();
+                let mut result = self.mutate_once(&request, &mut object, &mut review).await;
+                if result.is_ok() && review.reinvoke {
+                    review.reinvoking = true;
+                    review.reinvoke = false;
+                    result = self.mutate_once(&request, &mut object, &mut review).await;
+                }
+                (result, object)
+            }
+            AdmissionPhase::Validating => {
+                let mut result = Ok(());
+                for p in self.plugins.iter().filter(|p| p.validates()) {
+                    let begun = Instant::now();
+                    result = p.validate(&request, &request.object, &mut review).await;
+                    record_plugin(p.name(), &request, "validate", result.is_err(), begun);
+                    if result.is_err() {
+                        break;
+                    }
+                }
+                (result, request.object.clone())
+            }
+        };
+        let kind = if phase == AdmissionPhase::Mutating { "admit" } else { "validate" };
+        let subresource = request.target.subresource.map(|s| s.name()).unwrap_or("");
+        metrics::histogram!("apiserver_admission_step_admission_duration_seconds",
+            "operation" => operation_label(request.operation), "rejected" => result.is_err().to_string(),
+            "resource" => request.target.resource.clone(), "subresource" => subresource, "type" => kind)
+        .record(started.elapsed().as_secs_f64());
+        result?;
+        Ok(Admitted { object, warnings: review.warnings, audit_annotations: review.audit_annotations })
+    }
+
+    async fn mutate_once(&self, request: &Admit, object: &mut Value, review: &mut Review) -> Result<(), ApiError> {
+        for p in self.plugins.iter().filter(|p| p.mutates()) {
+            let begun = Instant::now();
+            let result = p.mutate(request, object, review).await;
+            record_plugin(p.name(), request, "admit", result.is_err(), begun);
+            result?;
         }
-        Ok(object)
+        Ok(())
     }
 
     /// The chain with `plugin` run before the others (checks kube makes in its storage layer,
@@ -85,6 +228,13 @@ impl AdmissionChain {
     pub fn names(&self) -> Vec<&'static str> {
         self.plugins.iter().map(|p| p.name()).collect()
     }
+}
+
+fn record_plugin(name: &'static str, request: &Admit, kind: &'static str, rejected: bool, begun: Instant) {
+    metrics::histogram!("apiserver_admission_controller_admission_duration_seconds",
+        "name" => name, "operation" => operation_label(request.operation), "rejected" => rejected.to_string(),
+        "type" => kind)
+    .record(begun.elapsed().as_secs_f64());
 }
 
 /// The admission stage actor.
@@ -107,10 +257,37 @@ impl Actor for AdmissionActor {
 /// The chain runs as a future on the stage's arbiter: the stage's slot is held until it
 /// answers, and it is dropped (a webhook call with it) when the request's deadline passes.
 impl StageHandler<Admit> for AdmissionActor {
-    fn handle(&mut self, msg: Admit, _: Deadline, _: &mut Context<Self>) -> Work<Self, Result<Value, ApiError>> {
+    fn handle(&mut self, msg: Admit, _: Deadline, _: &mut Context<Self>) -> Work<Self, Result<Admitted, ApiError>> {
         let chain = self.chain.clone();
         Work::later(async move { chain.admit(msg).await })
     }
 }
 
 actors::stage_handler!(AdmissionActor => Admit);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn flags_add_to_and_take_from_the_defaults_in_kubes_order() {
+        assert_eq!(enabled_plugins(&[], &[]).unwrap(), default_plugins());
+        assert_eq!(enabled_plugins(&[], &names(&["NamespaceLifecycle"])).unwrap(), vec!["ServiceAccount"]);
+        assert_eq!(
+            enabled_plugins(&names(&["ServiceAccount", "NamespaceLifecycle"]), &[]).unwrap(),
+            vec!["NamespaceLifecycle", "ServiceAccount"],
+            "the flag's order does not matter"
+        );
+        assert_eq!(enabled_plugins(&names(&["Bogus"]), &[]).unwrap_err(), "unknown admission plugin: Bogus");
+        assert!(enabled_plugins(&names(&["AlwaysPullImages"]), &[]).unwrap_err().contains("not built"));
+        assert!(
+            enabled_plugins(&names(&["ServiceAccount"]), &names(&["ServiceAccount"]))
+                .unwrap_err()
+                .contains("overlapped")
+        );
+    }
+}

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use apimachinery::lookup::ObjectLookup;
 
-use crate::AdmissionPlugin;
+use crate::{AdmissionPlugin, Review};
 
 /// Namespaces that always exist and may not be deleted.
 const IMMORTAL: &[&str] = &["default", "kube-system", "kube-public"];
@@ -27,20 +27,26 @@ impl NamespaceLifecycle {
     }
 }
 
-#[async_trait]
+#[async_trait(?Send)]
 impl AdmissionPlugin for NamespaceLifecycle {
     fn name(&self) -> &'static str {
         "NamespaceLifecycle"
     }
 
-    async fn admit(&self, request: &Admit, object: Value) -> Result<Value, ApiError> {
+    /// kube's plugin is a mutating one that changes nothing: its refusals come before the
+    /// kind's validation (a create in a missing namespace is 404, however invalid).
+    fn mutates(&self) -> bool {
+        true
+    }
+
+    async fn mutate(&self, request: &Admit, object: &mut Value, _: &mut Review) -> Result<(), ApiError> {
         let t = &request.target;
         let is_namespace = t.group.is_empty() && t.resource == "namespaces";
         if is_namespace && request.operation == Operation::Delete && IMMORTAL.contains(&t.name.as_str()) {
             return Err(ApiError::forbidden("", "namespaces", &t.name, "this namespace may not be deleted"));
         }
         if request.operation != Operation::Create || is_namespace || t.namespace.is_empty() {
-            return Ok(object);
+            return Ok(());
         }
         let Some(ns) = self.namespaces.get("", "namespaces", "", &t.namespace).await? else {
             return Err(ApiError::not_found("", "namespaces", &t.namespace));
@@ -54,7 +60,7 @@ impl AdmissionPlugin for NamespaceLifecycle {
                 &format!("unable to create new content in namespace {} because it is being terminated", t.namespace),
             ));
         }
-        Ok(object)
+        Ok(())
     }
 }
 
@@ -76,6 +82,7 @@ mod tests {
 
     fn create_cm(ns: &str) -> Admit {
         Admit {
+            phase: apimachinery::messages::AdmissionPhase::Mutating,
             operation: Operation::Create,
             target: Target {
                 version: "v1".into(),
@@ -87,13 +94,14 @@ mod tests {
             object: json!({"metadata": {"name": "c"}}),
             old_object: None,
             dry_run: false,
+            options: Value::Null,
         }
     }
 
     #[tokio::test]
     async fn missing_namespace_is_not_found() {
         let p = NamespaceLifecycle::new(Arc::new(Fixed(None)));
-        let e = p.admit(&create_cm("nope"), json!({})).await.unwrap_err();
+        let e = p.mutate(&create_cm("nope"), &mut json!({}), &mut Review::default()).await.unwrap_err();
         assert_eq!((e.code, e.message.as_str()), (404, "namespaces \"nope\" not found"));
     }
 
@@ -101,7 +109,7 @@ mod tests {
     async fn terminating_namespace_refuses_new_content() {
         let p = NamespaceLifecycle::new(Arc::new(Fixed(Some(json!({"status": {"phase": "Terminating"}})))));
         let req = create_cm("old");
-        let e = p.admit(&req, req.object.clone()).await.unwrap_err();
+        let e = p.mutate(&req, &mut req.object.clone(), &mut Review::default()).await.unwrap_err();
         assert_eq!(e.code, 403);
         assert_eq!(
             e.message,
@@ -116,7 +124,7 @@ mod tests {
         req.operation = Operation::Delete;
         req.target.resource = "namespaces".into();
         req.target.name = "kube-system".into();
-        let e = p.admit(&req, json!({})).await.unwrap_err();
+        let e = p.mutate(&req, &mut json!({}), &mut Review::default()).await.unwrap_err();
         assert_eq!(e.message, "namespaces \"kube-system\" is forbidden: this namespace may not be deleted");
     }
 }

@@ -12,7 +12,7 @@ use apimachinery::messages::{Admit, Operation};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::AdmissionPlugin;
+use crate::{AdmissionPlugin, Review};
 
 /// Where kubelet mounts the token volume; containers already mounting something there are left
 /// alone.
@@ -106,17 +106,21 @@ fn mount_token(pod: &mut Value) {
     }
 }
 
-#[async_trait]
+#[async_trait(?Send)]
 impl AdmissionPlugin for ServiceAccount {
     fn name(&self) -> &'static str {
         "ServiceAccount"
     }
 
-    async fn admit(&self, request: &Admit, mut pod: Value) -> Result<Value, ApiError> {
+    fn mutates(&self) -> bool {
+        true
+    }
+
+    async fn mutate(&self, request: &Admit, pod: &mut Value, _: &mut Review) -> Result<(), ApiError> {
         let t = &request.target;
         let is_pod = t.group.is_empty() && t.resource == "pods" && t.subresource.is_none();
-        if !is_pod || request.operation != Operation::Create || is_mirror_pod(&pod) {
-            return Ok(pod);
+        if !is_pod || request.operation != Operation::Create || is_mirror_pod(pod) {
+            return Ok(());
         }
         let named = pod.pointer("/spec/serviceAccountName").and_then(Value::as_str).unwrap_or("");
         let account_name = if named.is_empty() { "default".to_string() } else { named.to_string() };
@@ -136,8 +140,8 @@ impl AdmissionPlugin for ServiceAccount {
                 ),
             ));
         };
-        if automounts(&pod, &account) {
-            mount_token(&mut pod);
+        if automounts(pod, &account) {
+            mount_token(pod);
         }
         // A pod naming no pull secrets gets its account's.
         let own = pod.pointer("/spec/imagePullSecrets").and_then(Value::as_array).is_some_and(|s| !s.is_empty());
@@ -148,7 +152,7 @@ impl AdmissionPlugin for ServiceAccount {
             let names: Vec<Value> = secrets.iter().map(|s| json!({"name": s["name"]})).collect();
             spec.insert("imagePullSecrets".into(), Value::Array(names));
         }
-        Ok(pod)
+        Ok(())
     }
 }
 
@@ -169,6 +173,7 @@ mod tests {
 
     fn create_pod(pod: Value) -> Admit {
         Admit {
+            phase: apimachinery::messages::AdmissionPhase::Mutating,
             operation: Operation::Create,
             target: Target {
                 version: "v1".into(),
@@ -180,7 +185,13 @@ mod tests {
             object: pod,
             old_object: None,
             dry_run: false,
+            options: Value::Null,
         }
+    }
+
+    async fn run(p: &ServiceAccount, mut object: Value) -> Result<Value, ApiError> {
+        let request = create_pod(object.clone());
+        p.mutate(&request, &mut object, &mut Review::default()).await.map(|()| object)
     }
 
     fn pod(spec: Value) -> Value {
@@ -193,7 +204,7 @@ mod tests {
         let object = pod(
             json!({"containers": [{"name": "a"}, {"name": "b", "volumeMounts": [{"name": "x", "mountPath": TOKEN_MOUNT_PATH}]}]}),
         );
-        let out = p.admit(&create_pod(object.clone()), object).await.unwrap();
+        let out = run(&p, object).await.unwrap();
         assert_eq!(out["spec"]["serviceAccountName"], "default");
         let volume = &out["spec"]["volumes"][0];
         let name = volume["name"].as_str().unwrap();
@@ -204,7 +215,7 @@ mod tests {
         let with_secrets = json!({"metadata": {"name": "default"}, "imagePullSecrets": [{"name": "registry"}]});
         let p = ServiceAccount::new(Arc::new(Accounts(vec![with_secrets])));
         let object = pod(json!({"containers": [{"name": "a"}]}));
-        let out = p.admit(&create_pod(object.clone()), object).await.unwrap();
+        let out = run(&p, object).await.unwrap();
         assert_eq!(out["spec"]["imagePullSecrets"], json!([{"name": "registry"}]), "the account's pull secrets");
     }
 
@@ -213,12 +224,12 @@ mod tests {
         let off = json!({"metadata": {"name": "robot"}, "automountServiceAccountToken": false});
         let p = ServiceAccount::new(Arc::new(Accounts(vec![off])));
         let object = pod(json!({"serviceAccountName": "robot", "containers": [{"name": "a"}]}));
-        let out = p.admit(&create_pod(object.clone()), object).await.unwrap();
+        let out = run(&p, object).await.unwrap();
         assert!(out["spec"].get("volumes").is_none());
         let object = pod(
             json!({"serviceAccountName": "robot", "automountServiceAccountToken": true, "containers": [{"name": "a"}]}),
         );
-        let out = p.admit(&create_pod(object.clone()), object).await.unwrap();
+        let out = run(&p, object).await.unwrap();
         assert_eq!(out["spec"]["volumes"].as_array().unwrap().len(), 1, "the pod's own setting wins");
     }
 
@@ -226,7 +237,7 @@ mod tests {
     async fn a_missing_account_is_refused_as_kube_words_it() {
         let p = ServiceAccount::new(Arc::new(Accounts(vec![])));
         let object = pod(json!({"serviceAccountName": "ghost", "containers": [{"name": "a"}]}));
-        let e = p.admit(&create_pod(object.clone()), object).await.unwrap_err();
+        let e = run(&p, object).await.unwrap_err();
         assert_eq!(e.code, 403);
         assert_eq!(
             e.message,

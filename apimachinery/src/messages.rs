@@ -177,13 +177,25 @@ pub enum Operation {
     Delete,
 }
 
-/// Asks the admission stage to admit (and possibly mutate) a write, with the object as it would
-/// be stored.
+/// Which half of admission a call runs. kube mutates first, then validates the mutated
+/// object against the kind's schema and rules, then runs validating admission on the result,
+/// so the storage stage asks twice around its own validation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AdmissionPhase {
+    /// Built-in mutating plugins, then mutating webhooks (reinvoked when asked to).
+    Mutating,
+    /// Built-in validating plugins, ValidatingAdmissionPolicies, then validating webhooks.
+    Validating,
+}
+
+/// Asks the admission stage to admit (and, in the mutating phase, possibly change) a write.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Admit {
+    /// Mutating or validating.
+    pub phase: AdmissionPhase,
     /// The operation.
     pub operation: Operation,
-    /// What is written.
+    /// What is written, subresource included (`pods/status`).
     pub target: Target,
     /// Who writes.
     pub user: UserInfo,
@@ -193,6 +205,21 @@ pub struct Admit {
     pub old_object: Option<Value>,
     /// Whether the write is a dry run.
     pub dry_run: bool,
+    /// The request's options as an AdmissionReview carries them (`CreateOptions`,
+    /// `UpdateOptions` or `DeleteOptions` of `meta.k8s.io/v1`).
+    pub options: Value,
+}
+
+/// What admission answers: the object to go on with, and what it has to say about it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Admitted {
+    /// The object, changed by the mutating phase; as sent in the validating phase.
+    pub object: Value,
+    /// `Warning` headers for the client (PodSecurity's `warn`, webhooks' `warnings`).
+    pub warnings: Vec<String>,
+    /// Annotations for the request's audit event (`pod-security.kubernetes.io/audit-violations`,
+    /// webhooks' `auditAnnotations` under their names).
+    pub audit_annotations: Vec<(String, String)>,
 }
 
 // ---------------------------------------------------------------- storage stage (writes)
@@ -229,6 +256,9 @@ pub struct WriteResult {
     pub deleted: bool,
     /// Warnings for the client, e.g. unknown fields dropped under `fieldValidation=Warn`.
     pub warnings: Vec<String>,
+    /// Annotations admission asked to add to the request's audit event.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub audit_annotations: Vec<(String, String)>,
 }
 
 /// POST: create an object.
@@ -367,7 +397,7 @@ request! {
     Authenticate => Authenticated,
     Authorize => AuthorizationDecision,
     StartRequest => SeatGrant,
-    Admit => Value,
+    Admit => Admitted,
     CreateObject => WriteResult,
     UpdateObject => WriteResult,
     PatchObject => WriteResult,
@@ -426,12 +456,14 @@ mod tests {
             classification: Classification { flow_schema: "global-default".into(), ..Default::default() },
         });
         round_trip(&Admit {
+            phase: AdmissionPhase::Mutating,
             operation: Operation::Update,
             target: target.clone(),
             user: user.clone(),
             object: object.clone(),
             old_object: Some(object.clone()),
             dry_run: false,
+            options: serde_json::json!({"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1"}),
         });
         round_trip(&CreateObject {
             target: target.clone(),

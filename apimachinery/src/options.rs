@@ -425,6 +425,25 @@ fn dry_run(q: &Params, path: &Path, causes: &mut Vec<Cause>) -> bool {
 const FIELD_MANAGER_MAX_LENGTH: usize = 128;
 
 impl WriteOptions {
+    /// The options as an AdmissionReview carries them: `kind` is `CreateOptions`,
+    /// `UpdateOptions` or `PatchOptions` (kube passes the request's own options kind).
+    pub fn review_form(&self, kind: &str) -> Value {
+        let mut options = serde_json::json!({"kind": kind, "apiVersion": "meta.k8s.io/v1"});
+        if self.dry_run {
+            options["dryRun"] = serde_json::json!(["All"]);
+        }
+        if let Some(manager) = &self.field_manager {
+            options["fieldManager"] = manager.as_str().into();
+        }
+        options["fieldValidation"] = match self.field_validation {
+            FieldValidation::Ignore => "Ignore",
+            FieldValidation::Warn => "Warn",
+            FieldValidation::Strict => "Strict",
+        }
+        .into();
+        options
+    }
+
     /// Parses and validates a write's query, as kube's `Validate{Create,Update,Patch}Options`.
     pub fn parse(q: &Params, verb: WriteVerb) -> Result<Self, ApiError> {
         let mut causes = Vec::new();
@@ -508,6 +527,36 @@ pub struct DeleteOptions {
 }
 
 impl DeleteOptions {
+    /// The options as an AdmissionReview carries them.
+    pub fn review_form(&self) -> Value {
+        let mut options = serde_json::json!({"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"});
+        if let Some(seconds) = self.grace_period_seconds {
+            options["gracePeriodSeconds"] = seconds.into();
+        }
+        if self.precondition_uid.is_some() || self.precondition_resource_version.is_some() {
+            let mut pre = serde_json::Map::new();
+            if let Some(uid) = &self.precondition_uid {
+                pre.insert("uid".into(), uid.as_str().into());
+            }
+            if let Some(rv) = &self.precondition_resource_version {
+                pre.insert("resourceVersion".into(), rv.as_str().into());
+            }
+            options["preconditions"] = pre.into();
+        }
+        if let Some(p) = self.propagation {
+            options["propagationPolicy"] = match p {
+                Propagation::Orphan => "Orphan",
+                Propagation::Background => "Background",
+                Propagation::Foreground => "Foreground",
+            }
+            .into();
+        }
+        if self.dry_run {
+            options["dryRun"] = serde_json::json!(["All"]);
+        }
+        options
+    }
+
     /// DeleteOptions from the body when there is one (a `DeleteOptions` object), else from the
     /// query, as kube reads them; validated as kube's `ValidateDeleteOptions`.
     pub fn parse(q: &Params, body: Option<&Value>) -> Result<Self, ApiError> {

@@ -22,6 +22,9 @@ use serde_json::Value;
 /// The request bodies the REST handlers read, kept for the event at `Request` level and above.
 pub type BodySlot = RefCell<Option<bytes::Bytes>>;
 
+/// Annotations admission asked for, carried to the audit event in the response's extensions.
+pub struct AuditAnnotations(pub Vec<(String, String)>);
+
 /// One request's audit event in the making.
 pub struct RequestAudit {
     auditor: Auditor,
@@ -125,6 +128,11 @@ impl RequestAudit {
             Ok(r) => r,
         };
         self.event.set_response_code(response.status().as_u16());
+        if let Some(AuditAnnotations(said)) = response.extensions().get::<AuditAnnotations>() {
+            for (key, value) in said {
+                self.event.annotate(key, value);
+            }
+        }
         if long_running && response.status().is_success() {
             self.auditor.emit(&self.config, &self.event, Stage::ResponseStarted);
             let completion = self.auditor.complete_on_drop(self.config, self.event);

@@ -166,10 +166,11 @@ pub struct ServeOptions {
     /// `AlwaysAllow`, `AlwaysDeny`.
     #[arg(long, default_value = "RBAC", value_parser = parse_authorization_mode)]
     pub authorization_mode: AuthorizationModes,
-    /// Admission plugins to run, in order (comma-separated).
-    #[arg(long, value_delimiter = ',', default_values_t = admission::DEFAULT_PLUGINS.iter().map(|s| s.to_string()))]
+    /// Admission plugins to run besides the default ones (comma-separated, kube's names; they
+    /// run in kube's order whatever the order here).
+    #[arg(long, value_delimiter = ',')]
     pub enable_admission_plugins: Vec<String>,
-    /// Admission plugins to leave out though enabled by default (comma-separated).
+    /// Default admission plugins to leave out (comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub disable_admission_plugins: Vec<String>,
     /// The default storage backend.

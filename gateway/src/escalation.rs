@@ -59,13 +59,17 @@ impl RbacEscalation {
     }
 }
 
-#[async_trait]
+#[async_trait(?Send)]
 impl admission::AdmissionPlugin for RbacEscalation {
     fn name(&self) -> &'static str {
         "RBACEscalation"
     }
 
-    async fn admit(&self, request: &Admit, object: Value) -> Result<Value, ApiError> {
+    fn validates(&self) -> bool {
+        true
+    }
+
+    async fn validate(&self, request: &Admit, object: &Value, _: &mut admission::Review) -> Result<(), ApiError> {
         let target = &request.target;
         let writes = matches!(request.operation, Operation::Create | Operation::Update);
         if target.group != GROUP
@@ -73,12 +77,12 @@ impl admission::AdmissionPlugin for RbacEscalation {
             || request.user.in_group("system:masters")
             || !self.modes.contains(&AuthorizationMode::Rbac)
         {
-            return Ok(object);
+            return Ok(());
         }
         let (namespace, name) = (object.namespace().to_string(), object.name().to_string());
         match target.resource.as_str() {
             resource @ ("roles" | "clusterroles") if !self.may(request, "escalate", resource, &namespace, &name) => {
-                self.refuse(request, resource, &name, &PolicyRule::all_of(&object), &namespace)?;
+                self.refuse(request, resource, &name, &PolicyRule::all_of(object), &namespace)?;
             }
             resource @ ("rolebindings" | "clusterrolebindings") => {
                 let kind = object.pointer("/roleRef/kind").and_then(Value::as_str).unwrap_or("");
@@ -96,6 +100,6 @@ impl admission::AdmissionPlugin for RbacEscalation {
             }
             _ => {}
         }
-        Ok(object)
+        Ok(())
     }
 }

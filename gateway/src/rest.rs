@@ -319,6 +319,9 @@ fn write_response(
         Written::Scale(v) | Written::Status(v) => v,
     };
     let mut response = respond(status, output, &object, ctx.pretty());
+    if !result.audit_annotations.is_empty() {
+        response.extensions_mut().insert(crate::auditing::AuditAnnotations(result.audit_annotations));
+    }
     for w in &result.warnings {
         let value = format!("299 - \"{}\"", w.replace('\\', "\\\\").replace('"', "\\\""));
         if let Ok(v) = value.parse() {

@@ -167,12 +167,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let policy = auth::SharedPolicy::default();
     let escalation =
         crate::escalation::RbacEscalation { modes: options.authorization_mode.0.clone(), policy: policy.clone() };
-    let plugins: Vec<String> = options
-        .enable_admission_plugins
-        .iter()
-        .filter(|p| !options.disable_admission_plugins.contains(p))
-        .cloned()
-        .collect();
+    let plugins = admission::enabled_plugins(&options.enable_admission_plugins, &options.disable_admission_plugins)?;
     let chain =
         admission::build_chain(&plugins, &PluginContext { objects: objects.clone() })?.first(Arc::new(escalation));
     tracing::info!(plugins = ?chain.names(), "admission chain");

@@ -15,8 +15,8 @@ use actors::{Deadline, StageHandle};
 use apimachinery::error::{ApiError, Cause, success_status};
 use apimachinery::kinds::{Catalogue, ClusterIp, ResourceDef, Subresource};
 use apimachinery::messages::{
-    Admit, CreateObject, DeleteCollection, DeleteObject, Operation, PatchObject, Target, UpdateObject, WriteResult,
-    Written,
+    AdmissionPhase, Admit, Admitted, CreateObject, DeleteCollection, DeleteObject, Operation, PatchObject, Target,
+    UpdateObject, WriteResult, Written,
 };
 use apimachinery::object::{ObjectExt, normalize_metadata, now_rfc3339};
 use apimachinery::options::{DeleteOptions, FieldValidation, Propagation, WriteOptions};
@@ -48,6 +48,30 @@ struct Writer<'a> {
     user: &'a UserInfo,
     dry_run: bool,
     deadline: Deadline,
+    /// The request's options as admission sees them (`CreateOptions`, ...).
+    options: Value,
+}
+
+impl<'a> Writer<'a> {
+    /// A writer of a create, update or patch (`options_kind` names the options it sent).
+    fn new(user: &'a UserInfo, options: &WriteOptions, deadline: Deadline, options_kind: &str) -> Self {
+        Writer { user, dry_run: options.dry_run, deadline, options: options.review_form(options_kind) }
+    }
+}
+
+/// What admission said about a write besides its decision, carried to the answer.
+#[derive(Default)]
+struct Said {
+    warnings: Vec<String>,
+    audit_annotations: Vec<(String, String)>,
+}
+
+impl Said {
+    fn add(&mut self, admitted: Admitted) -> Value {
+        self.warnings.extend(admitted.warnings);
+        self.audit_annotations.extend(admitted.audit_annotations);
+        admitted.object
+    }
 }
 
 fn invalid(def: &ResourceDef, name: &str, causes: Vec<Cause>) -> Result<(), ApiError> {
@@ -276,21 +300,30 @@ impl RegistryStore {
         def.key(&self.prefix, namespace, name)
     }
 
+    /// Asks admission to run `phase` over a write of `object` (named from it: a create's
+    /// target is its collection).
     async fn admit(
         &self,
+        phase: AdmissionPhase,
         operation: Operation,
         target: &Target,
         writer: &Writer<'_>,
         object: Value,
         old: Option<&Value>,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<Admitted, ApiError> {
+        let mut target = target.clone();
+        if target.name.is_empty() {
+            target.name = object.name().to_string();
+        }
         let msg = Admit {
+            phase,
             operation,
-            target: target.main(),
+            target,
             user: writer.user.clone(),
             object,
             old_object: old.cloned(),
             dry_run: writer.dry_run,
+            options: writer.options.clone(),
         };
         self.admission.ask(msg, writer.deadline).await
     }
@@ -328,6 +361,16 @@ impl RegistryStore {
         let warnings = check_fields(&def, &mut object, &options, false)?;
         object["apiVersion"] = def.api_version().into();
         object["kind"] = def.kind.clone().into();
+        // kube decodes with defaults, runs mutating admission, then prepares and validates
+        // the result (so a webhook's change is validated) before validating admission.
+        def.apply_defaults(&mut object);
+        let writer = Writer::new(&user, &options, deadline, "CreateOptions");
+        let mut said = Said { warnings, ..Said::default() };
+        let mut object =
+            said.add(self.admit(AdmissionPhase::Mutating, Operation::Create, &target, &writer, object, None).await?);
+        object["apiVersion"] = def.api_version().into();
+        object["kind"] = def.kind.clone().into();
+        ensure_namespace(&def, &target, &mut object)?;
 
         if object.name().is_empty() {
             let generate = object.meta_str("generateName").to_string();
@@ -365,7 +408,6 @@ impl RegistryStore {
         def.apply_defaults(&mut object);
         def.prepare_for_create(&mut object);
         def.strategy.record_requester(&mut object, &user);
-        let writer = Writer { user: &user, dry_run: options.dry_run, deadline };
         // An object that exists is AlreadyExists, not a conflict over the address it holds.
         if let Some(ClusterIp::Static(_)) = def.strategy.cluster_ip(&object) {
             let key = self.key(&def, &target.namespace, &name);
@@ -374,7 +416,7 @@ impl RegistryStore {
             }
         }
         let reservation = self.reserve_ip(&def, &mut object, options.dry_run).await?;
-        match self.finish_create(&def, &target, &writer, object, &name, warnings).await {
+        match self.finish_create(&def, &target, &writer, object, &name, said).await {
             Ok(created) => {
                 reservation.keep();
                 Ok(created)
@@ -398,13 +440,18 @@ impl RegistryStore {
         writer: &Writer<'_>,
         object: Value,
         name: &str,
-        warnings: Vec<String>,
+        mut said: Said,
     ) -> Result<WriteResult, CreateFailed> {
         invalid(def, name, def.validate(&object))?;
-        let object = self.admit(Operation::Create, target, writer, object, None).await?;
+        // What validating admission answers with is the object it was given: what was
+        // validated is what is stored.
+        let object =
+            said.add(self.admit(AdmissionPhase::Validating, Operation::Create, target, writer, object, None).await?);
+        let Said { warnings, audit_annotations } = said;
         let key = self.key(def, &target.namespace, name);
         if writer.dry_run {
-            return Ok(WriteResult { object: Written::Object(object), created: true, deleted: false, warnings });
+            let object = Written::Object(object);
+            return Ok(WriteResult { object, created: true, deleted: false, warnings, audit_annotations });
         }
         let kv = self.router.backend(&key).put(&key, encode_object(&object), Expect::Absent).await.map_err(|e| {
             let maybe_written = !not_written(&e);
@@ -416,7 +463,7 @@ impl RegistryStore {
         })?;
         let mut stored = object;
         stored.set_meta_str("resourceVersion", &kv.mod_revision.to_string());
-        Ok(WriteResult { object: Written::Object(stored), created: true, deleted: false, warnings })
+        Ok(WriteResult { object: Written::Object(stored), created: true, deleted: false, warnings, audit_annotations })
     }
 
     async fn read_current(&self, def: &ResourceDef, key: &str, name: &str) -> Result<Option<KeyValue>, ApiError> {
@@ -429,24 +476,23 @@ impl RegistryStore {
         &self,
         def: &ResourceDef,
         target: &Target,
-        user: &UserInfo,
+        writer: Writer<'_>,
         options: &WriteOptions,
-        deadline: Deadline,
         mut mutate: F,
     ) -> Result<WriteResult, ApiError>
     where
         F: FnMut(Option<&Value>) -> Result<(Value, Vec<String>), ApiError>,
     {
+        let (user, deadline) = (writer.user, writer.deadline);
         let name = target.name.as_str();
         let key = self.key(def, &target.namespace, name);
-        let writer = Writer { user, dry_run: options.dry_run, deadline };
         let mut current = self.read_current(def, &key, name).await?;
         for _ in 0..MAX_UPDATE_RETRIES {
             let old = match &current {
                 Some(kv) => Some(decode_object(kv).map_err(|e| interpret(def, name, e))?),
                 None => None,
             };
-            let (candidate, warnings) = mutate(old.as_ref())?;
+            let (candidate, mut warnings) = mutate(old.as_ref())?;
             let Some(old) = old else {
                 // Create on update: only kinds that allow it reach here with no current object.
                 let mut candidate = candidate;
@@ -468,6 +514,22 @@ impl RegistryStore {
             if target.subresource == Some(Subresource::Binding) {
                 binding_allowed(def, name, &old)?;
             }
+            // Mutating admission sees the object as the client made it, before the strategy
+            // prepares it; the result is then prepared and validated, as kube orders it.
+            let mutated = self
+                .admit(AdmissionPhase::Mutating, Operation::Update, target, &writer, candidate.clone(), Some(&old))
+                .await?;
+            warnings.extend(mutated.warnings);
+            let mut audit_annotations = mutated.audit_annotations;
+            let mut candidate = if mutated.object != candidate {
+                let mut changed = mutated.object;
+                def.apply_defaults(&mut changed);
+                changed
+            } else {
+                candidate
+            };
+            candidate["apiVersion"] = def.api_version().into();
+            candidate["kind"] = def.kind.clone().into();
             let mut new = self.merge_server_state(def, target.subresource, candidate, &old);
             if new.resource_version().is_empty() {
                 new.set_meta_str("resourceVersion", &old_rv);
@@ -480,7 +542,11 @@ impl RegistryStore {
             } else {
                 invalid(def, name, def.validate_update(&new, &old))?;
             }
-            new = self.admit(Operation::Update, target, &writer, new, Some(&old)).await?;
+            let admitted =
+                self.admit(AdmissionPhase::Validating, Operation::Update, target, &writer, new, Some(&old)).await?;
+            warnings.extend(admitted.warnings);
+            audit_annotations.extend(admitted.audit_annotations);
+            let mut new = admitted.object;
 
             // Unchanged objects are not written: no new resourceVersion, as kube does.
             let mut old_cmp = old.clone();
@@ -489,7 +555,8 @@ impl RegistryStore {
             new_cmp.meta_mut().remove("resourceVersion");
             let stale = current.as_ref().is_some_and(|kv| kv.stale);
             if old_cmp == new_cmp && !stale {
-                return Ok(WriteResult { object: Written::Object(old), created: false, deleted: false, warnings });
+                let object = Written::Object(old);
+                return Ok(WriteResult { object, created: false, deleted: false, warnings, audit_annotations });
             }
             new.set_meta_str("resourceVersion", &old_rv);
             // A Service whose type changes gains or gives up its address.
@@ -500,7 +567,8 @@ impl RegistryStore {
                 _ => Some(self.reserve_ip(def, &mut new, options.dry_run).await?),
             };
             if options.dry_run {
-                return Ok(WriteResult { object: Written::Object(new), created: false, deleted: false, warnings });
+                let object = Written::Object(new);
+                return Ok(WriteResult { object, created: false, deleted: false, warnings, audit_annotations });
             }
             let mod_rev = current.as_ref().map(|kv| kv.mod_revision).unwrap_or(0);
             // The last finalizer removed from an object being deleted completes the deletion.
@@ -526,7 +594,7 @@ impl RegistryStore {
                         self.release_ip(held).await;
                     }
                     let object = Written::Object(new);
-                    return Ok(WriteResult { object, created: false, deleted: completes, warnings });
+                    return Ok(WriteResult { object, created: false, deleted: completes, warnings, audit_annotations });
                 }
                 Err(e) => {
                     if let Some(r) = reservation {
@@ -686,7 +754,8 @@ impl RegistryStore {
         }
         let warnings = check_fields(&def, &mut object, &options, false)?;
         let exists_required = !def.strategy.allow_create_on_update() || target.subresource.is_some();
-        self.guaranteed_update(&def, &target, &user, &options, deadline, |old| {
+        let writer = Writer::new(&user, &options, deadline, "UpdateOptions");
+        self.guaranteed_update(&def, &target, writer, &options, |old| {
             if old.is_none() && exists_required {
                 return Err(ApiError::not_found(&def.group, &def.resource, &target.name));
             }
@@ -707,7 +776,8 @@ impl RegistryStore {
             return self.update_scale(&def, &target, &user, &options, deadline, change).await;
         }
         let gvk = (def.group.as_str(), def.version.as_str(), def.kind.as_str());
-        self.guaranteed_update(&def, &target, &user, &options, deadline, |old| {
+        let writer = Writer::new(&user, &options, deadline, "PatchOptions");
+        self.guaranteed_update(&def, &target, writer, &options, |old| {
             let Some(old) = old else {
                 return Err(ApiError::not_found(&def.group, &def.resource, &target.name));
             };
@@ -740,7 +810,7 @@ impl RegistryStore {
         }
         let main = target.main();
         let result = self
-            .guaranteed_update(def, &main, user, options, deadline, |old| {
+            .guaranteed_update(def, &main, Writer::new(user, options, deadline, "UpdateOptions"), options, |old| {
                 let Some(old) = old else {
                     return Err(ApiError::not_found(&def.group, &def.resource, &target.name));
                 };
@@ -782,17 +852,18 @@ impl RegistryStore {
     pub async fn delete(&self, msg: DeleteObject, deadline: Deadline) -> Result<WriteResult, ApiError> {
         let DeleteObject { target, user, options } = msg;
         let def = target.resolve(&self.catalogue)?;
-        let (object, deleted) = self.delete_one(&def, &target, &user, &options, deadline).await?;
+        let (object, deleted, admitted) = self.delete_one(&def, &target, &user, &options, deadline).await?;
+        let Admitted { warnings, audit_annotations, .. } = admitted;
         let object = if deleted && !def.strategy.delete_returns_object() {
             Written::Status(success_status(&def.group, &def.resource, object.name(), Some(object.uid())))
         } else {
             Written::Object(object)
         };
-        Ok(WriteResult { object, created: false, deleted, warnings: Vec::new() })
+        Ok(WriteResult { object, created: false, deleted, warnings, audit_annotations })
     }
 
-    /// Deletes (or marks for deletion) one object; returns it as deleted or marked, and whether
-    /// it is gone.
+    /// Deletes (or marks for deletion) one object; returns it as deleted or marked, whether
+    /// it is gone, and what admission said (its object unused).
     async fn delete_one(
         &self,
         def: &ResourceDef,
@@ -800,10 +871,10 @@ impl RegistryStore {
         user: &UserInfo,
         delete: &DeleteOptions,
         deadline: Deadline,
-    ) -> Result<(Value, bool), ApiError> {
+    ) -> Result<(Value, bool, Admitted), ApiError> {
         let name = target.name.as_str();
         let key = self.key(def, &target.namespace, name);
-        let writer = Writer { user, dry_run: delete.dry_run, deadline };
+        let writer = Writer { user, dry_run: delete.dry_run, deadline, options: delete.review_form() };
         for _ in 0..MAX_UPDATE_RETRIES {
             let Some(kv) = self.read_current(def, &key, name).await? else {
                 return Err(ApiError::not_found(&def.group, &def.resource, name));
@@ -815,13 +886,21 @@ impl RegistryStore {
             check_preconditions(def, name, delete, &old)?;
             let mut marked = old.clone();
             let pending = mark_for_deletion(def, delete, &mut marked);
-            self.admit(Operation::Delete, target, &writer, old.clone(), Some(&old)).await?;
+            // A delete is admitted by both phases; what mutating admission returns is not used.
+            let mut said = self
+                .admit(AdmissionPhase::Mutating, Operation::Delete, target, &writer, old.clone(), Some(&old))
+                .await?;
+            let validated = self
+                .admit(AdmissionPhase::Validating, Operation::Delete, target, &writer, old.clone(), Some(&old))
+                .await?;
+            said.warnings.extend(validated.warnings);
+            said.audit_annotations.extend(validated.audit_annotations);
             if delete.dry_run {
-                return Ok((marked, !pending));
+                return Ok((marked, !pending, said));
             }
             if pending {
                 if marked == old {
-                    return Ok((old, false));
+                    return Ok((old, false, said));
                 }
                 marked.meta_mut().remove("resourceVersion");
                 match self
@@ -832,7 +911,7 @@ impl RegistryStore {
                 {
                     Ok(kv) => {
                         marked.set_meta_str("resourceVersion", &kv.mod_revision.to_string());
-                        return Ok((marked, false));
+                        return Ok((marked, false, said));
                     }
                     Err(StorageError::Conflict { .. }) => continue,
                     Err(e) => return Err(interpret(def, name, e)),
@@ -843,7 +922,7 @@ impl RegistryStore {
                     self.release_ip(held_ip(def, &old)).await;
                     let mut gone = old;
                     gone.set_meta_str("resourceVersion", &rev.to_string());
-                    return Ok((gone, true));
+                    return Ok((gone, true, said));
                 }
                 Err(StorageError::Conflict { .. }) => continue,
                 Err(e) => return Err(interpret(def, name, e)),
@@ -867,7 +946,7 @@ impl RegistryStore {
             }
             let one = Target::object(&def, obj.namespace(), obj.name());
             match self.delete_one(&def, &one, &user, &options, deadline).await {
-                Ok((object, _)) => deleted.push(object),
+                Ok((object, _, _)) => deleted.push(object),
                 Err(e) if e.reason == Reason::NotFound => {}
                 Err(e) => return Err(e),
             }

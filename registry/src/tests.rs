@@ -10,7 +10,8 @@ use actors::{ActorDirectory, Deadline, MailboxSpec, StageArbiter, StageHandler, 
 use apimachinery::error::ApiError;
 use apimachinery::kinds::Subresource;
 use apimachinery::messages::{
-    Admit, CreateObject, DeleteCollection, DeleteObject, Target, UpdateObject, WriteResult, Written,
+    AdmissionPhase, Admit, Admitted, CreateObject, DeleteCollection, DeleteObject, Target, UpdateObject, WriteResult,
+    Written,
 };
 use apimachinery::options::{DeleteOptions, ListOptions, Propagation, WriteOptions};
 use apimachinery::request::UserInfo;
@@ -23,7 +24,9 @@ use storage::{Expect, KeyValue, ListResult, Revision, Storage, StorageError, Wat
 
 use crate::{ClusterIpAllocator, RegistryStore, ServiceRange};
 
-/// Admission that admits everything but objects labelled `refuse`.
+/// Admission that admits everything but objects labelled `refuse`; its mutating phase turns
+/// the label `mutate: bad` into an invalid label, and its validating phase records what it saw
+/// in the label `validated-uid` (for the test of kube's order).
 struct TestAdmission;
 
 impl Actor for TestAdmission {
@@ -31,11 +34,25 @@ impl Actor for TestAdmission {
 }
 
 impl StageHandler<Admit> for TestAdmission {
-    fn handle(&mut self, msg: Admit, _: Deadline, _: &mut Context<Self>) -> Work<Self, Result<Value, ApiError>> {
+    fn handle(&mut self, msg: Admit, _: Deadline, _: &mut Context<Self>) -> Work<Self, Result<Admitted, ApiError>> {
         if msg.object.pointer("/metadata/labels/refuse").is_some() {
             return Work::Done(Err(ApiError::forbidden("", &msg.target.resource, "", "refused by the test")));
         }
-        Work::Done(Ok(msg.object))
+        let mut object = msg.object;
+        let mut warnings = Vec::new();
+        match msg.phase {
+            AdmissionPhase::Mutating => {
+                if object.pointer("/metadata/labels/mutate").and_then(Value::as_str) == Some("bad") {
+                    object["metadata"]["labels"]["not a key!"] = "x".into();
+                }
+                warnings.push(format!("mutated {}", msg.target.name));
+            }
+            AdmissionPhase::Validating => {
+                let uid = object.pointer("/metadata/uid").is_some();
+                warnings.push(format!("validated {} uid={uid}", msg.target.name));
+            }
+        }
+        Work::Done(Ok(Admitted { object, warnings, audit_annotations: Vec::new() }))
     }
 }
 
@@ -152,6 +169,41 @@ async fn creates_get_server_metadata_and_the_request_namespace() {
             .is_err()
     );
     assert_eq!(r.storage.current_revision().await.unwrap(), rv, "a refused write writes nothing");
+}
+
+/// kube's order: mutating admission, then the kind's validation of the result, then validating
+/// admission on the prepared object (uid set), each phase's warnings returned.
+#[actix::test]
+async fn admission_mutates_before_validation_and_validates_after_it() {
+    let r = registry("10.0.0.0/24");
+    let msg = |object: Value| CreateObject {
+        target: target("", "configmaps", "team", ""),
+        object,
+        user: admin(),
+        options: WriteOptions::default(),
+    };
+    let e = r
+        .store
+        .create(msg(json!({"metadata": {"name": "m", "labels": {"mutate": "bad"}}})), Deadline::NONE)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, 422, "the mutated object is validated: {e:?}");
+    assert!(e.message.contains("metadata.labels: Invalid value: \"not a key!\""), "{}", e.message);
+
+    let ok = r.store.create(msg(json!({"metadata": {"name": "m"}})), Deadline::NONE).await.unwrap();
+    assert_eq!(ok.warnings, vec!["mutated m", "validated m uid=true"]);
+
+    let cm = object_of(ok);
+    let update = UpdateObject {
+        target: target("", "configmaps", "team", "m"),
+        object: json!({"metadata": {"name": "m", "labels": {"mutate": "bad"}, "resourceVersion": cm["metadata"]["resourceVersion"]}}),
+        user: admin(),
+        options: WriteOptions::default(),
+    };
+    let e = r.store.update(update, Deadline::NONE).await.unwrap_err();
+    assert_eq!(e.code, 422, "an update's mutation is validated too: {e:?}");
+    let gone = r.delete("configmaps", "team", "m").await.unwrap();
+    assert_eq!(gone.warnings, vec!["mutated m", "validated m uid=true"], "a delete runs both phases");
 }
 
 #[actix::test]
