@@ -9,6 +9,8 @@
 //! - [`AdmissionPlugin`], [`AdmissionChain`], [`build_chain`]: the plugin contract and registry.
 //! - [`namespace_lifecycle`]: kube's `NamespaceLifecycle`: no new objects in a missing or
 //!   terminating namespace; the system namespaces cannot be deleted.
+//! - [`pod_security`]: the pure core of kube's `PodSecurity`: the Pod Security Standards checks,
+//!   namespace labels, and the decisions and messages for pods, pod controllers and namespaces.
 //! - [`service_account`]: kube's `ServiceAccount`: pods run as an existing ServiceAccount and
 //!   get its token volume.
 
@@ -23,6 +25,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 pub mod namespace_lifecycle;
+pub mod pod_security;
 pub mod service_account;
 
 /// One admission plugin.
