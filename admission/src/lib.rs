@@ -15,6 +15,8 @@
 //!   contract, what plugins note beside their decision, the chain and the registry by name.
 //! - [`namespace_lifecycle`]: kube's `NamespaceLifecycle`: no new objects in a missing or
 //!   terminating namespace; the system namespaces cannot be deleted.
+//! - [`pod_security`]: the pure core of kube's `PodSecurity`: the Pod Security Standards checks,
+//!   namespace labels, and the decisions and messages for pods, pod controllers and namespaces.
 //! - [`service_account`]: kube's `ServiceAccount`: pods run as an existing ServiceAccount and
 //!   get its token volume.
 
@@ -30,6 +32,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 pub mod namespace_lifecycle;
+pub mod pod_security;
 pub mod service_account;
 
 /// What plugins say beside their decision, gathered over a request's phase.
