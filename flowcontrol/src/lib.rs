@@ -6,10 +6,15 @@
 //! exempts (`system:masters`, health probes) is never turned away by a full one. Every other
 //! request then asks the [`FlowControlActor`] for a seat.
 //!
+//! # Layout
+//! - [`shuffle`]: kube's shuffle-sharding dealer and flow hash: which queues a flow may use.
+//!
 //! This first version classifies with kube's mandatory and suggested schemas that matter here
 //! (`exempt`, `probes`, `global-default`) and grants every seat at once, so the pipeline has
 //! its shape; FlowSchema and PriorityLevelConfiguration objects, queue sets, seats and 429
 //! rejection come with the APF work.
+
+pub mod shuffle;
 
 use actix::{Actor, Context};
 use actors::{Deadline, StageHandler, Work};
