@@ -8,12 +8,15 @@
 //!
 //! # Layout
 //! - [`shuffle`]: kube's shuffle-sharding dealer and flow hash: which queues a flow may use.
+//! - [`bootstrap`]: kube's mandatory and suggested FlowSchemas and PriorityLevelConfigurations,
+//!   and the rule that keeps them.
 //!
 //! This first version classifies with kube's mandatory and suggested schemas that matter here
 //! (`exempt`, `probes`, `global-default`) and grants every seat at once, so the pipeline has
 //! its shape; FlowSchema and PriorityLevelConfiguration objects, queue sets, seats and 429
 //! rejection come with the APF work.
 
+pub mod bootstrap;
 pub mod shuffle;
 
 use actix::{Actor, Context};
