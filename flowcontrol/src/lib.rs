@@ -8,6 +8,8 @@
 //!
 //! # Layout
 //! - [`shuffle`]: kube's shuffle-sharding dealer and flow hash: which queues a flow may use.
+//! - [`limits`]: the server's concurrency split among priority levels and the periodic
+//!   borrowing adjustment from seat-demand statistics.
 //! - [`bootstrap`]: kube's mandatory and suggested FlowSchemas and PriorityLevelConfigurations,
 //!   and the rule that keeps them.
 //!
@@ -17,6 +19,7 @@
 //! rejection come with the APF work.
 
 pub mod bootstrap;
+pub mod limits;
 pub mod shuffle;
 
 use actix::{Actor, Context};
