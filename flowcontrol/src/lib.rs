@@ -8,6 +8,8 @@
 //!
 //! # Layout
 //! - [`shuffle`]: kube's shuffle-sharding dealer and flow hash: which queues a flow may use.
+//! - [`queueset`]: one priority level's queues, seats and virtual-time fair queuing, a pure
+//!   data structure the caller drives with explicit instants.
 //! - [`limits`]: the server's concurrency split among priority levels and the periodic
 //!   borrowing adjustment from seat-demand statistics.
 //! - [`bootstrap`]: kube's mandatory and suggested FlowSchemas and PriorityLevelConfigurations,
@@ -20,6 +22,7 @@
 
 pub mod bootstrap;
 pub mod limits;
+pub mod queueset;
 pub mod shuffle;
 
 use actix::{Actor, Context};
