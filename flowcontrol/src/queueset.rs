@@ -266,13 +266,13 @@ pub struct QueueStats {
     /// Requests waiting.
     pub waiting: usize,
     /// Seats those requests ask for (their `max_seats`).
-    pub seats_waiting: u32,
+    pub seats_waiting: u64,
     /// The queue's virtual start for its next dispatch, in seat-seconds of R.
     pub next_dispatch_r: f64,
     /// Requests dispatched from this queue and not finished.
     pub executing: usize,
     /// Seats held by requests from this queue (lingering ones included).
-    pub seats_in_use: u32,
+    pub seats_in_use: u64,
 }
 
 /// The whole level, for metrics and kube's debug dump.
@@ -285,11 +285,11 @@ pub struct QueueSetStats {
     /// Requests waiting.
     pub waiting: usize,
     /// Seats waiting requests ask for.
-    pub seats_waiting: u32,
+    pub seats_waiting: u64,
     /// Requests dispatched and not finished.
     pub executing: usize,
     /// Seats held (executing and lingering requests).
-    pub seats_in_use: u32,
+    pub seats_in_use: u64,
     /// Requests dispatched since the queue set was made.
     pub dispatched: u64,
     /// Requests rejected since the queue set was made, by reason.
@@ -315,13 +315,18 @@ struct Request {
     waiting_seats: u32,
     /// Seats held from dispatch to release (`max_seats` after capping).
     held_seats: u32,
+    /// Which transitions are open to it: the guard that makes every release happen once.
     phase: Phase,
 }
 
+/// A live request's phase; a request in none of them is gone from the map.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
+    /// In its queue: may be dispatched, time out or be cancelled.
     Waiting,
+    /// Holding its seats; `since` measures the service time that corrects its queue.
     Executing { since: Instant },
+    /// Finished, holding its seats until `until` for the extra latency.
     Lingering { until: Instant },
 }
 
@@ -332,7 +337,7 @@ struct Queue {
     /// the middle (time-out, cancel) search it, bounded by the queue length limit.
     waiting: VecDeque<RequestId>,
     /// Σ max_seats of the waiting requests: their share of the seat demand that drives R.
-    seats_waiting: u32,
+    seats_waiting: u64,
     /// Σ total_work of the waiting requests: what shuffle sharding minimises.
     work_waiting: SeatSeconds,
     /// R at which the queue's next request starts, virtually.
@@ -340,7 +345,7 @@ struct Queue {
     /// Dispatched and not finished (lingering ones are not counted, as in kube).
     executing: usize,
     /// Seats held by this queue's executing and lingering requests.
-    seats_in_use: u32,
+    seats_in_use: u64,
 }
 
 impl Queue {
@@ -352,6 +357,7 @@ impl Queue {
 /// One priority level's queues and seats. See the module documentation for the protocol.
 #[derive(Debug)]
 pub struct QueueSet {
+    /// The configuration in force; `concurrency_limit` bounds the seats in use.
     config: QueueSetConfig,
     /// The queue length limit in force; kept from the last Queue configuration while in
     /// Reject or Exempt mode, for the queues still draining.
@@ -377,11 +383,16 @@ pub struct QueueSet {
     /// Requests shuffle-sharded so far: rotates where the hand is scanned from, so flows with
     /// overlapping hands do not all favour the same queue.
     enqueues: u64,
+    /// The last id issued; ids are never reused, so a stale id can never match a new request.
     next_id: u64,
+    /// Totals over all queues, kept in step with them so the hot checks need no scan:
+    /// requests waiting, the seats they ask for, requests executing, and seats held (lingering
+    /// included), the last being what the concurrency limit bounds.
     waiting: usize,
-    seats_waiting: u32,
+    seats_waiting: u64,
     executing: usize,
-    seats_in_use: u32,
+    seats_in_use: u64,
+    /// Counters since creation, for metrics.
     dispatched: u64,
     rejected: RejectCounts,
     /// Seats in use plus seats waiting over time, for the borrowing adjustment.
@@ -667,7 +678,7 @@ impl QueueSet {
         dispatched: &mut Vec<RequestId>,
     ) -> Outcome {
         let q = self.shuffle_shard(flow_hash);
-        if self.seats_in_use >= self.config.concurrency_limit
+        if self.seats_in_use >= u64::from(self.config.concurrency_limit)
             && self.queues[q].waiting.len() >= self.queue_length_limit as usize
         {
             self.rejected.queue_full += 1;
@@ -683,10 +694,10 @@ impl QueueSet {
         self.requests.insert(id, entry);
         let queue = &mut self.queues[q];
         queue.waiting.push_back(id);
-        queue.seats_waiting += seats;
+        queue.seats_waiting += u64::from(seats);
         queue.work_waiting = SeatSeconds(queue.work_waiting.0.saturating_add(work.0));
         self.waiting += 1;
-        self.seats_waiting += seats;
+        self.seats_waiting += u64::from(seats);
         self.deadlines.insert((deadline, id));
         self.bound_next_dispatch(q);
         self.dispatch_as_much_as_possible(now, dispatched);
@@ -732,7 +743,7 @@ impl QueueSet {
         entry.phase = Phase::Executing { since: now };
         self.requests.insert(id, entry);
         self.executing += 1;
-        self.seats_in_use += seats;
+        self.seats_in_use += u64::from(seats);
         self.dispatched += 1;
         dispatched.push(id);
         id
@@ -748,12 +759,12 @@ impl QueueSet {
             // Wider than the level: runs alone once nothing else executes.
             return self.executing == 0;
         }
-        self.seats_in_use + seats <= limit
+        self.seats_in_use + u64::from(seats) <= u64::from(limit)
     }
 
     fn dispatch_as_much_as_possible(&mut self, now: Instant, dispatched: &mut Vec<RequestId>) {
         while self.waiting != 0
-            && self.seats_in_use < self.config.concurrency_limit
+            && self.seats_in_use < u64::from(self.config.concurrency_limit)
             && self.dispatch_one(now, dispatched)
         {}
     }
@@ -799,15 +810,15 @@ impl QueueSet {
         self.deadlines.remove(&(deadline, id));
         self.robin_index = q;
         let queue = &mut self.queues[q];
-        queue.seats_waiting -= waiting_seats;
+        queue.seats_waiting -= u64::from(waiting_seats);
         queue.work_waiting = SeatSeconds(queue.work_waiting.0.saturating_sub(total_work.0));
         queue.executing += 1;
-        queue.seats_in_use += held;
+        queue.seats_in_use += u64::from(held);
         queue.next_dispatch_r = SeatSeconds(queue.next_dispatch_r.0.saturating_add(total_work.0));
         self.waiting -= 1;
-        self.seats_waiting -= waiting_seats;
+        self.seats_waiting -= u64::from(waiting_seats);
         self.executing += 1;
-        self.seats_in_use += held;
+        self.seats_in_use += u64::from(held);
         self.dispatched += 1;
         self.bound_next_dispatch(q);
         dispatched.push(id);
@@ -823,12 +834,12 @@ impl QueueSet {
             if let Some(pos) = queue.waiting.iter().position(|&w| w == id) {
                 queue.waiting.remove(pos);
             }
-            queue.seats_waiting -= request.waiting_seats;
+            queue.seats_waiting -= u64::from(request.waiting_seats);
             queue.work_waiting = SeatSeconds(queue.work_waiting.0.saturating_sub(request.total_work.0));
             self.bound_next_dispatch(q);
         }
         self.waiting -= 1;
-        self.seats_waiting -= request.waiting_seats;
+        self.seats_waiting -= u64::from(request.waiting_seats);
     }
 
     /// Gives back a finished request's seats and forgets it; drops its queue if that is now
@@ -838,9 +849,9 @@ impl QueueSet {
         if let Phase::Lingering { until } = request.phase {
             self.releases.remove(&(until, id));
         }
-        self.seats_in_use -= request.held_seats;
+        self.seats_in_use -= u64::from(request.held_seats);
         if let Some(q) = request.queue {
-            self.queues[q].seats_in_use -= request.held_seats;
+            self.queues[q].seats_in_use -= u64::from(request.held_seats);
             self.remove_queue_if_excess(q);
         }
     }
@@ -887,7 +898,7 @@ impl QueueSet {
         let mut active = 0u32;
         let mut seats_requested = 0u64;
         for queue in &self.queues {
-            seats_requested += u64::from(queue.seats_in_use) + u64::from(queue.seats_waiting);
+            seats_requested += queue.seats_in_use + queue.seats_waiting;
             if !queue.is_empty_and_idle() {
                 active += 1;
             }
@@ -930,7 +941,7 @@ impl QueueSet {
     }
 
     fn note_demand(&mut self, now: Instant) {
-        self.seat_demand.set(now, f64::from(self.seats_in_use) + f64::from(self.seats_waiting));
+        self.seat_demand.set(now, (self.seats_in_use + self.seats_waiting) as f64);
     }
 }
 
@@ -1269,6 +1280,52 @@ mod tests {
         let d = dispatched(&mut qs, t0 + ms(5), req(3, 1, t0 + FAR));
         assert_eq!(qs.finish(t0 + ms(6), d), vec![]);
         assert_eq!(qs.stats().queues.len(), 2);
+    }
+
+    #[test]
+    fn an_excess_queue_holding_lingering_seats_waits_for_their_release() {
+        let t0 = Instant::now();
+        let mut qs = qs(t0, queuing(2, 1, 10, 4));
+        let write = NewRequest {
+            work: WorkEstimate { initial_seats: 1, final_seats: 1, additional_latency: ms(50) },
+            flow_hash: 1,
+            deadline: t0 + FAR,
+        };
+        let w = dispatched(&mut qs, t0, write);
+        let r = dispatched(&mut qs, t0, req(1, 1, t0 + FAR));
+        assert_eq!(qs.set_config(t0, queuing(1, 1, 10, 4)), Ok(vec![]));
+        assert_eq!(qs.finish(t0 + ms(1), w), vec![]);
+        assert_eq!(qs.finish(t0 + ms(2), r), vec![]);
+        // Queue 1 is empty and idle but still holds w's seat: it stays (kube would drop it).
+        let s = qs.stats();
+        assert_eq!((s.queues.len(), s.queues[1].seats_in_use, s.seats_in_use), (2, 1, 1));
+        assert!(qs.is_idle(), "lingering seats do not make a level busy");
+        assert_eq!(qs.next_wakeup(), Some(t0 + ms(51)));
+        assert_eq!(qs.release_due(t0 + ms(51)), vec![]);
+        let s = qs.stats();
+        assert_eq!((s.queues.len(), s.seats_in_use), (1, 0));
+        assert_eq!(qs.next_wakeup(), None);
+    }
+
+    #[test]
+    fn next_wakeup_is_the_earlier_of_deadline_and_release() {
+        let t0 = Instant::now();
+        let mut qs = qs(t0, queuing(1, 1, 10, 1));
+        let write = NewRequest {
+            work: WorkEstimate { initial_seats: 1, final_seats: 1, additional_latency: ms(30) },
+            flow_hash: 0,
+            deadline: t0 + FAR,
+        };
+        let w = dispatched(&mut qs, t0, write);
+        let late = queued(&mut qs, t0, req(0, 1, t0 + ms(100)));
+        let early = queued(&mut qs, t0, req(0, 1, t0 + ms(20)));
+        assert_eq!(qs.finish(t0 + ms(10), w), vec![]);
+        assert_eq!((qs.next_deadline(), qs.next_release()), (Some(t0 + ms(20)), Some(t0 + ms(40))));
+        assert_eq!(qs.next_wakeup(), Some(t0 + ms(20)));
+        assert_eq!(qs.tick(t0 + ms(20)), Expired { timed_out: vec![early], dispatched: vec![] });
+        assert_eq!(qs.next_wakeup(), Some(t0 + ms(40)));
+        assert_eq!(qs.tick(t0 + ms(40)), Expired { timed_out: vec![], dispatched: vec![late] });
+        assert_eq!(qs.next_wakeup(), None);
     }
 
     #[test]
