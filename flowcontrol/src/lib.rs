@@ -6,10 +6,24 @@
 //! exempts (`system:masters`, health probes) is never turned away by a full one. Every other
 //! request then asks the [`FlowControlActor`] for a seat.
 //!
+//! # Layout
+//! - [`shuffle`]: kube's shuffle-sharding dealer and flow hash: which queues a flow may use.
+//! - [`queueset`]: one priority level's queues, seats and virtual-time fair queuing, a pure
+//!   data structure the caller drives with explicit instants.
+//! - [`limits`]: the server's concurrency split among priority levels and the periodic
+//!   borrowing adjustment from seat-demand statistics.
+//! - [`bootstrap`]: kube's mandatory and suggested FlowSchemas and PriorityLevelConfigurations,
+//!   and the rule that keeps them.
+//!
 //! This first version classifies with kube's mandatory and suggested schemas that matter here
 //! (`exempt`, `probes`, `global-default`) and grants every seat at once, so the pipeline has
 //! its shape; FlowSchema and PriorityLevelConfiguration objects, queue sets, seats and 429
 //! rejection come with the APF work.
+
+pub mod bootstrap;
+pub mod limits;
+pub mod queueset;
+pub mod shuffle;
 
 use actix::{Actor, Context};
 use actors::{Deadline, StageHandler, Work};
