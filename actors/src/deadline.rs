@@ -20,6 +20,13 @@ pub struct Deadline(Option<Instant>);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Elapsed;
 
+impl Default for Deadline {
+    /// No deadline.
+    fn default() -> Self {
+        Deadline::NONE
+    }
+}
+
 impl Deadline {
     /// No deadline.
     pub const NONE: Deadline = Deadline(None);

@@ -19,6 +19,8 @@
 //!   namespace labels, and the decisions and messages for pods, pod controllers and namespaces.
 //! - [`service_account`]: kube's `ServiceAccount`: pods run as an existing ServiceAccount and
 //!   get its token volume.
+//! - [`webhooks`]: kube's `MutatingAdmissionWebhook` and `ValidatingAdmissionWebhook`.
+//! - [`cel`]: the CEL environment of match conditions and policies.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -31,9 +33,11 @@ use apimachinery::messages::{AdmissionPhase, Admit, Admitted, Operation};
 use async_trait::async_trait;
 use serde_json::Value;
 
+pub mod cel;
 pub mod namespace_lifecycle;
 pub mod pod_security;
 pub mod service_account;
+pub mod webhooks;
 
 /// What plugins say beside their decision, gathered over a request's phase.
 #[derive(Debug, Default)]
@@ -47,6 +51,10 @@ pub struct Review {
     /// Set by a plugin (the mutating webhooks) that wants the mutating plugins run once more
     /// because the object changed after a webhook asking for reinvocation had seen it.
     pub reinvoke: bool,
+    /// The request's deadline, for plugins that bound their own work by it.
+    pub deadline: Deadline,
+    /// What the mutating webhooks remember between the two runs.
+    pub rounds: webhooks::Rounds,
 }
 
 /// One admission plugin. A plugin mutates, validates, or both; kube runs every mutating step
@@ -92,7 +100,13 @@ pub struct PluginContext {
 /// kube 1.30's plugin order (`AllOrderedPlugins`), cut to the plugins that apply to a server
 /// with no nodes of its own, with whether kube enables each by default. The chain runs enabled
 /// plugins in this order.
-pub const ORDERED_PLUGINS: &[(&str, bool)] = &[("NamespaceLifecycle", true), ("ServiceAccount", true)];
+pub const ORDERED_PLUGINS: &[(&str, bool)] = &[
+    ("NamespaceLifecycle", true),
+    ("ServiceAccount", true),
+    ("PodSecurity", true),
+    ("MutatingAdmissionWebhook", true),
+    ("ValidatingAdmissionWebhook", true),
+];
 
 /// kube's plugins this server does not build; naming them is refused with a clear message
 /// rather than as unknown.
@@ -147,6 +161,13 @@ pub fn build_chain(names: &[&str], ctx: &PluginContext) -> Result<AdmissionChain
         let plugin: Arc<dyn AdmissionPlugin> = match *name {
             "NamespaceLifecycle" => Arc::new(namespace_lifecycle::NamespaceLifecycle::new(ctx.objects.clone())),
             "ServiceAccount" => Arc::new(service_account::ServiceAccount::new(ctx.objects.clone())),
+            "PodSecurity" => Arc::new(pod_security::plugin::PodSecurity::new(ctx.objects.clone())),
+            "MutatingAdmissionWebhook" => {
+                Arc::new(webhooks::WebhookPlugin::new(webhooks::config::HookKind::Mutating, ctx.objects.clone()))
+            }
+            "ValidatingAdmissionWebhook" => {
+                Arc::new(webhooks::WebhookPlugin::new(webhooks::config::HookKind::Validating, ctx.objects.clone()))
+            }
             other => return Err(format!("unknown admission plugin: {other}")),
         };
         plugins.push(plugin);
@@ -161,7 +182,7 @@ pub struct AdmissionChain {
 }
 
 /// kube's operation label values.
-fn operation_label(op: Operation) -> &'static str {
+pub(crate) fn operation_label(op: Operation) -> &'static str {
     match op {
         Operation::Create => "CREATE",
         Operation::Update => "UPDATE",
@@ -172,9 +193,9 @@ fn operation_label(op: Operation) -> &'static str {
 impl AdmissionChain {
     /// Runs the request's phase: every mutating plugin in order (once more if one asks for
     /// reinvocation), or every validating plugin in order; the first refusal wins.
-    pub async fn admit(&self, request: Admit) -> Result<Admitted, ApiError> {
+    pub async fn admit(&self, request: Admit, deadline: Deadline) -> Result<Admitted, ApiError> {
         let started = Instant::now();
-        let mut review = Review::default();
+        let mut review = Review { deadline, ..Review::default() };
         let phase = request.phase;
         let (result, object) = match phase {
             AdmissionPhase::Mutating => {
@@ -260,9 +281,14 @@ impl Actor for AdmissionActor {
 /// The chain runs as a future on the stage's arbiter: the stage's slot is held until it
 /// answers, and it is dropped (a webhook call with it) when the request's deadline passes.
 impl StageHandler<Admit> for AdmissionActor {
-    fn handle(&mut self, msg: Admit, _: Deadline, _: &mut Context<Self>) -> Work<Self, Result<Admitted, ApiError>> {
+    fn handle(
+        &mut self,
+        msg: Admit,
+        deadline: Deadline,
+        _: &mut Context<Self>,
+    ) -> Work<Self, Result<Admitted, ApiError>> {
         let chain = self.chain.clone();
-        Work::later(async move { chain.admit(msg).await })
+        Work::later(async move { chain.admit(msg, deadline).await })
     }
 }
 
@@ -279,10 +305,11 @@ mod tests {
     #[test]
     fn flags_add_to_and_take_from_the_defaults_in_kubes_order() {
         assert_eq!(enabled_plugins(&[], &[]).unwrap(), default_plugins());
-        assert_eq!(enabled_plugins(&[], &names(&["NamespaceLifecycle"])).unwrap(), vec!["ServiceAccount"]);
+        let without = enabled_plugins(&[], &names(&["NamespaceLifecycle", "PodSecurity"])).unwrap();
+        assert_eq!(without, vec!["ServiceAccount", "MutatingAdmissionWebhook", "ValidatingAdmissionWebhook"]);
         assert_eq!(
             enabled_plugins(&names(&["ServiceAccount", "NamespaceLifecycle"]), &[]).unwrap(),
-            vec!["NamespaceLifecycle", "ServiceAccount"],
+            default_plugins(),
             "the flag's order does not matter"
         );
         assert_eq!(enabled_plugins(&names(&["Bogus"]), &[]).unwrap_err(), "unknown admission plugin: Bogus");

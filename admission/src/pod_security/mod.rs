@@ -16,10 +16,12 @@
 //! - [`checks`]: every check of v1.30, its revisions by version, and [`evaluate`].
 //! - [`decision`]: what the plugin answers: [`pod_decision`], [`pod_controller_decision`],
 //!   [`namespace_decision`] and [`existing_pods_warnings`], configured by [`Config`].
+//! - [`plugin`]: the admission plugin over them.
 //! - this module: the message wording shared by all of them.
 
 pub mod checks;
 pub mod decision;
+pub mod plugin;
 pub mod policy;
 
 use apimachinery::validation::field::go_quote;

@@ -1,0 +1,373 @@
+//! Webhook configurations as the dispatcher uses them: parsed once per change of the stored
+//! objects (their names and resourceVersions), sorted as kube calls them (by configuration
+//! name, then in the configuration's order), with their HTTPS clients built.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use apimachinery::lookup::ObjectLookup;
+use apimachinery::messages::Operation;
+use apimachinery::selector::LabelSelector;
+use base64::Engine;
+use serde_json::Value;
+use webhook_client::WebhookClient;
+
+/// The group both configuration kinds belong to.
+pub const GROUP: &str = "admissionregistration.k8s.io";
+
+/// Mutating or validating.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HookKind {
+    /// MutatingWebhookConfiguration: called in order, may patch.
+    Mutating,
+    /// ValidatingWebhookConfiguration: called concurrently.
+    Validating,
+}
+
+impl HookKind {
+    /// The plural resource the configurations are stored as.
+    pub fn resource(self) -> &'static str {
+        match self {
+            HookKind::Mutating => "mutatingwebhookconfigurations",
+            HookKind::Validating => "validatingwebhookconfigurations",
+        }
+    }
+
+    /// kube's `type` label of the webhook metrics.
+    pub fn metric_type(self) -> &'static str {
+        match self {
+            HookKind::Mutating => "admit",
+            HookKind::Validating => "validating",
+        }
+    }
+}
+
+/// One rule of a webhook (`rules[]`).
+#[derive(Clone, Debug, Default)]
+pub struct Rule {
+    /// `CREATE`, `UPDATE`, `DELETE`, `CONNECT` or `*`.
+    pub operations: Vec<String>,
+    /// Groups, `*` for all.
+    pub api_groups: Vec<String>,
+    /// Versions, `*` for all.
+    pub api_versions: Vec<String>,
+    /// `pods`, `pods/status`, `*`, `*/*`, `pods/*`, `*/status`.
+    pub resources: Vec<String>,
+    /// `*`, `Cluster` or `Namespaced`.
+    pub scope: String,
+}
+
+/// Where a webhook is reached.
+#[derive(Clone, Debug)]
+pub enum Endpoint {
+    /// `clientConfig.url`.
+    Url(String),
+    /// `clientConfig.service`, resolved to one of the Service's endpoints per call.
+    Service {
+        /// The Service's namespace.
+        namespace: String,
+        /// The Service's name.
+        name: String,
+        /// The path to post to (`/` when unset).
+        path: String,
+        /// The Service port (443 when unset).
+        port: i64,
+    },
+}
+
+/// A CEL match condition, compiled when the configuration is read.
+#[derive(Clone)]
+pub struct MatchCondition {
+    /// Its name, for errors.
+    pub name: String,
+    /// The compiled program, or why it did not compile.
+    pub program: Result<Arc<crate::cel::Program>, String>,
+}
+
+/// One webhook of a configuration, ready to match and call.
+#[derive(Clone)]
+pub struct Hook {
+    /// The configuration's name.
+    pub configuration: String,
+    /// The webhook's name (errors and metrics name it).
+    pub name: String,
+    /// Its rules.
+    pub rules: Vec<Rule>,
+    /// `namespaceSelector`.
+    pub namespace_selector: LabelSelector,
+    /// `objectSelector`.
+    pub object_selector: LabelSelector,
+    /// `matchConditions`, all of which must hold.
+    pub match_conditions: Vec<MatchCondition>,
+    /// `failurePolicy: Fail` (the default), else `Ignore`.
+    pub fail_closed: bool,
+    /// `matchPolicy: Exact`; else `Equivalent` (the default).
+    pub exact: bool,
+    /// `timeoutSeconds` (default 10).
+    pub timeout: Duration,
+    /// `sideEffects` is `None` or `NoneOnDryRun`, so a dry-run request may call it.
+    pub dry_run_safe: bool,
+    /// `reinvocationPolicy: IfNeeded` (mutating only).
+    pub reinvoke_if_needed: bool,
+    /// Where it is reached.
+    pub endpoint: Endpoint,
+    /// The HTTPS client, trusting `caBundle`.
+    pub client: Result<WebhookClient, String>,
+}
+
+impl Hook {
+    /// Whether `operation` is one of the rule's.
+    fn operation_listed(list: &[String], operation: Operation) -> bool {
+        let op = match operation {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+        };
+        list.iter().any(|o| o == "*" || o == op)
+    }
+
+    /// Whether a rule matches the request's operation, group, version, resource, subresource
+    /// and scope, as kube's `rules.Matcher` decides.
+    pub fn rules_match(
+        &self,
+        operation: Operation,
+        group: &str,
+        version: &str,
+        resource: &str,
+        subresource: &str,
+        namespace: &str,
+    ) -> bool {
+        self.rules.iter().any(|r| {
+            let listed = |list: &[String], v: &str| list.iter().any(|x| x == "*" || x == v);
+            Hook::operation_listed(&r.operations, operation)
+                && listed(&r.api_groups, group)
+                && listed(&r.api_versions, version)
+                && resource_listed(&r.resources, resource, subresource)
+                && scope_matches(&r.scope, resource, group, namespace)
+        })
+    }
+}
+
+/// kube's resource matching: `*` is every resource but no subresource, `*/*` everything,
+/// `pods/*` every subresource of pods, `*/status` the status of everything.
+fn resource_listed(list: &[String], resource: &str, subresource: &str) -> bool {
+    list.iter().any(|entry| {
+        let (res, sub) = entry.split_once('/').unwrap_or((entry.as_str(), ""));
+        if res != "*" && res != resource {
+            return false;
+        }
+        sub == "*" || sub == subresource
+    })
+}
+
+/// kube's scope rule: the Namespace object itself counts as cluster-scoped.
+fn scope_matches(scope: &str, resource: &str, group: &str, namespace: &str) -> bool {
+    let is_namespace = group.is_empty() && resource == "namespaces";
+    match scope {
+        "Namespaced" => !is_namespace && !namespace.is_empty(),
+        "Cluster" => is_namespace || namespace.is_empty(),
+        _ => true,
+    }
+}
+
+fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(String::from).collect())
+        .unwrap_or_default()
+}
+
+fn selector(v: Option<&Value>) -> LabelSelector {
+    match v.filter(|v| !v.is_null()) {
+        // Validation refused bad selectors; one that slipped through matches nothing.
+        Some(v) => LabelSelector::from_label_selector_message(Some(v)).unwrap_or_else(|_| LabelSelector::nothing()),
+        None => LabelSelector::everything(),
+    }
+}
+
+/// Parses one webhook of configuration `configuration`.
+fn parse_hook(configuration: &str, kind: HookKind, w: &Value) -> Hook {
+    let rules = w
+        .get("rules")
+        .and_then(Value::as_array)
+        .map(|rules| {
+            rules
+                .iter()
+                .map(|r| Rule {
+                    operations: strings(r.get("operations")),
+                    api_groups: strings(r.get("apiGroups")),
+                    api_versions: strings(r.get("apiVersions")),
+                    resources: strings(r.get("resources")),
+                    scope: r.get("scope").and_then(Value::as_str).unwrap_or("*").to_string(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let cc = w.get("clientConfig").cloned().unwrap_or(Value::Null);
+    let ca = cc
+        .get("caBundle")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(|b| base64::engine::general_purpose::STANDARD.decode(b).map_err(|e| format!("caBundle: {e}")))
+        .transpose();
+    let (endpoint, client) = match cc.get("service").filter(|s| s.is_object()) {
+        Some(svc) => {
+            let namespace = svc.get("namespace").and_then(Value::as_str).unwrap_or("").to_string();
+            let name = svc.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+            let verify = format!("{name}.{namespace}.svc");
+            let client = ca.and_then(|ca| WebhookClient::for_endpoints(ca, Some(verify)));
+            let endpoint = Endpoint::Service {
+                namespace,
+                name,
+                path: svc.get("path").and_then(Value::as_str).unwrap_or("/").to_string(),
+                port: svc.get("port").and_then(Value::as_i64).unwrap_or(443),
+            };
+            (endpoint, client)
+        }
+        None => {
+            let url = cc.get("url").and_then(Value::as_str).unwrap_or("").to_string();
+            (Endpoint::Url(url), ca.and_then(|ca| WebhookClient::for_endpoints(ca, None)))
+        }
+    };
+    let side_effects = w.get("sideEffects").and_then(Value::as_str).unwrap_or("");
+    let match_conditions = w
+        .get("matchConditions")
+        .and_then(Value::as_array)
+        .map(|conditions| {
+            conditions
+                .iter()
+                .map(|c| MatchCondition {
+                    name: c.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
+                    program: crate::cel::Program::compile(c.get("expression").and_then(Value::as_str).unwrap_or(""))
+                        .map(Arc::new),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Hook {
+        configuration: configuration.to_string(),
+        name: w.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
+        rules,
+        namespace_selector: selector(w.get("namespaceSelector")),
+        object_selector: selector(w.get("objectSelector")),
+        match_conditions,
+        fail_closed: w.get("failurePolicy").and_then(Value::as_str) != Some("Ignore"),
+        exact: w.get("matchPolicy").and_then(Value::as_str) == Some("Exact"),
+        timeout: Duration::from_secs(w.get("timeoutSeconds").and_then(Value::as_u64).unwrap_or(10).clamp(1, 30)),
+        dry_run_safe: matches!(side_effects, "None" | "NoneOnDryRun"),
+        reinvoke_if_needed: kind == HookKind::Mutating
+            && w.get("reinvocationPolicy").and_then(Value::as_str) == Some("IfNeeded"),
+        endpoint,
+        client,
+    }
+}
+
+/// The hooks of every configuration of one kind, kept until the configurations change.
+pub struct HookSource {
+    kind: HookKind,
+    objects: Arc<dyn ObjectLookup>,
+    /// The last list's names and resourceVersions, and the hooks built from it: a request
+    /// reads the configurations from the cache and rebuilds only when they changed. A mutex
+    /// because the stage's futures share it; it is held only to compare and swap.
+    built: Mutex<(Fingerprint, Arc<Vec<Hook>>)>,
+}
+
+/// Names and resourceVersions of the configurations hooks were built from.
+type Fingerprint = Vec<(String, String)>;
+
+impl HookSource {
+    /// Hooks of `kind`, from the configurations `objects` lists.
+    pub fn new(kind: HookKind, objects: Arc<dyn ObjectLookup>) -> Self {
+        HookSource { kind, objects, built: Mutex::new((Vec::new(), Arc::new(Vec::new()))) }
+    }
+
+    /// The current hooks, in kube's calling order.
+    pub async fn hooks(&self) -> Arc<Vec<Hook>> {
+        // Not served (or not readable): no webhooks to call.
+        let Ok(mut configs) = self.objects.list(GROUP, self.kind.resource(), "", "").await else {
+            return Arc::new(Vec::new());
+        };
+        configs.sort_by(|a, b| name_of(a).cmp(name_of(b)));
+        let fingerprint: Fingerprint = configs
+            .iter()
+            .map(|c| {
+                let rv = c.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or("");
+                (name_of(c).to_string(), rv.to_string())
+            })
+            .collect();
+        {
+            let built = self.built.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if built.0 == fingerprint {
+                return built.1.clone();
+            }
+        }
+        let hooks: Vec<Hook> = configs
+            .iter()
+            .flat_map(|c| {
+                let name = name_of(c).to_string();
+                c.get("webhooks")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(move |w| parse_hook(&name, self.kind, &w))
+            })
+            .collect();
+        let hooks = Arc::new(hooks);
+        *self.built.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = (fingerprint, hooks.clone());
+        hooks
+    }
+}
+
+fn name_of(v: &Value) -> &str {
+    v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn hook(rules: Value) -> Hook {
+        parse_hook("cfg", HookKind::Validating, &json!({"name": "a.b.c", "rules": rules, "sideEffects": "None"}))
+    }
+
+    #[test]
+    fn rules_match_resources_subresources_and_scope_as_kube() {
+        let h =
+            hook(json!([{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}]));
+        assert!(h.rules_match(Operation::Create, "", "v1", "pods", "", "ns"));
+        assert!(!h.rules_match(Operation::Create, "", "v1", "pods", "status", "ns"), "pods is not pods/status");
+        assert!(!h.rules_match(Operation::Update, "", "v1", "pods", "", "ns"));
+        let all = hook(json!([{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"]}]));
+        assert!(all.rules_match(Operation::Delete, "apps", "v1", "deployments", "", "ns"));
+        assert!(
+            !all.rules_match(Operation::Update, "apps", "v1", "deployments", "scale", "ns"),
+            "* has no subresources"
+        );
+        let subs =
+            hook(json!([{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*/status"]}]));
+        assert!(subs.rules_match(Operation::Update, "", "v1", "pods", "status", "ns"));
+        assert!(!subs.rules_match(Operation::Update, "", "v1", "pods", "", "ns"));
+        let cluster = hook(
+            json!([{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "scope": "Cluster"}]),
+        );
+        assert!(
+            cluster.rules_match(Operation::Create, "", "v1", "namespaces", "", "team"),
+            "a namespace is cluster-scoped"
+        );
+        assert!(!cluster.rules_match(Operation::Create, "", "v1", "configmaps", "", "team"));
+        let namespaced = hook(
+            json!([{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "scope": "Namespaced"}]),
+        );
+        assert!(!namespaced.rules_match(Operation::Create, "", "v1", "namespaces", "", "team"));
+        assert!(namespaced.rules_match(Operation::Create, "", "v1", "configmaps", "", "team"));
+    }
+
+    #[test]
+    fn defaults_are_kubes() {
+        let h = hook(json!([]));
+        assert!(h.fail_closed && !h.exact && !h.reinvoke_if_needed && h.dry_run_safe);
+        assert_eq!(h.timeout, Duration::from_secs(10));
+        assert!(h.namespace_selector.is_empty() && h.object_selector.is_empty());
+    }
+}

@@ -1,0 +1,366 @@
+//! kube's `MutatingAdmissionWebhook` and `ValidatingAdmissionWebhook` plugins.
+//!
+//! Configurations come from the cachers ([`config::HookSource`]) on every request, so a
+//! change applies as soon as the cache has it. A webhook is called when a rule matches the
+//! request, its namespaceSelector matches the namespace's labels (the object's own for a
+//! Namespace), its objectSelector matches the object's or the old object's labels, and every
+//! match condition holds. Mutating webhooks are called one after another, each seeing the
+//! last one's patch; validating webhooks are called concurrently. Every call is bounded by its
+//! `timeoutSeconds` and by what is left of the request's deadline.
+//!
+//! Errors name the webhook as kube's do: a denial is `admission webhook "x" denied the
+//! request: <message>`; a failed call is `Internal error occurred: failed calling webhook
+//! "x": failed to call webhook: Post "<url>?timeout=10s": <why>` under `failurePolicy: Fail`,
+//! and an audit annotation under `Ignore`.
+
+pub mod config;
+pub mod review;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use apimachinery::error::ApiError;
+use apimachinery::lookup::ObjectLookup;
+use apimachinery::messages::{Admit, Operation};
+use apimachinery::patch::{PatchType, apply_patch};
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use crate::{AdmissionPlugin, Review};
+use config::{Endpoint, Hook, HookKind, HookSource};
+use review::{Answer, CallFailure};
+
+/// What the mutating webhooks remember between the two runs of the mutating plugins.
+#[derive(Debug, Default)]
+pub struct Rounds {
+    /// `IfNeeded` webhooks called since the object last changed.
+    previously_invoked: HashSet<(String, String)>,
+    /// `IfNeeded` webhooks to call again on the second run.
+    to_reinvoke: HashSet<(String, String)>,
+    /// The object as the last webhook left it, to see whether a built-in plugin changed it
+    /// after.
+    last_output: Option<Value>,
+}
+
+/// One of the two webhook plugins.
+pub struct WebhookPlugin {
+    kind: HookKind,
+    source: HookSource,
+    objects: Arc<dyn ObjectLookup>,
+}
+
+impl WebhookPlugin {
+    /// The plugin of `kind`, reading configurations, namespaces and endpoints via `objects`.
+    pub fn new(kind: HookKind, objects: Arc<dyn ObjectLookup>) -> Self {
+        WebhookPlugin { kind, source: HookSource::new(kind, objects.clone()), objects }
+    }
+
+    /// Whether `hook` applies to this request (rules, selectors, match conditions); an error
+    /// when a selector's namespace cannot be read or a condition fails to evaluate.
+    async fn applies(&self, hook: &Hook, request: &Admit, object: &Value) -> Result<bool, String> {
+        let t = &request.target;
+        let subresource = t.subresource.map(|s| s.name()).unwrap_or("");
+        if !hook.rules_match(request.operation, &t.group, &t.version, &t.resource, subresource, &t.namespace) {
+            return Ok(false);
+        }
+        if !hook.object_selector.is_empty() {
+            let new = (request.operation != Operation::Delete).then_some(object);
+            let matched = [new, request.old_object.as_ref()]
+                .into_iter()
+                .flatten()
+                .any(|o| hook.object_selector.matches(o.pointer("/metadata/labels").and_then(Value::as_object)));
+            if !matched {
+                return Ok(false);
+            }
+        }
+        if !hook.namespace_selector.is_empty() {
+            let is_namespace = t.group.is_empty() && t.resource == "namespaces";
+            if is_namespace && t.subresource.is_none() && request.operation != Operation::Delete {
+                if !hook.namespace_selector.matches(object.pointer("/metadata/labels").and_then(Value::as_object)) {
+                    return Ok(false);
+                }
+            } else if !t.namespace.is_empty() || is_namespace {
+                let name = if is_namespace { &t.name } else { &t.namespace };
+                let ns = self.objects.get("", "namespaces", "", name).await.map_err(|e| e.message)?;
+                let ns = ns.ok_or_else(|| format!("namespaces \"{name}\" not found"))?;
+                if !hook.namespace_selector.matches(ns.pointer("/metadata/labels").and_then(Value::as_object)) {
+                    return Ok(false);
+                }
+            }
+        }
+        for condition in &hook.match_conditions {
+            let program = condition.program.as_ref().map_err(|e| format!("{}: {e}", condition.name))?;
+            let vars = review::cel_variables(request, object);
+            let refs: Vec<(&str, &Value)> = vars.iter().map(|(k, v)| (*k, v)).collect();
+            match program.eval_bool(&refs) {
+                Ok(true) => {}
+                Ok(false) => return Ok(false),
+                Err(e) => return Err(format!("failed to evaluate match condition {:?}: {e}", condition.name)),
+            }
+        }
+        Ok(true)
+    }
+
+    /// Calls `hook` with `object`, bounded by its timeout and what is left of the deadline.
+    async fn call(&self, hook: &Hook, request: &Admit, object: &Value, review: &Review) -> Result<Answer, CallFailure> {
+        let client = hook.client.as_ref().map_err(|e| CallFailure::Setup(e.clone()))?;
+        let base = match &hook.endpoint {
+            Endpoint::Url(url) => url.clone(),
+            Endpoint::Service { namespace, name, path, port } => {
+                self.service_url(namespace, name, path, *port).await.map_err(CallFailure::Setup)?
+            }
+        };
+        let timeout = review.deadline.remaining().map_or(hook.timeout, |left| left.min(hook.timeout));
+        let url = review::with_timeout(&base, hook.timeout);
+        let body = review::request_body(request, object);
+        let uid = body["request"]["uid"].as_str().unwrap_or("").to_string();
+        let started = Instant::now();
+        let result = client.post_json_to(&url, &body, timeout).await;
+        let elapsed = started.elapsed();
+        let answer = match result {
+            Ok((200..=299, reply)) => review::parse_response(&reply, &uid),
+            Ok((code, reply)) => Err(CallFailure::Status(code, reply)),
+            Err(e) => Err(CallFailure::Transport(e)),
+        };
+        self.record(hook, request, &answer, elapsed);
+        answer.map_err(|failure| failure.at(url))
+    }
+
+    /// `https://<endpoint address>:<target port><path>` for a webhook behind a Service: kube
+    /// with `--enable-aggregator-routing`, since no cluster network routes Service addresses
+    /// here.
+    async fn service_url(&self, namespace: &str, name: &str, path: &str, port: i64) -> Result<String, String> {
+        let missing = || format!("service \"{name}\" not found");
+        let svc =
+            self.objects.get("", "services", namespace, name).await.map_err(|e| e.message)?.ok_or_else(missing)?;
+        let ports = svc.pointer("/spec/ports").and_then(Value::as_array).cloned().unwrap_or_default();
+        let svc_port = ports
+            .iter()
+            .find(|p| p["port"].as_i64() == Some(port))
+            .ok_or_else(|| format!("no service port {port} found for service \"{name}\""))?;
+        let port_name = svc_port["name"].as_str().unwrap_or("");
+        let endpoints = self
+            .objects
+            .get("", "endpoints", namespace, name)
+            .await
+            .map_err(|e| e.message)?
+            .ok_or_else(|| format!("endpoints \"{name}\" not found"))?;
+        for subset in endpoints["subsets"].as_array().into_iter().flatten() {
+            let Some(target) = subset["ports"]
+                .as_array()
+                .and_then(|ps| ps.iter().find(|p| p["name"].as_str().unwrap_or("") == port_name))
+                .and_then(|p| p["port"].as_i64())
+            else {
+                continue;
+            };
+            if let Some(ip) = subset["addresses"].as_array().and_then(|a| a.first()).and_then(|a| a["ip"].as_str()) {
+                let host = if ip.contains(':') { format!("[{ip}]") } else { ip.to_string() };
+                let path = if path.starts_with('/') { path.to_string() } else { format!("/{path}") };
+                return Ok(format!("https://{host}:{target}{path}"));
+            }
+        }
+        Err(format!("no endpoints available for service \"{name}\""))
+    }
+
+    fn record(&self, hook: &Hook, request: &Admit, answer: &Result<Answer, CallFailure>, elapsed: Duration) {
+        let op = crate::operation_label(request.operation);
+        let kind = self.kind.metric_type();
+        let name = hook.name.clone();
+        let (rejected, code, error_type) = match answer {
+            Ok(a) if a.allowed => (false, 200, None),
+            Ok(a) => (true, 200, Some(("no_error", a.status_code()))),
+            Err(CallFailure::Status(code, _)) => (true, *code, Some(("calling_webhook_error", 0))),
+            Err(_) => (true, 0, Some(("calling_webhook_error", 0))),
+        };
+        metrics::histogram!("apiserver_admission_webhook_admission_duration_seconds",
+            "name" => name.clone(), "operation" => op, "rejected" => rejected.to_string(), "type" => kind)
+        .record(elapsed.as_secs_f64());
+        metrics::counter!("apiserver_admission_webhook_request_total",
+            "name" => name.clone(), "code" => code.to_string(), "operation" => op,
+            "rejected" => rejected.to_string(), "type" => kind)
+        .increment(1);
+        if let Some((error_type, rejection_code)) = error_type {
+            metrics::counter!("apiserver_admission_webhook_rejection_count",
+                "name" => name, "error_type" => error_type, "operation" => op,
+                "rejection_code" => rejection_code.to_string(), "type" => kind)
+            .increment(1);
+        }
+    }
+
+    /// What a failed call means: the request fails under `Fail`, goes on (noted in the audit
+    /// event) under `Ignore`.
+    fn failed(
+        &self,
+        hook: &Hook,
+        failure: CallFailure,
+        round: usize,
+        index: usize,
+        review: &mut Review,
+    ) -> Result<(), ApiError> {
+        if hook.fail_closed {
+            return Err(ApiError::internal(format!("failed calling webhook \"{}\": {failure}", hook.name)));
+        }
+        tracing::warn!(webhook = %hook.name, error = %failure, "webhook failed open (failurePolicy: Ignore)");
+        let key = match self.kind {
+            HookKind::Mutating => format!("failed-open.mutation.webhook.admission.k8s.io/round_{round}_index_{index}"),
+            HookKind::Validating => {
+                format!("failed-open.validating.webhook.admission.k8s.io/round_{round}_index_{index}")
+            }
+        };
+        review.audit_annotations.push((key, hook.name.clone()));
+        Ok(())
+    }
+
+    fn dry_run_refused(hook: &Hook, request: &Admit) -> Option<ApiError> {
+        (request.dry_run && !hook.dry_run_safe)
+            .then(|| ApiError::bad_request(format!("admission webhook \"{}\" does not support dry run", hook.name)))
+    }
+
+    async fn mutate_all(&self, request: &Admit, object: &mut Value, review: &mut Review) -> Result<(), ApiError> {
+        let hooks = self.source.hooks().await;
+        if hooks.is_empty() {
+            return Ok(());
+        }
+        let round = usize::from(review.reinvoking);
+        let mut rounds = std::mem::take(&mut review.rounds);
+        if review.reinvoking && rounds.last_output.as_ref() != Some(object) {
+            // A built-in plugin changed the object after the webhooks ran.
+            let invoked = std::mem::take(&mut rounds.previously_invoked);
+            rounds.to_reinvoke.extend(invoked);
+        }
+        let result = async {
+            for (index, hook) in hooks.iter().enumerate() {
+                let key = (hook.configuration.clone(), hook.name.clone());
+                if review.reinvoking && !rounds.to_reinvoke.contains(&key) {
+                    continue;
+                }
+                let applies = match self.applies(hook, request, object).await {
+                    Ok(a) => a,
+                    Err(e) => {
+                        self.failed(hook, CallFailure::Setup(e), round, index, review)?;
+                        continue;
+                    }
+                };
+                if !applies {
+                    continue;
+                }
+                if let Some(e) = Self::dry_run_refused(hook, request) {
+                    return Err(e);
+                }
+                let answer = match self.call(hook, request, object, review).await {
+                    Ok(a) => a,
+                    Err(failure) => {
+                        self.failed(hook, failure, round, index, review)?;
+                        continue;
+                    }
+                };
+                answer.note(hook, review);
+                if !answer.allowed {
+                    return Err(answer.denial(&hook.name));
+                }
+                let mut changed = false;
+                if let Some(patch) = &answer.patch {
+                    let t = &request.target;
+                    let kind = object["kind"].as_str().unwrap_or("").to_string();
+                    let patched =
+                        apply_patch(PatchType::Json, object, patch, (&t.group, &t.version, &kind)).map_err(|e| {
+                            ApiError::internal(format!("failed calling webhook \"{}\": {}", hook.name, e.message))
+                        })?;
+                    if patched != *object {
+                        *object = patched;
+                        changed = true;
+                    }
+                }
+                let annotation = json!({"configuration": hook.configuration, "webhook": hook.name, "mutated": changed});
+                review.audit_annotations.push((
+                    format!("mutation.webhook.admission.k8s.io/round_{round}_index_{index}"),
+                    annotation.to_string(),
+                ));
+                if changed {
+                    let invoked = std::mem::take(&mut rounds.previously_invoked);
+                    rounds.to_reinvoke.extend(invoked);
+                    if !review.reinvoking {
+                        review.reinvoke |= !rounds.to_reinvoke.is_empty();
+                    }
+                }
+                if hook.reinvoke_if_needed {
+                    rounds.previously_invoked.insert(key);
+                }
+            }
+            Ok(())
+        }
+        .await;
+        rounds.last_output = Some(object.clone());
+        review.rounds = rounds;
+        result
+    }
+
+    async fn validate_all(&self, request: &Admit, object: &Value, review: &mut Review) -> Result<(), ApiError> {
+        let hooks = self.source.hooks().await;
+        let mut called = Vec::new();
+        for (index, hook) in hooks.iter().enumerate() {
+            match self.applies(hook, request, object).await {
+                Ok(true) => {
+                    if let Some(e) = Self::dry_run_refused(hook, request) {
+                        return Err(e);
+                    }
+                    called.push((index, hook));
+                }
+                Ok(false) => {}
+                Err(e) => self.failed(hook, CallFailure::Setup(e), 0, index, review)?,
+            }
+        }
+        if called.is_empty() {
+            return Ok(());
+        }
+        let shared: &Review = review;
+        let answers =
+            futures_util::future::join_all(called.iter().map(|(_, hook)| self.call(hook, request, object, shared)))
+                .await;
+        // kube returns one of the refusals; this returns the first in calling order.
+        let mut refusal = None;
+        for ((index, hook), answer) in called.into_iter().zip(answers) {
+            match answer {
+                Ok(answer) => {
+                    answer.note(hook, review);
+                    if !answer.allowed && refusal.is_none() {
+                        refusal = Some(answer.denial(&hook.name));
+                    }
+                }
+                Err(failure) => {
+                    if let Err(e) = self.failed(hook, failure, 0, index, review) {
+                        refusal.get_or_insert(e);
+                    }
+                }
+            }
+        }
+        refusal.map_or(Ok(()), Err)
+    }
+}
+
+#[async_trait(?Send)]
+impl AdmissionPlugin for WebhookPlugin {
+    fn name(&self) -> &'static str {
+        match self.kind {
+            HookKind::Mutating => "MutatingAdmissionWebhook",
+            HookKind::Validating => "ValidatingAdmissionWebhook",
+        }
+    }
+
+    fn mutates(&self) -> bool {
+        self.kind == HookKind::Mutating
+    }
+
+    fn validates(&self) -> bool {
+        self.kind == HookKind::Validating
+    }
+
+    async fn mutate(&self, request: &Admit, object: &mut Value, review: &mut Review) -> Result<(), ApiError> {
+        self.mutate_all(request, object, review).await
+    }
+
+    async fn validate(&self, request: &Admit, object: &Value, review: &mut Review) -> Result<(), ApiError> {
+        self.validate_all(request, object, review).await
+    }
+}
