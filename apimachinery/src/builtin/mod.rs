@@ -21,6 +21,7 @@ mod deployment;
 mod endpoints;
 mod endpointslice;
 mod event;
+mod flowschema;
 mod horizontalpodautoscaler;
 mod ingress;
 mod ingressclass;
@@ -36,6 +37,7 @@ mod pod;
 mod poddisruptionbudget;
 mod podtemplate;
 mod priorityclass;
+mod prioritylevelconfiguration;
 mod replicaset;
 mod replicationcontroller;
 mod resourcequota;
@@ -48,7 +50,10 @@ mod service;
 mod serviceaccount;
 mod statefulset;
 mod storageclass;
+mod validatingadmissionpolicy;
+mod validatingadmissionpolicybinding;
 mod volumeattachment;
+mod webhookconfiguration;
 
 #[cfg(test)]
 mod tests;
@@ -107,10 +112,16 @@ fn definitions() -> Vec<ResourceDef> {
         csidriver::definition(),
         csinode::definition(),
         csistoragecapacity::definition(),
+        webhookconfiguration::mutating(),
+        validatingadmissionpolicy::definition(),
+        validatingadmissionpolicybinding::definition(),
+        webhookconfiguration::validating(),
         priorityclass::definition(),
         lease::definition(),
         runtimeclass::definition(),
         endpointslice::definition(),
+        flowschema::definition(),
+        prioritylevelconfiguration::definition(),
     ]);
     defs
 }

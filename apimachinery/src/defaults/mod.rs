@@ -16,6 +16,8 @@
 //! Objects are the versioned (wire) JSON; nothing here fails: malformed members are left for
 //! validation to report.
 
+pub mod admissionregistration;
+pub mod flowcontrol;
 pub mod pod;
 pub mod quantity;
 

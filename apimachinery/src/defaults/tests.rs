@@ -250,3 +250,98 @@ fn defaults_are_idempotent() {
     apply_defaults(d, &mut a);
     assert_eq!(a, once);
 }
+
+// ---------------------------------------------------------------------------------------------
+// admissionregistration.k8s.io and flowcontrol.apiserver.k8s.io.
+
+const AR: &str = "admissionregistration.k8s.io";
+const FC: &str = "flowcontrol.apiserver.k8s.io";
+
+fn webhook_config(kind: &str, hooks: serde_json::Value) -> serde_json::Value {
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind, "metadata": {"name": "cfg"}, "webhooks": hooks})
+}
+
+#[test]
+fn webhooks_get_v1_defaults() {
+    let mut m = webhook_config(
+        "MutatingWebhookConfiguration",
+        json!([{"name": "a.b.c", "clientConfig": {"service": {"name": "s", "namespace": "n"}},
+                                  "rules": [{"operations": ["*"]}]}]),
+    );
+    apply_defaults(def(AR, "mutatingwebhookconfigurations"), &mut m);
+    let h = &m["webhooks"][0];
+    assert_eq!(h["failurePolicy"], "Fail");
+    assert_eq!(h["matchPolicy"], "Equivalent");
+    assert_eq!(h["namespaceSelector"], json!({}));
+    assert_eq!(h["objectSelector"], json!({}));
+    assert_eq!(h["timeoutSeconds"], 10);
+    assert_eq!(h["reinvocationPolicy"], "Never");
+    assert_eq!(h["rules"][0]["scope"], "*");
+    assert_eq!(h["clientConfig"]["service"]["port"], 443);
+    assert!(h.get("sideEffects").is_none(), "v1 has no sideEffects default");
+    assert!(h.get("admissionReviewVersions").is_none(), "nor a review versions one");
+
+    let mut v = webhook_config("ValidatingWebhookConfiguration", json!([{"name": "a.b.c", "timeoutSeconds": 3}]));
+    apply_defaults(def(AR, "validatingwebhookconfigurations"), &mut v);
+    assert!(v["webhooks"][0].get("reinvocationPolicy").is_none(), "only mutating webhooks are reinvoked");
+    assert_eq!(v["webhooks"][0]["timeoutSeconds"], 3);
+}
+
+#[test]
+fn policies_and_bindings_get_match_defaults() {
+    let mut p = json!({"metadata": {"name": "demo"}, "spec": {"matchConstraints": {"resourceRules": [{"operations": ["CREATE"], "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["deployments"]}]}}});
+    apply_defaults(def(AR, "validatingadmissionpolicies"), &mut p);
+    assert_eq!(p["spec"]["failurePolicy"], "Fail");
+    let mc = &p["spec"]["matchConstraints"];
+    assert_eq!(mc["matchPolicy"], "Equivalent");
+    assert_eq!(mc["namespaceSelector"], json!({}));
+    assert_eq!(mc["objectSelector"], json!({}));
+    assert_eq!(mc["resourceRules"][0]["scope"], "*");
+    let mut empty = json!({"metadata": {"name": "p"}});
+    apply_defaults(def(AR, "validatingadmissionpolicies"), &mut empty);
+    assert_eq!(empty["spec"], json!({"failurePolicy": "Fail"}), "the spec is a struct: always defaulted");
+
+    let mut b =
+        json!({"spec": {"policyName": "p", "matchResources": {"excludeResourceRules": [{"operations": ["*"]}]}}});
+    apply_defaults(def(AR, "validatingadmissionpolicybindings"), &mut b);
+    assert_eq!(b["spec"]["matchResources"]["matchPolicy"], "Equivalent");
+    assert_eq!(b["spec"]["matchResources"]["excludeResourceRules"][0]["scope"], "*");
+    assert!(b["spec"].get("paramRef").is_none());
+}
+
+#[test]
+fn flow_schema_precedence_defaults_to_1000() {
+    let mut fs = json!({"spec": {"matchingPrecedence": 0}});
+    apply_defaults(def(FC, "flowschemas"), &mut fs);
+    assert_eq!(fs["spec"]["matchingPrecedence"], 1000);
+    let mut bare = json!({"metadata": {"name": "x"}});
+    apply_defaults(def(FC, "flowschemas"), &mut bare);
+    assert_eq!(bare["spec"], json!({"matchingPrecedence": 1000}), "the spec is a struct, always defaulted");
+    let mut kept = json!({"spec": {"matchingPrecedence": 7}});
+    apply_defaults(def(FC, "flowschemas"), &mut kept);
+    assert_eq!(kept["spec"]["matchingPrecedence"], 7);
+}
+
+#[test]
+fn priority_levels_get_v1_defaults() {
+    let mut pl = json!({"spec": {"type": "Limited", "limited": {"limitResponse": {"type": "Queue", "queuing": {}}}}});
+    apply_defaults(def(FC, "prioritylevelconfigurations"), &mut pl);
+    assert_eq!(
+        pl["spec"]["limited"],
+        json!({"nominalConcurrencyShares": 30, "lendablePercent": 0,
+               "limitResponse": {"type": "Queue", "queuing": {"queues": 64, "handSize": 8, "queueLengthLimit": 50}}})
+    );
+    // v1's shares are a pointer: an explicit 0 is kept.
+    let mut zero = json!({"spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 0, "limitResponse": {"type": "Reject"}}}});
+    apply_defaults(def(FC, "prioritylevelconfigurations"), &mut zero);
+    assert_eq!(zero["spec"]["limited"]["nominalConcurrencyShares"], 0);
+    let mut null = json!({"spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": null}}});
+    apply_defaults(def(FC, "prioritylevelconfigurations"), &mut null);
+    assert_eq!(null["spec"]["limited"]["nominalConcurrencyShares"], 30);
+    let mut exempt = json!({"spec": {"type": "Exempt", "exempt": {}}});
+    apply_defaults(def(FC, "prioritylevelconfigurations"), &mut exempt);
+    assert_eq!(exempt["spec"]["exempt"], json!({"nominalConcurrencyShares": 0, "lendablePercent": 0}));
+    let mut no_exempt = json!({"spec": {"type": "Exempt"}});
+    apply_defaults(def(FC, "prioritylevelconfigurations"), &mut no_exempt);
+    assert!(no_exempt["spec"].get("exempt").is_none());
+}

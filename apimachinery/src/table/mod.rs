@@ -166,6 +166,8 @@ pub trait Printer: Send + Sync {
     fn columns(&self) -> &[Column];
     /// One object's row, ages relative to `now`.
     fn row(&self, obj: &Value, now: DateTime<Utc>) -> Row;
+    /// The order of a list's rows: as listed by default; kube's FlowSchema list printer sorts.
+    fn order(&self, _objects: &mut [&Value]) {}
 }
 
 /// The columns kube prints for a kind with `printer` (the default convertor's without one).
@@ -184,6 +186,10 @@ pub fn to_table(
     now: DateTime<Utc>,
 ) -> Value {
     let columns = columns(printer);
+    let mut objects = objects.to_vec();
+    if let Some(p) = printer {
+        p.order(&mut objects);
+    }
     let rows: Vec<Value> = objects
         .iter()
         .map(|obj| {

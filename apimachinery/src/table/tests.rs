@@ -811,3 +811,127 @@ fn every_row_has_one_cell_per_column() {
         assert_eq!(t["rows"][0]["cells"].as_array().unwrap().len(), cols, "{}", d.resource);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// admissionregistration.k8s.io and flowcontrol.apiserver.k8s.io.
+
+const AR: &str = "admissionregistration.k8s.io";
+const FC: &str = "flowcontrol.apiserver.k8s.io";
+
+fn cluster_meta(name: &str, age_secs: i64) -> Value {
+    json!({"name": name, "creationTimestamp": ago(age_secs)})
+}
+
+fn names_of(h: Vec<(String, i64)>) -> Vec<String> {
+    h.into_iter().map(|(n, _)| n).collect()
+}
+
+#[test]
+fn webhook_configurations_count_their_webhooks() {
+    for resource in ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"] {
+        assert_eq!(names_of(headers(AR, resource)), vec!["Name", "Webhooks", "Age"]);
+        let cfg = json!({"metadata": cluster_meta("cfg", 65), "webhooks": [{"name": "a.b.c"}, {"name": "d.e.f"}]});
+        assert_eq!(cells(AR, resource, cfg), json!(["cfg", 2, "65s"]));
+        assert_eq!(cells(AR, resource, json!({"metadata": cluster_meta("none", 1)})), json!(["none", 0, "1s"]));
+    }
+    let t = table(AR, "mutatingwebhookconfigurations", &json!({"metadata": cluster_meta("c", 1)}));
+    assert_eq!(t["columnDefinitions"][1]["type"], "integer");
+    assert_eq!(
+        t["columnDefinitions"][1]["description"],
+        "Webhooks indicates the number of webhooks registered in this configuration"
+    );
+}
+
+#[test]
+fn validating_admission_policies_and_bindings() {
+    assert_eq!(names_of(headers(AR, "validatingadmissionpolicies")), vec!["Name", "Validations", "ParamKind", "Age"]);
+    let p = json!({"metadata": cluster_meta("limit", 3600),
+                   "spec": {"paramKind": {"apiVersion": "rules.example.com/v1", "kind": "ReplicaLimit"},
+                            "validations": [{"expression": "true"}, {"expression": "false"}]}});
+    assert_eq!(
+        cells(AR, "validatingadmissionpolicies", p),
+        json!(["limit", 2, "rules.example.com/v1/ReplicaLimit", "60m"])
+    );
+    let bare = json!({"metadata": cluster_meta("audit-only", 1), "spec": {"auditAnnotations": [{"key": "k"}]}});
+    assert_eq!(cells(AR, "validatingadmissionpolicies", bare), json!(["audit-only", 0, "<unset>", "1s"]));
+
+    assert_eq!(
+        names_of(headers(AR, "validatingadmissionpolicybindings")),
+        vec!["Name", "PolicyName", "ParamRef", "Age"]
+    );
+    let binding = |param: Value| {
+        let mut b = json!({"metadata": cluster_meta("b", 1), "spec": {"policyName": "limit"}});
+        if !param.is_null() {
+            b["spec"]["paramRef"] = param;
+        }
+        cells(AR, "validatingadmissionpolicybindings", b)[2].clone()
+    };
+    assert_eq!(binding(Value::Null), json!("<unset>"));
+    assert_eq!(binding(json!({"name": "p", "namespace": "ns"})), json!("ns/p"));
+    assert_eq!(binding(json!({"name": "p"})), json!("*/p"), "no namespace: could be any");
+    assert_eq!(
+        binding(json!({"selector": {"matchLabels": {"tier": "web", "app": "x"},
+                                    "matchExpressions": [{"key": "env", "operator": "In", "values": ["a", "b"]}]}})),
+        json!(
+            "&LabelSelector{MatchLabels:map[string]string{app: x,tier: web,},MatchExpressions:[]LabelSelectorRequirement{LabelSelectorRequirement{Key:env,Operator:In,Values:[a b],},},}"
+        )
+    );
+    assert_eq!(
+        binding(json!({"selector": {}})),
+        json!("&LabelSelector{MatchLabels:map[string]string{},MatchExpressions:[]LabelSelectorRequirement{},}")
+    );
+    assert_eq!(binding(json!({"parameterNotFoundAction": "Deny"})), json!("<unset>"));
+}
+
+#[test]
+fn flow_schemas_print_in_matching_order() {
+    assert_eq!(
+        names_of(headers(FC, "flowschemas")),
+        vec!["Name", "PriorityLevel", "MatchingPrecedence", "DistinguisherMethod", "Age", "MissingPL"]
+    );
+    let fs = |name: &str, precedence: i64| {
+        json!({"metadata": cluster_meta(name, 120), "spec": {"priorityLevelConfiguration": {"name": "workload-low"},
+                                                               "matchingPrecedence": precedence}})
+    };
+    assert_eq!(cells(FC, "flowschemas", fs("a", 9000)), json!(["a", "workload-low", 9000, "<none>", "2m", "?"]));
+    let mut dangling = fs("b", 800);
+    dangling["spec"]["distinguisherMethod"] = json!({"type": "ByUser"});
+    dangling["status"] =
+        json!({"conditions": [{"type": "Other", "status": "True"}, {"type": "Dangling", "status": "False"}]});
+    assert_eq!(cells(FC, "flowschemas", dangling), json!(["b", "workload-low", 800, "ByUser", "2m", "False"]));
+    let (z, y, x) = (fs("z", 100), fs("y", 500), fs("x", 500));
+    let t = to_table(
+        def(FC, "flowschemas").printer(),
+        &[&y, &z, &x],
+        &TableOptions::default(),
+        ListMetaInfo::default(),
+        now(),
+    );
+    let order: Vec<&str> = t["rows"].as_array().unwrap().iter().map(|r| r["cells"][0].as_str().unwrap()).collect();
+    assert_eq!(order, vec!["z", "x", "y"], "by precedence, then name");
+}
+
+#[test]
+fn priority_levels_print_limits_or_none() {
+    assert_eq!(
+        names_of(headers(FC, "prioritylevelconfigurations")),
+        vec!["Name", "Type", "NominalConcurrencyShares", "Queues", "HandSize", "QueueLengthLimit", "Age"]
+    );
+    let queued = json!({"metadata": cluster_meta("workload-low", 5), "spec": {"type": "Limited", "limited": {
+        "nominalConcurrencyShares": 100, "limitResponse": {"type": "Queue", "queuing": {"queues": 128, "handSize": 6, "queueLengthLimit": 50}}}}});
+    assert_eq!(
+        cells(FC, "prioritylevelconfigurations", queued),
+        json!(["workload-low", "Limited", 100, 128, 6, 50, "5s"])
+    );
+    let rejecting = json!({"metadata": cluster_meta("catch-all", 5), "spec": {"type": "Limited", "limited": {
+        "nominalConcurrencyShares": 5, "limitResponse": {"type": "Reject"}}}});
+    assert_eq!(
+        cells(FC, "prioritylevelconfigurations", rejecting),
+        json!(["catch-all", "Limited", 5, "<none>", "<none>", "<none>", "5s"])
+    );
+    let exempt = json!({"metadata": cluster_meta("exempt", 5), "spec": {"type": "Exempt", "exempt": {"nominalConcurrencyShares": 0}}});
+    assert_eq!(
+        cells(FC, "prioritylevelconfigurations", exempt),
+        json!(["exempt", "Exempt", "<none>", "<none>", "<none>", "<none>", "5s"])
+    );
+}

@@ -274,6 +274,76 @@ pub fn validate_label_selector(sel: Option<&Value>, path: &Path) -> Vec<Cause> {
     out
 }
 
+/// `ValidateLabelSelector` with `AllowInvalidLabelValueInSelector`: the values of
+/// `matchExpressions` are not checked as label values (what kube allows on updates of objects
+/// stored before the check was strict).
+pub fn validate_label_selector_lenient(sel: Option<&Value>, path: &Path) -> Vec<Cause> {
+    validate_label_selector(sel, path).into_iter().filter(|c| !c.field.contains(".values[")).collect()
+}
+
+const CONDITION_REASON_FMT: &str = "[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?";
+const CONDITION_REASON_ERR: &str = "a condition reason must start with alphabetic character, optionally followed by a string of alphanumeric characters or '_,:', and must end with an alphanumeric character or '_'";
+static CONDITION_REASON: std::sync::LazyLock<regex::Regex> =
+    std::sync::LazyLock::new(|| regex::Regex::new(&format!("^(?:{CONDITION_REASON_FMT})$")).expect("static regex"));
+
+/// `metav1validation.ValidateConditions`: `metav1.Condition`s with unique, qualified types,
+/// a known status, a transition time and a reason.
+pub fn validate_conditions(conditions: &[Value], path: &Path) -> Vec<Cause> {
+    const MAX_REASON: usize = 1024;
+    const MAX_MESSAGE: usize = 32 * 1024;
+    let mut out = Vec::new();
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, c) in conditions.iter().enumerate() {
+        let p = path.index(i);
+        let s = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or("");
+        let ty = s("type");
+        if seen.contains(&ty) {
+            out.push(field::duplicate(&p.child("type"), Bad::s(ty)));
+        } else {
+            seen.push(ty);
+        }
+        out.extend(validate_label_name(ty, &p.child("type")));
+        let status = s("status");
+        if !["True", "False", "Unknown"].contains(&status) {
+            out.push(field::not_supported(&p.child("status"), Bad::s(status), &["False", "True", "Unknown"]));
+        }
+        if let Some(g) = c.get("observedGeneration").and_then(Value::as_i64).filter(|g| *g < 0) {
+            out.push(field::invalid(
+                &p.child("observedGeneration"),
+                Bad::Int(g),
+                "must be greater than or equal to zero",
+            ));
+        }
+        let time = s("lastTransitionTime");
+        if time.is_empty() || time.starts_with("0001-01-01T00:00:00") {
+            out.push(field::required(&p.child("lastTransitionTime"), "must be set"));
+        }
+        let reason = s("reason");
+        if reason.is_empty() {
+            out.push(field::required(&p.child("reason"), "must be set"));
+        } else {
+            if !CONDITION_REASON.is_match(reason) {
+                out.push(field::invalid(
+                    &p.child("reason"),
+                    Bad::s(reason),
+                    &names::regex_error(
+                        CONDITION_REASON_ERR,
+                        CONDITION_REASON_FMT,
+                        &["my_name", "MY_NAME", "MyName", "ReasonA,ReasonB", "ReasonA:ReasonB"],
+                    ),
+                ));
+            }
+            if reason.len() > MAX_REASON {
+                out.push(field::too_long(&p.child("reason"), MAX_REASON));
+            }
+        }
+        if s("message").len() > MAX_MESSAGE {
+            out.push(field::too_long(&p.child("message"), MAX_MESSAGE));
+        }
+    }
+    out
+}
+
 /// What `metav1.LabelSelectorAsSelector` makes of a selector.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Selector<'a> {

@@ -15,18 +15,25 @@
 //! # Layout
 //! - [`field`]: paths, cause constructors, Go-style value rendering.
 //! - [`names`]: the string formats (DNS labels, qualified names, config keys, ports).
-//! - [`meta`]: metadata and label selectors.
-//! - `pod`, `apps`, `batch`, `core`, `rbac`, `certificates`, `cluster`, `networking`, `quota`, `storage`: the kinds.
+//! - [`meta`]: metadata, label selectors, `metav1.Condition`s.
+//! - [`webhook`]: where a webhook is reached (URL or Service), as `k8s.io/apiserver` checks it.
+//! - [`cel`]: the hook where CEL expressions are compiled.
+//! - `pod`, `apps`, `batch`, `core`, `rbac`, `certificates`, `cluster`, `networking`, `quota`, `storage`,
+//!   `admissionregistration`, `flowcontrol`: the kinds.
 
+pub mod cel;
 pub mod field;
 pub mod meta;
 pub mod names;
+pub mod webhook;
 
+pub mod admissionregistration;
 pub mod apps;
 pub mod batch;
 pub mod certificates;
 pub mod cluster;
 pub mod core;
+pub mod flowcontrol;
 pub mod networking;
 pub mod pod;
 pub mod quota;

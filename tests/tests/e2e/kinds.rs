@@ -430,6 +430,10 @@ resourcequotas quota v1 true ResourceQuota create,delete,deletecollection,get,li
 secrets v1 true Secret create,delete,deletecollection,get,list,patch,update,watch
 serviceaccounts sa v1 true ServiceAccount create,delete,deletecollection,get,list,patch,update,watch
 services svc v1 true Service create,delete,deletecollection,get,list,patch,update,watch all
+mutatingwebhookconfigurations admissionregistration.k8s.io/v1 false MutatingWebhookConfiguration create,delete,deletecollection,get,list,patch,update,watch api-extensions
+validatingadmissionpolicies admissionregistration.k8s.io/v1 false ValidatingAdmissionPolicy create,delete,deletecollection,get,list,patch,update,watch api-extensions
+validatingadmissionpolicybindings admissionregistration.k8s.io/v1 false ValidatingAdmissionPolicyBinding create,delete,deletecollection,get,list,patch,update,watch api-extensions
+validatingwebhookconfigurations admissionregistration.k8s.io/v1 false ValidatingWebhookConfiguration create,delete,deletecollection,get,list,patch,update,watch api-extensions
 controllerrevisions apps/v1 true ControllerRevision create,delete,deletecollection,get,list,patch,update,watch
 daemonsets ds apps/v1 true DaemonSet create,delete,deletecollection,get,list,patch,update,watch all
 deployments deploy apps/v1 true Deployment create,delete,deletecollection,get,list,patch,update,watch all
@@ -448,6 +452,8 @@ certificatesigningrequests csr certificates.k8s.io/v1 false CertificateSigningRe
 leases coordination.k8s.io/v1 true Lease create,delete,deletecollection,get,list,patch,update,watch
 endpointslices discovery.k8s.io/v1 true EndpointSlice create,delete,deletecollection,get,list,patch,update,watch
 events ev events.k8s.io/v1 true Event create,delete,deletecollection,get,list,patch,update,watch
+flowschemas flowcontrol.apiserver.k8s.io/v1 false FlowSchema create,delete,deletecollection,get,list,patch,update,watch
+prioritylevelconfigurations flowcontrol.apiserver.k8s.io/v1 false PriorityLevelConfiguration create,delete,deletecollection,get,list,patch,update,watch
 ingressclasses networking.k8s.io/v1 false IngressClass create,delete,deletecollection,get,list,patch,update,watch
 ingresses ing networking.k8s.io/v1 true Ingress create,delete,deletecollection,get,list,patch,update,watch
 networkpolicies netpol networking.k8s.io/v1 true NetworkPolicy create,delete,deletecollection,get,list,patch,update,watch

@@ -12,16 +12,20 @@ use serde_json::{Value, json};
 use super::descriptions as d;
 use super::{Column, Printer, Row, human_duration};
 
+mod admission;
 mod cluster;
+mod flowcontrol;
 mod networking;
 mod volumes;
 
 use crate::selector::LabelSelector;
 use crate::selector::labels::format_labels;
+pub use admission::{VALIDATING_ADMISSION_POLICIES, VALIDATING_ADMISSION_POLICY_BINDINGS, WEBHOOK_CONFIGURATIONS};
 pub use cluster::{
     CERTIFICATE_SIGNING_REQUESTS, COMPONENT_STATUSES, CONTROLLER_REVISIONS, HORIZONTAL_POD_AUTOSCALERS,
     POD_DISRUPTION_BUDGETS, POD_TEMPLATES, PRIORITY_CLASSES, REPLICATION_CONTROLLERS, RESOURCE_QUOTAS, RUNTIME_CLASSES,
 };
+pub use flowcontrol::{FLOW_SCHEMAS, FlowSchemaPrinter, PRIORITY_LEVEL_CONFIGURATIONS};
 pub use networking::{ENDPOINT_SLICES, INGRESS_CLASSES, INGRESSES, NETWORK_POLICIES};
 pub use volumes::{
     CSI_DRIVERS, CSI_NODES, CSI_STORAGE_CAPACITIES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES,
