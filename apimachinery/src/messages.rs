@@ -146,6 +146,10 @@ pub struct Classification {
     pub priority_level_uid: String,
     /// The `exempt` priority level: executes at once, never queued or rejected by APF.
     pub exempt: bool,
+    /// The flow within the level (the schema's distinguisher: user name, namespace, or
+    /// none), which shuffle sharding hashes.
+    #[serde(default)]
+    pub flow_distinguisher: String,
 }
 
 /// Asks the flow-control (APF) stage for a seat to execute a classified, non-exempt request.
@@ -157,13 +161,62 @@ pub struct StartRequest {
     pub request: RequestInfo,
     /// Its classification.
     pub classification: Classification,
+    /// Seats it occupies while it executes (kube's work estimate: 1, more for large lists).
+    pub seats: u32,
 }
 
-/// A granted seat.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+/// A granted seat. Dropping it gives the seats back: the request's end, its cancellation, a
+/// panic or the deadline all release them, and a grant whose caller went away before it
+/// arrived releases them where it is dropped.
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct SeatGrant {
-    /// Seats the request occupies (kube's work estimate; 1 until APF estimates work).
+    /// Seats the request occupies.
     pub seats: u32,
+    /// Gives the seats back when dropped; absent once the grant crossed a process (a remote
+    /// stage releases on its side).
+    #[serde(skip)]
+    pub guard: Option<SeatGuard>,
+}
+
+/// Which request of which priority level holds seats, for the flow-control stage.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SeatTicket {
+    /// The priority level.
+    pub level: String,
+    /// The request within the level's queue set.
+    pub id: u64,
+}
+
+/// What a [`SeatGuard`] or a waiting request tells the flow-control stage when it ends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SeatRelease {
+    /// A dispatched request finished: its seats are free.
+    Finished(SeatTicket),
+    /// A waiting request's caller went away: it leaves its queue.
+    Cancelled(SeatTicket),
+}
+
+/// Sends [`SeatRelease::Finished`] once, when dropped. The channel is unbounded on purpose:
+/// a release must never wait or be lost, and there is at most one per granted request.
+#[derive(Debug)]
+pub struct SeatGuard {
+    ticket: SeatTicket,
+    release: mpsc::UnboundedSender<SeatRelease>,
+}
+
+impl SeatGuard {
+    /// A guard releasing `ticket` through `release`.
+    pub fn new(ticket: SeatTicket, release: mpsc::UnboundedSender<SeatRelease>) -> Self {
+        SeatGuard { ticket, release }
+    }
+}
+
+impl Drop for SeatGuard {
+    fn drop(&mut self) {
+        let ticket = std::mem::replace(&mut self.ticket, SeatTicket { level: String::new(), id: 0 });
+        // The stage gone means the server is stopping: nothing holds seats any more.
+        let _ = self.release.send(SeatRelease::Finished(ticket));
+    }
 }
 
 // ---------------------------------------------------------------- admission
@@ -454,6 +507,7 @@ mod tests {
             user: user.clone(),
             request: RequestInfo::default(),
             classification: Classification { flow_schema: "global-default".into(), ..Default::default() },
+            seats: 1,
         });
         round_trip(&Admit {
             phase: AdmissionPhase::Mutating,
@@ -508,6 +562,7 @@ mod tests {
             created: false,
             deleted: false,
             warnings: vec!["w".into()],
+            audit_annotations: vec![("k".into(), "v".into())],
         });
         round_trip(&ApiError::not_found("apps", "deployments", "web"));
     }

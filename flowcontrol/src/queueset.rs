@@ -172,6 +172,19 @@ impl std::error::Error for ConfigError {}
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RequestId(u64);
 
+impl RequestId {
+    /// The id as a number, to carry it outside the queue set.
+    pub fn value(self) -> u64 {
+        self.0
+    }
+
+    /// The id a number carried outside stands for (an id the set never issued is unknown to
+    /// it: finishing or cancelling it does nothing).
+    pub fn from_value(value: u64) -> Self {
+        RequestId(value)
+    }
+}
+
 /// Why a request was turned away, named by kube's `reason` label of
 /// `apiserver_flowcontrol_rejected_requests_total`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

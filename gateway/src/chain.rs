@@ -283,13 +283,17 @@ async fn serve(
         }
         impersonated
     };
-    let class = flowcontrol::classify(&user, info);
+    let class = server.apf.classify(&user, info);
     let exempt = class.exempt;
     *classification = Some(class.clone());
-    if !exempt {
-        let start = StartRequest { user: user.clone(), request: info.clone(), classification: class };
-        stages.flow_control.ask(start, deadline).await?;
-    }
+    // Held until the handler answers: dropping the grant gives its seats back, whatever ends
+    // the request (a watch gives them back once it is set up, as kube's do).
+    let _seats = if exempt {
+        None
+    } else {
+        let start = StartRequest { user: user.clone(), request: info.clone(), classification: class, seats: 1 };
+        Some(stages.flow_control.ask(start, deadline).await?)
+    };
     let decision = stages.authorize.ask(Authorize { user: user.clone(), request: info.clone() }, deadline).await?;
     if let Some(a) = audit.as_mut() {
         a.authorized(&decision);
@@ -335,6 +339,12 @@ async fn non_resource(ctx: &RequestContext<'_>) -> Result<HttpResponse, ApiError
     let catalogue = &ctx.server.catalogue;
     Ok(match path {
         "/version" => json_ok(ctx, &version()),
+        "/debug/api_priority_and_fairness/dump_priority_levels" => HttpResponse::Ok()
+            .content_type("text/plain; charset=utf-8")
+            .body(ctx.server.apf_view.dump_priority_levels()),
+        "/debug/api_priority_and_fairness/dump_queues" => {
+            HttpResponse::Ok().content_type("text/plain; charset=utf-8").body(ctx.server.apf_view.dump_queues())
+        }
         "/.well-known/openid-configuration" => crate::tokens::openid_configuration(ctx),
         "/openid/v1/jwks" => crate::tokens::jwks(ctx),
         "/metrics" => HttpResponse::Ok()

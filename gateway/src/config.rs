@@ -173,6 +173,13 @@ pub struct ServeOptions {
     /// Default admission plugins to leave out (comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub disable_admission_plugins: Vec<String>,
+    /// Read-only requests executing at once, which with the next flag makes the seats API
+    /// Priority and Fairness divides among its priority levels.
+    #[arg(long, default_value_t = 400)]
+    pub max_requests_inflight: u32,
+    /// Mutating requests executing at once (added to the above for APF).
+    #[arg(long, default_value_t = 200)]
+    pub max_mutating_requests_inflight: u32,
     /// The default storage backend.
     #[arg(long, value_enum, default_value = "embedded")]
     pub storage_backend: StorageBackend,

@@ -247,7 +247,14 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         &spec("authorization", "", &options, shed),
         AuthorizationActor::new(authorizers.clone()),
     );
-    let flow_control = actors::start(&front, &directory, &spec("flowcontrol", "", &options, shed), FlowControlActor);
+    let apf = flowcontrol::SharedConfig::default();
+    let server_seats = flowcontrol::limits::server_concurrency_limit(
+        options.max_requests_inflight,
+        options.max_mutating_requests_inflight,
+    );
+    let apf_stage = FlowControlActor::new(server_seats, apf.clone(), Some(objects.clone()));
+    let apf_view = apf_stage.view();
+    let flow_control = actors::start(&front, &directory, &spec("flowcontrol", "", &options, shed), apf_stage);
 
     let stages = Stages {
         authenticate: authentication.handle(),
@@ -269,6 +276,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let material = tls::prepare(&data_dir, &tls_opts)?;
     bootstrap(&stages, range.first().to_string()).await?;
     crate::rbac_feed::start(stages.clone(), catalogue.clone(), policy.clone()).await?;
+    spawn_apf_upkeep(stages.clone());
     spawn_controllers(&options, &stages, &catalogue, &objects, &issuer, &material);
     crate::backends::spawn_object_counts(
         router.clone(),
@@ -303,6 +311,8 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         directory: directory.clone(),
         address: address.clone(),
         started: Instant::now(),
+        apf,
+        apf_view,
     });
     let workers = if options.workers == 0 {
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
@@ -460,7 +470,69 @@ async fn bootstrap(stages: &Stages, kubernetes_ip: String) -> Result<(), String>
             Err(e) => return Err(format!("bootstrap: {}", e.message)),
         }
     }
-    reconcile_rbac(stages, &system).await
+    reconcile_rbac(stages, &system).await?;
+    ensure_apf(stages, &system).await
+}
+
+/// Creates kube's mandatory and suggested APF objects, restores the mandatory ones and keeps
+/// the suggested ones while their `apf.kubernetes.io/autoupdate-spec` annotation allows it
+/// ([`flowcontrol::bootstrap::ensure`]). Run at start and every minute after.
+async fn ensure_apf(stages: &Stages, system: &UserInfo) -> Result<(), String> {
+    use flowcontrol::bootstrap::{self, Ensure, Strategy};
+    let target = |resource: &str| Target {
+        group: "flowcontrol.apiserver.k8s.io".into(),
+        version: "v1".into(),
+        resource: resource.into(),
+        ..Default::default()
+    };
+    let mut objects: Vec<(&str, Strategy, Value)> = Vec::new();
+    let levels = "prioritylevelconfigurations";
+    objects.extend(bootstrap::mandatory_priority_levels().into_iter().map(|o| (levels, Strategy::Mandatory, o)));
+    objects.extend(bootstrap::suggested_priority_levels().into_iter().map(|o| (levels, Strategy::Suggested, o)));
+    objects.extend(bootstrap::mandatory_flow_schemas().into_iter().map(|o| ("flowschemas", Strategy::Mandatory, o)));
+    objects.extend(bootstrap::suggested_flow_schemas().into_iter().map(|o| ("flowschemas", Strategy::Suggested, o)));
+    for (resource, strategy, wanted) in objects {
+        let named = Target { name: wanted["metadata"]["name"].as_str().unwrap_or_default().into(), ..target(resource) };
+        let get = GetObject { target: named.clone(), options: GetOptions { read_at: ReadAt::Latest } };
+        let existing = stages.reads[resource].reader.get(get).await.ok().map(|e| e.value());
+        let result = match bootstrap::ensure(&wanted, existing.as_ref(), strategy) {
+            Ensure::LeaveAlone => Ok(()),
+            Ensure::Create(object) => {
+                let create = CreateObject {
+                    target: target(resource),
+                    object,
+                    user: system.clone(),
+                    options: WriteOptions::default(),
+                };
+                stages.create.ask(create, Deadline::after(BOOTSTRAP_TIMEOUT)).await.map(|_| ())
+            }
+            Ensure::Update(object) => {
+                let update =
+                    UpdateObject { target: named, object, user: system.clone(), options: WriteOptions::default() };
+                stages.update.ask(update, Deadline::after(BOOTSTRAP_TIMEOUT)).await.map(|_| ())
+            }
+        };
+        match result {
+            Ok(()) => {}
+            Err(e) if matches!(e.reason, apimachinery::Reason::AlreadyExists | apimachinery::Reason::Conflict) => {}
+            Err(e) => return Err(format!("bootstrap APF configuration: {}", e.message)),
+        }
+    }
+    Ok(())
+}
+
+/// Keeps the APF bootstrap objects as kube's configuration controller does.
+fn spawn_apf_upkeep(stages: Stages) {
+    actix::spawn(async move {
+        let system =
+            UserInfo { name: "system:apiserver".into(), groups: vec!["system:masters".into()], ..Default::default() };
+        loop {
+            actix::clock::sleep(Duration::from_secs(60)).await;
+            if let Err(e) = ensure_apf(&stages, &system).await {
+                tracing::warn!(error = %e, "APF configuration upkeep");
+            }
+        }
+    });
 }
 
 /// Creates the bootstrap RBAC objects or reconciles them with what exists ([`auth::reconcile`]).

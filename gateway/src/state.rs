@@ -83,4 +83,8 @@ pub struct ServerState {
     pub address: String,
     /// When the server started.
     pub started: Instant,
+    /// The APF configuration requests are classified by.
+    pub apf: flowcontrol::SharedConfig,
+    /// What the APF stage shows of itself (kube's debug dumps).
+    pub apf_view: flowcontrol::FlowControlView,
 }

@@ -1,0 +1,637 @@
+//! The flow-control stage: one actor holding every priority level's queue set.
+//!
+//! A [`StartRequest`] is enqueued in its level's queue set. Dispatched at once, it is answered
+//! at once; queued, it is answered when fair queuing dispatches it (or with 429 when its queue
+//! deadline passes); turned away, it gets 429 with `Retry-After`. The grant's [`SeatGuard`]
+//! sends the release over an unbounded channel the actor drains as a stream, so a release
+//! never waits for a mailbox slot and is never lost. A waiting request whose caller goes away
+//! (client gone, deadline) leaves its queue the same way.
+//!
+//! Every second the actor re-reads the FlowSchemas and PriorityLevelConfigurations from the
+//! cache and applies a change live; every ten seconds it moves seats between levels by
+//! kube's borrowing rule.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use actix::{Actor, ActorFutureExt, AsyncContext, Context, StreamHandler, WrapFuture};
+use actors::{Deadline, StageHandler, Work};
+use apimachinery::error::{ApiError, Reason};
+use apimachinery::lookup::ObjectLookup;
+use apimachinery::messages::{SeatGrant, SeatGuard, SeatRelease, SeatTicket, StartRequest};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::config::{Compiled, SharedConfig};
+use crate::limits::{self, LevelBorrowing, LevelShares};
+use crate::queueset::{
+    NewRequest, Outcome, QueueSet, QueueSetConfig, QueueSetStats, Queuing, RejectReason, RequestId, WorkEstimate,
+};
+use crate::shuffle;
+
+/// The group the configuration objects belong to.
+const GROUP: &str = "flowcontrol.apiserver.k8s.io";
+/// How often the stored configuration is re-read.
+const REFRESH: Duration = Duration::from_secs(1);
+/// kube's borrowing adjustment period.
+const BORROWING: Duration = Duration::from_secs(10);
+/// How often queue deadlines are checked (and the debug view refreshed).
+const TICK: Duration = Duration::from_millis(20);
+/// The longest a request waits in a queue (kube: a quarter of the request timeout, at most a
+/// minute).
+const MAX_QUEUE_WAIT: Duration = Duration::from_secs(60);
+
+/// One level's state.
+struct LevelState {
+    uid: String,
+    exempt: bool,
+    queues: QueueSet,
+    borrowing: LevelBorrowing,
+    /// The spec it was built from, to tell whether a refresh changed it.
+    spec: Value,
+}
+
+/// A queued request's caller and what metrics need of it.
+struct Waiter {
+    reply: oneshot::Sender<Result<SeatGrant, ApiError>>,
+    flow_schema: String,
+    enqueued: Instant,
+    seats: u32,
+}
+
+/// An executing request, for the execution-time metric.
+struct Executing {
+    flow_schema: String,
+    started: Instant,
+}
+
+/// Per-level figures kube's debug dumps show, refreshed by the actor.
+#[derive(Clone, Debug)]
+pub struct LevelView {
+    /// The level.
+    pub name: String,
+    /// Its current concurrency limit.
+    pub current_limit: u32,
+    /// Its nominal limit.
+    pub nominal_limit: u32,
+    /// The queue set's figures.
+    pub stats: QueueSetStats,
+}
+
+/// What the stage shows without being asked (a saturated actor must not be asked to show its
+/// saturation): the levels as of the last tick.
+#[derive(Clone, Default)]
+pub struct FlowControlView(Arc<RwLock<Vec<LevelView>>>);
+
+impl FlowControlView {
+    /// The levels, by name.
+    pub fn levels(&self) -> Vec<LevelView> {
+        self.0.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// kube's `/debug/api_priority_and_fairness/dump_priority_levels`.
+    pub fn dump_priority_levels(&self) -> String {
+        let mut out = String::from(
+            "PriorityLevelName, ActiveQueues, IsIdle, IsQuiescing, WaitingRequests, ExecutingRequests, \
+             DispatchedRequests, RejectedRequests, TimedoutRequests, CancelledRequests\n",
+        );
+        for l in self.levels() {
+            let s = &l.stats;
+            let active = s.queues.iter().filter(|q| q.waiting > 0 || q.executing > 0).count();
+            let rejected = s.rejected.queue_full + s.rejected.concurrency_limit + s.rejected.time_out;
+            out.push_str(&format!(
+                "{}, {active}, {}, false, {}, {}, {}, {rejected}, {}, 0\n",
+                l.name,
+                s.waiting == 0 && s.executing == 0,
+                s.waiting,
+                s.executing,
+                s.dispatched,
+                s.rejected.time_out
+            ));
+        }
+        out
+    }
+
+    /// kube's `/debug/api_priority_and_fairness/dump_queues`.
+    pub fn dump_queues(&self) -> String {
+        let mut out = String::from(
+            "PriorityLevelName, Index, PendingRequests, ExecutingRequests, SeatsInUse, NextDispatchR, InitialSeatsSum\n",
+        );
+        for l in self.levels() {
+            for (i, q) in l.stats.queues.iter().enumerate() {
+                out.push_str(&format!(
+                    "{}, {i}, {}, {}, {}, {:.8}ss, {}\n",
+                    l.name, q.waiting, q.executing, q.seats_in_use, q.next_dispatch_r, q.seats_waiting
+                ));
+            }
+        }
+        out
+    }
+}
+
+/// The APF stage actor.
+pub struct FlowControlActor {
+    config: SharedConfig,
+    objects: Option<Arc<dyn ObjectLookup>>,
+    server_limit: u32,
+    levels: HashMap<String, LevelState>,
+    waiting: HashMap<SeatTicket, Waiter>,
+    executing: HashMap<SeatTicket, Executing>,
+    /// The guards' side of the release channel.
+    release_tx: mpsc::UnboundedSender<SeatRelease>,
+    /// Taken when the actor starts and drained as a stream.
+    release_rx: Option<mpsc::UnboundedReceiver<SeatRelease>>,
+    view: FlowControlView,
+    /// Whether anything changed since the view was refreshed.
+    dirty: bool,
+    /// The (level, schema) pairs whose request gauges have been published.
+    series: std::collections::HashSet<(String, String)>,
+}
+
+impl FlowControlActor {
+    /// A stage with `server_limit` seats (`--max-requests-inflight` +
+    /// `--max-mutating-requests-inflight`), classifying through `config`, which it refreshes
+    /// from `objects` (none: kube's bootstrap configuration for good).
+    pub fn new(server_limit: u32, config: SharedConfig, objects: Option<Arc<dyn ObjectLookup>>) -> Self {
+        let (release_tx, release_rx) = mpsc::unbounded_channel();
+        let mut actor = FlowControlActor {
+            config,
+            objects,
+            server_limit,
+            levels: HashMap::new(),
+            waiting: HashMap::new(),
+            executing: HashMap::new(),
+            release_tx,
+            release_rx: Some(release_rx),
+            view: FlowControlView::default(),
+            dirty: true,
+            series: Default::default(),
+        };
+        let current = actor.config.current();
+        actor.apply(&current, Instant::now());
+        actor
+    }
+
+    /// What the stage shows of itself.
+    pub fn view(&self) -> FlowControlView {
+        self.view.clone()
+    }
+
+    /// Builds, reconfigures or drops queue sets for the levels of `compiled`.
+    fn apply(&mut self, compiled: &Compiled, now: Instant) {
+        let mut names: Vec<&String> = compiled.levels.keys().collect();
+        names.sort();
+        let shares: Vec<LevelShares> =
+            names.iter().map(|n| LevelShares::from_spec(&compiled.levels[*n].spec)).collect();
+        let nominal = limits::nominal_limits(self.server_limit, &shares);
+        for (name, limits) in names.iter().zip(nominal) {
+            let level = &compiled.levels[*name];
+            let queuing = queuing_of(&level.spec);
+            match self.levels.get_mut(*name) {
+                Some(state) if state.spec == level.spec && state.borrowing.limits == limits => {
+                    state.uid = level.uid.clone();
+                }
+                Some(state) => {
+                    state.borrowing = LevelBorrowing::new(limits);
+                    state.spec = level.spec.clone();
+                    state.uid = level.uid.clone();
+                    state.exempt = level.exempt();
+                    let config = QueueSetConfig { queuing, concurrency_limit: state.borrowing.current_limit };
+                    match state.queues.set_config(now, config) {
+                        Ok(dispatched) => {
+                            let name = name.to_string();
+                            self.grant_all(&name, dispatched, now);
+                        }
+                        Err(e) => tracing::warn!(level = %name, error = %e, "priority level configuration not applied"),
+                    }
+                }
+                None => {
+                    let borrowing = LevelBorrowing::new(limits);
+                    let config = QueueSetConfig { queuing, concurrency_limit: borrowing.current_limit };
+                    match QueueSet::new(now, config) {
+                        Ok(queues) => {
+                            let state = LevelState {
+                                uid: level.uid.clone(),
+                                exempt: level.exempt(),
+                                queues,
+                                borrowing,
+                                spec: level.spec.clone(),
+                            };
+                            self.levels.insert(name.to_string(), state);
+                        }
+                        Err(e) => tracing::warn!(level = %name, error = %e, "priority level not served"),
+                    }
+                }
+            }
+        }
+        // A level no longer configured goes once nothing waits or runs in it.
+        self.levels.retain(|name, state| compiled.levels.contains_key(name) || !state.queues.is_idle());
+        for (name, state) in &self.levels {
+            let l = state.borrowing.limits;
+            metrics::gauge!("apiserver_flowcontrol_nominal_limit_seats", "priority_level" => name.clone())
+                .set(f64::from(l.nominal));
+            metrics::gauge!("apiserver_flowcontrol_lower_limit_seats", "priority_level" => name.clone())
+                .set(f64::from(l.min()));
+            metrics::gauge!("apiserver_flowcontrol_upper_limit_seats", "priority_level" => name.clone())
+                .set(f64::from(l.max()));
+            publish_limit(name, state.borrowing.current_limit);
+        }
+        self.dirty = true;
+    }
+
+    /// Hands seats to every request `dispatched` in `level`.
+    fn grant_all(&mut self, level: &str, dispatched: Vec<RequestId>, now: Instant) {
+        for id in dispatched {
+            let ticket = SeatTicket { level: level.to_string(), id: id.value() };
+            let Some(waiter) = self.waiting.remove(&ticket) else { continue };
+            let waited = now.saturating_duration_since(waiter.enqueued);
+            metrics::histogram!("apiserver_flowcontrol_request_wait_duration_seconds",
+                "execute" => "true", "flow_schema" => waiter.flow_schema.clone(), "priority_level" => level.to_string())
+            .record(waited.as_secs_f64());
+            self.started(&ticket, &waiter.flow_schema, now);
+            let grant = self.grant(ticket, waiter.seats);
+            // A caller gone meanwhile drops the grant, whose guard releases the seats.
+            let _ = waiter.reply.send(Ok(grant));
+        }
+        self.dirty = true;
+    }
+
+    fn started(&mut self, ticket: &SeatTicket, flow_schema: &str, now: Instant) {
+        metrics::counter!("apiserver_flowcontrol_dispatched_requests_total",
+            "flow_schema" => flow_schema.to_string(), "priority_level" => ticket.level.clone())
+        .increment(1);
+        self.executing.insert(ticket.clone(), Executing { flow_schema: flow_schema.to_string(), started: now });
+    }
+
+    fn grant(&self, ticket: SeatTicket, seats: u32) -> SeatGrant {
+        SeatGrant { seats, guard: Some(SeatGuard::new(ticket, self.release_tx.clone())) }
+    }
+
+    fn release(&mut self, release: SeatRelease, now: Instant) {
+        let (ticket, finished) = match release {
+            SeatRelease::Finished(t) => (t, true),
+            SeatRelease::Cancelled(t) => (t, false),
+        };
+        let Some(level) = self.levels.get_mut(&ticket.level) else { return };
+        let id = RequestId::from_value(ticket.id);
+        let dispatched = if finished {
+            if let Some(e) = self.executing.remove(&ticket) {
+                metrics::histogram!("apiserver_flowcontrol_request_execution_seconds",
+                    "flow_schema" => e.flow_schema, "priority_level" => ticket.level.clone(), "type" => "regular")
+                .record(now.saturating_duration_since(e.started).as_secs_f64());
+            }
+            level.queues.finish(now, id)
+        } else {
+            self.waiting.remove(&ticket);
+            level.queues.cancel(now, id).unwrap_or_default()
+        };
+        let name = ticket.level.clone();
+        self.grant_all(&name, dispatched, now);
+    }
+
+    /// Rejects timed-out waiters and dispatches what the removals and releases allow.
+    fn tick(&mut self, now: Instant) {
+        let names: Vec<String> = self.levels.keys().cloned().collect();
+        for name in names {
+            let Some(level) = self.levels.get_mut(&name) else { continue };
+            let expired = level.queues.tick(now);
+            for id in expired.timed_out {
+                let ticket = SeatTicket { level: name.clone(), id: id.value() };
+                if let Some(waiter) = self.waiting.remove(&ticket) {
+                    metrics::histogram!("apiserver_flowcontrol_request_wait_duration_seconds",
+                        "execute" => "false", "flow_schema" => waiter.flow_schema.clone(), "priority_level" => name.clone())
+                    .record(now.saturating_duration_since(waiter.enqueued).as_secs_f64());
+                    rejected(&name, &waiter.flow_schema, RejectReason::TimeOut);
+                    let _ = waiter.reply.send(Err(too_many_requests(&name)));
+                }
+                self.dirty = true;
+            }
+            self.grant_all(&name, expired.dispatched, now);
+        }
+        if self.dirty {
+            self.dirty = false;
+            self.publish();
+        }
+    }
+
+    /// Refreshes the gauges and the debug view.
+    fn publish(&mut self) {
+        let mut views: Vec<LevelView> = self
+            .levels
+            .iter()
+            .map(|(name, l)| LevelView {
+                name: name.clone(),
+                current_limit: l.borrowing.current_limit,
+                nominal_limit: l.borrowing.limits.nominal,
+                stats: l.queues.stats(),
+            })
+            .collect();
+        views.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut inqueue: HashMap<(&str, &str), usize> = HashMap::new();
+        for (t, w) in &self.waiting {
+            *inqueue.entry((t.level.as_str(), w.flow_schema.as_str())).or_default() += 1;
+        }
+        let mut running: HashMap<(&str, &str), usize> = HashMap::new();
+        for (t, e) in &self.executing {
+            *running.entry((t.level.as_str(), e.flow_schema.as_str())).or_default() += 1;
+        }
+        for v in &views {
+            metrics::gauge!("apiserver_flowcontrol_current_executing_seats", "priority_level" => v.name.clone())
+                .set(v.stats.seats_in_use as f64);
+            metrics::gauge!("apiserver_flowcontrol_current_inqueue_seats", "priority_level" => v.name.clone())
+                .set(v.stats.seats_waiting as f64);
+        }
+        // Every pair seen keeps its series, at zero once idle.
+        for (level, schema) in inqueue.keys().chain(running.keys()) {
+            self.series.insert((level.to_string(), schema.to_string()));
+        }
+        for (level, schema) in &self.series {
+            let key = (level.as_str(), schema.as_str());
+            metrics::gauge!("apiserver_flowcontrol_current_inqueue_requests",
+                "flow_schema" => schema.clone(), "priority_level" => level.clone())
+            .set(inqueue.get(&key).copied().unwrap_or(0) as f64);
+            metrics::gauge!("apiserver_flowcontrol_current_executing_requests",
+                "flow_schema" => schema.clone(), "priority_level" => level.clone())
+            .set(running.get(&key).copied().unwrap_or(0) as f64);
+        }
+        *self.view.0.write().unwrap_or_else(std::sync::PoisonError::into_inner) = views;
+    }
+
+    /// kube's borrowing: seats move from levels that lend to levels that need them.
+    fn adjust_borrowing(&mut self, now: Instant) {
+        let mut names: Vec<String> = self.levels.keys().cloned().collect();
+        names.sort();
+        let mut demand = Vec::with_capacity(names.len());
+        for n in &names {
+            if let Some(l) = self.levels.get_mut(n) {
+                demand.push(l.queues.take_seat_demand(now));
+            }
+        }
+        let mut borrowing: Vec<LevelBorrowing> = names.iter().map(|n| self.levels[n].borrowing).collect();
+        if let Err(e) = limits::adjust_borrowing(&mut borrowing, &demand) {
+            tracing::warn!(error = %e, "APF borrowing not adjusted");
+            return;
+        }
+        for (name, b) in names.iter().zip(borrowing) {
+            let Some(level) = self.levels.get_mut(name) else { continue };
+            level.borrowing = b;
+            let dispatched = level.queues.set_concurrency_limit(now, b.current_limit);
+            publish_limit(name, b.current_limit);
+            self.grant_all(name, dispatched, now);
+        }
+    }
+
+    fn refresh(&mut self, ctx: &mut Context<Self>) {
+        let Some(objects) = self.objects.clone() else { return };
+        let read = async move {
+            let schemas = objects.list(GROUP, "flowschemas", "", "").await.unwrap_or_default();
+            let levels = objects.list(GROUP, "prioritylevelconfigurations", "", "").await.unwrap_or_default();
+            Compiled::new(schemas, levels)
+        };
+        ctx.spawn(read.into_actor(self).map(|compiled, actor, _| {
+            if compiled.fingerprint != actor.config.current().fingerprint {
+                actor.apply(&compiled, Instant::now());
+                actor.config.set(compiled);
+            }
+        }));
+    }
+}
+
+fn publish_limit(level: &str, limit: u32) {
+    metrics::gauge!("apiserver_flowcontrol_current_limit_seats", "priority_level" => level.to_string())
+        .set(f64::from(limit));
+    metrics::gauge!("apiserver_flowcontrol_request_concurrency_limit", "priority_level" => level.to_string())
+        .set(f64::from(limit));
+}
+
+fn rejected(level: &str, schema: &str, reason: RejectReason) {
+    metrics::counter!("apiserver_flowcontrol_rejected_requests_total",
+        "flow_schema" => schema.to_string(), "priority_level" => level.to_string(), "reason" => reason.as_str())
+    .increment(1);
+}
+
+/// The queuing a level's spec asks for.
+fn queuing_of(spec: &Value) -> Queuing {
+    if spec.get("type").and_then(Value::as_str) == Some("Exempt") {
+        return Queuing::Exempt;
+    }
+    let response = spec.pointer("/limited/limitResponse").unwrap_or(&Value::Null);
+    if response.get("type").and_then(Value::as_str) != Some("Queue") {
+        return Queuing::Reject;
+    }
+    let q = response.get("queuing").unwrap_or(&Value::Null);
+    let int = |k: &str, d: u32| q.get(k).and_then(Value::as_u64).map_or(d, |v| v.min(u64::from(u32::MAX)) as u32);
+    Queuing::Queue {
+        queues: int("queues", 64),
+        hand_size: int("handSize", 8),
+        queue_length_limit: int("queueLengthLimit", 50),
+    }
+}
+
+/// kube's APF rejection: 429, `Retry-After`, kube's message; the details name the priority
+/// level, so a client (and an operator reading the Status) knows which one is saturated.
+pub fn too_many_requests(level: &str) -> ApiError {
+    let mut e = ApiError::new(Reason::TooManyRequests, "Too many requests, please try again later.");
+    e.retry_after_seconds = Some(1);
+    e.group = Some(GROUP.into());
+    e.kind = Some("prioritylevelconfigurations".into());
+    e.name = Some(level.to_string());
+    e
+}
+
+impl Actor for FlowControlActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        if let Some(rx) = self.release_rx.take() {
+            ctx.add_stream(tokio_stream::wrappers::UnboundedReceiverStream::new(rx));
+        }
+        ctx.run_interval(TICK, |actor, _| actor.tick(Instant::now()));
+        ctx.run_interval(BORROWING, |actor, _| actor.adjust_borrowing(Instant::now()));
+        self.refresh(ctx);
+        ctx.run_interval(REFRESH, |actor, ctx| actor.refresh(ctx));
+    }
+}
+
+impl StreamHandler<SeatRelease> for FlowControlActor {
+    fn handle(&mut self, release: SeatRelease, _: &mut Context<Self>) {
+        self.release(release, Instant::now());
+    }
+
+    /// The actor holds a sender itself, so the stream never ends while it lives.
+    fn finished(&mut self, _: &mut Context<Self>) {}
+}
+
+/// Leaves its queue when the caller stops waiting before its grant arrived.
+struct CancelOnDrop {
+    ticket: Option<SeatTicket>,
+    release: mpsc::UnboundedSender<SeatRelease>,
+}
+
+impl CancelOnDrop {
+    /// The grant (or the refusal) arrived: nothing to cancel.
+    fn disarm(&mut self) {
+        self.ticket = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(ticket) = self.ticket.take() {
+            let _ = self.release.send(SeatRelease::Cancelled(ticket));
+        }
+    }
+}
+
+impl StageHandler<StartRequest> for FlowControlActor {
+    fn handle(
+        &mut self,
+        msg: StartRequest,
+        deadline: Deadline,
+        _: &mut Context<Self>,
+    ) -> Work<Self, Result<SeatGrant, ApiError>> {
+        let now = Instant::now();
+        let class = &msg.classification;
+        let level_name = if self.levels.contains_key(&class.priority_level) {
+            class.priority_level.clone()
+        } else {
+            "catch-all".to_string()
+        };
+        let Some(level) = self.levels.get_mut(&level_name) else {
+            return Work::Done(Err(too_many_requests(&level_name)));
+        };
+        if level.exempt {
+            return Work::Done(Ok(SeatGrant { seats: msg.seats, guard: None }));
+        }
+        let wait = deadline.remaining().map_or(MAX_QUEUE_WAIT / 4, |left| (left / 4).min(MAX_QUEUE_WAIT));
+        let queues = match level.queues.config().queuing {
+            Queuing::Queue { queues, .. } => queues,
+            _ => 0,
+        };
+        let flow_hash = if queues > 1 { shuffle::flow_hash(&class.flow_schema, &class.flow_distinguisher) } else { 0 };
+        let request = NewRequest { work: WorkEstimate::seats(msg.seats.max(1)), flow_hash, deadline: now + wait };
+        let enqueued = level.queues.enqueue(now, request);
+        self.dirty = true;
+        let schema = class.flow_schema.clone();
+        let mut others = enqueued.dispatched;
+        let work = match enqueued.outcome {
+            Outcome::Dispatched(id) => {
+                others.retain(|d| *d != id);
+                let ticket = SeatTicket { level: level_name.clone(), id: id.value() };
+                self.started(&ticket, &schema, now);
+                metrics::histogram!("apiserver_flowcontrol_request_wait_duration_seconds",
+                    "execute" => "true", "flow_schema" => schema.clone(), "priority_level" => level_name.clone())
+                .record(0.0);
+                Work::Done(Ok(self.grant(ticket, msg.seats)))
+            }
+            Outcome::Queued(id) => {
+                let ticket = SeatTicket { level: level_name.clone(), id: id.value() };
+                let (reply, answer) = oneshot::channel();
+                self.waiting
+                    .insert(ticket.clone(), Waiter { reply, flow_schema: schema, enqueued: now, seats: msg.seats });
+                let mut cancel = CancelOnDrop { ticket: Some(ticket), release: self.release_tx.clone() };
+                let level = level_name.clone();
+                Work::later(async move {
+                    let answer = answer.await;
+                    cancel.disarm();
+                    answer.unwrap_or_else(|_| Err(too_many_requests(&level)))
+                })
+            }
+            Outcome::Rejected(reason) => {
+                rejected(&level_name, &schema, reason);
+                Work::Done(Err(too_many_requests(&level_name)))
+            }
+        };
+        self.grant_all(&level_name, others, now);
+        work
+    }
+}
+
+actors::stage_handler!(FlowControlActor => StartRequest);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actors::{ActorDirectory, MailboxSpec, StageArbiter, WhenFull};
+    use apimachinery::messages::Classification;
+    use apimachinery::request::{RequestInfo, UserInfo};
+
+    fn start_request(user: &str) -> StartRequest {
+        StartRequest {
+            user: UserInfo { name: user.into(), ..Default::default() },
+            request: RequestInfo::default(),
+            classification: Classification {
+                flow_schema: "global-default".into(),
+                priority_level: "global-default".into(),
+                flow_distinguisher: user.into(),
+                ..Default::default()
+            },
+            seats: 1,
+        }
+    }
+
+    /// 20 seats in all: global-default's share gives it a handful, so a burst queues.
+    #[actix::test]
+    async fn seats_are_granted_queued_and_released_by_dropping_the_grant() {
+        let arbiter = StageArbiter::new("front");
+        let spec = MailboxSpec {
+            stage: "flowcontrol".into(),
+            resource: String::new(),
+            capacity: 1000,
+            when_full: WhenFull::Shed { wait: Duration::from_secs(5) },
+        };
+        let actor = FlowControlActor::new(20, SharedConfig::default(), None);
+        let view = actor.view();
+        let stage = actors::start(&arbiter, &ActorDirectory::default(), &spec, actor).handle();
+        let limit = {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            view.levels().into_iter().find(|l| l.name == "global-default").unwrap().current_limit as usize
+        };
+        assert!(limit >= 1, "global-default has seats");
+        let mut grants = Vec::new();
+        for _ in 0..limit {
+            grants.push(stage.ask(start_request("a"), Deadline::after(Duration::from_secs(10))).await.unwrap());
+        }
+        // The next one waits until a grant is dropped.
+        let waiting = {
+            let stage = stage.clone();
+            actix::spawn(async move { stage.ask(start_request("b"), Deadline::after(Duration::from_secs(10))).await })
+        };
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!waiting.is_finished(), "no seat is free");
+        grants.pop();
+        let granted = tokio::time::timeout(Duration::from_secs(2), waiting).await.unwrap().unwrap().unwrap();
+        assert_eq!(granted.seats, 1);
+        drop(granted);
+        drop(grants);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let l = view.levels().into_iter().find(|l| l.name == "global-default").unwrap();
+        assert_eq!((l.stats.executing, l.stats.seats_in_use, l.stats.waiting), (0, 0, 0), "every seat came back");
+    }
+
+    #[actix::test]
+    async fn a_request_that_waits_past_its_queue_deadline_gets_429_naming_the_level() {
+        let arbiter = StageArbiter::new("front");
+        let spec = MailboxSpec {
+            stage: "flowcontrol".into(),
+            resource: String::new(),
+            capacity: 1000,
+            when_full: WhenFull::Shed { wait: Duration::from_secs(5) },
+        };
+        let actor = FlowControlActor::new(20, SharedConfig::default(), None);
+        let view = actor.view();
+        let stage = actors::start(&arbiter, &ActorDirectory::default(), &spec, actor).handle();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let limit = view.levels().into_iter().find(|l| l.name == "global-default").unwrap().current_limit;
+        let mut held = Vec::new();
+        for _ in 0..limit {
+            held.push(stage.ask(start_request("a"), Deadline::after(Duration::from_secs(10))).await.unwrap());
+        }
+        // A 400 ms request deadline: it may wait a quarter of it, then 429.
+        let e = stage.ask(start_request("b"), Deadline::after(Duration::from_millis(400))).await.unwrap_err();
+        assert_eq!((e.code, e.message.as_str()), (429, "Too many requests, please try again later."));
+        assert_eq!((e.name.as_deref(), e.retry_after_seconds), (Some("global-default"), Some(1)));
+        drop(held);
+    }
+}
