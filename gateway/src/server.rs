@@ -126,6 +126,13 @@ fn spec(stage: &str, resource: &str, options: &ServeOptions, when_full: WhenFull
     }
 }
 
+/// How often the APF bootstrap objects and the FlowSchemas' `Dangling` conditions are kept.
+const APF_UPKEEP: Duration = Duration::from_secs(10);
+
+/// The flow-control stage's mailbox bound: above what kube's bootstrap levels queue in all
+/// (about 26,000 requests), so APF, not the mailbox, decides who waits and who gets 429.
+const APF_MAILBOX_CAPACITY: usize = 1 << 15;
+
 /// Runs the server until it is stopped.
 pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let metrics = install_metrics();
@@ -254,7 +261,11 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     );
     let apf_stage = FlowControlActor::new(server_seats, apf.clone(), Some(objects.clone()));
     let apf_view = apf_stage.view();
-    let flow_control = actors::start(&front, &directory, &spec("flowcontrol", "", &options, shed), apf_stage);
+    // Requests APF queues hold their mailbox slot while they wait: the bound must exceed what
+    // the queues hold, or a flood would fill the mailbox and turn away every flow alike.
+    let mut apf_spec = spec("flowcontrol", "", &options, shed);
+    apf_spec.capacity = apf_spec.capacity.max(APF_MAILBOX_CAPACITY);
+    let flow_control = actors::start(&front, &directory, &apf_spec, apf_stage);
 
     let stages = Stages {
         authenticate: authentication.handle(),
@@ -274,9 +285,9 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         extra_sans: vec![options.bind_address.to_string(), range.first().to_string()],
     };
     let material = tls::prepare(&data_dir, &tls_opts)?;
-    bootstrap(&stages, range.first().to_string()).await?;
+    bootstrap(&stages, range.first().to_string(), objects.as_ref()).await?;
     crate::rbac_feed::start(stages.clone(), catalogue.clone(), policy.clone()).await?;
-    spawn_apf_upkeep(stages.clone());
+    spawn_apf_upkeep(stages.clone(), objects.clone());
     spawn_controllers(&options, &stages, &catalogue, &objects, &issuer, &material);
     crate::backends::spawn_object_counts(
         router.clone(),
@@ -418,7 +429,7 @@ fn spawn_controllers(
 /// Creates what kube's bootstrap controller and post-start hooks create: the system
 /// namespaces, the `kubernetes` service at the first address of the service range, and the
 /// system priority classes.
-async fn bootstrap(stages: &Stages, kubernetes_ip: String) -> Result<(), String> {
+async fn bootstrap(stages: &Stages, kubernetes_ip: String, lookup: &dyn ObjectLookup) -> Result<(), String> {
     let system = UserInfo {
         name: "system:apiserver".into(),
         uid: String::new(),
@@ -471,13 +482,13 @@ async fn bootstrap(stages: &Stages, kubernetes_ip: String) -> Result<(), String>
         }
     }
     reconcile_rbac(stages, &system).await?;
-    ensure_apf(stages, &system).await
+    ensure_apf(stages, &system, lookup).await
 }
 
 /// Creates kube's mandatory and suggested APF objects, restores the mandatory ones and keeps
 /// the suggested ones while their `apf.kubernetes.io/autoupdate-spec` annotation allows it
-/// ([`flowcontrol::bootstrap::ensure`]). Run at start and every minute after.
-async fn ensure_apf(stages: &Stages, system: &UserInfo) -> Result<(), String> {
+/// ([`flowcontrol::bootstrap::ensure`]). Run at start and every [`APF_UPKEEP`] after.
+async fn ensure_apf(stages: &Stages, system: &UserInfo, lookup: &dyn ObjectLookup) -> Result<(), String> {
     use flowcontrol::bootstrap::{self, Ensure, Strategy};
     let target = |resource: &str| Target {
         group: "flowcontrol.apiserver.k8s.io".into(),
@@ -518,17 +529,73 @@ async fn ensure_apf(stages: &Stages, system: &UserInfo) -> Result<(), String> {
             Err(e) => return Err(format!("bootstrap APF configuration: {}", e.message)),
         }
     }
+    mark_dangling(stages, system, lookup).await;
     Ok(())
 }
 
+/// Keeps each FlowSchema's `Dangling` condition, as kube's configuration controller does:
+/// `False` (reason `Found`) while its priority level exists, `True` (`NotFound`) otherwise.
+async fn mark_dangling(stages: &Stages, system: &UserInfo, objects: &dyn ObjectLookup) {
+    let group = "flowcontrol.apiserver.k8s.io";
+    let (Ok(schemas), Ok(levels)) = (
+        objects.list(group, "flowschemas", "", "").await,
+        objects.list(group, "prioritylevelconfigurations", "", "").await,
+    ) else {
+        return;
+    };
+    let level_names: Vec<&str> = levels.iter().filter_map(|l| l.pointer("/metadata/name")?.as_str()).collect();
+    for mut schema in schemas {
+        let level = schema.pointer("/spec/priorityLevelConfiguration/name").and_then(Value::as_str).unwrap_or("");
+        let found = level_names.contains(&level);
+        let (status, reason, message) = if found {
+            (
+                "False",
+                "Found",
+                format!(
+                    "This FlowSchema references the PriorityLevelConfiguration object named {level:?} and it exists"
+                ),
+            )
+        } else {
+            (
+                "True",
+                "NotFound",
+                format!(
+                    "This FlowSchema references the PriorityLevelConfiguration object named {level:?} but there is no such object"
+                ),
+            )
+        };
+        let conditions = schema.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+        let current = conditions.iter().find(|c| c["type"] == "Dangling");
+        if current.is_some_and(|c| c["status"] == status && c["reason"] == reason && c["message"] == message.as_str()) {
+            continue;
+        }
+        let mut kept: Vec<Value> = conditions.into_iter().filter(|c| c["type"] != "Dangling").collect();
+        let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        kept.push(json!({"type": "Dangling", "status": status, "lastTransitionTime": now, "reason": reason, "message": message}));
+        schema["status"] = json!({"conditions": kept});
+        let name = schema.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+        let target = Target {
+            group: group.into(),
+            version: "v1".into(),
+            resource: "flowschemas".into(),
+            subresource: Some(apimachinery::kinds::Subresource::Status),
+            name,
+            ..Default::default()
+        };
+        let update = UpdateObject { target, object: schema, user: system.clone(), options: WriteOptions::default() };
+        // A conflict means someone else wrote it: the next pass looks again.
+        let _ = stages.update.ask(update, Deadline::after(BOOTSTRAP_TIMEOUT)).await;
+    }
+}
+
 /// Keeps the APF bootstrap objects as kube's configuration controller does.
-fn spawn_apf_upkeep(stages: Stages) {
+fn spawn_apf_upkeep(stages: Stages, objects: Arc<dyn ObjectLookup>) {
     actix::spawn(async move {
         let system =
             UserInfo { name: "system:apiserver".into(), groups: vec!["system:masters".into()], ..Default::default() };
         loop {
-            actix::clock::sleep(Duration::from_secs(60)).await;
-            if let Err(e) = ensure_apf(&stages, &system).await {
+            actix::clock::sleep(APF_UPKEEP).await;
+            if let Err(e) = ensure_apf(&stages, &system, objects.as_ref()).await {
                 tracing::warn!(error = %e, "APF configuration upkeep");
             }
         }

@@ -7,6 +7,7 @@ mod bad_input;
 mod durability;
 mod encryption;
 mod etcd;
+mod flowcontrol;
 mod helm;
 mod identities;
 mod kinds;
