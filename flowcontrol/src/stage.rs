@@ -384,12 +384,15 @@ impl FlowControlActor {
 
     fn refresh(&mut self, ctx: &mut Context<Self>) {
         let Some(objects) = self.objects.clone() else { return };
+        // A failed read keeps the configuration in force: falling back to the bootstrap objects
+        // would swap every stored uid (and any operator's change) for a second.
         let read = async move {
-            let schemas = objects.list(GROUP, "flowschemas", "", "").await.unwrap_or_default();
-            let levels = objects.list(GROUP, "prioritylevelconfigurations", "", "").await.unwrap_or_default();
-            Compiled::new(schemas, levels)
+            let schemas = objects.list(GROUP, "flowschemas", "", "").await.ok()?;
+            let levels = objects.list(GROUP, "prioritylevelconfigurations", "", "").await.ok()?;
+            Some(Compiled::new(schemas, levels))
         };
         ctx.spawn(read.into_actor(self).map(|compiled, actor, _| {
+            let Some(compiled) = compiled else { return };
             if compiled.fingerprint != actor.config.current().fingerprint {
                 actor.apply(&compiled, Instant::now());
                 actor.config.set(compiled);
