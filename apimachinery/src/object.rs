@@ -72,6 +72,14 @@ impl ObjectExt for Value {
     }
 }
 
+/// The strings of a JSON string array (`verbs`, `apiGroups`, ...); non-strings and a missing or
+/// non-array value give nothing.
+pub fn string_list(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(String::from).collect())
+        .unwrap_or_default()
+}
+
 /// Follows a dotted path (`spec.nodeName`) through nested objects.
 pub fn field<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
     path.split('.').try_fold(obj, |v, part| v.get(part))

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use apimachinery::messages::Classification;
+use apimachinery::object::{ObjectExt, string_list};
 use apimachinery::request::{RequestInfo, UserInfo};
 use serde_json::Value;
 
@@ -93,19 +94,9 @@ pub struct Compiled {
     pub fingerprint: Vec<(String, String)>,
 }
 
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(String::from).collect())
-        .unwrap_or_default()
-}
-
-fn meta<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.pointer(&format!("/metadata/{key}")).and_then(Value::as_str).unwrap_or("")
-}
-
+/// The object's uid, or its name while it is not stored (kube's bootstrap objects).
 fn uid_or_name(v: &Value) -> String {
-    let uid = meta(v, "uid");
-    if uid.is_empty() { meta(v, "name").to_string() } else { uid.to_string() }
+    if v.uid().is_empty() { v.name().to_string() } else { v.uid().to_string() }
 }
 
 fn subject(s: &Value) -> Option<Subject> {
@@ -143,10 +134,10 @@ fn schema(v: &Value) -> Schema {
                         .into_iter()
                         .flatten()
                         .map(|rr| ResourceRule {
-                            verbs: strings(rr.get("verbs")),
-                            api_groups: strings(rr.get("apiGroups")),
-                            resources: strings(rr.get("resources")),
-                            namespaces: strings(rr.get("namespaces")),
+                            verbs: string_list(rr.get("verbs")),
+                            api_groups: string_list(rr.get("apiGroups")),
+                            resources: string_list(rr.get("resources")),
+                            namespaces: string_list(rr.get("namespaces")),
                             cluster_scope: rr.get("clusterScope").and_then(Value::as_bool).unwrap_or(false),
                         })
                         .collect(),
@@ -156,8 +147,8 @@ fn schema(v: &Value) -> Schema {
                         .into_iter()
                         .flatten()
                         .map(|nr| NonResourceRule {
-                            verbs: strings(nr.get("verbs")),
-                            urls: strings(nr.get("nonResourceURLs")),
+                            verbs: string_list(nr.get("verbs")),
+                            urls: string_list(nr.get("nonResourceURLs")),
                         })
                         .collect(),
                 })
@@ -170,7 +161,7 @@ fn schema(v: &Value) -> Schema {
         _ => Distinguisher::None,
     };
     Schema {
-        name: meta(v, "name").to_string(),
+        name: v.name().to_string(),
         uid: uid_or_name(v),
         priority_level: spec
             .pointer("/priorityLevelConfiguration/name")
@@ -245,12 +236,7 @@ impl Compiled {
         let mut fingerprint: Vec<(String, String)> = schemas
             .iter()
             .chain(&levels)
-            .map(|o| {
-                (
-                    format!("{}/{}", o["kind"].as_str().unwrap_or(""), meta(o, "name")),
-                    meta(o, "resourceVersion").to_string(),
-                )
-            })
+            .map(|o| (format!("{}/{}", o["kind"].as_str().unwrap_or(""), o.name()), o.resource_version().to_string()))
             .collect();
         fingerprint.sort();
         let mut compiled: Vec<Schema> = schemas.iter().map(schema).collect();
@@ -258,7 +244,7 @@ impl Compiled {
         let levels = levels
             .iter()
             .map(|l| {
-                let name = meta(l, "name").to_string();
+                let name = l.name().to_string();
                 (name.clone(), Level { name, uid: uid_or_name(l), spec: l.get("spec").cloned().unwrap_or(Value::Null) })
             })
             .collect();

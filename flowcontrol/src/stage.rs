@@ -574,9 +574,9 @@ mod tests {
         }
     }
 
-    /// 20 seats in all: global-default's share gives it a handful, so a burst queues.
-    #[actix::test]
-    async fn seats_are_granted_queued_and_released_by_dropping_the_grant() {
+    /// The stage with 20 seats in all (global-default's share gives it a handful, so a burst
+    /// queues), on kube's bootstrap configuration.
+    fn start_stage() -> (StageArbiter, actors::StageHandle<StartRequest>, FlowControlView) {
         let arbiter = StageArbiter::new("front");
         let spec = MailboxSpec {
             stage: "flowcontrol".into(),
@@ -587,6 +587,12 @@ mod tests {
         let actor = FlowControlActor::new(20, SharedConfig::default(), None);
         let view = actor.view();
         let stage = actors::start(&arbiter, &ActorDirectory::default(), &spec, actor).handle();
+        (arbiter, stage, view)
+    }
+
+    #[actix::test]
+    async fn seats_are_granted_queued_and_released_by_dropping_the_grant() {
+        let (_arbiter, stage, view) = start_stage();
         let limit = {
             tokio::time::sleep(Duration::from_millis(50)).await;
             view.levels().into_iter().find(|l| l.name == "global-default").unwrap().current_limit as usize
@@ -615,16 +621,7 @@ mod tests {
 
     #[actix::test]
     async fn a_request_that_waits_past_its_queue_deadline_gets_429_naming_the_level() {
-        let arbiter = StageArbiter::new("front");
-        let spec = MailboxSpec {
-            stage: "flowcontrol".into(),
-            resource: String::new(),
-            capacity: 1000,
-            when_full: WhenFull::Shed { wait: Duration::from_secs(5) },
-        };
-        let actor = FlowControlActor::new(20, SharedConfig::default(), None);
-        let view = actor.view();
-        let stage = actors::start(&arbiter, &ActorDirectory::default(), &spec, actor).handle();
+        let (_arbiter, stage, view) = start_stage();
         tokio::time::sleep(Duration::from_millis(50)).await;
         let limit = view.levels().into_iter().find(|l| l.name == "global-default").unwrap().current_limit;
         let mut held = Vec::new();

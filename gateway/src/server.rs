@@ -470,8 +470,7 @@ async fn bootstrap(stages: &Stages, kubernetes_ip: String, lookup: &dyn ObjectLo
         };
         let existing =
             Target { name: object["metadata"]["name"].as_str().unwrap_or_default().into(), ..target.clone() };
-        let get = GetObject { target: existing, options: GetOptions { read_at: ReadAt::Latest } };
-        if stages.reads[path].reader.get(get).await.is_ok() {
+        if stored(stages, path, existing).await.is_some() {
             continue;
         }
         let create = CreateObject { target, object, user: system.clone(), options: WriteOptions::default() };
@@ -483,6 +482,12 @@ async fn bootstrap(stages: &Stages, kubernetes_ip: String, lookup: &dyn ObjectLo
     }
     reconcile_rbac(stages, &system).await?;
     ensure_apf(stages, &system, lookup).await
+}
+
+/// The latest stored object at `target`, read through the cacher of `storage_path`, if any.
+async fn stored(stages: &Stages, storage_path: &str, target: Target) -> Option<Value> {
+    let get = GetObject { target, options: GetOptions { read_at: ReadAt::Latest } };
+    stages.reads[storage_path].reader.get(get).await.ok().map(|e| e.value())
 }
 
 /// Creates kube's mandatory and suggested APF objects, restores the mandatory ones and keeps
@@ -504,8 +509,7 @@ async fn ensure_apf(stages: &Stages, system: &UserInfo, lookup: &dyn ObjectLooku
     objects.extend(bootstrap::suggested_flow_schemas().into_iter().map(|o| ("flowschemas", Strategy::Suggested, o)));
     for (resource, strategy, wanted) in objects {
         let named = Target { name: wanted["metadata"]["name"].as_str().unwrap_or_default().into(), ..target(resource) };
-        let get = GetObject { target: named.clone(), options: GetOptions { read_at: ReadAt::Latest } };
-        let existing = stages.reads[resource].reader.get(get).await.ok().map(|e| e.value());
+        let existing = stored(stages, resource, named.clone()).await;
         let result = match bootstrap::ensure(&wanted, existing.as_ref(), strategy) {
             Ensure::LeaveAlone => Ok(()),
             Ensure::Create(object) => {
@@ -621,8 +625,7 @@ async fn reconcile_rbac(stages: &Stages, system: &UserInfo) -> Result<(), String
     let deadline = || Deadline::after(BOOTSTRAP_TIMEOUT);
     for (target, wanted) in objects {
         let named = Target { name: wanted["metadata"]["name"].as_str().unwrap_or_default().into(), ..target.clone() };
-        let get = GetObject { target: named.clone(), options: GetOptions { read_at: ReadAt::Latest } };
-        let existing = stages.reads[&target.resource].reader.get(get).await.ok().map(|e| e.value());
+        let existing = stored(stages, &target.resource, named.clone()).await;
         let decision = match &existing {
             None => None,
             Some(e) if target.resource.ends_with("bindings") => Some(reconcile::binding(e, &wanted)),

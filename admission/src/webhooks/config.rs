@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use apimachinery::lookup::ObjectLookup;
 use apimachinery::messages::Operation;
+use apimachinery::object::{ObjectExt, string_list};
 use apimachinery::selector::LabelSelector;
 use base64::Engine;
 use serde_json::Value;
@@ -170,12 +171,6 @@ fn scope_matches(scope: &str, resource: &str, group: &str, namespace: &str) -> b
     }
 }
 
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(String::from).collect())
-        .unwrap_or_default()
-}
-
 fn selector(v: Option<&Value>) -> LabelSelector {
     match v.filter(|v| !v.is_null()) {
         // Validation refused bad selectors; one that slipped through matches nothing.
@@ -193,10 +188,10 @@ fn parse_hook(configuration: &str, kind: HookKind, w: &Value) -> Hook {
             rules
                 .iter()
                 .map(|r| Rule {
-                    operations: strings(r.get("operations")),
-                    api_groups: strings(r.get("apiGroups")),
-                    api_versions: strings(r.get("apiVersions")),
-                    resources: strings(r.get("resources")),
+                    operations: string_list(r.get("operations")),
+                    api_groups: string_list(r.get("apiGroups")),
+                    api_versions: string_list(r.get("apiVersions")),
+                    resources: string_list(r.get("resources")),
                     scope: r.get("scope").and_then(Value::as_str).unwrap_or("*").to_string(),
                 })
                 .collect()
@@ -286,14 +281,9 @@ impl HookSource {
         let Ok(mut configs) = self.objects.list(GROUP, self.kind.resource(), "", "").await else {
             return Arc::new(Vec::new());
         };
-        configs.sort_by(|a, b| name_of(a).cmp(name_of(b)));
-        let fingerprint: Fingerprint = configs
-            .iter()
-            .map(|c| {
-                let rv = c.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or("");
-                (name_of(c).to_string(), rv.to_string())
-            })
-            .collect();
+        configs.sort_by(|a, b| a.name().cmp(b.name()));
+        let fingerprint: Fingerprint =
+            configs.iter().map(|c| (c.name().to_string(), c.resource_version().to_string())).collect();
         {
             let built = self.built.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             if built.0 == fingerprint {
@@ -303,7 +293,7 @@ impl HookSource {
         let hooks: Vec<Hook> = configs
             .iter()
             .flat_map(|c| {
-                let name = name_of(c).to_string();
+                let name = c.name().to_string();
                 c.get("webhooks")
                     .and_then(Value::as_array)
                     .cloned()
@@ -316,10 +306,6 @@ impl HookSource {
         *self.built.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = (fingerprint, hooks.clone());
         hooks
     }
-}
-
-fn name_of(v: &Value) -> &str {
-    v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("")
 }
 
 #[cfg(test)]

@@ -89,10 +89,14 @@ impl WebhookPlugin {
                 }
             }
         }
+        if hook.match_conditions.is_empty() {
+            return Ok(true);
+        }
+        // Built once for all of the hook's conditions.
+        let vars = review::cel_variables(request, object);
+        let refs: Vec<(&str, &Value)> = vars.iter().map(|(k, v)| (*k, v)).collect();
         for condition in &hook.match_conditions {
             let program = condition.program.as_ref().map_err(|e| format!("{}: {e}", condition.name))?;
-            let vars = review::cel_variables(request, object);
-            let refs: Vec<(&str, &Value)> = vars.iter().map(|(k, v)| (*k, v)).collect();
             match program.eval_bool(&refs) {
                 Ok(true) => {}
                 Ok(false) => return Ok(false),

@@ -21,10 +21,7 @@ pub struct PolicyRule {
 }
 
 fn strings(v: &Value, key: &str) -> Vec<String> {
-    v.get(key)
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect())
-        .unwrap_or_default()
+    apimachinery::object::string_list(v.get(key))
 }
 
 impl PolicyRule {
