@@ -776,7 +776,8 @@ impl RegistryStore {
             return self.update_scale(&def, &target, &user, &options, deadline, change).await;
         }
         let gvk = (def.group.as_str(), def.version.as_str(), def.kind.as_str());
-        let writer = Writer::new(&user, &options, deadline, "PatchOptions");
+        // kube's `patchToUpdateOptions`: admission sees a patch as an update, with UpdateOptions.
+        let writer = Writer::new(&user, &options, deadline, "UpdateOptions");
         self.guaranteed_update(&def, &target, writer, &options, |old| {
             let Some(old) = old else {
                 return Err(ApiError::not_found(&def.group, &def.resource, &target.name));

@@ -169,6 +169,9 @@ impl WebhookClient {
         let exchange = async {
             let mut response = request.send_body(payload).await.map_err(|e| match e {
                 awc::error::SendRequestError::Timeout => CallError::DeadlineExceeded,
+                awc::error::SendRequestError::Connect(awc::error::ConnectError::Io(e)) => {
+                    CallError::Failed(connect_error(url, &e))
+                }
                 e => CallError::Failed(e.to_string()),
             })?;
             let bytes =
@@ -188,6 +191,34 @@ impl WebhookClient {
             }
             cache.1.entry(self.target.id).or_insert_with(|| build_awc(&self.target)).clone()
         })
+    }
+}
+
+/// A failed connection or TLS handshake in Go's words where they are well known (`dial tcp
+/// 127.0.0.1:8443: connect: connection refused`, `tls: failed to verify certificate: x509:
+/// certificate signed by unknown authority`), as kube's errors quote them after the URL;
+/// other TLS failures keep rustls's words after `tls: `.
+fn connect_error(url: &str, e: &std::io::Error) -> String {
+    if let Some(tls) = e.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
+        return match tls {
+            rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer) => {
+                "tls: failed to verify certificate: x509: certificate signed by unknown authority".into()
+            }
+            other => format!("tls: {other}"),
+        };
+    }
+    let address = url
+        .parse::<awc::http::Uri>()
+        .ok()
+        .and_then(|uri| {
+            let host = uri.host()?.to_string();
+            let port = uri.port_u16().unwrap_or(if uri.scheme_str() == Some("http") { 80 } else { 443 });
+            Some(format!("{host}:{port}"))
+        })
+        .unwrap_or_default();
+    match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => format!("dial tcp {address}: connect: connection refused"),
+        _ => format!("dial tcp {address}: {e}"),
     }
 }
 
@@ -685,6 +716,10 @@ mod tests {
         );
         let client = WebhookClient::from_kubeconfig(&kc).unwrap();
         let err = client.post_json(&json!({}), Duration::from_secs(5)).await.unwrap_err();
-        assert!(err.starts_with("Post \"http://127.0.0.1:"), "{err}");
+        assert_eq!(
+            err,
+            format!("Post \"http://127.0.0.1:{port}/\": dial tcp 127.0.0.1:{port}: connect: connection refused"),
+            "Go's words, as kube's errors quote them"
+        );
     }
 }

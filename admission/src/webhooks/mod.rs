@@ -109,10 +109,13 @@ impl WebhookPlugin {
     /// Calls `hook` with `object`, bounded by its timeout and what is left of the deadline.
     async fn call(&self, hook: &Hook, request: &Admit, object: &Value, review: &Review) -> Result<Answer, CallFailure> {
         let client = hook.client.as_ref().map_err(|e| CallFailure::Setup(e.clone()))?;
-        let base = match &hook.endpoint {
-            Endpoint::Url(url) => url.clone(),
+        // Errors quote the URL kube posts to: for a Service its DNS name and port, whichever
+        // endpoint is dialled.
+        let (base, shown) = match &hook.endpoint {
+            Endpoint::Url(url) => (url.clone(), url.clone()),
             Endpoint::Service { namespace, name, path, port } => {
-                self.service_url(namespace, name, path, *port).await.map_err(CallFailure::Setup)?
+                let dialled = self.service_url(namespace, name, path, *port).await.map_err(CallFailure::Setup)?;
+                (dialled, format!("https://{name}.{namespace}.svc:{port}{}", slash_prefixed(path)))
             }
         };
         let timeout = review.deadline.remaining().map_or(hook.timeout, |left| left.min(hook.timeout));
@@ -128,7 +131,7 @@ impl WebhookPlugin {
             Err(e) => Err(CallFailure::Transport(e)),
         };
         self.record(hook, request, &answer, elapsed);
-        answer.map_err(|failure| failure.at(url))
+        answer.map_err(|failure| failure.at(review::with_timeout(&shown, hook.timeout)))
     }
 
     /// `https://<endpoint address>:<target port><path>` for a webhook behind a Service: kube
@@ -160,8 +163,7 @@ impl WebhookPlugin {
             };
             if let Some(ip) = subset["addresses"].as_array().and_then(|a| a.first()).and_then(|a| a["ip"].as_str()) {
                 let host = if ip.contains(':') { format!("[{ip}]") } else { ip.to_string() };
-                let path = if path.starts_with('/') { path.to_string() } else { format!("/{path}") };
-                return Ok(format!("https://{host}:{target}{path}"));
+                return Ok(format!("https://{host}:{target}{}", slash_prefixed(path)));
             }
         }
         Err(format!("no endpoints available for service \"{name}\""))
@@ -341,6 +343,11 @@ impl WebhookPlugin {
         }
         refusal.map_or(Ok(()), Err)
     }
+}
+
+/// A Service reference's path as a URL path.
+fn slash_prefixed(path: &str) -> String {
+    if path.starts_with('/') { path.to_string() } else { format!("/{path}") }
 }
 
 #[async_trait(?Send)]

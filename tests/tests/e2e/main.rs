@@ -1,6 +1,7 @@
 //! End-to-end tests: each boots the real `apiserver` binary and drives it with real clients.
 
 mod admin;
+mod admission_webhooks;
 mod audit;
 mod backpressure;
 mod bad_input;
@@ -14,6 +15,7 @@ mod kinds;
 mod kubectl;
 mod namespaces;
 mod options;
+mod pod_security;
 mod protobuf;
 mod python;
 mod rbac;

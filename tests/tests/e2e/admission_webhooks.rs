@@ -1,0 +1,735 @@
+//! Admission webhooks (`MutatingWebhookConfiguration`, `ValidatingWebhookConfiguration`)
+//! against webhook servers the tests run: actix-web over HTTPS on a thread of its own, with a
+//! certificate signed by a CA made here (rcgen) that the configurations name as `caBundle`.
+//! Every server records the AdmissionReviews it gets, so the tests count calls and read what
+//! the apiserver sent.
+
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+use base64::Engine;
+use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+use serde_json::{Value, json};
+use tests::{TestServer, command_outcome as out, free_port, within};
+
+/// What a webhook answers: the `response` fields besides `uid`, after `delay`.
+struct Reply {
+    response: Value,
+    delay: Duration,
+}
+
+fn allow() -> Reply {
+    Reply { response: json!({"allowed": true}), delay: Duration::ZERO }
+}
+
+fn deny(code: u16, message: &str) -> Reply {
+    Reply { response: json!({"allowed": false, "status": {"code": code, "message": message}}), delay: Duration::ZERO }
+}
+
+/// Allowed with a JSONPatch.
+fn patch(ops: Value) -> Reply {
+    let encoded = base64::engine::general_purpose::STANDARD.encode(ops.to_string());
+    Reply { response: json!({"allowed": true, "patchType": "JSONPatch", "patch": encoded}), delay: Duration::ZERO }
+}
+
+/// One review a webhook server got: the path and query it was posted to, and the body.
+#[derive(Clone, Debug)]
+struct Call {
+    path: String,
+    query: String,
+    review: Value,
+}
+
+impl Call {
+    fn name(&self) -> &str {
+        self.review["request"]["name"].as_str().unwrap_or("")
+    }
+}
+
+/// A webhook server the test runs; stopped when dropped.
+struct WebhookServer {
+    port: u16,
+    /// The CA's PEM, base64: the configurations' `caBundle`.
+    ca_bundle: String,
+    calls: Arc<Mutex<Vec<Call>>>,
+    handle: actix_web::dev::ServerHandle,
+}
+
+/// The ConfigMap kube-root-ca.crt, which a controller writes into every namespace: answered
+/// (allowed) but not recorded, so the tests count only their own requests.
+const ROOT_CA: &str = "kube-root-ca.crt";
+
+impl WebhookServer {
+    /// A server whose certificate is valid for `names` (IP addresses or DNS names), answering
+    /// `answer(path, review)`.
+    fn start(names: &[&str], answer: impl Fn(&str, &Value) -> Reply + Send + Sync + 'static) -> WebhookServer {
+        Self::start_on("127.0.0.1", names, answer)
+    }
+
+    /// [`WebhookServer::start`] listening on `ip`.
+    fn start_on(
+        ip: &str,
+        names: &[&str],
+        answer: impl Fn(&str, &Value) -> Reply + Send + Sync + 'static,
+    ) -> WebhookServer {
+        let ca_key = rcgen::KeyPair::generate().unwrap();
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        // Every server's CA has a name of its own: a CA of the same name would be taken for the
+        // issuer of another's certificates (and fail on the signature, not as unknown).
+        static SERVERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = SERVERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        ca_params.distinguished_name.push(rcgen::DnType::CommonName, format!("webhook test CA {n}"));
+        let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let leaf = rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+            .unwrap()
+            .signed_by(&key, &ca)
+            .unwrap();
+        let tls = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![leaf.der().clone()],
+                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+            )
+            .unwrap();
+        let listener = TcpListener::bind((ip, 0)).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let calls: Arc<Mutex<Vec<Call>>> = Arc::default();
+        let (recorder, answer) = (calls.clone(), Arc::new(answer));
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            actix_web::rt::System::new().block_on(async move {
+                let server = HttpServer::new(move || {
+                    let (calls, answer) = (recorder.clone(), answer.clone());
+                    App::new().default_service(web::to(move |req: HttpRequest, body: web::Bytes| {
+                        let (calls, answer) = (calls.clone(), answer.clone());
+                        async move {
+                            let review: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                            let reply = if review["request"]["name"] == ROOT_CA {
+                                allow()
+                            } else {
+                                calls.lock().unwrap().push(Call {
+                                    path: req.path().to_string(),
+                                    query: req.query_string().to_string(),
+                                    review: review.clone(),
+                                });
+                                answer(req.path(), &review)
+                            };
+                            actix_web::rt::time::sleep(reply.delay).await;
+                            let mut response = reply.response;
+                            response["uid"] = review["request"]["uid"].clone();
+                            HttpResponse::Ok().json(
+                                json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}),
+                            )
+                        }
+                    }))
+                })
+                .workers(1)
+                .disable_signals()
+                .listen_rustls_0_23(listener, tls)
+                .expect("webhook server listens")
+                .run();
+                tx.send(server.handle()).unwrap();
+                server.await
+            })
+        });
+        let handle = rx.recv_timeout(Duration::from_secs(10)).expect("webhook server started");
+        let ca_bundle = base64::engine::general_purpose::STANDARD.encode(ca.pem());
+        WebhookServer { port, ca_bundle, calls, handle }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("https://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// The calls to `path`, in order.
+    fn calls(&self, path: &str) -> Vec<Call> {
+        self.calls.lock().unwrap().iter().filter(|c| c.path == path).cloned().collect()
+    }
+
+    /// The names of the objects of the calls to `path`, in order.
+    fn names(&self, path: &str) -> Vec<String> {
+        self.calls(path).iter().map(|c| c.name().to_string()).collect()
+    }
+}
+
+impl Drop for WebhookServer {
+    fn drop(&mut self) {
+        drop(self.handle.stop(false));
+    }
+}
+
+/// A webhook named `name` called at `url` for CREATE and UPDATE of core `resources`, with the
+/// caBundle of `server`; `extra` fields are merged in (`null` removes one).
+fn hook(name: &str, server: &WebhookServer, url: &str, resources: &[&str], extra: Value) -> Value {
+    let mut hook = json!({
+        "name": name,
+        "clientConfig": {"url": url, "caBundle": server.ca_bundle},
+        "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": resources}],
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        if v.is_null() {
+            hook.as_object_mut().unwrap().remove(k);
+        } else {
+            hook[k] = v.clone();
+        }
+    }
+    hook
+}
+
+const GROUP_PATH: &str = "/apis/admissionregistration.k8s.io/v1";
+
+/// `Mutating` or `Validating`.
+fn resource_of(kind: &str) -> String {
+    format!("{}webhookconfigurations", kind.to_lowercase())
+}
+
+/// Creates the `<kind>WebhookConfiguration` `name` with `webhooks` and waits until the watch
+/// cache admission reads configurations from has it.
+fn configure(s: &TestServer, kind: &str, name: &str, webhooks: Vec<Value>) {
+    let config = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": format!("{kind}WebhookConfiguration"),
+        "metadata": {"name": name}, "webhooks": webhooks});
+    let created = s.kubectl_stdin(&["create", "-f", "-"], &config.to_string());
+    let (ok, stdout, stderr) = out(&created);
+    assert!(ok, "creating {kind}WebhookConfiguration {name}: {stdout}{stderr}");
+    wait_cached(s, kind, name, true);
+}
+
+/// Waits until the watch cache of `<kind>WebhookConfigurations` has (or no longer has) `name`.
+fn wait_cached(s: &TestServer, kind: &str, name: &str, present: bool) {
+    let path = format!("{GROUP_PATH}/{}?resourceVersion=0", resource_of(kind));
+    let cached = within(Duration::from_secs(5), || {
+        let list: Value = serde_json::from_str(&s.kubectl_ok(&["get", "--raw", &path])).unwrap();
+        list["items"].as_array().unwrap().iter().any(|c| c["metadata"]["name"] == name) == present
+    });
+    assert!(cached.is_some(), "the cache shows {name} {}", if present { "present" } else { "gone" });
+}
+
+/// `method path` as the admin with an optional JSON body: the status, the JSON answer and the
+/// `Warning` headers.
+async fn call(s: &TestServer, method: &str, path: &str, body: Option<Value>) -> (u16, Value, Vec<String>) {
+    let client = s.client(true);
+    let req = client.request(method.parse().unwrap(), s.url(path));
+    let mut resp = match body {
+        Some(b) => req.insert_header(("Content-Type", "application/json")).send_body(b.to_string()).await,
+        None => req.send().await,
+    }
+    .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+    let warnings = resp.headers().get_all("warning").map(|v| v.to_str().unwrap_or("").to_string()).collect::<Vec<_>>();
+    let bytes = resp.body().limit(16 << 20).await.unwrap();
+    (resp.status().as_u16(), serde_json::from_slice(&bytes).unwrap_or(Value::Null), warnings)
+}
+
+fn configmap(name: &str, labels: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": labels}, "data": {"k": "v"}})
+}
+
+async fn create_configmap(s: &TestServer, ns: &str, name: &str, labels: Value) -> (u16, Value, Vec<String>) {
+    call(s, "POST", &format!("/api/v1/namespaces/{ns}/configmaps"), Some(configmap(name, labels))).await
+}
+
+/// Whether ConfigMap `ns/name` is stored.
+fn stored(s: &TestServer, ns: &str, name: &str) -> bool {
+    s.kubectl(&["get", "configmap", name, "-n", ns]).status.success()
+}
+
+// ---------------------------------------------------------------------------------------------
+
+#[actix_web::test]
+async fn a_validating_webhook_denial_names_the_webhook_and_nothing_is_stored() {
+    let hooks = WebhookServer::start(&["127.0.0.1"], |_, _| deny(403, "configmaps are frozen"));
+    let s = TestServer::start();
+    configure(
+        &s,
+        "Validating",
+        "deny",
+        vec![hook("deny.example.com", &hooks, &hooks.url("/deny"), &["configmaps"], json!({}))],
+    );
+
+    let (ok, _, stderr) = out(&s.kubectl(&["create", "configmap", "frozen", "--from-literal=a=b"]));
+    assert!(!ok);
+    assert_eq!(
+        stderr.trim(),
+        "error: failed to create configmap: admission webhook \"deny.example.com\" denied the request: configmaps are frozen"
+    );
+    assert!(!stored(&s, "default", "frozen"), "a denied object is not stored");
+    let (code, status, _) = create_configmap(&s, "default", "frozen", json!({})).await;
+    assert_eq!(code, 403, "{status}");
+    assert_eq!(status["message"], "admission webhook \"deny.example.com\" denied the request: configmaps are frozen");
+    assert_eq!(status["code"], 403);
+    assert_eq!(hooks.names("/deny"), ["frozen", "frozen"], "called once per request");
+
+    // The rules name configmaps only: a secret passes without a call.
+    s.kubectl_ok(&["create", "secret", "generic", "unfrozen", "--from-literal=a=b"]);
+    assert_eq!(hooks.calls("/deny").len(), 2);
+}
+
+#[actix_web::test]
+async fn a_validating_webhook_can_refuse_a_delete_and_sees_the_object_being_deleted() {
+    let hooks = WebhookServer::start(&["127.0.0.1"], |_, _| deny(403, "keep it"));
+    let s = TestServer::start();
+    let rules =
+        json!([{"operations": ["DELETE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}]);
+    configure(
+        &s,
+        "Validating",
+        "keep",
+        vec![hook("keep.example.com", &hooks, &hooks.url("/keep"), &["configmaps"], json!({"rules": rules}))],
+    );
+    s.kubectl_ok(&["create", "configmap", "kept", "--from-literal=a=b"]);
+    assert!(hooks.calls("/keep").is_empty(), "the rule names DELETE only");
+
+    let (ok, _, stderr) = out(&s.kubectl(&["delete", "configmap", "kept"]));
+    assert!(!ok);
+    assert_eq!(
+        stderr.trim(),
+        "Error from server: admission webhook \"keep.example.com\" denied the request: keep it",
+        "the webhook's Status has no reason, so kubectl names none"
+    );
+    assert!(stored(&s, "default", "kept"), "a refused delete leaves the object");
+    let calls = hooks.calls("/keep");
+    assert_eq!(calls.len(), 1);
+    let r = &calls[0].review["request"];
+    assert_eq!((&r["operation"], &r["name"], &r["namespace"]), (&json!("DELETE"), &json!("kept"), &json!("default")));
+    assert!(r["object"].is_null(), "no new object on DELETE: {}", r["object"]);
+    assert_eq!(r["oldObject"]["data"], json!({"a": "b"}));
+    assert_eq!(r["kind"], json!({"group": "", "version": "v1", "kind": "ConfigMap"}));
+    assert_eq!(r["options"]["kind"], "DeleteOptions");
+}
+
+#[actix_web::test]
+async fn a_mutating_webhook_patch_is_stored_and_a_patch_that_makes_the_object_invalid_fails_validation() {
+    let hooks = WebhookServer::start(&["127.0.0.1"], |_, review| {
+        let name = review["request"]["name"].as_str().unwrap_or("");
+        let key = if name.starts_with("broken") { "bad key" } else { "patched-on" };
+        let operation = review["request"]["operation"].as_str().unwrap_or("").to_lowercase();
+        patch(json!([{"op": "add", "path": format!("/metadata/labels/{key}"), "value": operation}]))
+    });
+    let s = TestServer::start();
+    configure(
+        &s,
+        "Mutating",
+        "label",
+        vec![hook("label.example.com", &hooks, &hooks.url("/label"), &["configmaps"], json!({}))],
+    );
+
+    let (code, created, _) = create_configmap(&s, "default", "fine", json!({"app": "web"})).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(created["metadata"]["labels"], json!({"app": "web", "patched-on": "create"}));
+    let labels_of = |name: &str| -> Value {
+        let got: Value = serde_json::from_str(&s.kubectl_ok(&["get", "configmap", name, "-o", "json"])).unwrap();
+        got["metadata"]["labels"].clone()
+    };
+    assert_eq!(labels_of("fine"), json!({"app": "web", "patched-on": "create"}), "the stored object");
+    // An update is patched too.
+    s.kubectl_ok(&["label", "--overwrite", "configmap", "fine", "app=api"]);
+    assert_eq!(labels_of("fine"), json!({"app": "api", "patched-on": "update"}));
+
+    // The mutated object is what is validated.
+    let (code, status, _) = create_configmap(&s, "default", "broken", json!({"app": "web"})).await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(status["reason"], "Invalid");
+    assert_eq!(
+        status["message"],
+        "ConfigMap \"broken\" is invalid: metadata.labels: Invalid value: \"bad key\": name part must consist of \
+         alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. \
+         'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+    );
+    assert!(!stored(&s, "default", "broken"));
+    assert_eq!(hooks.names("/label"), ["fine", "fine", "broken"]);
+}
+
+#[actix_web::test]
+async fn an_if_needed_webhook_is_called_again_after_a_later_webhook_changed_the_object() {
+    let hooks = WebhookServer::start(&["127.0.0.1"], |path, review| match path {
+        "/second" if review["request"]["object"]["metadata"]["labels"]["second"].is_null() => {
+            patch(json!([{"op": "add", "path": "/metadata/labels/second", "value": "yes"}]))
+        }
+        _ => allow(),
+    });
+    let s = TestServer::start();
+    // Configurations are called in name order: a-... first.
+    configure(
+        &s,
+        "Mutating",
+        "b-second",
+        vec![hook("second.example.com", &hooks, &hooks.url("/second"), &["configmaps"], json!({}))],
+    );
+    configure(
+        &s,
+        "Mutating",
+        "a-first",
+        vec![hook(
+            "first.example.com",
+            &hooks,
+            &hooks.url("/first"),
+            &["configmaps"],
+            json!({"reinvocationPolicy": "IfNeeded"}),
+        )],
+    );
+
+    let (code, created, _) = create_configmap(&s, "default", "twice", json!({"app": "web"})).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(created["metadata"]["labels"], json!({"app": "web", "second": "yes"}));
+    let first = hooks.calls("/first");
+    assert_eq!(first.len(), 2, "first.example.com is reinvoked once: {first:?}");
+    let labels = |c: &Call| c.review["request"]["object"]["metadata"]["labels"].clone();
+    assert_eq!(labels(&first[0]), json!({"app": "web"}));
+    assert_eq!(labels(&first[1]), json!({"app": "web", "second": "yes"}), "the second call sees the second's label");
+    assert_eq!(hooks.calls("/second").len(), 1, "second.example.com (reinvocationPolicy Never) is called once");
+    assert!(first[0].review["request"]["uid"] != first[1].review["request"]["uid"], "each call has its own uid");
+
+    // Without a change by a later webhook there is no second call.
+    let (code, _, _) = create_configmap(&s, "default", "once", json!({"second": "already"})).await;
+    assert_eq!(code, 201);
+    assert_eq!(hooks.names("/first"), ["twice", "twice", "once"]);
+}
+
+#[actix_web::test]
+async fn a_webhook_slower_than_its_timeout_fails_the_request_under_fail_and_is_skipped_under_ignore() {
+    let hooks = WebhookServer::start(&["127.0.0.1"], |_, _| Reply { delay: Duration::from_secs(3), ..allow() });
+    let s = TestServer::start();
+    let slow = |name: &str, path: &str, policy: &str| {
+        hook(
+            name,
+            &hooks,
+            &hooks.url(path),
+            &["configmaps"],
+            json!({"timeoutSeconds": 1, "failurePolicy": policy,
+                "objectSelector": {"matchLabels": {"policy": policy}}}),
+        )
+    };
+    configure(
+        &s,
+        "Validating",
+        "slow",
+        vec![slow("slow.example.com", "/slow", "Fail"), slow("slow-ignored.example.com", "/ignored", "Ignore")],
+    );
+
+    let started = Instant::now();
+    let (code, status, _) = create_configmap(&s, "default", "late", json!({"policy": "Fail"})).await;
+    let took = started.elapsed();
+    assert_eq!(code, 500, "{status}");
+    assert_eq!(status["reason"], "InternalError");
+    assert_eq!(
+        status["message"].as_str().unwrap(),
+        format!(
+            "Internal error occurred: failed calling webhook \"slow.example.com\": failed to call webhook: Post \
+             \"{}?timeout=1s\": context deadline exceeded",
+            hooks.url("/slow")
+        )
+    );
+    assert!(took < Duration::from_millis(2500), "the call is cut at its timeoutSeconds: {took:?}");
+    assert!(!stored(&s, "default", "late"));
+    let calls = hooks.calls("/slow");
+    assert_eq!((calls.len(), calls[0].query.as_str()), (1, "timeout=1s"), "kube's timeout parameter");
+
+    let started = Instant::now();
+    let (code, created, _) = create_configmap(&s, "default", "ignored", json!({"policy": "Ignore"})).await;
+    let took = started.elapsed();
+    assert_eq!(code, 201, "{created}");
+    assert!(took < Duration::from_millis(2500), "the request goes on after the 1 s timeout: {took:?}");
+    assert!(stored(&s, "default", "ignored"));
+    assert_eq!(hooks.names("/ignored"), ["ignored"]);
+}
+
+#[actix_web::test]
+async fn an_unreachable_webhook_fails_the_request_under_fail_and_is_skipped_under_ignore() {
+    // A server for the caBundle only: nothing listens on the webhooks' port.
+    let hooks = WebhookServer::start(&["127.0.0.1"], |_, _| allow());
+    let closed = free_port();
+    let url = format!("https://127.0.0.1:{closed}/down");
+    let s = TestServer::start();
+    let down = |name: &str, policy: &str| {
+        hook(
+            name,
+            &hooks,
+            &url,
+            &["configmaps"],
+            json!({"failurePolicy": policy, "objectSelector": {"matchLabels": {"policy": policy}}}),
+        )
+    };
+    configure(
+        &s,
+        "Validating",
+        "down",
+        vec![down("down.example.com", "Fail"), down("down-ignored.example.com", "Ignore")],
+    );
+
+    let (code, status, _) = create_configmap(&s, "default", "refused", json!({"policy": "Fail"})).await;
+    assert_eq!(code, 500, "{status}");
+    let message = status["message"].as_str().unwrap();
+    let expected = format!(
+        "Internal error occurred: failed calling webhook \"down.example.com\": failed to call webhook: Post \
+         \"{url}?timeout=10s\": dial tcp 127.0.0.1:{closed}: connect: connection refused"
+    );
+    assert_eq!(message, expected);
+    assert!(!stored(&s, "default", "refused"));
+
+    let (code, created, _) = create_configmap(&s, "default", "let-through", json!({"policy": "Ignore"})).await;
+    assert_eq!(code, 201, "{created}");
+    assert!(stored(&s, "default", "let-through"));
+
+    // A server whose certificate the caBundle did not sign is no better than none.
+    let stranger = WebhookServer::start(&["127.0.0.1"], |_, _| allow());
+    let mut untrusted = hook("untrusted.example.com", &hooks, &stranger.url("/x"), &["configmaps"], json!({}));
+    untrusted["objectSelector"] = json!({"matchLabels": {"policy": "untrusted"}});
+    configure(&s, "Validating", "untrusted", vec![untrusted]);
+    let (code, status, _) = create_configmap(&s, "default", "distrusted", json!({"policy": "untrusted"})).await;
+    assert_eq!(code, 500, "{status}");
+    assert_eq!(
+        status["message"].as_str().unwrap(),
+        format!(
+            "Internal error occurred: failed calling webhook \"untrusted.example.com\": failed to call webhook: Post \
+             \"{}?timeout=10s\": tls: failed to verify certificate: x509: certificate signed by unknown authority",
+            stranger.url("/x")
+        )
+    );
+    assert!(stranger.calls("/x").is_empty());
+}
+
+#[actix_web::test]
+async fn namespace_selectors_object_selectors_and_match_conditions_decide_which_webhooks_are_called() {
+    let hooks = WebhookServer::start(&["127.0.0.1"], |_, _| allow());
+    let s = TestServer::start();
+    s.kubectl_ok(&["create", "namespace", "on"]);
+    s.kubectl_ok(&["label", "namespace", "on", "hooks=on"]);
+    s.kubectl_ok(&["create", "namespace", "off"]);
+    configure(
+        &s,
+        "Validating",
+        "selective",
+        vec![
+            hook(
+                "ns.example.com",
+                &hooks,
+                &hooks.url("/ns"),
+                &["configmaps"],
+                json!({"namespaceSelector": {"matchLabels": {"hooks": "on"}}}),
+            ),
+            hook(
+                "obj.example.com",
+                &hooks,
+                &hooks.url("/obj"),
+                &["configmaps"],
+                json!({"objectSelector": {"matchExpressions": [{"key": "hooked", "operator": "In", "values": ["yes"]}]}}),
+            ),
+            hook(
+                "cond.example.com",
+                &hooks,
+                &hooks.url("/cond"),
+                &["configmaps"],
+                json!({"matchConditions": [{"name": "not-skipped",
+                    "expression": "!object.metadata.name.startsWith('skip')"}]}),
+            ),
+        ],
+    );
+    for (ns, name, labels) in [
+        ("on", "call-1", json!({"hooked": "yes"})),
+        ("off", "call-2", json!({"hooked": "yes"})),
+        ("on", "call-3", json!({})),
+        ("on", "skip-4", json!({"hooked": "yes"})),
+    ] {
+        let (code, created, _) = create_configmap(&s, ns, name, labels).await;
+        assert_eq!(code, 201, "{created}");
+    }
+    assert_eq!(hooks.names("/ns"), ["call-1", "call-3", "skip-4"], "not in a namespace without hooks=on");
+    assert_eq!(hooks.names("/obj"), ["call-1", "call-2", "skip-4"], "not for an object without hooked=yes");
+    assert_eq!(hooks.names("/cond"), ["call-1", "call-2", "call-3"], "not when the match condition is false");
+
+    // An UPDATE matches the object selector when the old object matched it.
+    s.kubectl_ok(&["label", "configmap", "call-1", "-n", "on", "hooked-"]);
+    assert_eq!(hooks.names("/obj"), ["call-1", "call-2", "skip-4", "call-1"]);
+}
+
+#[actix_web::test]
+async fn a_server_side_dry_run_reaches_side_effect_free_webhooks_marked_dry_run_and_stores_nothing() {
+    let hooks = WebhookServer::start(&["127.0.0.1"], |_, _| {
+        patch(json!([{"op": "add", "path": "/metadata/labels", "value": {"seen-by": "webhook"}}]))
+    });
+    let s = TestServer::start();
+    configure(
+        &s,
+        "Mutating",
+        "dry",
+        vec![hook("dry.example.com", &hooks, &hooks.url("/dry"), &["configmaps"], json!({}))],
+    );
+
+    let shown =
+        s.kubectl_ok(&["create", "configmap", "rehearsal", "--from-literal=a=b", "--dry-run=server", "-o", "json"]);
+    let shown: Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(shown["metadata"]["labels"], json!({"seen-by": "webhook"}), "the dry run shows the webhook's patch");
+    let calls = hooks.calls("/dry");
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].review["request"]["dryRun"], true);
+    assert!(!stored(&s, "default", "rehearsal"), "a dry run stores nothing");
+
+    // v1 allows only None and NoneOnDryRun, so a webhook with side effects (which kube would
+    // refuse to call in a dry run) cannot be configured at all.
+    let with_effects = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": "effects"},
+        "webhooks": [hook("effects.example.com", &hooks, &hooks.url("/x"), &["configmaps"], json!({"sideEffects": "Some"}))]});
+    let (code, status, _) =
+        call(&s, "POST", &format!("{GROUP_PATH}/mutatingwebhookconfigurations"), Some(with_effects)).await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        status["message"],
+        "MutatingWebhookConfiguration.admissionregistration.k8s.io \"effects\" is invalid: webhooks[0].sideEffects: \
+         Unsupported value: \"Some\": supported values: \"None\", \"NoneOnDryRun\""
+    );
+}
+
+/// This machine's address on its default route: Endpoints may not point at loopback (kube's
+/// validation refuses 127.0.0.0/8), so a webhook reached through a Service listens here.
+fn host_ip() -> String {
+    let probe = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+    // Connecting a UDP socket sends nothing; it only picks the route and the local address.
+    probe.connect("10.255.255.255:9").expect("a route off this machine (for a non-loopback address)");
+    let ip = probe.local_addr().unwrap().ip();
+    assert!(!ip.is_loopback() && !ip.is_unspecified(), "a non-loopback address for the Endpoints: {ip}");
+    ip.to_string()
+}
+
+/// Service `webhooks/hooks` (port 443, named https) with Endpoints at `ip` and `port`, and a
+/// validating webhook `svc.example.com` reached through it at `/via-service`.
+fn configure_through_service(s: &TestServer, hooks: &WebhookServer, ip: &str) {
+    s.kubectl_ok(&["create", "namespace", "webhooks"]);
+    let service = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "hooks", "namespace": "webhooks"},
+        "spec": {"ports": [{"name": "https", "port": 443, "targetPort": hooks.port}]}});
+    let endpoints = json!({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "hooks", "namespace": "webhooks"},
+        "subsets": [{"addresses": [{"ip": ip}], "ports": [{"name": "https", "port": hooks.port}]}]});
+    for object in [service, endpoints] {
+        let (ok, stdout, stderr) = out(&s.kubectl_stdin(&["create", "-f", "-"], &object.to_string()));
+        assert!(ok, "{stdout}{stderr}");
+    }
+    let mut through_service = hook("svc.example.com", hooks, "", &["configmaps"], json!({}));
+    through_service["clientConfig"] = json!({"caBundle": hooks.ca_bundle,
+        "service": {"namespace": "webhooks", "name": "hooks", "path": "/via-service", "port": 443}});
+    configure(s, "Validating", "svc", vec![through_service]);
+}
+
+#[actix_web::test]
+async fn a_webhook_behind_a_service_is_called_at_its_endpoint_with_a_certificate_for_the_service_name() {
+    let ip = host_ip();
+    let hooks = WebhookServer::start_on(&ip, &["hooks.webhooks.svc"], |_, _| deny(400, "seen through the service"));
+    let s = TestServer::start();
+    configure_through_service(&s, &hooks, &ip);
+
+    let (code, status, _) = create_configmap(&s, "default", "routed", json!({})).await;
+    assert_eq!(code, 400, "{status}");
+    assert_eq!(status["message"], "admission webhook \"svc.example.com\" denied the request: seen through the service");
+    assert_eq!(hooks.names("/via-service"), ["routed"]);
+    assert_eq!(hooks.calls("/via-service")[0].query, "timeout=10s");
+}
+
+#[actix_web::test]
+async fn a_webhook_behind_a_service_whose_certificate_is_for_another_name_is_not_trusted() {
+    let ip = host_ip();
+    let hooks = WebhookServer::start_on(&ip, &[ip.as_str(), "other.webhooks.svc"], |_, _| allow());
+    let s = TestServer::start();
+    configure_through_service(&s, &hooks, &ip);
+
+    let (code, status, _) = create_configmap(&s, "default", "routed", json!({})).await;
+    assert_eq!(code, 500, "{status}");
+    let message = status["message"].as_str().unwrap();
+    let quoted = "Internal error occurred: failed calling webhook \"svc.example.com\": failed to call webhook: Post \
+                  \"https://hooks.webhooks.svc:443/via-service?timeout=10s\": ";
+    assert!(message.starts_with(quoted), "errors quote the Service's URL, as kube's do: {message}");
+    assert!(
+        message[quoted.len()..].starts_with("tls: ") && message.contains("\"hooks.webhooks.svc\""),
+        "a TLS failure for the Service's name: {message}"
+    );
+    assert!(hooks.calls("/via-service").is_empty(), "no review reaches a server that is not trusted");
+    assert!(!stored(&s, "default", "routed"));
+}
+
+#[actix_web::test]
+async fn the_admission_review_describes_the_request_and_its_warnings_reach_the_client() {
+    let hooks = WebhookServer::start(&["127.0.0.1"], |_, review| {
+        let op = review["request"]["operation"].as_str().unwrap_or("").to_lowercase();
+        Reply {
+            response: json!({"allowed": true, "warnings": [format!("the webhook saw a {op}")]}),
+            delay: Duration::ZERO,
+        }
+    });
+    let s = TestServer::start();
+    configure(
+        &s,
+        "Validating",
+        "watch",
+        vec![hook("watch.example.com", &hooks, &hooks.url("/watch"), &["configmaps"], json!({}))],
+    );
+    let whoami: Value = serde_json::from_str(&s.kubectl_ok(&["auth", "whoami", "-o", "json"])).unwrap();
+    let me = &whoami["status"]["userInfo"];
+
+    let (ok, _, stderr) = out(&s.kubectl(&["create", "configmap", "seen", "--from-literal=a=b"]));
+    assert!(ok, "{stderr}");
+    assert_eq!(stderr.trim(), "Warning: the webhook saw a create");
+    let (ok, _, stderr) = out(&s.kubectl(&["label", "configmap", "seen", "touched=yes"]));
+    assert!(ok, "{stderr}");
+    assert_eq!(stderr.trim(), "Warning: the webhook saw a update");
+
+    let calls = hooks.calls("/watch");
+    assert_eq!(calls.len(), 2);
+    let (create, update) = (&calls[0].review, &calls[1].review);
+    assert_eq!((&create["apiVersion"], &create["kind"]), (&json!("admission.k8s.io/v1"), &json!("AdmissionReview")));
+    let r = &create["request"];
+    assert!(r["uid"].as_str().is_some_and(|u| u.len() == 36), "a uid: {r}");
+    assert_eq!(r["kind"], json!({"group": "", "version": "v1", "kind": "ConfigMap"}));
+    assert_eq!(r["resource"], json!({"group": "", "version": "v1", "resource": "configmaps"}));
+    assert_eq!(r["requestKind"], r["kind"]);
+    assert_eq!(r["requestResource"], r["resource"]);
+    assert_eq!((&r["operation"], &r["namespace"], &r["name"]), (&json!("CREATE"), &json!("default"), &json!("seen")));
+    assert_eq!(&r["userInfo"], me, "the user as the server authenticated them");
+    assert_eq!(r["dryRun"], false);
+    assert_eq!(r["object"]["data"], json!({"a": "b"}));
+    assert_eq!(r["object"]["metadata"]["name"], "seen");
+    let meta = &r["object"]["metadata"];
+    assert!(
+        meta["uid"].is_string() && meta["creationTimestamp"].is_string(),
+        "validation sees the prepared object: {meta}"
+    );
+    assert!(r["oldObject"].is_null(), "no oldObject on CREATE: {}", r["oldObject"]);
+    assert_eq!(r["options"]["kind"], "CreateOptions");
+    let r = &update["request"];
+    assert_eq!(r["operation"], "UPDATE");
+    assert_eq!(r["object"]["metadata"]["labels"], json!({"touched": "yes"}));
+    assert_eq!(r["oldObject"]["metadata"]["name"], "seen");
+    assert!(r["oldObject"]["metadata"]["labels"].is_null(), "the old object has no labels: {}", r["oldObject"]);
+    assert_eq!(r["options"]["kind"], "UpdateOptions", "kube shows a patch to admission as an update");
+
+    // Over REST the warning is a Warning header in kube's format.
+    let (code, _, warnings) = create_configmap(&s, "default", "seen-again", json!({})).await;
+    assert_eq!(code, 201);
+    assert_eq!(warnings, ["299 - \"the webhook saw a create\""]);
+}
+
+#[actix_web::test]
+async fn deleting_a_configuration_stops_its_webhook_within_a_second() {
+    let hooks = WebhookServer::start(&["127.0.0.1"], |_, _| deny(400, "not yet"));
+    let s = TestServer::start();
+    configure(
+        &s,
+        "Validating",
+        "deny",
+        vec![hook("deny.example.com", &hooks, &hooks.url("/deny"), &["configmaps"], json!({}))],
+    );
+    let (code, _, _) = create_configmap(&s, "default", "later", json!({})).await;
+    assert_eq!(code, 400);
+
+    s.kubectl_ok(&["delete", "validatingwebhookconfiguration", "deny"]);
+    let deleted = Instant::now();
+    let created = within(Duration::from_secs(1), || {
+        s.kubectl(&["create", "configmap", "later", "--from-literal=a=b"]).status.success()
+    });
+    assert!(created.is_some(), "the create still fails a second after the configuration was deleted");
+    assert!(deleted.elapsed() < Duration::from_millis(1500));
+    assert!(stored(&s, "default", "later"));
+}
