@@ -28,15 +28,23 @@ use std::time::Instant;
 use actix::{Actor, Context};
 use actors::{Deadline, StageHandler, Work};
 use apimachinery::error::ApiError;
-use apimachinery::lookup::ObjectLookup;
+use apimachinery::lookup::{AccessCheck, ObjectLookup};
 use apimachinery::messages::{AdmissionPhase, Admit, Admitted, Operation};
 use async_trait::async_trait;
 use serde_json::Value;
 
 pub mod cel;
+pub mod certificates;
+pub mod default_class;
 pub mod namespace_lifecycle;
 pub mod pod_security;
+pub mod priority;
+pub mod runtime_class;
 pub mod service_account;
+#[cfg(test)]
+mod testing;
+pub mod tolerations;
+pub mod volumes;
 pub mod webhooks;
 
 /// What plugins say beside their decision, gathered over a request's phase.
@@ -95,6 +103,29 @@ pub trait AdmissionPlugin: Send + Sync {
 pub struct PluginContext {
     /// Reads of the objects plugins consult (namespaces, ServiceAccounts), from the cachers.
     pub objects: Arc<dyn ObjectLookup>,
+    /// The server's authorizers, for plugins that check a permission beyond the request's
+    /// own (the certificate plugins ask about signers).
+    pub access: Arc<dyn AccessCheck>,
+    /// `DefaultTolerationSeconds`' settings.
+    pub toleration_seconds: tolerations::DefaultTolerationSeconds,
+}
+
+/// Whether `request` writes `resource.group` itself, not a subresource of it.
+pub(crate) fn on(request: &Admit, group: &str, resource: &str) -> bool {
+    let t = &request.target;
+    t.subresource.is_none() && t.resource == resource && t.group == group
+}
+
+/// kube's `admission.NewForbidden`: 403 naming the request's resource and the object (by the
+/// request's name, else the object's own).
+pub(crate) fn forbidden(request: &Admit, object: &Value, why: &str) -> ApiError {
+    let t = &request.target;
+    let name = if t.name.is_empty() {
+        object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("")
+    } else {
+        &t.name
+    };
+    ApiError::forbidden(&t.group, &t.resource, name, why)
 }
 
 /// kube 1.30's plugin order (`AllOrderedPlugins`), cut to the plugins that apply to a server
@@ -103,7 +134,18 @@ pub struct PluginContext {
 pub const ORDERED_PLUGINS: &[(&str, bool)] = &[
     ("NamespaceLifecycle", true),
     ("ServiceAccount", true),
+    ("TaintNodesByCondition", true),
     ("PodSecurity", true),
+    ("Priority", true),
+    ("DefaultTolerationSeconds", true),
+    ("DefaultStorageClass", true),
+    ("StorageObjectInUseProtection", true),
+    ("PersistentVolumeClaimResize", true),
+    ("RuntimeClass", true),
+    ("CertificateApproval", true),
+    ("CertificateSigning", true),
+    ("CertificateSubjectRestriction", true),
+    ("DefaultIngressClass", true),
     ("MutatingAdmissionWebhook", true),
     ("ValidatingAdmissionWebhook", true),
 ];
@@ -161,7 +203,18 @@ pub fn build_chain(names: &[&str], ctx: &PluginContext) -> Result<AdmissionChain
         let plugin: Arc<dyn AdmissionPlugin> = match *name {
             "NamespaceLifecycle" => Arc::new(namespace_lifecycle::NamespaceLifecycle::new(ctx.objects.clone())),
             "ServiceAccount" => Arc::new(service_account::ServiceAccount::new(ctx.objects.clone())),
+            "TaintNodesByCondition" => Arc::new(tolerations::TaintNodesByCondition),
             "PodSecurity" => Arc::new(pod_security::plugin::PodSecurity::new(ctx.objects.clone())),
+            "Priority" => Arc::new(priority::Priority::new(ctx.objects.clone())),
+            "DefaultTolerationSeconds" => Arc::new(ctx.toleration_seconds.clone()),
+            "DefaultStorageClass" => Arc::new(default_class::DefaultStorageClass::new(ctx.objects.clone())),
+            "StorageObjectInUseProtection" => Arc::new(volumes::StorageObjectInUseProtection),
+            "PersistentVolumeClaimResize" => Arc::new(volumes::PersistentVolumeClaimResize::new(ctx.objects.clone())),
+            "RuntimeClass" => Arc::new(runtime_class::RuntimeClass::new(ctx.objects.clone())),
+            "CertificateApproval" => Arc::new(certificates::CertificateApproval::new(ctx.access.clone())),
+            "CertificateSigning" => Arc::new(certificates::CertificateSigning::new(ctx.access.clone())),
+            "CertificateSubjectRestriction" => Arc::new(certificates::CertificateSubjectRestriction),
+            "DefaultIngressClass" => Arc::new(default_class::DefaultIngressClass::new(ctx.objects.clone())),
             "MutatingAdmissionWebhook" => {
                 Arc::new(webhooks::WebhookPlugin::new(webhooks::config::HookKind::Mutating, ctx.objects.clone()))
             }
@@ -306,7 +359,10 @@ mod tests {
     fn flags_add_to_and_take_from_the_defaults_in_kubes_order() {
         assert_eq!(enabled_plugins(&[], &[]).unwrap(), default_plugins());
         let without = enabled_plugins(&[], &names(&["NamespaceLifecycle", "PodSecurity"])).unwrap();
-        assert_eq!(without, vec!["ServiceAccount", "MutatingAdmissionWebhook", "ValidatingAdmissionWebhook"]);
+        let mut expected = default_plugins();
+        expected.retain(|n| *n != "NamespaceLifecycle" && *n != "PodSecurity");
+        assert_eq!(without, expected);
+        assert_eq!(without[..2], ["ServiceAccount", "TaintNodesByCondition"], "kube's order");
         assert_eq!(
             enabled_plugins(&names(&["ServiceAccount", "NamespaceLifecycle"]), &[]).unwrap(),
             default_plugins(),

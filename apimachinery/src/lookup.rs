@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::error::ApiError;
+use crate::request::{RequestInfo, UserInfo};
 
 /// Reads one object by group, plural resource, namespace and name.
 #[async_trait]
@@ -26,4 +27,13 @@ pub trait ObjectLookup: Send + Sync {
         let _ = (group, namespace, field_selector);
         Err(ApiError::internal(format!("this lookup does not list {resource}")))
     }
+}
+
+/// Asks the server's authorizers whether a user may do something other than the request at
+/// hand: kube hands admission plugins its authorizer so that, say, approving a certificate
+/// request needs `approve` on the request's signer.
+#[async_trait]
+pub trait AccessCheck: Send + Sync {
+    /// Whether `user` may do what `attributes` describe (verb, group, resource, name).
+    async fn allowed(&self, user: &UserInfo, attributes: RequestInfo) -> Result<bool, ApiError>;
 }

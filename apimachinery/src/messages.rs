@@ -161,8 +161,20 @@ pub struct StartRequest {
     pub request: RequestInfo,
     /// Its classification.
     pub classification: Classification,
-    /// Seats it occupies while it executes (kube's work estimate: 1, more for large lists).
-    pub seats: u32,
+    /// What it will cost, for its width in seats.
+    pub work: RequestWork,
+}
+
+/// What a request will cost, counted by the gateway before it runs: the inputs of kube's work
+/// estimator. The flow-control stage turns them into seats within its level's ceiling, which
+/// only it knows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestWork {
+    /// Objects a list (or a watch sending its initial events) is expected to go through; 0
+    /// for any other request.
+    pub objects: u64,
+    /// Watchers a write's event will reach; 0 for reads.
+    pub watchers: u64,
 }
 
 /// A granted seat. Dropping it gives the seats back: the request's end, its cancellation, a
@@ -507,7 +519,7 @@ mod tests {
             user: user.clone(),
             request: RequestInfo::default(),
             classification: Classification { flow_schema: "global-default".into(), ..Default::default() },
-            seats: 1,
+            work: RequestWork { objects: 550, watchers: 12 },
         });
         round_trip(&Admit {
             phase: AdmissionPhase::Mutating,

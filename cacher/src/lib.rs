@@ -25,7 +25,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, StreamHandler, WrapFuture};
@@ -157,6 +157,7 @@ impl CacherActor {
             progress_requested: AtomicU64::new(0),
             epoch: Instant::now(),
             storage_reads: metrics::counter!("apiserver_cache_list_fallthrough_total", "resource" => def.qualified()),
+            watchers: AtomicUsize::new(0),
         });
         let reader = CacheReader {
             def: def.clone(),
@@ -276,6 +277,7 @@ impl CacherActor {
         if revision > seen + 1 {
             self.resync_gap = Some((seen, revision));
             self.watchers.retain(|_, w| w.after <= seen || w.after >= revision);
+            self.count_watchers();
         }
         let uid = |e: &Entry| e.object.value().pointer("/metadata/uid").cloned();
         let mut changes: Vec<CachedEvent> = Vec::new();
@@ -405,12 +407,20 @@ impl CacherActor {
     /// Removes watchers. Dropping the sender ends the client's stream; it re-watches from its
     /// last resourceVersion. Those whose client is still there fell behind, and are counted.
     fn cut(&mut self, ids: Vec<u64>) {
+        if ids.is_empty() {
+            return;
+        }
         for id in ids {
             if self.watchers.remove(&id).is_some_and(|w| !w.tx.is_closed()) {
                 self.metrics.terminated_watchers.increment(1);
                 tracing::info!(resource = self.def.resource, "cut off a watcher that fell behind");
             }
         }
+        self.count_watchers();
+    }
+
+    fn count_watchers(&self) {
+        self.shared.watchers.store(self.watchers.len(), Ordering::Relaxed);
     }
 
     /// Sends a bookmark to every watcher that asked for them (`only_ending`: to those whose
@@ -508,6 +518,7 @@ impl CacherActor {
         watcher.stalled_since = None;
         self.next_watcher += 1;
         self.watchers.insert(self.next_watcher, watcher);
+        self.count_watchers();
         Ok(WatchReceiver(rx))
     }
 }

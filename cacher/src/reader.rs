@@ -4,7 +4,7 @@
 
 use std::ops::Bound;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use actors::StageMeters;
@@ -102,6 +102,9 @@ pub(crate) struct Shared {
     pub epoch: Instant,
     /// Reads answered by storage (`apiserver_cache_list_fallthrough_total`).
     pub storage_reads: metrics::Counter,
+    /// Watchers the actor serves, published after each change for flow control's estimate of
+    /// a write's fan-out (the actor's own map is not readable from outside it).
+    pub watchers: AtomicUsize,
 }
 
 impl Shared {
@@ -154,6 +157,16 @@ impl CacheReader {
     pub fn register(mut self, directory: &ActorDirectory) -> Self {
         self._registration = Some(Arc::new(directory.register(self.meters.clone())));
         self
+    }
+
+    /// Objects in the cache now (all namespaces): what a list of the resource goes through.
+    pub fn object_count(&self) -> u64 {
+        self.snapshots.borrow().objects.len() as u64
+    }
+
+    /// Watchers of the resource now: how many a write's event will reach.
+    pub fn watcher_count(&self) -> u64 {
+        self.shared.watchers.load(Ordering::Relaxed) as u64
     }
 
     /// GET of one object.

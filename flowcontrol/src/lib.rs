@@ -11,6 +11,7 @@
 //!
 //! # Layout
 //! - [`config`]: FlowSchemas and levels compiled from the stored objects; classification.
+//! - [`estimate`]: a request's width in seats from the objects and watchers it touches.
 //! - [`shuffle`]: kube's shuffle-sharding dealer and flow hash: which queues a flow may use.
 //! - [`queueset`]: one priority level's queues, seats and virtual-time fair queuing, a pure
 //!   data structure the caller drives with explicit instants.
@@ -22,6 +23,7 @@
 
 pub mod bootstrap;
 pub mod config;
+pub mod estimate;
 pub mod limits;
 pub mod queueset;
 pub mod shuffle;

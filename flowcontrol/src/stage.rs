@@ -25,10 +25,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::config::{Compiled, SharedConfig};
 use crate::limits::{self, LevelBorrowing, LevelShares};
-use crate::queueset::{
-    NewRequest, Outcome, QueueSet, QueueSetConfig, QueueSetStats, Queuing, RejectReason, RequestId, WorkEstimate,
-};
-use crate::shuffle;
+use crate::queueset::{NewRequest, Outcome, QueueSet, QueueSetConfig, QueueSetStats, Queuing, RejectReason, RequestId};
+use crate::{estimate, shuffle};
 
 /// The group the configuration objects belong to.
 const GROUP: &str = "flowcontrol.apiserver.k8s.io";
@@ -505,7 +503,7 @@ impl StageHandler<StartRequest> for FlowControlActor {
             return Work::Done(Err(too_many_requests(&level_name)));
         };
         if level.exempt {
-            return Work::Done(Ok(SeatGrant { seats: msg.seats, guard: None }));
+            return Work::Done(Ok(SeatGrant { seats: 1, guard: None }));
         }
         let wait = deadline.remaining().map_or(MAX_QUEUE_WAIT / 4, |left| (left / 4).min(MAX_QUEUE_WAIT));
         let queues = match level.queues.config().queuing {
@@ -513,7 +511,13 @@ impl StageHandler<StartRequest> for FlowControlActor {
             _ => 0,
         };
         let flow_hash = if queues > 1 { shuffle::flow_hash(&class.flow_schema, &class.flow_distinguisher) } else { 0 };
-        let request = NewRequest { work: WorkEstimate::seats(msg.seats.max(1)), flow_hash, deadline: now + wait };
+        let hand_size = match level.queues.config().queuing {
+            Queuing::Queue { hand_size, .. } => Some(hand_size),
+            _ => None,
+        };
+        let work = estimate::estimate(msg.work, estimate::max_seats(level.borrowing.limits.nominal, hand_size));
+        let seats = work.max_seats();
+        let request = NewRequest { work, flow_hash, deadline: now + wait };
         let enqueued = level.queues.enqueue(now, request);
         self.dirty = true;
         let schema = class.flow_schema.clone();
@@ -526,13 +530,12 @@ impl StageHandler<StartRequest> for FlowControlActor {
                 metrics::histogram!("apiserver_flowcontrol_request_wait_duration_seconds",
                     "execute" => "true", "flow_schema" => schema.clone(), "priority_level" => level_name.clone())
                 .record(0.0);
-                Work::Done(Ok(self.grant(ticket, msg.seats)))
+                Work::Done(Ok(self.grant(ticket, seats)))
             }
             Outcome::Queued(id) => {
                 let ticket = SeatTicket { level: level_name.clone(), id: id.value() };
                 let (reply, answer) = oneshot::channel();
-                self.waiting
-                    .insert(ticket.clone(), Waiter { reply, flow_schema: schema, enqueued: now, seats: msg.seats });
+                self.waiting.insert(ticket.clone(), Waiter { reply, flow_schema: schema, enqueued: now, seats });
                 let mut cancel = CancelOnDrop { ticket: Some(ticket), release: self.release_tx.clone() };
                 let level = level_name.clone();
                 Work::later(async move {
@@ -557,7 +560,7 @@ actors::stage_handler!(FlowControlActor => StartRequest);
 mod tests {
     use super::*;
     use actors::{ActorDirectory, MailboxSpec, StageArbiter, WhenFull};
-    use apimachinery::messages::Classification;
+    use apimachinery::messages::{Classification, RequestWork};
     use apimachinery::request::{RequestInfo, UserInfo};
 
     fn start_request(user: &str) -> StartRequest {
@@ -570,13 +573,17 @@ mod tests {
                 flow_distinguisher: user.into(),
                 ..Default::default()
             },
-            seats: 1,
+            work: Default::default(),
         }
     }
 
     /// The stage with 20 seats in all (global-default's share gives it a handful, so a burst
     /// queues), on kube's bootstrap configuration.
     fn start_stage() -> (StageArbiter, actors::StageHandle<StartRequest>, FlowControlView) {
+        start_stage_with(20)
+    }
+
+    fn start_stage_with(seats: u32) -> (StageArbiter, actors::StageHandle<StartRequest>, FlowControlView) {
         let arbiter = StageArbiter::new("front");
         let spec = MailboxSpec {
             stage: "flowcontrol".into(),
@@ -584,7 +591,7 @@ mod tests {
             capacity: 1000,
             when_full: WhenFull::Shed { wait: Duration::from_secs(5) },
         };
-        let actor = FlowControlActor::new(20, SharedConfig::default(), None);
+        let actor = FlowControlActor::new(seats, SharedConfig::default(), None);
         let view = actor.view();
         let stage = actors::start(&arbiter, &ActorDirectory::default(), &spec, actor).handle();
         (arbiter, stage, view)
@@ -633,5 +640,42 @@ mod tests {
         assert_eq!((e.code, e.message.as_str()), (429, "Too many requests, please try again later."));
         assert_eq!((e.name.as_deref(), e.retry_after_seconds), (Some("global-default"), Some(1)));
         drop(held);
+    }
+
+    #[actix::test]
+    async fn a_list_holds_a_seat_per_hundred_objects_up_to_its_levels_ceiling() {
+        // 600 seats: global-default's nominal 49 seats and hand size 6 give a ceiling of 8.
+        let (_arbiter, stage, view) = start_stage_with(600);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let in_use = || view.levels().into_iter().find(|l| l.name == "global-default").unwrap().stats.seats_in_use;
+        let ask = |objects| {
+            let mut request = start_request("a");
+            request.work = RequestWork { objects, watchers: 0 };
+            stage.ask(request, Deadline::after(Duration::from_secs(10)))
+        };
+        let list = ask(550).await.unwrap();
+        assert_eq!(list.seats, 6);
+        let huge = ask(1_000_000).await.unwrap();
+        assert_eq!(huge.seats, 8, "the level's ceiling");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(in_use(), 14);
+        drop((list, huge));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(in_use(), 0);
+    }
+
+    #[actix::test]
+    async fn a_write_watched_by_many_keeps_its_fan_out_seats_a_moment_after_it_ends() {
+        let (_arbiter, stage, view) = start_stage_with(600);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let in_use = || view.levels().into_iter().find(|l| l.name == "global-default").unwrap().stats.seats_in_use;
+        let mut request = start_request("a");
+        request.work = RequestWork { objects: 0, watchers: 50 };
+        let write = stage.ask(request, Deadline::after(Duration::from_secs(10))).await.unwrap();
+        assert_eq!(write.seats, 5, "one seat per ten watchers");
+        drop(write);
+        // The seats linger for 5 ms after the end; the actor's tick releases them.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(in_use(), 0, "released once the extra latency passed");
     }
 }

@@ -291,7 +291,8 @@ async fn serve(
     let _seats = if exempt {
         None
     } else {
-        let start = StartRequest { user: user.clone(), request: info.clone(), classification: class, seats: 1 };
+        let work = crate::work::request_work(server, info, &query);
+        let start = StartRequest { user: user.clone(), request: info.clone(), classification: class, work };
         Some(stages.flow_control.ask(start, deadline).await?)
     };
     let decision = stages.authorize.ask(Authorize { user: user.clone(), request: info.clone() }, deadline).await?;

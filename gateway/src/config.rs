@@ -173,6 +173,12 @@ pub struct ServeOptions {
     /// Default admission plugins to leave out (comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub disable_admission_plugins: Vec<String>,
+    /// The `tolerationSeconds` DefaultTolerationSeconds gives pods for the `not-ready` taint.
+    #[arg(long, default_value_t = 300)]
+    pub default_not_ready_toleration_seconds: i64,
+    /// The `tolerationSeconds` DefaultTolerationSeconds gives pods for the `unreachable` taint.
+    #[arg(long, default_value_t = 300)]
+    pub default_unreachable_toleration_seconds: i64,
     /// Read-only requests executing at once, which with the next flag makes the seats API
     /// Priority and Fairness divides among its priority levels.
     #[arg(long, default_value_t = 400)]

@@ -10,6 +10,7 @@
 //! - [`chain`]: the handler chain in kube's order: deadline, authentication, audit,
 //!   impersonation, flow control, authorization, then the handlers; request metrics.
 //! - [`context`]: what a handler knows about its request.
+//! - [`work`]: what a request will cost, counted for flow control's estimate of its seats.
 //! - [`rest`], [`watch`]: generic REST and watch streaming over the storage stage and cachers.
 //! - [`subresources`]: the subresources that act (binding, eviction) or belong to a kubelet.
 //! - [`unstored`]: resources stored nowhere, answered by the gateway (`bindings`);
@@ -50,3 +51,4 @@ pub mod tls;
 pub mod tokens;
 pub mod unstored;
 pub mod watch;
+pub mod work;

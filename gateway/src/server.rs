@@ -18,10 +18,10 @@ use actors::{ActorDirectory, Deadline, MailboxSpec, StageArbiter, WhenFull};
 use admission::{AdmissionActor, PluginContext};
 use apimachinery::error::ApiError;
 use apimachinery::kinds::Catalogue;
-use apimachinery::lookup::ObjectLookup;
-use apimachinery::messages::{CreateObject, DeleteObject, GetObject, ListObjects, Target, UpdateObject};
+use apimachinery::lookup::{AccessCheck, ObjectLookup};
+use apimachinery::messages::{Authorize, CreateObject, DeleteObject, GetObject, ListObjects, Target, UpdateObject};
 use apimachinery::options::{DeleteOptions, GetOptions, ListOptions, ReadAt, WriteOptions};
-use apimachinery::request::UserInfo;
+use apimachinery::request::{RequestInfo, UserInfo};
 use apimachinery::selector::FieldSelector;
 use async_trait::async_trait;
 use auth::{AuthenticationActor, AuthorizationActor};
@@ -77,6 +77,20 @@ impl ObjectLookup for CachedObjects {
         options.selection.fields = FieldSelector::parse(fields)?;
         let list = ListObjects { target: Target::collection(&def, namespace), options };
         Ok(reads.reader.list(list).await?.items.iter().map(|o| o.value()).collect())
+    }
+}
+
+/// Admission's permission checks, asked of the authorization stage as any request is.
+struct StageAccess(actors::StageHandle<Authorize>);
+
+/// How long a permission check inside admission may take.
+const ACCESS_CHECK_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[async_trait]
+impl AccessCheck for StageAccess {
+    async fn allowed(&self, user: &UserInfo, attributes: RequestInfo) -> Result<bool, ApiError> {
+        let ask = Authorize { user: user.clone(), request: attributes };
+        Ok(self.0.ask(ask, Deadline::after(ACCESS_CHECK_TIMEOUT)).await?.allowed)
     }
 }
 
@@ -174,9 +188,23 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let policy = auth::SharedPolicy::default();
     let escalation =
         crate::escalation::RbacEscalation { modes: options.authorization_mode.0.clone(), policy: policy.clone() };
+    let authorizers = authorizers(&options, &policy, &objects)?;
+    let authorization = actors::start(
+        &front,
+        &directory,
+        &spec("authorization", "", &options, shed),
+        AuthorizationActor::new(authorizers.clone()),
+    );
     let plugins = admission::enabled_plugins(&options.enable_admission_plugins, &options.disable_admission_plugins)?;
-    let chain =
-        admission::build_chain(&plugins, &PluginContext { objects: objects.clone() })?.first(Arc::new(escalation));
+    let context = PluginContext {
+        objects: objects.clone(),
+        access: Arc::new(StageAccess(authorization.handle())),
+        toleration_seconds: admission::tolerations::DefaultTolerationSeconds {
+            not_ready_seconds: options.default_not_ready_toleration_seconds,
+            unreachable_seconds: options.default_unreachable_toleration_seconds,
+        },
+    };
+    let chain = admission::build_chain(&plugins, &context)?.first(Arc::new(escalation));
     tracing::info!(plugins = ?chain.names(), "admission chain");
     let admission = actors::start(
         &admission_arbiter,
@@ -196,7 +224,6 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         StorageActor::new(Arc::new(store)),
     );
 
-    let authorizers = authorizers(&options, &policy, &objects)?;
     let auditor = auth::audit::start(&audit_options(&options), &directory)?;
     let keys = Arc::new(auth::serviceaccount::KeySet::load(
         &data_dir,
@@ -247,12 +274,6 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         &directory,
         &spec("authentication", "", &options, WhenFull::Wait),
         AuthenticationActor::new(authenticators, audiences, options.anonymous_auth),
-    );
-    let authorization = actors::start(
-        &front,
-        &directory,
-        &spec("authorization", "", &options, shed),
-        AuthorizationActor::new(authorizers.clone()),
     );
     let apf = flowcontrol::SharedConfig::default();
     let server_seats = flowcontrol::limits::server_concurrency_limit(

@@ -36,6 +36,20 @@ fn request_problem(request: &str) -> Option<RequestProblem> {
     None
 }
 
+/// The subject's organizations (the groups a client certificate carries) of a base64 PEM
+/// request, or why it cannot be read (kube's `ParseCSR` errors).
+pub fn request_organizations(request: &str) -> Result<Vec<String>, String> {
+    let bytes = base64::engine::general_purpose::STANDARD.decode(request).map_err(|e| e.to_string())?;
+    let pem = match x509_parser::pem::parse_x509_pem(&bytes) {
+        Ok((_, pem)) if pem.label == "CERTIFICATE REQUEST" => pem,
+        _ => return Err("PEM block type must be CERTIFICATE REQUEST".into()),
+    };
+    let (_, csr) = x509_parser::certification_request::X509CertificationRequest::from_der(&pem.contents)
+        .map_err(|_| "x509: malformed certificate request".to_string())?;
+    let subject = &csr.certification_request_info.subject;
+    Ok(subject.iter_organization().filter_map(|o| o.as_str().ok()).map(str::to_string).collect())
+}
+
 /// `ValidateCertificateSigningRequestCreate`: a signer and usages.
 pub fn certificate_signing_request(obj: &Value) -> Vec<Cause> {
     let mut out = Vec::new();
@@ -124,7 +138,7 @@ pub fn certificate_conditions(new: &Value, old: Option<&Value>) -> Vec<Cause> {
 
 #[cfg(test)]
 mod tests {
-    use super::request_problem;
+    use super::{request_organizations, request_problem};
 
     /// `openssl req -new -newkey ec -subj /CN=alice/O=dev`, base64 as in `spec.request`.
     const REQUEST: &str = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlIYU1JR0FBZ0VBTUI0eERqQU1CZ05WQkFNTUJXRnNhV05sTVF3d0NnWURWUVFLREFOa1pYWXdXVEFUQmdjcQpoa2pPUFFJQkJnZ3Foa2pPUFFNQkJ3TkNBQVMxV0Y2K3RYdVoxbFd3YnNMOHBBSTd3RXA4K3ZEd0hPazVDQ051ClhIRElJT1RDQzRtbTRWb05JVWJEZERqdW1GYlZEQk5oeERZTCtxYVBFbXlmYXpNeG9BQXdDZ1lJS29aSXpqMEUKQXdJRFNRQXdSZ0loQU83cjFzZ2oxTUMxQXJuL1Rndmp0L0xYMHpuaWYzQlZpNVNNRDVPVVQycGVBaUVBbFZ0LwpVMExtcENXQXpycG9tSGVZeGZlL0xXQTFmSitQNVVrQ0NET2FZWGs9Ci0tLS0tRU5EIENFUlRJRklDQVRFIFJFUVVFU1QtLS0tLQo=";
@@ -158,5 +172,14 @@ mod tests {
         let pem = String::from_utf8(base64::engine::general_purpose::STANDARD.decode(request).unwrap()).unwrap();
         let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
         base64::engine::general_purpose::STANDARD.decode(body).unwrap()
+    }
+
+    #[test]
+    fn a_requests_organizations_are_its_groups() {
+        assert_eq!(request_organizations(REQUEST).unwrap(), ["dev"]);
+        assert_eq!(
+            request_organizations("bm90IGEgcmVxdWVzdA==").unwrap_err(),
+            "PEM block type must be CERTIFICATE REQUEST"
+        );
     }
 }

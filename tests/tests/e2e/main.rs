@@ -5,6 +5,7 @@ mod admission_webhooks;
 mod audit;
 mod backpressure;
 mod bad_input;
+mod builtin_admission;
 mod durability;
 mod encryption;
 mod etcd;

@@ -1,0 +1,76 @@
+//! What plugin tests share: objects to look up, and requests to admit.
+
+use std::sync::Mutex;
+
+use apimachinery::error::ApiError;
+use apimachinery::lookup::ObjectLookup;
+use apimachinery::messages::{AdmissionPhase, Admit, Operation, Target};
+use apimachinery::object::ObjectExt;
+use apimachinery::request::UserInfo;
+use async_trait::async_trait;
+use serde_json::Value;
+
+/// Objects by group, resource and namespace, answering gets and lists (field selectors are
+/// not applied).
+#[derive(Default)]
+pub struct Objects(Mutex<Vec<(String, String, String, Value)>>);
+
+impl Objects {
+    /// With `object` stored as `resource.group` in `namespace`.
+    pub fn with(self, group: &str, resource: &str, namespace: &str, object: Value) -> Self {
+        self.0.lock().unwrap().push((group.into(), resource.into(), namespace.into(), object));
+        self
+    }
+}
+
+#[async_trait]
+impl ObjectLookup for Objects {
+    async fn get(&self, group: &str, resource: &str, namespace: &str, name: &str) -> Result<Option<Value>, ApiError> {
+        let all = self.0.lock().unwrap();
+        Ok(all
+            .iter()
+            .find(|(g, r, n, o)| g == group && r == resource && n == namespace && o.name() == name)
+            .map(|(_, _, _, o)| o.clone()))
+    }
+
+    async fn list(&self, group: &str, resource: &str, namespace: &str, _: &str) -> Result<Vec<Value>, ApiError> {
+        let all = self.0.lock().unwrap();
+        Ok(all
+            .iter()
+            .filter(|(g, r, n, _)| g == group && r == resource && (namespace.is_empty() || n == namespace))
+            .map(|(_, _, _, o)| o.clone())
+            .collect())
+    }
+}
+
+/// A request to write `object` as `resource.group` in namespace `ns` (cluster-scoped for
+/// resources that are).
+pub fn admit(operation: Operation, group: &str, resource: &str, object: Value) -> Admit {
+    let cluster_scoped = [
+        "priorityclasses",
+        "storageclasses",
+        "ingressclasses",
+        "runtimeclasses",
+        "nodes",
+        "persistentvolumes",
+        "certificatesigningrequests",
+    ];
+    let namespace = if cluster_scoped.contains(&resource) { "" } else { "ns" };
+    Admit {
+        phase: AdmissionPhase::Mutating,
+        operation,
+        target: Target {
+            group: group.into(),
+            version: "v1".into(),
+            resource: resource.into(),
+            namespace: namespace.into(),
+            name: object.name().to_string(),
+            ..Default::default()
+        },
+        user: UserInfo { name: "someone".into(), ..Default::default() },
+        object,
+        old_object: None,
+        dry_run: false,
+        options: Value::Null,
+    }
+}
