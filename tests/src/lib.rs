@@ -6,6 +6,9 @@
 //! `cargo build --release -p gateway --bin apiserver`), or `$APISERVER_BIN`. kubectl comes from
 //! `$KUBECTL`, Python from `$APISERVER_PYTHON` (`deploy/install-tools.sh` prints both). A missing
 //! tool fails the test with a message saying how to install it: nothing is skipped silently.
+//! [`webhook`] runs admission webhook servers for the tests and the load generator.
+
+pub mod webhook;
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;

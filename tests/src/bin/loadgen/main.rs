@@ -3,13 +3,16 @@
 //! beside the same operations on the storage trait directly, so the pipeline's cost shows as a
 //! ratio measured in the same run on the same machine.
 //!
-//! Usage: `cargo run --release -p tests --bin loadgen -- [seconds-per-phase] [embedded|etcd|startup|watch|watch-matrix|watch=WxR,...|cache|cache=N,...|protobuf|rbac|all]`
+//! Usage: `cargo run --release -p tests --bin loadgen -- [seconds-per-phase] [embedded|etcd|startup|watch|watch-matrix|watch=WxR,...|cache|cache=N,...|protobuf|rbac|apf|admission|all]`
 //! (default 5 seconds, all). `etcd` runs the same phases on a real etcd started for the run (the
 //! storage-trait rows are then etcd's own put/get rate through our client); `startup` times a
 //! server start on a store already holding 100,000 objects; `watch` measures watch delivery with
 //! 100 to 10,000 watchers (see `watch.rs`); `cache` measures memory per cached object and
 //! LIST of 10,000 and 100,000 objects from the cache and from storage (see `cache.rs`; `cache=N` for
-//! N objects on the embedded store only). HTTPS rows show the server's CPU time per request,
+//! N objects on the embedded store only); `apf` times APF classification and dispatch per
+//! request in process beside a bare stage hop (see `apf.rs`); `admission` measures creates/s
+//! without admission plugins, with the default chain, and with one local webhook (see
+//! `admission.rs`). HTTPS rows show the server's CPU time per request,
 //! which other load on a shared machine disturbs far less than rates. `APISERVER_BIN` picks the
 //! server binary, so two builds can be compared by one load generator. Needs the release apiserver binary
 //! (`cargo build --release -p gateway --bin apiserver`).
@@ -24,6 +27,8 @@ use storage::etcd::testing::EtcdProcess;
 use storage::{Expect, Storage};
 use tests::TestServer;
 
+mod admission;
+mod apf;
 mod cache;
 mod protobuf;
 mod rbac;
@@ -294,6 +299,12 @@ fn main() {
         }
         if what == "protobuf" || what == "all" {
             protobuf::run_all(seconds).await;
+        }
+        if what == "apf" || what == "all" {
+            apf::run(seconds).await;
+        }
+        if what == "admission" || what == "all" {
+            admission::run_all(seconds).await;
         }
         if what == "rbac" || what == "all" {
             rbac::run();
