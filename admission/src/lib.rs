@@ -15,6 +15,10 @@
 //!   contract, what plugins note beside their decision, the chain and the registry by name.
 //! - [`namespace_lifecycle`]: kube's `NamespaceLifecycle`: no new objects in a missing or
 //!   terminating namespace; the system namespaces cannot be deleted.
+//! - [`limit_ranger`]: kube's `LimitRanger`: LimitRange defaults for pods' containers, and
+//!   their min, max and ratio bounds on pods and claims.
+//! - [`resource_quota`]: kube's `ResourceQuota`: writes charged to the namespace's quotas,
+//!   refused past them.
 //! - [`pod_security`]: the pure core of kube's `PodSecurity`: the Pod Security Standards checks,
 //!   namespace labels, and the decisions and messages for pods, pod controllers and namespaces.
 //! - [`service_account`]: kube's `ServiceAccount`: pods run as an existing ServiceAccount and
@@ -28,14 +32,18 @@ use std::time::Instant;
 use actix::{Actor, Context};
 use actors::{Deadline, StageHandler, Work};
 use apimachinery::error::ApiError;
-use apimachinery::lookup::ObjectLookup;
+use apimachinery::lookup::{ObjectLookup, ObjectWriter};
 use apimachinery::messages::{AdmissionPhase, Admit, Admitted, Operation};
 use async_trait::async_trait;
 use serde_json::Value;
 
+mod attributes;
 pub mod cel;
+pub mod limit_ranger;
+mod live_lookup;
 pub mod namespace_lifecycle;
 pub mod pod_security;
+pub mod resource_quota;
 pub mod service_account;
 pub mod webhooks;
 
@@ -95,6 +103,8 @@ pub trait AdmissionPlugin: Send + Sync {
 pub struct PluginContext {
     /// Reads of the objects plugins consult (namespaces, ServiceAccounts), from the cachers.
     pub objects: Arc<dyn ObjectLookup>,
+    /// Status writes to other objects (quota charges), through the storage stage.
+    pub writer: Arc<dyn ObjectWriter>,
 }
 
 /// kube 1.30's plugin order (`AllOrderedPlugins`), cut to the plugins that apply to a server
@@ -102,10 +112,12 @@ pub struct PluginContext {
 /// plugins in this order.
 pub const ORDERED_PLUGINS: &[(&str, bool)] = &[
     ("NamespaceLifecycle", true),
+    ("LimitRanger", true),
     ("ServiceAccount", true),
     ("PodSecurity", true),
     ("MutatingAdmissionWebhook", true),
     ("ValidatingAdmissionWebhook", true),
+    ("ResourceQuota", true),
 ];
 
 /// kube's plugins this server does not build; naming them is refused with a clear message
@@ -160,6 +172,7 @@ pub fn build_chain(names: &[&str], ctx: &PluginContext) -> Result<AdmissionChain
     for (name, _) in ORDERED_PLUGINS.iter().filter(|(n, _)| names.contains(n)) {
         let plugin: Arc<dyn AdmissionPlugin> = match *name {
             "NamespaceLifecycle" => Arc::new(namespace_lifecycle::NamespaceLifecycle::new(ctx.objects.clone())),
+            "LimitRanger" => Arc::new(limit_ranger::LimitRanger::new(ctx.objects.clone())),
             "ServiceAccount" => Arc::new(service_account::ServiceAccount::new(ctx.objects.clone())),
             "PodSecurity" => Arc::new(pod_security::plugin::PodSecurity::new(ctx.objects.clone())),
             "MutatingAdmissionWebhook" => {
@@ -168,6 +181,7 @@ pub fn build_chain(names: &[&str], ctx: &PluginContext) -> Result<AdmissionChain
             "ValidatingAdmissionWebhook" => {
                 Arc::new(webhooks::WebhookPlugin::new(webhooks::config::HookKind::Validating, ctx.objects.clone()))
             }
+            "ResourceQuota" => Arc::new(resource_quota::ResourceQuota::new(ctx.objects.clone(), ctx.writer.clone())),
             other => return Err(format!("unknown admission plugin: {other}")),
         };
         plugins.push(plugin);
@@ -306,7 +320,16 @@ mod tests {
     fn flags_add_to_and_take_from_the_defaults_in_kubes_order() {
         assert_eq!(enabled_plugins(&[], &[]).unwrap(), default_plugins());
         let without = enabled_plugins(&[], &names(&["NamespaceLifecycle", "PodSecurity"])).unwrap();
-        assert_eq!(without, vec!["ServiceAccount", "MutatingAdmissionWebhook", "ValidatingAdmissionWebhook"]);
+        assert_eq!(
+            without,
+            vec![
+                "LimitRanger",
+                "ServiceAccount",
+                "MutatingAdmissionWebhook",
+                "ValidatingAdmissionWebhook",
+                "ResourceQuota"
+            ]
+        );
         assert_eq!(
             enabled_plugins(&names(&["ServiceAccount", "NamespaceLifecycle"]), &[]).unwrap(),
             default_plugins(),
