@@ -18,7 +18,7 @@ use actors::{ActorDirectory, Deadline, MailboxSpec, StageArbiter, WhenFull};
 use admission::{AdmissionActor, PluginContext};
 use apimachinery::error::ApiError;
 use apimachinery::kinds::Catalogue;
-use apimachinery::lookup::ObjectLookup;
+use apimachinery::lookup::{LateWriter, ObjectLookup};
 use apimachinery::messages::{CreateObject, DeleteObject, GetObject, ListObjects, Target, UpdateObject};
 use apimachinery::options::{DeleteOptions, GetOptions, ListOptions, ReadAt, WriteOptions};
 use apimachinery::request::UserInfo;
@@ -34,6 +34,7 @@ use storage::faults::Faults;
 
 use crate::config::ServeOptions;
 use crate::state::{Reads, ServerState, Stages};
+use crate::status_writer::StageStatusWriter;
 use crate::tls;
 
 /// How long bootstrap writes may take.
@@ -69,11 +70,28 @@ impl ObjectLookup for CachedObjects {
     }
 
     async fn list(&self, group: &str, resource: &str, namespace: &str, fields: &str) -> Result<Vec<Value>, ApiError> {
+        self.list_at(group, resource, namespace, fields, ReadAt::Any).await
+    }
+
+    async fn list_latest(&self, group: &str, resource: &str, namespace: &str) -> Result<Vec<Value>, ApiError> {
+        self.list_at(group, resource, namespace, "", ReadAt::Latest).await
+    }
+}
+
+impl CachedObjects {
+    async fn list_at(
+        &self,
+        group: &str,
+        resource: &str,
+        namespace: &str,
+        fields: &str,
+        read_at: ReadAt,
+    ) -> Result<Vec<Value>, ApiError> {
         let Some(def) = self.catalogue.find_any_version(group, resource) else {
             return Err(ApiError::internal(format!("{resource}.{group} is not served")));
         };
         let Some(reads) = self.reads.get(&def.storage_path) else { return Ok(Vec::new()) };
-        let mut options = ListOptions { read_at: ReadAt::Any, ..Default::default() };
+        let mut options = ListOptions { read_at, ..Default::default() };
         options.selection.fields = FieldSelector::parse(fields)?;
         let list = ListObjects { target: Target::collection(&def, namespace), options };
         Ok(reads.reader.list(list).await?.items.iter().map(|o| o.value()).collect())
@@ -175,8 +193,10 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let escalation =
         crate::escalation::RbacEscalation { modes: options.authorization_mode.0.clone(), policy: policy.clone() };
     let plugins = admission::enabled_plugins(&options.enable_admission_plugins, &options.disable_admission_plugins)?;
-    let chain =
-        admission::build_chain(&plugins, &PluginContext { objects: objects.clone() })?.first(Arc::new(escalation));
+    // Plugins write through the storage stage, which starts with the chain's handle: bound below.
+    let status_writer = LateWriter::default();
+    let context = PluginContext { objects: objects.clone(), writer: Arc::new(status_writer.clone()) };
+    let chain = admission::build_chain(&plugins, &context)?.first(Arc::new(escalation));
     tracing::info!(plugins = ?chain.names(), "admission chain");
     let admission = actors::start(
         &admission_arbiter,
@@ -195,6 +215,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         &spec("storage", "", &options, shed),
         StorageActor::new(Arc::new(store)),
     );
+    status_writer.bind(Arc::new(StageStatusWriter { update: storage.handle(), catalogue: catalogue.clone() }));
 
     let authorizers = authorizers(&options, &policy, &objects)?;
     let auditor = auth::audit::start(&audit_options(&options), &directory)?;
