@@ -15,6 +15,10 @@
 //!   contract, what plugins note beside their decision, the chain and the registry by name.
 //! - [`namespace_lifecycle`]: kube's `NamespaceLifecycle`: no new objects in a missing or
 //!   terminating namespace; the system namespaces cannot be deleted.
+//! - [`limit_ranger`]: kube's `LimitRanger`: LimitRange defaults for pods' containers, and
+//!   their min, max and ratio bounds on pods and claims.
+//! - [`resource_quota`]: kube's `ResourceQuota`: writes charged to the namespace's quotas,
+//!   refused past them.
 //! - [`pod_security`]: the pure core of kube's `PodSecurity`: the Pod Security Standards checks,
 //!   namespace labels, and the decisions and messages for pods, pod controllers and namespaces.
 //! - [`service_account`]: kube's `ServiceAccount`: pods run as an existing ServiceAccount and
@@ -28,17 +32,21 @@ use std::time::Instant;
 use actix::{Actor, Context};
 use actors::{Deadline, StageHandler, Work};
 use apimachinery::error::ApiError;
-use apimachinery::lookup::{AccessCheck, ObjectLookup};
+use apimachinery::lookup::{AccessCheck, ObjectLookup, ObjectWriter};
 use apimachinery::messages::{AdmissionPhase, Admit, Admitted, Operation};
 use async_trait::async_trait;
 use serde_json::Value;
 
+mod attributes;
 pub mod cel;
 pub mod certificates;
 pub mod default_class;
+pub mod limit_ranger;
+mod live_lookup;
 pub mod namespace_lifecycle;
 pub mod pod_security;
 pub mod priority;
+pub mod resource_quota;
 pub mod runtime_class;
 pub mod service_account;
 #[cfg(test)]
@@ -106,6 +114,8 @@ pub struct PluginContext {
     /// The server's authorizers, for plugins that check a permission beyond the request's
     /// own (the certificate plugins ask about signers).
     pub access: Arc<dyn AccessCheck>,
+    /// Status writes to other objects (quota charges), through the storage stage.
+    pub writer: Arc<dyn ObjectWriter>,
     /// `DefaultTolerationSeconds`' settings.
     pub toleration_seconds: tolerations::DefaultTolerationSeconds,
 }
@@ -133,6 +143,7 @@ pub(crate) fn forbidden(request: &Admit, object: &Value, why: &str) -> ApiError 
 /// plugins in this order.
 pub const ORDERED_PLUGINS: &[(&str, bool)] = &[
     ("NamespaceLifecycle", true),
+    ("LimitRanger", true),
     ("ServiceAccount", true),
     ("TaintNodesByCondition", true),
     ("PodSecurity", true),
@@ -148,6 +159,7 @@ pub const ORDERED_PLUGINS: &[(&str, bool)] = &[
     ("DefaultIngressClass", true),
     ("MutatingAdmissionWebhook", true),
     ("ValidatingAdmissionWebhook", true),
+    ("ResourceQuota", true),
 ];
 
 /// kube's plugins this server does not build; naming them is refused with a clear message
@@ -202,6 +214,7 @@ pub fn build_chain(names: &[&str], ctx: &PluginContext) -> Result<AdmissionChain
     for (name, _) in ORDERED_PLUGINS.iter().filter(|(n, _)| names.contains(n)) {
         let plugin: Arc<dyn AdmissionPlugin> = match *name {
             "NamespaceLifecycle" => Arc::new(namespace_lifecycle::NamespaceLifecycle::new(ctx.objects.clone())),
+            "LimitRanger" => Arc::new(limit_ranger::LimitRanger::new(ctx.objects.clone())),
             "ServiceAccount" => Arc::new(service_account::ServiceAccount::new(ctx.objects.clone())),
             "TaintNodesByCondition" => Arc::new(tolerations::TaintNodesByCondition),
             "PodSecurity" => Arc::new(pod_security::plugin::PodSecurity::new(ctx.objects.clone())),
@@ -221,6 +234,7 @@ pub fn build_chain(names: &[&str], ctx: &PluginContext) -> Result<AdmissionChain
             "ValidatingAdmissionWebhook" => {
                 Arc::new(webhooks::WebhookPlugin::new(webhooks::config::HookKind::Validating, ctx.objects.clone()))
             }
+            "ResourceQuota" => Arc::new(resource_quota::ResourceQuota::new(ctx.objects.clone(), ctx.writer.clone())),
             other => return Err(format!("unknown admission plugin: {other}")),
         };
         plugins.push(plugin);
@@ -362,7 +376,7 @@ mod tests {
         let mut expected = default_plugins();
         expected.retain(|n| *n != "NamespaceLifecycle" && *n != "PodSecurity");
         assert_eq!(without, expected);
-        assert_eq!(without[..2], ["ServiceAccount", "TaintNodesByCondition"], "kube's order");
+        assert_eq!(without[..3], ["LimitRanger", "ServiceAccount", "TaintNodesByCondition"], "kube's order");
         assert_eq!(
             enabled_plugins(&names(&["ServiceAccount", "NamespaceLifecycle"]), &[]).unwrap(),
             default_plugins(),

@@ -47,7 +47,7 @@ pub(crate) fn string_slice(values: &[String]) -> String {
 
 /// `utilerrors.NewAggregate(errs).Error()`: one message as is, several deduplicated and joined
 /// as `[a, b]`.
-pub(crate) fn aggregate(messages: &[String]) -> String {
+pub fn aggregate(messages: &[String]) -> String {
     match messages {
         [] => String::new(),
         [one] => one.clone(),

@@ -2,6 +2,7 @@
 //!
 //! # Layout
 //! - [`error`]: [`ApiError`], the Kubernetes `Status` every layer's error is mapped to once.
+//! - [`gofmt`]: Go's `fmt` renderings kube's messages are made of (`%q`, aggregates).
 //! - [`object`]: helpers over `serde_json::Value`, the one representation of API objects.
 //! - [`encoded`]: objects and watch events encoded to JSON once and shared by every reader.
 //! - [`request`]: who is asking ([`request::UserInfo`]) and for what ([`request::RequestInfo`]).
@@ -18,6 +19,8 @@
 //! - [`defaults`] and [`validation`]: what kube-apiserver defaults and validates per kind.
 //! - [`table`]: `meta.k8s.io/v1` Table rows and columns for `kubectl get`.
 //! - [`scale`]: the `autoscaling/v1` Scale view of `/scale`.
+//! - [`quota`]: what objects charge resource quotas, shared by quota admission and its
+//!   controller.
 //!
 //! Nothing here knows HTTP, a storage backend or a concrete actor: stages depend on this crate
 //! and on the actor runtime, never on each other.
@@ -26,13 +29,14 @@ pub mod builtin;
 pub mod defaults;
 pub mod encoded;
 pub mod error;
-mod gofmt;
+pub mod gofmt;
 pub mod kinds;
 pub mod lookup;
 pub mod messages;
 pub mod object;
 pub mod options;
 pub mod patch;
+pub mod quota;
 pub mod request;
 pub mod scale;
 pub mod schema;

@@ -1,8 +1,13 @@
 //! Reads of single objects for the stages that consult other objects while deciding (the
 //! authenticator checks that a token's ServiceAccount still exists, admission plugins read
-//! namespaces and ServiceAccounts). The server wires in its cachers, so none of these is a
-//! storage read per request.
+//! namespaces and ServiceAccounts), and the one kind of write a stage makes to an object other
+//! than its request's: a plugin keeping another object's status (quota admission charging a
+//! ResourceQuota). The server wires in its cachers and its storage stage, so none of these
+//! reads is a storage read per request.
 
+use std::sync::{Arc, OnceLock};
+
+use actors::Deadline;
 use async_trait::async_trait;
 use serde_json::Value;
 
@@ -26,6 +31,63 @@ pub trait ObjectLookup: Send + Sync {
     ) -> Result<Vec<Value>, ApiError> {
         let _ = (group, namespace, field_selector);
         Err(ApiError::internal(format!("this lookup does not list {resource}")))
+    }
+
+    /// As [`ObjectLookup::list`] of everything in `namespace`, but consistent: what storage
+    /// holds now, not what the cache has seen so far (kube's "live lookup" when an informer
+    /// shows nothing, or a fresh read after a conflict). Costs a storage round trip.
+    async fn list_latest(&self, group: &str, resource: &str, namespace: &str) -> Result<Vec<Value>, ApiError> {
+        self.list(group, resource, namespace, "").await
+    }
+}
+
+/// Writes the status of objects other than a request's own.
+#[async_trait]
+pub trait ObjectWriter: Send + Sync {
+    /// Replaces the `/status` of `object` (of `resource` in `group`), guarded by the
+    /// resourceVersion it carries: 409 Conflict when the stored object changed since it was
+    /// read. Answers the stored object, with its new resourceVersion.
+    async fn update_status(
+        &self,
+        group: &str,
+        resource: &str,
+        object: Value,
+        deadline: Deadline,
+    ) -> Result<Value, ApiError>;
+}
+
+/// An [`ObjectWriter`] bound after it is handed out. The admission chain is built before the
+/// storage stage exists (the storage stage is started with the chain's handle), yet a plugin
+/// writes through the storage stage: the server builds the chain with one of these and binds the
+/// storage stage's writer once it runs. Until then writes are refused with 503, which no request
+/// sees: the server serves nothing before it binds.
+#[derive(Clone, Default)]
+pub struct LateWriter {
+    /// Set once; a `OnceLock` because the writer is bound once and read, without a lock, on
+    /// every write after.
+    writer: Arc<OnceLock<Arc<dyn ObjectWriter>>>,
+}
+
+impl LateWriter {
+    /// Binds `writer`; a second binding is ignored.
+    pub fn bind(&self, writer: Arc<dyn ObjectWriter>) {
+        let _ = self.writer.set(writer);
+    }
+}
+
+#[async_trait]
+impl ObjectWriter for LateWriter {
+    async fn update_status(
+        &self,
+        group: &str,
+        resource: &str,
+        object: Value,
+        deadline: Deadline,
+    ) -> Result<Value, ApiError> {
+        let Some(writer) = self.writer.get() else {
+            return Err(ApiError::unavailable("the storage stage is not running yet"));
+        };
+        writer.update_status(group, resource, object, deadline).await
     }
 }
 

@@ -254,6 +254,11 @@ pub struct ServeOptions {
     /// (kube-controller-manager's clusterrole-aggregation controller).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub enable_clusterrole_aggregation: bool,
+    /// Keep ResourceQuotas' status: `status.hard` from the spec, `status.used` recounted from
+    /// what is stored (kube-controller-manager's resourcequota controller). Off leaves quotas
+    /// uncounted, and quota admission refuses what they cover.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub enable_resourcequota_controller: bool,
     /// Publish the `kube-root-ca.crt` ConfigMap (the CA verifying this server) in every
     /// namespace (kube-controller-manager's root-ca-cert-publisher). Off by default for now: a
     /// bare kube-apiserver publishes none, and the end-to-end suite still counts ConfigMaps so.

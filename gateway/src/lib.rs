@@ -19,9 +19,10 @@
 //! - [`negotiate`]: representations (JSON, YAML, protobuf; tables and metadata views).
 //! - [`reviews`]: the access and token review APIs, answered in process.
 //! - [`escalation`]: RBAC escalation prevention, first in the admission chain.
+//! - [`status_writer`]: how admission plugins write other objects' status (quota charges).
 //! - [`rbac_feed`]: keeps the authorizer's RBAC policy current from the RBAC cachers.
 //! - [`controllers`]: what kube-controller-manager would do for a standalone server: namespace
-//!   finalization, default ServiceAccounts, legacy tokens, ClusterRole aggregation.
+//!   finalization, default ServiceAccounts, legacy tokens, ClusterRole aggregation, quota usage.
 //! - [`tokens`]: the TokenRequest subresource and the token issuer's discovery documents.
 //! - [`tls`]: serving certificates, the generated PKI, client-certificate identities.
 //!
@@ -46,6 +47,7 @@ pub mod rest;
 pub mod reviews;
 pub mod server;
 pub mod state;
+pub mod status_writer;
 pub mod subresources;
 pub mod tls;
 pub mod tokens;

@@ -18,7 +18,7 @@ use actors::{ActorDirectory, Deadline, MailboxSpec, StageArbiter, WhenFull};
 use admission::{AdmissionActor, PluginContext};
 use apimachinery::error::ApiError;
 use apimachinery::kinds::Catalogue;
-use apimachinery::lookup::{AccessCheck, ObjectLookup};
+use apimachinery::lookup::{AccessCheck, LateWriter, ObjectLookup};
 use apimachinery::messages::{Authorize, CreateObject, DeleteObject, GetObject, ListObjects, Target, UpdateObject};
 use apimachinery::options::{DeleteOptions, GetOptions, ListOptions, ReadAt, WriteOptions};
 use apimachinery::request::{RequestInfo, UserInfo};
@@ -34,6 +34,7 @@ use storage::faults::Faults;
 
 use crate::config::ServeOptions;
 use crate::state::{Reads, ServerState, Stages};
+use crate::status_writer::StageStatusWriter;
 use crate::tls;
 
 /// How long bootstrap writes may take.
@@ -69,11 +70,28 @@ impl ObjectLookup for CachedObjects {
     }
 
     async fn list(&self, group: &str, resource: &str, namespace: &str, fields: &str) -> Result<Vec<Value>, ApiError> {
+        self.list_at(group, resource, namespace, fields, ReadAt::Any).await
+    }
+
+    async fn list_latest(&self, group: &str, resource: &str, namespace: &str) -> Result<Vec<Value>, ApiError> {
+        self.list_at(group, resource, namespace, "", ReadAt::Latest).await
+    }
+}
+
+impl CachedObjects {
+    async fn list_at(
+        &self,
+        group: &str,
+        resource: &str,
+        namespace: &str,
+        fields: &str,
+        read_at: ReadAt,
+    ) -> Result<Vec<Value>, ApiError> {
         let Some(def) = self.catalogue.find_any_version(group, resource) else {
             return Err(ApiError::internal(format!("{resource}.{group} is not served")));
         };
         let Some(reads) = self.reads.get(&def.storage_path) else { return Ok(Vec::new()) };
-        let mut options = ListOptions { read_at: ReadAt::Any, ..Default::default() };
+        let mut options = ListOptions { read_at, ..Default::default() };
         options.selection.fields = FieldSelector::parse(fields)?;
         let list = ListObjects { target: Target::collection(&def, namespace), options };
         Ok(reads.reader.list(list).await?.items.iter().map(|o| o.value()).collect())
@@ -196,9 +214,12 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         AuthorizationActor::new(authorizers.clone()),
     );
     let plugins = admission::enabled_plugins(&options.enable_admission_plugins, &options.disable_admission_plugins)?;
+    // Plugins write through the storage stage, which starts with the chain's handle: bound below.
+    let status_writer = LateWriter::default();
     let context = PluginContext {
         objects: objects.clone(),
         access: Arc::new(StageAccess(authorization.handle())),
+        writer: Arc::new(status_writer.clone()),
         toleration_seconds: admission::tolerations::DefaultTolerationSeconds {
             not_ready_seconds: options.default_not_ready_toleration_seconds,
             unreachable_seconds: options.default_unreachable_toleration_seconds,
@@ -223,6 +244,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         &spec("storage", "", &options, shed),
         StorageActor::new(Arc::new(store)),
     );
+    status_writer.bind(Arc::new(StageStatusWriter { update: storage.handle(), catalogue: catalogue.clone() }));
 
     let auditor = auth::audit::start(&audit_options(&options), &directory)?;
     let keys = Arc::new(auth::serviceaccount::KeySet::load(
@@ -423,7 +445,9 @@ fn spawn_controllers(
     issuer: &Arc<auth::serviceaccount::TokenIssuer>,
     material: &tls::TlsMaterial,
 ) {
-    use crate::controllers::{namespace_finalizer, role_aggregation, root_ca, service_accounts, token_secrets};
+    use crate::controllers::{
+        namespace_finalizer, resource_quota, role_aggregation, root_ca, service_accounts, token_secrets,
+    };
     if options.enable_namespace_finalizer {
         namespace_finalizer::spawn(stages.clone(), catalogue.clone());
     }
@@ -440,6 +464,9 @@ fn spawn_controllers(
     }
     if options.enable_clusterrole_aggregation {
         role_aggregation::spawn(stages.clone(), catalogue.clone());
+    }
+    if options.enable_resourcequota_controller {
+        resource_quota::spawn(stages.clone(), catalogue.clone(), objects.clone());
     }
     // With a serving certificate of the user's and no CA of ours, there is nothing to publish.
     if let (true, Some(ca)) = (options.enable_root_ca_publisher, &material.serving_ca_pem) {
