@@ -20,7 +20,8 @@
 //! - [`service_account`]: kube's `ServiceAccount`: pods run as an existing ServiceAccount and
 //!   get its token volume.
 //! - [`webhooks`]: kube's `MutatingAdmissionWebhook` and `ValidatingAdmissionWebhook`.
-//! - [`cel`]: the CEL environment of match conditions and policies.
+//!
+//! CEL expressions compile and run in [`apimachinery::cel`], which validation shares.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -33,7 +34,6 @@ use apimachinery::messages::{AdmissionPhase, Admit, Admitted, Operation};
 use async_trait::async_trait;
 use serde_json::Value;
 
-pub mod cel;
 pub mod namespace_lifecycle;
 pub mod pod_security;
 pub mod service_account;

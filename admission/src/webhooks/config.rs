@@ -82,7 +82,7 @@ pub struct MatchCondition {
     /// Its name, for errors.
     pub name: String,
     /// The compiled program, or why it did not compile.
-    pub program: Result<Arc<crate::cel::Program>, String>,
+    pub program: Result<Arc<apimachinery::cel::Program>, String>,
 }
 
 /// One webhook of a configuration, ready to match and call.
@@ -232,7 +232,7 @@ fn parse_hook(configuration: &str, kind: HookKind, w: &Value) -> Hook {
                 .iter()
                 .map(|c| MatchCondition {
                     name: c.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
-                    program: crate::cel::Program::compile(c.get("expression").and_then(Value::as_str).unwrap_or(""))
+                    program: apimachinery::cel::Program::compile(c.get("expression").and_then(Value::as_str).unwrap_or(""))
                         .map(Arc::new),
                 })
                 .collect()
