@@ -20,6 +20,7 @@
 //! - [`service_account`]: kube's `ServiceAccount`: pods run as an existing ServiceAccount and
 //!   get its token volume.
 //! - [`webhooks`]: kube's `MutatingAdmissionWebhook` and `ValidatingAdmissionWebhook`.
+//! - [`matching`]: the rules and selectors webhooks and policies are matched to requests by.
 //!
 //! CEL expressions compile and run in [`apimachinery::cel`], which validation shares.
 
@@ -34,6 +35,7 @@ use apimachinery::messages::{AdmissionPhase, Admit, Admitted, Operation};
 use async_trait::async_trait;
 use serde_json::Value;
 
+pub mod matching;
 pub mod namespace_lifecycle;
 pub mod pod_security;
 pub mod service_account;
