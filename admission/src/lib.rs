@@ -20,6 +20,7 @@
 //! - [`service_account`]: kube's `ServiceAccount`: pods run as an existing ServiceAccount and
 //!   get its token volume.
 //! - [`webhooks`]: kube's `MutatingAdmissionWebhook` and `ValidatingAdmissionWebhook`.
+//! - [`policy`]: kube's `ValidatingAdmissionPolicy`: CEL validations bound to requests.
 //! - [`matching`]: the rules and selectors webhooks and policies are matched to requests by.
 //!
 //! CEL expressions compile and run in [`apimachinery::cel`], which validation shares.
@@ -38,6 +39,7 @@ use serde_json::Value;
 pub mod matching;
 pub mod namespace_lifecycle;
 pub mod pod_security;
+pub mod policy;
 pub mod service_account;
 pub mod webhooks;
 
@@ -107,6 +109,7 @@ pub const ORDERED_PLUGINS: &[(&str, bool)] = &[
     ("ServiceAccount", true),
     ("PodSecurity", true),
     ("MutatingAdmissionWebhook", true),
+    ("ValidatingAdmissionPolicy", true),
     ("ValidatingAdmissionWebhook", true),
 ];
 
@@ -167,6 +170,7 @@ pub fn build_chain(names: &[&str], ctx: &PluginContext) -> Result<AdmissionChain
             "MutatingAdmissionWebhook" => {
                 Arc::new(webhooks::WebhookPlugin::new(webhooks::config::HookKind::Mutating, ctx.objects.clone()))
             }
+            "ValidatingAdmissionPolicy" => Arc::new(policy::ValidatingAdmissionPolicy::new(ctx.objects.clone())),
             "ValidatingAdmissionWebhook" => {
                 Arc::new(webhooks::WebhookPlugin::new(webhooks::config::HookKind::Validating, ctx.objects.clone()))
             }
@@ -308,7 +312,15 @@ mod tests {
     fn flags_add_to_and_take_from_the_defaults_in_kubes_order() {
         assert_eq!(enabled_plugins(&[], &[]).unwrap(), default_plugins());
         let without = enabled_plugins(&[], &names(&["NamespaceLifecycle", "PodSecurity"])).unwrap();
-        assert_eq!(without, vec!["ServiceAccount", "MutatingAdmissionWebhook", "ValidatingAdmissionWebhook"]);
+        assert_eq!(
+            without,
+            vec![
+                "ServiceAccount",
+                "MutatingAdmissionWebhook",
+                "ValidatingAdmissionPolicy",
+                "ValidatingAdmissionWebhook"
+            ]
+        );
         assert_eq!(
             enabled_plugins(&names(&["ServiceAccount", "NamespaceLifecycle"]), &[]).unwrap(),
             default_plugins(),

@@ -26,4 +26,21 @@ pub trait ObjectLookup: Send + Sync {
         let _ = (group, namespace, field_selector);
         Err(ApiError::internal(format!("this lookup does not list {resource}")))
     }
+
+    /// The plural resource serving `kind` of `group`/`version` and whether it is namespaced
+    /// (kube's REST mapping), for plugins that are given a kind rather than a resource (a
+    /// policy's `paramKind`). `None` when no served resource has that kind.
+    fn resource_for_kind(&self, group: &str, version: &str, kind: &str) -> Option<KindResource> {
+        let _ = (group, version, kind);
+        None
+    }
+}
+
+/// Where a kind is served: [`ObjectLookup::resource_for_kind`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KindResource {
+    /// The plural resource (`configmaps`).
+    pub resource: String,
+    /// Whether its objects live in namespaces.
+    pub namespaced: bool,
 }

@@ -18,7 +18,7 @@ use actors::{ActorDirectory, Deadline, MailboxSpec, StageArbiter, WhenFull};
 use admission::{AdmissionActor, PluginContext};
 use apimachinery::error::ApiError;
 use apimachinery::kinds::Catalogue;
-use apimachinery::lookup::ObjectLookup;
+use apimachinery::lookup::{KindResource, ObjectLookup};
 use apimachinery::messages::{CreateObject, DeleteObject, GetObject, ListObjects, Target, UpdateObject};
 use apimachinery::options::{DeleteOptions, GetOptions, ListOptions, ReadAt, WriteOptions};
 use apimachinery::request::UserInfo;
@@ -77,6 +77,11 @@ impl ObjectLookup for CachedObjects {
         options.selection.fields = FieldSelector::parse(fields)?;
         let list = ListObjects { target: Target::collection(&def, namespace), options };
         Ok(reads.reader.list(list).await?.items.iter().map(|o| o.value()).collect())
+    }
+
+    fn resource_for_kind(&self, group: &str, version: &str, kind: &str) -> Option<KindResource> {
+        let def = self.catalogue.find_kind(group, version, kind).filter(|d| d.stored())?;
+        Some(KindResource { resource: def.resource.clone(), namespaced: def.namespaced })
     }
 }
 
