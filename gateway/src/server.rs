@@ -407,7 +407,9 @@ fn spawn_controllers(
     issuer: &Arc<auth::serviceaccount::TokenIssuer>,
     material: &tls::TlsMaterial,
 ) {
-    use crate::controllers::{namespace_finalizer, role_aggregation, root_ca, service_accounts, token_secrets};
+    use crate::controllers::{
+        namespace_finalizer, policy_status, role_aggregation, root_ca, service_accounts, token_secrets,
+    };
     if options.enable_namespace_finalizer {
         namespace_finalizer::spawn(stages.clone(), catalogue.clone());
     }
@@ -424,6 +426,9 @@ fn spawn_controllers(
     }
     if options.enable_clusterrole_aggregation {
         role_aggregation::spawn(stages.clone(), catalogue.clone());
+    }
+    if options.enable_validating_admission_policy_status_controller {
+        policy_status::spawn(stages.clone(), catalogue.clone());
     }
     // With a serving certificate of the user's and no CA of ours, there is nothing to publish.
     if let (true, Some(ca)) = (options.enable_root_ca_publisher, &material.serving_ca_pem) {

@@ -8,6 +8,7 @@
 //! - [`token_secrets`]: legacy tokens in `kubernetes.io/service-account-token` Secrets.
 //! - [`role_aggregation`]: ClusterRoles with an `aggregationRule` get the rules they select.
 //! - [`root_ca`]: the `kube-root-ca.crt` ConfigMap in every namespace.
+//! - [`policy_status`]: ValidatingAdmissionPolicies' `status.typeChecking`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +25,7 @@ use tokio::sync::mpsc;
 use crate::state::Stages;
 
 pub mod namespace_finalizer;
+pub mod policy_status;
 pub mod role_aggregation;
 pub mod root_ca;
 pub mod service_accounts;
