@@ -116,17 +116,18 @@ struct Overload {
     result: Slot,
 }
 
-/// The signatures, one per line: `[receiver.]name(params) result`. A receiver is a type
-/// name; `math.abs` and `strings.quote` are global functions with dotted names.
+/// The signatures, one per line: `name(params) result` for a global function (`math.abs` and
+/// `optional.of` are global functions with dotted names), `(receiver).name(params) result`
+/// for a member function.
 const SIGNATURES: &str = "
 size(string) int
 size(bytes) int
 size(list) int
 size(map) int
-string.size() int
-bytes.size() int
-list.size() int
-map.size() int
+(string).size() int
+(bytes).size() int
+(list).size() int
+(map).size() int
 int(int) int
 int(uint) int
 int(double) int
@@ -160,67 +161,67 @@ timestamp(int) timestamp
 dyn(any) dyn
 type(any) type
 matches(string,string) bool
-string.matches(string) bool
-string.contains(string) bool
-string.startsWith(string) bool
-string.endsWith(string) bool
-duration.getHours() int
-duration.getMinutes() int
-duration.getSeconds() int
-duration.getMilliseconds() int
-timestamp.getFullYear() int
-timestamp.getMonth() int
-timestamp.getDayOfYear() int
-timestamp.getDayOfMonth() int
-timestamp.getDate() int
-timestamp.getDayOfWeek() int
-timestamp.getHours() int
-timestamp.getMinutes() int
-timestamp.getSeconds() int
-timestamp.getMilliseconds() int
-timestamp.getFullYear(string) int
-timestamp.getMonth(string) int
-timestamp.getDayOfYear(string) int
-timestamp.getDayOfMonth(string) int
-timestamp.getDate(string) int
-timestamp.getDayOfWeek(string) int
-timestamp.getHours(string) int
-timestamp.getMinutes(string) int
-timestamp.getSeconds(string) int
-timestamp.getMilliseconds(string) int
+(string).matches(string) bool
+(string).contains(string) bool
+(string).startsWith(string) bool
+(string).endsWith(string) bool
+(duration).getHours() int
+(duration).getMinutes() int
+(duration).getSeconds() int
+(duration).getMilliseconds() int
+(timestamp).getFullYear() int
+(timestamp).getMonth() int
+(timestamp).getDayOfYear() int
+(timestamp).getDayOfMonth() int
+(timestamp).getDate() int
+(timestamp).getDayOfWeek() int
+(timestamp).getHours() int
+(timestamp).getMinutes() int
+(timestamp).getSeconds() int
+(timestamp).getMilliseconds() int
+(timestamp).getFullYear(string) int
+(timestamp).getMonth(string) int
+(timestamp).getDayOfYear(string) int
+(timestamp).getDayOfMonth(string) int
+(timestamp).getDate(string) int
+(timestamp).getDayOfWeek(string) int
+(timestamp).getHours(string) int
+(timestamp).getMinutes(string) int
+(timestamp).getSeconds(string) int
+(timestamp).getMilliseconds(string) int
 optional.of(any) ?
 optional.ofNonZeroValue(any) ?
 optional.none() ?
-optional.value() ?
-optional.hasValue() bool
-optional.or(optional) ?
-optional.orValue(any) ?
-string.charAt(int) string
-string.indexOf(string) int
-string.indexOf(string,int) int
-string.lastIndexOf(string) int
-string.lastIndexOf(string,int) int
-string.lowerAscii() string
-string.upperAscii() string
-string.trim() string
-string.replace(string,string) string
-string.replace(string,string,int) string
-string.split(string) list(string)
-string.split(string,int) list(string)
-string.substring(int) string
-string.substring(int,int) string
-string.format(list) string
-string.reverse() string
+(optional).value() ?
+(optional).hasValue() bool
+(optional).or(optional) ?
+(optional).orValue(any) ?
+(string).charAt(int) string
+(string).indexOf(string) int
+(string).indexOf(string,int) int
+(string).lastIndexOf(string) int
+(string).lastIndexOf(string,int) int
+(string).lowerAscii() string
+(string).upperAscii() string
+(string).trim() string
+(string).replace(string,string) string
+(string).replace(string,string,int) string
+(string).split(string) list(string)
+(string).split(string,int) list(string)
+(string).substring(int) string
+(string).substring(int,int) string
+(string).format(list) string
+(string).reverse() string
 strings.quote(string) string
-list.join() string
-list.join(string) string
-list.slice(int,int) $0
-list.flatten() list
-list.flatten(int) list
-list.distinct() $0
-list.reverse() $0
-list.sort() $0
-list.@sortByAssociatedKeys(list) $0
+(list).join() string
+(list).join(string) string
+(list).slice(int,int) $0
+(list).flatten() list
+(list).flatten(int) list
+(list).distinct() $0
+(list).reverse() $0
+(list).sort() $0
+(list).@sortByAssociatedKeys(list) $0
 lists.range(int) list
 math.ceil(double) double
 math.floor(double) double
@@ -262,18 +263,19 @@ math.@min(any,any) ?
 math.@min(list) ?
 ";
 
-/// Receiver type names of the table.
-const RECEIVERS: [&str; 7] = ["string", "bytes", "list", "map", "duration", "timestamp", "optional"];
-
 static TABLE: LazyLock<HashMap<String, Vec<Overload>>> = LazyLock::new(|| {
     let mut table: HashMap<String, Vec<Overload>> = HashMap::new();
     for line in SIGNATURES.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        let (head, rest) = line.split_once('(').expect("signature has parameters");
-        let (params, result) = rest.split_once(") ").expect("signature has a result");
-        let (member, receiver, name) = match head.split_once('.') {
-            Some((recv, name)) if RECEIVERS.contains(&recv) => (true, Some(Slot::parse(recv)), name),
-            _ => (false, None, head),
+        let (receiver, line) = match line.strip_prefix('(') {
+            Some(rest) => {
+                let (recv, rest) = rest.split_once(").").expect("a member signature names its receiver");
+                (Some(Slot::parse(recv)), rest)
+            }
+            None => (None, line),
         };
+        let (name, rest) = line.split_once('(').expect("signature has parameters");
+        let (params, result) = rest.split_once(") ").expect("signature has a result");
+        let member = receiver.is_some();
         let params: Vec<Slot> =
             receiver.into_iter().chain(params.split(',').filter(|p| !p.is_empty()).map(Slot::parse)).collect();
         table.entry(name.to_string()).or_default().push(Overload { member, params, result: Slot::parse(result) });
@@ -374,6 +376,9 @@ mod tests {
         for e in examples {
             let p = super::super::Program::compile(e).unwrap_or_else(|err| panic!("{e}: {err}"));
             assert_eq!(p.eval_bool(&[]), Ok(true), "{e}");
+            let checked = super::super::check(&p, &super::super::Declarations::new());
+            assert!(checked.issues.is_empty(), "the checker agrees: {e}: {:?}", checked.issues);
+            assert!(matches!(checked.output, Type::Bool | Type::Unknown), "{e}: {}", checked.output);
         }
     }
 }
