@@ -148,143 +148,166 @@ impl ValidatingAdmissionPolicy {
         if hooks.is_empty() {
             return Ok(());
         }
-        let mut denials: Vec<Denial> = Vec::new();
-        let config_error = |denials: &mut Vec<Denial>, policy: &Policy, binding: Option<&Binding>, why: String| {
-            if !policy.fail_closed {
-                return;
-            }
-            let message = match binding {
-                None => format!("failed to configure policy: {why}"),
-                Some(_) => format!("failed to configure binding: {why}"),
-            };
-            denials.push(Denial {
-                policy: policy.name.clone(),
-                binding: binding.map(|b| b.name.clone()),
-                message,
-                reason: Reason::Invalid,
-            });
+        let mut dispatch = Dispatch {
+            request,
+            object,
+            // CEL's view of the object: none for a delete, whose object is the one deleted.
+            cel_object: if request.operation == Operation::Delete { Value::Null } else { object.clone() },
+            request_var: request_variable(request, object),
+            namespace: None,
+            denials: Vec::new(),
         };
-        // CEL's view of the object: none for a delete, whose object is the one deleted.
-        let deleting = request.operation == Operation::Delete;
-        let cel_object = if deleting { Value::Null } else { object.clone() };
-        let old_object = request.old_object.clone().unwrap_or(Value::Null);
-        let request_var = request_variable(request, object);
-        let mut namespace: Option<Value> = None;
-        for Hook { policy, bindings } in hooks.iter() {
-            match self.matches(&policy.match_constraints, request, object).await {
-                Ok(true) => {}
-                Ok(false) => continue,
-                Err(e) => {
-                    config_error(&mut denials, policy, None, e);
-                    continue;
-                }
-            }
-            if let Some(e) = &policy.configuration_error {
-                config_error(&mut denials, policy, None, e.clone());
-                continue;
-            }
-            let mut annotations: Vec<(String, Vec<String>)> = Vec::new();
-            for binding in bindings {
-                if let Some(m) = &binding.match_resources {
-                    match self.matches(m, request, object).await {
-                        Ok(true) => {}
-                        Ok(false) => continue,
-                        Err(e) => {
-                            config_error(&mut denials, policy, Some(binding), e);
-                            continue;
-                        }
-                    }
-                }
-                let params = match params::collect(
-                    self.objects.as_ref(),
-                    policy.param_kind.as_ref(),
-                    binding.param_ref.as_ref(),
-                    &request.target.namespace,
-                )
-                .await
-                {
-                    Ok(p) => p,
-                    Err(e) => {
-                        config_error(&mut denials, policy, Some(binding), e);
-                        continue;
-                    }
-                };
-                if namespace.is_none() {
-                    namespace = Some(self.namespace_of(request).await?);
-                }
-                for params in params {
-                    let inputs = Inputs {
-                        object: cel_object.clone(),
-                        old_object: old_object.clone(),
-                        request: request_var.clone(),
-                        params,
-                        namespace: namespace.clone().unwrap_or(Value::Null),
-                    };
-                    let validated = validator::validate(policy, &inputs);
-                    for (index, decision) in validated.decisions.iter().enumerate() {
-                        if !decision.deny {
-                            if decision.evaluation == Evaluation::Error {
-                                record(&policy.name, &binding.name, "allow", decision.elapsed);
-                            }
-                            continue;
-                        }
-                        for action in &binding.actions {
-                            match action {
-                                Action::Deny => {
-                                    denials.push(Denial {
-                                        policy: policy.name.clone(),
-                                        binding: Some(binding.name.clone()),
-                                        message: decision.message.clone(),
-                                        reason: decision.reason,
-                                    });
-                                    record(&policy.name, &binding.name, "deny", decision.elapsed);
-                                }
-                                Action::Audit => {
-                                    audit_failure(review, &policy.name, binding, index, &decision.message);
-                                    record(&policy.name, &binding.name, "audit", decision.elapsed);
-                                }
-                                Action::Warn => {
-                                    review.warnings.push(format!(
-                                        "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{}': {}",
-                                        policy.name, binding.name, decision.message
-                                    ));
-                                    record(&policy.name, &binding.name, "warn", decision.elapsed);
-                                }
-                            }
-                        }
-                    }
-                    for outcome in validated.audit {
-                        match outcome {
-                            AuditOutcome::Publish(key, mut value) => {
-                                truncate(&mut value, MAX_AUDIT_ANNOTATION_VALUE);
-                                match annotations.iter_mut().find(|(k, _)| *k == key) {
-                                    Some((_, values)) if !values.contains(&value) => values.push(value),
-                                    Some(_) => {}
-                                    None => annotations.push((key, vec![value])),
-                                }
-                            }
-                            AuditOutcome::Error(message, elapsed) => {
-                                denials.push(Denial {
-                                    policy: policy.name.clone(),
-                                    binding: Some(binding.name.clone()),
-                                    message,
-                                    reason: Reason::Invalid,
-                                });
-                                record(&policy.name, &binding.name, "deny", elapsed);
-                            }
-                            AuditOutcome::Exclude => {}
-                        }
-                    }
-                }
-            }
-            // Values from several bindings or params are joined, as kube publishes them.
-            for (key, values) in annotations {
-                review.audit_annotations.push((format!("{}/{key}", policy.name), values.join(", ")));
-            }
+        for hook in hooks.iter() {
+            self.apply(hook, &mut dispatch, review).await?;
         }
-        match denials.into_iter().next() {
+        match dispatch.denials.into_iter().next() {
             None => Ok(()),
             Some(d) => Err(denied(request, object, d)),
+        }
+    }
+
+    /// Applies one policy through its bindings; an error only when the request's namespace
+    /// cannot be read.
+    async fn apply(&self, hook: &Hook, d: &mut Dispatch<'_>, review: &mut Review) -> Result<(), ApiError> {
+        let policy = &hook.policy;
+        match self.matches(&policy.match_constraints, d.request, d.object).await {
+            Ok(true) => {}
+            Ok(false) => return Ok(()),
+            Err(e) => {
+                d.config_error(policy, None, e);
+                return Ok(());
+            }
+        }
+        if let Some(e) = &policy.configuration_error {
+            d.config_error(policy, None, e.clone());
+            return Ok(());
+        }
+        let mut annotations: Vec<(String, Vec<String>)> = Vec::new();
+        for binding in &hook.bindings {
+            if let Some(m) = &binding.match_resources {
+                match self.matches(m, d.request, d.object).await {
+                    Ok(true) => {}
+                    Ok(false) => continue,
+                    Err(e) => {
+                        d.config_error(policy, Some(binding), e);
+                        continue;
+                    }
+                }
+            }
+            let kind = policy.param_kind.as_ref();
+            let params = match params::collect(
+                self.objects.as_ref(),
+                kind,
+                binding.param_ref.as_ref(),
+                &d.request.target.namespace,
+            )
+            .await
+            {
+                Ok(p) => p,
+                Err(e) => {
+                    d.config_error(policy, Some(binding), e);
+                    continue;
+                }
+            };
+            if d.namespace.is_none() {
+                d.namespace = Some(self.namespace_of(d.request).await?);
+            }
+            for params in params {
+                let inputs = Inputs {
+                    object: d.cel_object.clone(),
+                    old_object: d.request.old_object.clone().unwrap_or(Value::Null),
+                    request: d.request_var.clone(),
+                    params,
+                    namespace: d.namespace.clone().unwrap_or(Value::Null),
+                };
+                let validated = validator::validate(policy, &inputs);
+                d.act(policy, binding, &validated.decisions, review);
+                for outcome in validated.audit {
+                    match outcome {
+                        AuditOutcome::Publish(key, mut value) => {
+                            truncate(&mut value, MAX_AUDIT_ANNOTATION_VALUE);
+                            match annotations.iter_mut().find(|(k, _)| *k == key) {
+                                Some((_, values)) if !values.contains(&value) => values.push(value),
+                                Some(_) => {}
+                                None => annotations.push((key, vec![value])),
+                            }
+                        }
+                        AuditOutcome::Error(message, elapsed) => {
+                            d.deny(policy, binding, message, Reason::Invalid);
+                            record(&policy.name, &binding.name, "deny", elapsed);
+                        }
+                        AuditOutcome::Exclude => {}
+                    }
+                }
+            }
+        }
+        // Values from several bindings or params are joined, as kube publishes them.
+        for (key, values) in annotations {
+            review.audit_annotations.push((format!("{}/{key}", policy.name), values.join(", ")));
+        }
+        Ok(())
+    }
+}
+
+/// One request's dispatch: what every policy sees, and the refusals so far (the first is the
+/// answer).
+struct Dispatch<'a> {
+    request: &'a Admit,
+    object: &'a Value,
+    cel_object: Value,
+    request_var: Value,
+    /// `namespaceObject`, read once a binding applies.
+    namespace: Option<Value>,
+    denials: Vec<Denial>,
+}
+
+impl Dispatch<'_> {
+    fn deny(&mut self, policy: &Policy, binding: &Binding, message: String, reason: Reason) {
+        let denial = Denial { policy: policy.name.clone(), binding: Some(binding.name.clone()), message, reason };
+        self.denials.push(denial);
+    }
+
+    /// A policy or binding that cannot be applied: a refusal under `failurePolicy: Fail`.
+    fn config_error(&mut self, policy: &Policy, binding: Option<&Binding>, why: String) {
+        if !policy.fail_closed {
+            return;
+        }
+        let message = match binding {
+            None => format!("failed to configure policy: {why}"),
+            Some(_) => format!("failed to configure binding: {why}"),
+        };
+        let binding = binding.map(|b| b.name.clone());
+        self.denials.push(Denial { policy: policy.name.clone(), binding, message, reason: Reason::Invalid });
+    }
+
+    /// Acts on an evaluation's decisions by the binding's validation actions.
+    fn act(&mut self, policy: &Policy, binding: &Binding, decisions: &[validator::Decision], review: &mut Review) {
+        for (index, decision) in decisions.iter().enumerate() {
+            if !decision.deny {
+                if decision.evaluation == Evaluation::Error {
+                    record(&policy.name, &binding.name, "allow", decision.elapsed);
+                }
+                continue;
+            }
+            for action in &binding.actions {
+                match action {
+                    Action::Deny => {
+                        self.deny(policy, binding, decision.message.clone(), decision.reason);
+                        record(&policy.name, &binding.name, "deny", decision.elapsed);
+                    }
+                    Action::Audit => {
+                        audit_failure(review, &policy.name, binding, index, &decision.message);
+                        record(&policy.name, &binding.name, "audit", decision.elapsed);
+                    }
+                    Action::Warn => {
+                        review.warnings.push(format!(
+                            "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{}': {}",
+                            policy.name, binding.name, decision.message
+                        ));
+                        record(&policy.name, &binding.name, "warn", decision.elapsed);
+                    }
+                }
+            }
         }
     }
 }
