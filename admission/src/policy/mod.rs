@@ -111,8 +111,9 @@ fn namespace_variable(ns: &Value) -> Value {
 }
 
 impl ValidatingAdmissionPolicy {
-    /// Whether `m` selects the request: selectors, then exclusions, then rules (with their
-    /// resource names). An error when a selector's namespace cannot be read.
+    /// Whether `m` selects the request: no exclusion and a rule (with its resource names)
+    /// match, then the selectors, so the namespace is read only for requests the rules match.
+    /// An error when that namespace cannot be read.
     async fn matches(&self, m: &MatchResources, request: &Admit, object: &Value) -> Result<bool, String> {
         let attrs = RequestAttributes::of(request);
         let name = &request.target.name;
