@@ -24,7 +24,10 @@
 //! - [`service_account`]: kube's `ServiceAccount`: pods run as an existing ServiceAccount and
 //!   get its token volume.
 //! - [`webhooks`]: kube's `MutatingAdmissionWebhook` and `ValidatingAdmissionWebhook`.
-//! - [`cel`]: the CEL environment of match conditions and policies.
+//! - [`policy`]: kube's `ValidatingAdmissionPolicy`: CEL validations bound to requests.
+//! - [`matching`]: the rules and selectors webhooks and policies are matched to requests by.
+//!
+//! CEL expressions compile and run in [`apimachinery::cel`], which validation shares.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -38,13 +41,14 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 mod attributes;
-pub mod cel;
 pub mod certificates;
 pub mod default_class;
 pub mod limit_ranger;
 mod live_lookup;
+pub mod matching;
 pub mod namespace_lifecycle;
 pub mod pod_security;
+pub mod policy;
 pub mod priority;
 pub mod resource_quota;
 pub mod runtime_class;
@@ -158,6 +162,7 @@ pub const ORDERED_PLUGINS: &[(&str, bool)] = &[
     ("CertificateSubjectRestriction", true),
     ("DefaultIngressClass", true),
     ("MutatingAdmissionWebhook", true),
+    ("ValidatingAdmissionPolicy", true),
     ("ValidatingAdmissionWebhook", true),
     ("ResourceQuota", true),
 ];
@@ -231,6 +236,7 @@ pub fn build_chain(names: &[&str], ctx: &PluginContext) -> Result<AdmissionChain
             "MutatingAdmissionWebhook" => {
                 Arc::new(webhooks::WebhookPlugin::new(webhooks::config::HookKind::Mutating, ctx.objects.clone()))
             }
+            "ValidatingAdmissionPolicy" => Arc::new(policy::ValidatingAdmissionPolicy::new(ctx.objects.clone())),
             "ValidatingAdmissionWebhook" => {
                 Arc::new(webhooks::WebhookPlugin::new(webhooks::config::HookKind::Validating, ctx.objects.clone()))
             }

@@ -16,6 +16,8 @@
 //! - [`schema`]: OpenAPI schemas of the built-in kinds (from k8s-openapi), pruning and strict
 //!   field validation.
 //! - [`patch`]: JSON patch, JSON merge patch and strategic merge patch.
+//! - [`cel`]: the CEL environment of admission expressions: compiling, type checking,
+//!   evaluating over JSON objects.
 //! - [`defaults`] and [`validation`]: what kube-apiserver defaults and validates per kind.
 //! - [`table`]: `meta.k8s.io/v1` Table rows and columns for `kubectl get`.
 //! - [`scale`]: the `autoscaling/v1` Scale view of `/scale`.
@@ -26,6 +28,7 @@
 //! and on the actor runtime, never on each other.
 
 pub mod builtin;
+pub mod cel;
 pub mod defaults;
 pub mod encoded;
 pub mod error;

@@ -39,7 +39,23 @@ pub trait ObjectLookup: Send + Sync {
     async fn list_latest(&self, group: &str, resource: &str, namespace: &str) -> Result<Vec<Value>, ApiError> {
         self.list(group, resource, namespace, "").await
     }
+
+    /// The plural resource serving `kind` of `group`/`version` and whether it is namespaced
+    /// (kube's REST mapping), for plugins that are given a kind rather than a resource (a
+    /// policy's `paramKind`). `None` when no served resource has that kind.
+    fn resource_for_kind(&self, group: &str, version: &str, kind: &str) -> Option<KindResource> {
+        let _ = (group, version, kind);
+        None
+    }
 }
+
+/// Where a kind is served: [`ObjectLookup::resource_for_kind`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KindResource {
+    /// The plural resource (`configmaps`).
+    pub resource: String,
+    /// Whether its objects live in namespaces.
+    pub namespaced: bool,
 
 /// Writes the status of objects other than a request's own.
 #[async_trait]

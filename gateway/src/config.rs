@@ -259,6 +259,10 @@ pub struct ServeOptions {
     /// uncounted, and quota admission refuses what they cover.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub enable_resourcequota_controller: bool,
+    /// Type check ValidatingAdmissionPolicies and write `status.typeChecking`
+    /// (kube-controller-manager's validatingadmissionpolicy-status-controller).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub enable_validating_admission_policy_status_controller: bool,
     /// Publish the `kube-root-ca.crt` ConfigMap (the CA verifying this server) in every
     /// namespace (kube-controller-manager's root-ca-cert-publisher). Off by default for now: a
     /// bare kube-apiserver publishes none, and the end-to-end suite still counts ConfigMaps so.

@@ -18,7 +18,7 @@ use actors::{ActorDirectory, Deadline, MailboxSpec, StageArbiter, WhenFull};
 use admission::{AdmissionActor, PluginContext};
 use apimachinery::error::ApiError;
 use apimachinery::kinds::Catalogue;
-use apimachinery::lookup::{AccessCheck, LateWriter, ObjectLookup};
+use apimachinery::lookup::{AccessCheck, KindResource, LateWriter, ObjectLookup};
 use apimachinery::messages::{Authorize, CreateObject, DeleteObject, GetObject, ListObjects, Target, UpdateObject};
 use apimachinery::options::{DeleteOptions, GetOptions, ListOptions, ReadAt, WriteOptions};
 use apimachinery::request::{RequestInfo, UserInfo};
@@ -95,6 +95,11 @@ impl CachedObjects {
         options.selection.fields = FieldSelector::parse(fields)?;
         let list = ListObjects { target: Target::collection(&def, namespace), options };
         Ok(reads.reader.list(list).await?.items.iter().map(|o| o.value()).collect())
+    }
+
+    fn resource_for_kind(&self, group: &str, version: &str, kind: &str) -> Option<KindResource> {
+        let def = self.catalogue.find_kind(group, version, kind).filter(|d| d.stored())?;
+        Some(KindResource { resource: def.resource.clone(), namespaced: def.namespaced })
     }
 }
 
@@ -446,7 +451,8 @@ fn spawn_controllers(
     material: &tls::TlsMaterial,
 ) {
     use crate::controllers::{
-        namespace_finalizer, resource_quota, role_aggregation, root_ca, service_accounts, token_secrets,
+        namespace_finalizer, policy_status, resource_quota, role_aggregation, root_ca, service_accounts,
+        token_secrets,
     };
     if options.enable_namespace_finalizer {
         namespace_finalizer::spawn(stages.clone(), catalogue.clone());
@@ -467,6 +473,9 @@ fn spawn_controllers(
     }
     if options.enable_resourcequota_controller {
         resource_quota::spawn(stages.clone(), catalogue.clone(), objects.clone());
+    }
+    if options.enable_validating_admission_policy_status_controller {
+        policy_status::spawn(stages.clone(), catalogue.clone());
     }
     // With a serving certificate of the user's and no CA of ours, there is nothing to publish.
     if let (true, Some(ca)) = (options.enable_root_ca_publisher, &material.serving_ca_pem) {

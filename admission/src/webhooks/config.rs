@@ -6,12 +6,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use apimachinery::lookup::ObjectLookup;
-use apimachinery::messages::Operation;
-use apimachinery::object::{ObjectExt, string_list};
-use apimachinery::selector::LabelSelector;
+use apimachinery::object::ObjectExt;
 use base64::Engine;
 use serde_json::Value;
 use webhook_client::WebhookClient;
+
+use crate::matching::{RequestAttributes, Rule, Selectors};
 
 /// The group both configuration kinds belong to.
 pub const GROUP: &str = "admissionregistration.k8s.io";
@@ -43,21 +43,6 @@ impl HookKind {
     }
 }
 
-/// One rule of a webhook (`rules[]`).
-#[derive(Clone, Debug, Default)]
-pub struct Rule {
-    /// `CREATE`, `UPDATE`, `DELETE`, `CONNECT` or `*`.
-    pub operations: Vec<String>,
-    /// Groups, `*` for all.
-    pub api_groups: Vec<String>,
-    /// Versions, `*` for all.
-    pub api_versions: Vec<String>,
-    /// `pods`, `pods/status`, `*`, `*/*`, `pods/*`, `*/status`.
-    pub resources: Vec<String>,
-    /// `*`, `Cluster` or `Namespaced`.
-    pub scope: String,
-}
-
 /// Where a webhook is reached.
 #[derive(Clone, Debug)]
 pub enum Endpoint {
@@ -82,7 +67,7 @@ pub struct MatchCondition {
     /// Its name, for errors.
     pub name: String,
     /// The compiled program, or why it did not compile.
-    pub program: Result<Arc<crate::cel::Program>, String>,
+    pub program: Result<Arc<apimachinery::cel::Program>, String>,
 }
 
 /// One webhook of a configuration, ready to match and call.
@@ -94,10 +79,8 @@ pub struct Hook {
     pub name: String,
     /// Its rules.
     pub rules: Vec<Rule>,
-    /// `namespaceSelector`.
-    pub namespace_selector: LabelSelector,
-    /// `objectSelector`.
-    pub object_selector: LabelSelector,
+    /// `namespaceSelector` and `objectSelector`.
+    pub selectors: Selectors,
     /// `matchConditions`, all of which must hold.
     pub match_conditions: Vec<MatchCondition>,
     /// `failurePolicy: Fail` (the default), else `Ignore`.
@@ -117,86 +100,16 @@ pub struct Hook {
 }
 
 impl Hook {
-    /// Whether `operation` is one of the rule's.
-    fn operation_listed(list: &[String], operation: Operation) -> bool {
-        let op = match operation {
-            Operation::Create => "CREATE",
-            Operation::Update => "UPDATE",
-            Operation::Delete => "DELETE",
-        };
-        list.iter().any(|o| o == "*" || o == op)
-    }
-
-    /// Whether a rule matches the request's operation, group, version, resource, subresource
-    /// and scope, as kube's `rules.Matcher` decides.
-    pub fn rules_match(
-        &self,
-        operation: Operation,
-        group: &str,
-        version: &str,
-        resource: &str,
-        subresource: &str,
-        namespace: &str,
-    ) -> bool {
-        self.rules.iter().any(|r| {
-            let listed = |list: &[String], v: &str| list.iter().any(|x| x == "*" || x == v);
-            Hook::operation_listed(&r.operations, operation)
-                && listed(&r.api_groups, group)
-                && listed(&r.api_versions, version)
-                && resource_listed(&r.resources, resource, subresource)
-                && scope_matches(&r.scope, resource, group, namespace)
-        })
-    }
-}
-
-/// kube's resource matching: `*` is every resource but no subresource, `*/*` everything,
-/// `pods/*` every subresource of pods, `*/status` the status of everything.
-fn resource_listed(list: &[String], resource: &str, subresource: &str) -> bool {
-    list.iter().any(|entry| {
-        let (res, sub) = entry.split_once('/').unwrap_or((entry.as_str(), ""));
-        if res != "*" && res != resource {
-            return false;
-        }
-        sub == "*" || sub == subresource
-    })
-}
-
-/// kube's scope rule: the Namespace object itself counts as cluster-scoped.
-fn scope_matches(scope: &str, resource: &str, group: &str, namespace: &str) -> bool {
-    let is_namespace = group.is_empty() && resource == "namespaces";
-    match scope {
-        "Namespaced" => !is_namespace && !namespace.is_empty(),
-        "Cluster" => is_namespace || namespace.is_empty(),
-        _ => true,
-    }
-}
-
-fn selector(v: Option<&Value>) -> LabelSelector {
-    match v.filter(|v| !v.is_null()) {
-        // Validation refused bad selectors; one that slipped through matches nothing.
-        Some(v) => LabelSelector::from_label_selector_message(Some(v)).unwrap_or_else(|_| LabelSelector::nothing()),
-        None => LabelSelector::everything(),
+    /// Whether a rule matches the request.
+    pub fn rules_match(&self, request: &RequestAttributes<'_>) -> bool {
+        self.rules.iter().any(|r| r.matches(request))
     }
 }
 
 /// Parses one webhook of configuration `configuration`.
 fn parse_hook(configuration: &str, kind: HookKind, w: &Value) -> Hook {
-    let rules = w
-        .get("rules")
-        .and_then(Value::as_array)
-        .map(|rules| {
-            rules
-                .iter()
-                .map(|r| Rule {
-                    operations: string_list(r.get("operations")),
-                    api_groups: string_list(r.get("apiGroups")),
-                    api_versions: string_list(r.get("apiVersions")),
-                    resources: string_list(r.get("resources")),
-                    scope: r.get("scope").and_then(Value::as_str).unwrap_or("*").to_string(),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let rules =
+        w.get("rules").and_then(Value::as_array).map(|r| r.iter().map(Rule::parse).collect()).unwrap_or_default();
     let cc = w.get("clientConfig").cloned().unwrap_or(Value::Null);
     let ca = cc
         .get("caBundle")
@@ -232,8 +145,10 @@ fn parse_hook(configuration: &str, kind: HookKind, w: &Value) -> Hook {
                 .iter()
                 .map(|c| MatchCondition {
                     name: c.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
-                    program: crate::cel::Program::compile(c.get("expression").and_then(Value::as_str).unwrap_or(""))
-                        .map(Arc::new),
+                    program: apimachinery::cel::Program::compile(
+                        c.get("expression").and_then(Value::as_str).unwrap_or(""),
+                    )
+                    .map(Arc::new),
                 })
                 .collect()
         })
@@ -242,8 +157,7 @@ fn parse_hook(configuration: &str, kind: HookKind, w: &Value) -> Hook {
         configuration: configuration.to_string(),
         name: w.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
         rules,
-        namespace_selector: selector(w.get("namespaceSelector")),
-        object_selector: selector(w.get("objectSelector")),
+        selectors: Selectors::parse(w),
         match_conditions,
         fail_closed: w.get("failurePolicy").and_then(Value::as_str) != Some("Ignore"),
         exact: w.get("matchPolicy").and_then(Value::as_str) == Some("Exact"),
@@ -318,42 +232,10 @@ mod tests {
     }
 
     #[test]
-    fn rules_match_resources_subresources_and_scope_as_kube() {
-        let h =
-            hook(json!([{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}]));
-        assert!(h.rules_match(Operation::Create, "", "v1", "pods", "", "ns"));
-        assert!(!h.rules_match(Operation::Create, "", "v1", "pods", "status", "ns"), "pods is not pods/status");
-        assert!(!h.rules_match(Operation::Update, "", "v1", "pods", "", "ns"));
-        let all = hook(json!([{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"]}]));
-        assert!(all.rules_match(Operation::Delete, "apps", "v1", "deployments", "", "ns"));
-        assert!(
-            !all.rules_match(Operation::Update, "apps", "v1", "deployments", "scale", "ns"),
-            "* has no subresources"
-        );
-        let subs =
-            hook(json!([{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*/status"]}]));
-        assert!(subs.rules_match(Operation::Update, "", "v1", "pods", "status", "ns"));
-        assert!(!subs.rules_match(Operation::Update, "", "v1", "pods", "", "ns"));
-        let cluster = hook(
-            json!([{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "scope": "Cluster"}]),
-        );
-        assert!(
-            cluster.rules_match(Operation::Create, "", "v1", "namespaces", "", "team"),
-            "a namespace is cluster-scoped"
-        );
-        assert!(!cluster.rules_match(Operation::Create, "", "v1", "configmaps", "", "team"));
-        let namespaced = hook(
-            json!([{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "scope": "Namespaced"}]),
-        );
-        assert!(!namespaced.rules_match(Operation::Create, "", "v1", "namespaces", "", "team"));
-        assert!(namespaced.rules_match(Operation::Create, "", "v1", "configmaps", "", "team"));
-    }
-
-    #[test]
     fn defaults_are_kubes() {
         let h = hook(json!([]));
         assert!(h.fail_closed && !h.exact && !h.reinvoke_if_needed && h.dry_run_safe);
         assert_eq!(h.timeout, Duration::from_secs(10));
-        assert!(h.namespace_selector.is_empty() && h.object_selector.is_empty());
+        assert!(h.selectors.namespace.is_empty() && h.selectors.object.is_empty());
     }
 }

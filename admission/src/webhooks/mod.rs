@@ -22,11 +22,12 @@ use std::time::{Duration, Instant};
 
 use apimachinery::error::ApiError;
 use apimachinery::lookup::ObjectLookup;
-use apimachinery::messages::{Admit, Operation};
+use apimachinery::messages::Admit;
 use apimachinery::patch::{PatchType, apply_patch};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
+use crate::matching::RequestAttributes;
 use crate::{AdmissionPlugin, Review};
 use config::{Endpoint, Hook, HookKind, HookSource};
 use review::{Answer, CallFailure};
@@ -59,35 +60,11 @@ impl WebhookPlugin {
     /// Whether `hook` applies to this request (rules, selectors, match conditions); an error
     /// when a selector's namespace cannot be read or a condition fails to evaluate.
     async fn applies(&self, hook: &Hook, request: &Admit, object: &Value) -> Result<bool, String> {
-        let t = &request.target;
-        let subresource = t.subresource.map(|s| s.name()).unwrap_or("");
-        if !hook.rules_match(request.operation, &t.group, &t.version, &t.resource, subresource, &t.namespace) {
+        if !hook.rules_match(&RequestAttributes::of(request)) {
             return Ok(false);
         }
-        if !hook.object_selector.is_empty() {
-            let new = (request.operation != Operation::Delete).then_some(object);
-            let matched = [new, request.old_object.as_ref()]
-                .into_iter()
-                .flatten()
-                .any(|o| hook.object_selector.matches(o.pointer("/metadata/labels").and_then(Value::as_object)));
-            if !matched {
-                return Ok(false);
-            }
-        }
-        if !hook.namespace_selector.is_empty() {
-            let is_namespace = t.group.is_empty() && t.resource == "namespaces";
-            if is_namespace && t.subresource.is_none() && request.operation != Operation::Delete {
-                if !hook.namespace_selector.matches(object.pointer("/metadata/labels").and_then(Value::as_object)) {
-                    return Ok(false);
-                }
-            } else if !t.namespace.is_empty() || is_namespace {
-                let name = if is_namespace { &t.name } else { &t.namespace };
-                let ns = self.objects.get("", "namespaces", "", name).await.map_err(|e| e.message)?;
-                let ns = ns.ok_or_else(|| format!("namespaces \"{name}\" not found"))?;
-                if !hook.namespace_selector.matches(ns.pointer("/metadata/labels").and_then(Value::as_object)) {
-                    return Ok(false);
-                }
-            }
+        if !hook.selectors.select(self.objects.as_ref(), request, object).await? {
+            return Ok(false);
         }
         if hook.match_conditions.is_empty() {
             return Ok(true);

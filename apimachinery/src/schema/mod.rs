@@ -16,8 +16,10 @@
 //!   [`openapi_v3_index`], [`openapi_v3_document`]); `proto`: the protobuf form of v2
 //!   ([`openapi_v2_protobuf`]).
 //! - `fields`: pruning and strict field validation ([`check_fields`]).
+//! - `cel`: the CEL type of a schema node ([`cel_type`]), for type checking expressions.
 
 mod build;
+mod cel;
 mod fields;
 mod openapi;
 pub mod patch_meta;
@@ -28,6 +30,7 @@ use std::sync::LazyLock;
 use serde_json::Value;
 
 pub use build::{definition, definition_names, kind_definition_name};
+pub use cel::cel_type;
 pub use fields::{FieldReport, body_keys, cannot_be_handled, check_fields, duplicate_fields, repeats_a_key};
 pub use openapi::{
     OPENAPI_V2_PROTOBUF, OPENAPI_V2_PROTOBUF_ACCEPT, openapi_v2, openapi_v2_protobuf, openapi_v3_document,

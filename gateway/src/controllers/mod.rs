@@ -9,6 +9,7 @@
 //! - [`role_aggregation`]: ClusterRoles with an `aggregationRule` get the rules they select.
 //! - [`root_ca`]: the `kube-root-ca.crt` ConfigMap in every namespace.
 //! - [`resource_quota`]: ResourceQuotas' `status.hard` and `status.used`.
+//! - [`policy_status`]: ValidatingAdmissionPolicies' `status.typeChecking`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,6 +27,7 @@ use crate::state::Stages;
 
 pub mod namespace_finalizer;
 pub mod resource_quota;
+pub mod policy_status;
 pub mod role_aggregation;
 pub mod root_ca;
 pub mod service_accounts;
