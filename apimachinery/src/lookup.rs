@@ -56,6 +56,7 @@ pub struct KindResource {
     pub resource: String,
     /// Whether its objects live in namespaces.
     pub namespaced: bool,
+}
 
 /// Writes the status of objects other than a request's own.
 #[async_trait]

@@ -76,6 +76,11 @@ impl ObjectLookup for CachedObjects {
     async fn list_latest(&self, group: &str, resource: &str, namespace: &str) -> Result<Vec<Value>, ApiError> {
         self.list_at(group, resource, namespace, "", ReadAt::Latest).await
     }
+
+    fn resource_for_kind(&self, group: &str, version: &str, kind: &str) -> Option<KindResource> {
+        let def = self.catalogue.find_kind(group, version, kind).filter(|d| d.stored())?;
+        Some(KindResource { resource: def.resource.clone(), namespaced: def.namespaced })
+    }
 }
 
 impl CachedObjects {
@@ -95,11 +100,6 @@ impl CachedObjects {
         options.selection.fields = FieldSelector::parse(fields)?;
         let list = ListObjects { target: Target::collection(&def, namespace), options };
         Ok(reads.reader.list(list).await?.items.iter().map(|o| o.value()).collect())
-    }
-
-    fn resource_for_kind(&self, group: &str, version: &str, kind: &str) -> Option<KindResource> {
-        let def = self.catalogue.find_kind(group, version, kind).filter(|d| d.stored())?;
-        Some(KindResource { resource: def.resource.clone(), namespaced: def.namespaced })
     }
 }
 
@@ -451,8 +451,7 @@ fn spawn_controllers(
     material: &tls::TlsMaterial,
 ) {
     use crate::controllers::{
-        namespace_finalizer, policy_status, resource_quota, role_aggregation, root_ca, service_accounts,
-        token_secrets,
+        namespace_finalizer, policy_status, resource_quota, role_aggregation, root_ca, service_accounts, token_secrets,
     };
     if options.enable_namespace_finalizer {
         namespace_finalizer::spawn(stages.clone(), catalogue.clone());

@@ -26,8 +26,8 @@ use tokio::sync::mpsc;
 use crate::state::Stages;
 
 pub mod namespace_finalizer;
-pub mod resource_quota;
 pub mod policy_status;
+pub mod resource_quota;
 pub mod role_aggregation;
 pub mod root_ca;
 pub mod service_accounts;

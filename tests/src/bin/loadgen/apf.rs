@@ -102,7 +102,10 @@ pub async fn run(duration: Duration) {
     // global-default's queue set (49 seats, 128 queues, hand size 6).
     let mut queues = QueueSet::new(
         Instant::now(),
-        QueueSetConfig { queuing: Queuing::Queue { queues: 128, hand_size: 6, queue_length_limit: 50 }, concurrency_limit: 49 },
+        QueueSetConfig {
+            queuing: Queuing::Queue { queues: 128, hand_size: 6, queue_length_limit: 50 },
+            concurrency_limit: 49,
+        },
     )
     .expect("a valid queue set");
     let mut fair = Vec::new();
@@ -112,7 +115,8 @@ pub async fn run(duration: Duration) {
         flow = flow.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let t = Instant::now();
         let now = Instant::now();
-        let request = NewRequest { work: WorkEstimate::seats(1), flow_hash: flow, deadline: now + Duration::from_secs(15) };
+        let request =
+            NewRequest { work: WorkEstimate::seats(1), flow_hash: flow, deadline: now + Duration::from_secs(15) };
         match queues.enqueue(now, request).outcome {
             Outcome::Dispatched(id) => {
                 std::hint::black_box(queues.finish(now, id));
