@@ -15,10 +15,10 @@ use crate::{Phase, answered, cpu_time, run};
 const CONCURRENCY: usize = 64;
 
 /// kube's default plugins this server builds, all turned off for the chain-less row.
-const DEFAULTS: &str = "NamespaceLifecycle,ServiceAccount,TaintNodesByCondition,PodSecurity,Priority,\
+const DEFAULTS: &str = "NamespaceLifecycle,LimitRanger,ServiceAccount,TaintNodesByCondition,PodSecurity,Priority,\
     DefaultTolerationSeconds,DefaultStorageClass,StorageObjectInUseProtection,PersistentVolumeClaimResize,\
     RuntimeClass,CertificateApproval,CertificateSigning,CertificateSubjectRestriction,DefaultIngressClass,\
-    MutatingAdmissionWebhook,ValidatingAdmissionWebhook";
+    MutatingAdmissionWebhook,ValidatingAdmissionPolicy,ValidatingAdmissionWebhook,ResourceQuota";
 
 /// Creates configmaps named `<round>-<worker>-<i>` from 64 workers; the server's CPU time beside.
 async fn creates(server: &TestServer, round: &str, seconds: Duration) -> (Phase, Duration) {
