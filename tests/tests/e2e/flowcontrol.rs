@@ -64,15 +64,24 @@ fn the_bootstrap_configuration_lists_with_kube_columns() {
     let schema: Value = serde_json::from_str(&s.kubectl_ok(&["get", "flowschema", "exempt", "-o", "json"])).unwrap();
     let level: Value =
         serde_json::from_str(&s.kubectl_ok(&["get", "prioritylevelconfiguration", "exempt", "-o", "json"])).unwrap();
-    let out = s.kubectl(&["get", "--raw", "/api/v1/namespaces", "-v=8"]);
-    let log = String::from_utf8_lossy(&out.stderr);
-    let header_of = |name: &str| {
-        log.lines()
-            .find_map(|l| l.split_once(&format!("{name}: ")).map(|(_, v)| v.trim().to_string()))
-            .unwrap_or_else(|| panic!("{name} in\n{log}"))
+    // Classification reads the stored objects once a second, as kube's config controller does:
+    // until it has, the headers carry the bootstrap objects' names.
+    let headers = || {
+        let out = s.kubectl(&["get", "--raw", "/api/v1/namespaces", "-v=8"]);
+        let log = String::from_utf8_lossy(&out.stderr).to_string();
+        let header_of = |name: &str| {
+            log.lines()
+                .find_map(|l| l.split_once(&format!("{name}: ")).map(|(_, v)| v.trim().to_string()))
+                .unwrap_or_else(|| panic!("{name} in\n{log}"))
+        };
+        (header_of("X-Kubernetes-Pf-Flowschema-Uid"), header_of("X-Kubernetes-Pf-Prioritylevel-Uid"))
     };
-    assert_eq!(header_of("X-Kubernetes-Pf-Flowschema-Uid"), schema["metadata"]["uid"].as_str().unwrap());
-    assert_eq!(header_of("X-Kubernetes-Pf-Prioritylevel-Uid"), level["metadata"]["uid"].as_str().unwrap());
+    let stored = (
+        schema["metadata"]["uid"].as_str().unwrap().to_string(),
+        level["metadata"]["uid"].as_str().unwrap().to_string(),
+    );
+    let seen = tests::poll_until(Duration::from_secs(5), || Some(headers()).filter(|h| *h == stored));
+    assert_eq!(seen.unwrap_or_else(headers), stored, "the headers name the stored schema and level by uid");
 }
 
 fn p99(mut samples: Vec<Duration>) -> Duration {
