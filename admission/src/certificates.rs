@@ -20,7 +20,8 @@ use apimachinery::validation::certificates::request_organizations;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::{AdmissionPlugin, Review, forbidden};
+use crate::attributes::forbidden;
+use crate::{AdmissionPlugin, Review};
 
 const GROUP: &str = "certificates.k8s.io";
 const CLIENT_SIGNER: &str = "kubernetes.io/kube-apiserver-client";

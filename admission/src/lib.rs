@@ -130,18 +130,6 @@ pub(crate) fn on(request: &Admit, group: &str, resource: &str) -> bool {
     t.subresource.is_none() && t.resource == resource && t.group == group
 }
 
-/// kube's `admission.NewForbidden`: 403 naming the request's resource and the object (by the
-/// request's name, else the object's own).
-pub(crate) fn forbidden(request: &Admit, object: &Value, why: &str) -> ApiError {
-    let t = &request.target;
-    let name = if t.name.is_empty() {
-        object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("")
-    } else {
-        &t.name
-    };
-    ApiError::forbidden(&t.group, &t.resource, name, why)
-}
-
 /// kube 1.30's plugin order (`AllOrderedPlugins`), cut to the plugins that apply to a server
 /// with no nodes of its own, with whether kube enables each by default. The chain runs enabled
 /// plugins in this order.

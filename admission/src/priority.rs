@@ -11,7 +11,8 @@ use apimachinery::object::ObjectExt;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::{AdmissionPlugin, Review, forbidden, on};
+use crate::attributes::forbidden;
+use crate::{AdmissionPlugin, Review, on};
 
 const GROUP: &str = "scheduling.k8s.io";
 /// A PriorityClass's policy when it says none (its defaulting).

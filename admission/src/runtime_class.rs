@@ -10,7 +10,8 @@ use apimachinery::messages::{Admit, Operation};
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use crate::{AdmissionPlugin, Review, forbidden, on};
+use crate::attributes::forbidden;
+use crate::{AdmissionPlugin, Review, on};
 
 /// Applies RuntimeClasses read through the cache.
 pub struct RuntimeClass {

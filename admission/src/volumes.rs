@@ -11,7 +11,8 @@ use apimachinery::messages::{Admit, Operation};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::{AdmissionPlugin, Review, forbidden, on};
+use crate::attributes::forbidden;
+use crate::{AdmissionPlugin, Review, on};
 
 /// Adds `kubernetes.io/pvc-protection` to new claims and `kubernetes.io/pv-protection` to new
 /// volumes.
