@@ -145,17 +145,9 @@ fn fill_container(
         }
         let set: Vec<&str> = missing.keys().map(String::as_str).collect();
         notes.push(format!("{} {word} for {role} {name}", set.join(", ")));
-        let Some(c) = container.as_object_mut() else { continue };
-        let res = c.entry("resources").or_insert_with(|| Value::Object(Map::new()));
-        if !res.is_object() {
-            *res = Value::Object(Map::new());
-        }
-        let list =
-            res.as_object_mut().expect("made an object").entry(which).or_insert_with(|| Value::Object(Map::new()));
-        if let Some(list) = list.as_object_mut() {
+        let list = object_member(container, "resources").and_then(|r| object_member(r, which));
+        if let Some(list) = list.and_then(Value::as_object_mut) {
             list.extend(missing);
-        } else {
-            *list = Value::Object(missing);
         }
     }
     notes
@@ -179,14 +171,19 @@ fn set_defaults(range: &Value, pod: &mut Value) {
     if notes.is_empty() {
         return;
     }
-    let meta = pod.meta_mut();
-    let annotations = meta.entry("annotations").or_insert_with(|| Value::Object(Map::new()));
-    if !annotations.is_object() {
-        *annotations = Value::Object(Map::new());
-    }
-    if let Some(a) = annotations.as_object_mut() {
+    let annotations = object_member(pod, "metadata").and_then(|m| object_member(m, "annotations"));
+    if let Some(a) = annotations.and_then(Value::as_object_mut) {
         a.insert(ANNOTATION.into(), format!("LimitRanger plugin set: {}", notes.join("; ")).into());
     }
+}
+
+/// The member `key` of the object `value`, made an empty object if absent or not an object.
+fn object_member<'a>(value: &'a mut Value, key: &str) -> Option<&'a mut Value> {
+    let member = value.as_object_mut()?.entry(key).or_insert_with(|| Value::Object(Map::new()));
+    if !member.is_object() {
+        *member = Value::Object(Map::new());
+    }
+    Some(member)
 }
 
 /// `Quantity.Value` (`unit` 10⁹ nanos) or `MilliValue` (10⁶): rounded up, as Go rounds.

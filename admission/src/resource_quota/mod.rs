@@ -4,7 +4,7 @@
 //!
 //! # Concurrency
 //! kube batches the evaluations waiting in a namespace and writes each changed quota once per
-//! batch. Here evaluations in one namespace take turns instead ([`NamespaceTurns`]): each reads
+//! batch. Here evaluations in one namespace take turns instead (`NamespaceTurns`): each reads
 //! the quotas, checks, and writes its charge with the quota's resourceVersion as precondition.
 //! The turns keep one server's evaluations from conflicting with each other; the precondition
 //! keeps the quota controller's recounts, and other servers sharing the storage, from being

@@ -2,11 +2,11 @@
 //! controller: `status.hard` follows `spec.hard`, and `status.used` is recounted from what is
 //! stored, so deleting objects gives their quota back. A quota is counted as soon as it appears
 //! or its spec changes (quota admission refuses what it covers until then), and every quota is
-//! recounted every [`RESYNC`].
+//! recounted every `RESYNC` (5 s).
 //!
 //! Quota admission charges a write before it is stored, so a recount can miss an object charged
 //! a moment ago and not yet written. Raising a count is always safe; lowering one waits
-//! [`SETTLE`] and is written only if no charge came in meanwhile (the quota's resourceVersion
+//! `SETTLE` (1 s) and is written only if no charge came in meanwhile (the quota's resourceVersion
 //! is unchanged), recounting after the wait; the write itself is guarded by that
 //! resourceVersion, so a charge made after the wait makes it fail and wait for the next round.
 
