@@ -101,7 +101,8 @@ async fn every_newly_served_kind_applies_and_prints_kube_columns() {
         (
             format!("{ns}/resourcequotas"),
             vec!["Name", "Age", "Request", "Limit"],
-            vec![json!("quota1"), json!("*"), json!(""), json!("")],
+            // Request is `used/hard` once the quota controller has counted it (see quota.rs).
+            vec![json!("quota1"), json!("*"), json!("*"), json!("")],
         ),
         (format!("{ns}/limitranges"), vec!["Name", "Created At"], vec![json!("limits1")]),
         (

@@ -18,6 +18,7 @@ mod options;
 mod pod_security;
 mod protobuf;
 mod python;
+mod quota;
 mod rbac;
 mod rest;
 mod serviceaccounts;
