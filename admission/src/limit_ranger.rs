@@ -49,11 +49,10 @@ impl LimitRanger {
         if t.subresource.is_some() || !t.group.is_empty() {
             return false;
         }
-        let kind_fits = match (t.resource.as_str(), request.operation) {
-            ("pods", Operation::Create) => true,
-            ("persistentvolumeclaims", Operation::Create | Operation::Update) => true,
-            _ => false,
-        };
+        let kind_fits = matches!(
+            (t.resource.as_str(), request.operation),
+            ("pods", Operation::Create) | ("persistentvolumeclaims", Operation::Create | Operation::Update)
+        );
         kind_fits && !request.old_object.as_ref().is_some_and(|old| old.is_being_deleted())
     }
 }
