@@ -19,6 +19,7 @@ mod options;
 mod pod_security;
 mod protobuf;
 mod python;
+mod quota;
 mod rbac;
 mod rest;
 mod serviceaccounts;
