@@ -365,10 +365,10 @@ impl Checker<'_> {
             },
             (Operator::OptionalIndex, _) => Type::Unknown,
             (Operator::OptionalSelect, [operand, _]) => {
-                if let (Type::Object(o), Some(field)) = (operand, optional_field(e)) {
-                    if o.field(&field).is_none() {
-                        self.report(e, format!("undefined field '{field}'"));
-                    }
+                if let (Type::Object(o), Some(field)) = (operand, optional_field(e))
+                    && o.field(&field).is_none()
+                {
+                    self.report(e, format!("undefined field '{field}'"));
                 }
                 Type::Unknown
             }
