@@ -395,3 +395,52 @@ async fn a_binding_to_a_missing_policy_does_nothing() {
     f.binding("b", "absent", json!({}));
     assert!(f.admit(&deployment("d", 1)).await.0.is_ok());
 }
+
+#[tokio::test]
+async fn a_failed_match_condition_follows_the_failure_policy_unless_another_is_false() {
+    let f = fixture();
+    let conditions = json!([
+        {"name": "broken", "expression": "object.spec.nope == 1"},
+        {"name": "also-broken", "expression": "object.spec.gone == 1"}]);
+    f.policy("p", json!({"matchConditions": conditions, "validations": [{"expression": "true"}]}));
+    f.binding("b", "p", json!({}));
+    let e = f.admit(&deployment("d", 1)).await.0.unwrap_err();
+    assert_eq!(e.code, 422);
+    let message = e.message.split_once("denied request: ").unwrap().1;
+    assert!(message.starts_with("[expression 'object.spec.nope == 1' resulted in error: "), "{message}");
+    assert!(message.contains(", expression 'object.spec.gone == 1' resulted in error: "), "{message}");
+    // A false condition wins: the policy does not apply.
+    let mut with_false = conditions.as_array().unwrap().clone();
+    with_false.push(json!({"name": "never", "expression": "false"}));
+    f.policy("p", json!({"matchConditions": with_false, "validations": [{"expression": "false"}]}));
+    assert!(f.admit(&deployment("d", 1)).await.0.is_ok());
+    // Under Ignore, an error skips the policy.
+    f.policy(
+        "p",
+        json!({"failurePolicy": "Ignore", "matchConditions": conditions,
+        "validations": [{"expression": "false"}]}),
+    );
+    assert!(f.admit(&deployment("d", 1)).await.0.is_ok());
+}
+
+#[tokio::test]
+async fn audit_annotation_values_of_several_params_are_joined_once_each() {
+    let f = fixture();
+    f.policy(
+        "p",
+        json!({"paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+        "auditAnnotations": [{"key": "max", "valueExpression": "params.data.maxReplicas"}]}),
+    );
+    f.limits("a", "3", json!({"audit": "yes"}));
+    f.limits("b", "5", json!({"audit": "yes"}));
+    f.limits("c", "3", json!({"audit": "yes"}));
+    f.binding(
+        "b",
+        "p",
+        json!({"paramRef": {"selector": {"matchLabels": {"audit": "yes"}},
+        "parameterNotFoundAction": "Deny"}}),
+    );
+    let (result, review) = f.admit(&deployment("d", 1)).await;
+    assert!(result.is_ok());
+    assert_eq!(review.audit_annotations, [("p/max".to_string(), "3, 5".to_string())]);
+}

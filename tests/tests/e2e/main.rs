@@ -1,6 +1,7 @@
 //! End-to-end tests: each boots the real `apiserver` binary and drives it with real clients.
 
 mod admin;
+mod admission_policies;
 mod admission_webhooks;
 mod audit;
 mod backpressure;
