@@ -57,10 +57,13 @@ fn too_old_watches_get_410_and_informers_recover_by_relisting() {
             let mut stream =
                 watcher::watcher(quiet_informer, watcher::Config::default().timeout(1).disable_bookmarks()).boxed();
             while let Some(item) = stream.next().await {
-                if let Ok(e) = item
-                    && tx.send(e).is_err()
-                {
-                    return;
+                match item {
+                    Ok(e) if tx.send(e).is_err() => return,
+                    Ok(_) => {}
+                    // A watcher without backoff retries at once, and once the runtime shuts
+                    // down every retry fails at once: yielding lets the abort and the
+                    // shutdown land instead of spinning here for ever.
+                    Err(_) => tokio::task::yield_now().await,
                 }
             }
         });
