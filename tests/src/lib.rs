@@ -6,9 +6,13 @@
 //! `cargo build --release -p gateway --bin apiserver`), or `$APISERVER_BIN`. kubectl comes from
 //! `$KUBECTL`, Python from `$APISERVER_PYTHON` (`deploy/install-tools.sh` prints both). A missing
 //! tool fails the test with a message saying how to install it: nothing is skipped silently.
-//! [`webhook`] runs admission webhook servers for the tests and the load generator.
+//! [`http`] sends raw requests as a chosen caller; [`webhook`] runs admission webhook servers
+//! for the tests and the load generator.
 
+pub mod http;
 pub mod webhook;
+
+pub use http::{Answer, Caller};
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
@@ -453,8 +457,8 @@ pub fn write_webhook_kubeconfig(path: &Path, server: &str, ca_file: Option<&Path
 
 impl TestServer {
     /// `method path` with `token` as its bearer credential (none: no credentials, not the
-    /// admin's certificate either) and an optional JSON body: the status and the JSON answer
-    /// (`Null` if it is not JSON). Run inside an actix runtime.
+    /// admin's certificate either) and an optional JSON body: the status and the JSON answer.
+    /// Run inside an actix runtime.
     pub async fn call_with_token(
         &self,
         token: Option<&str>,
@@ -462,17 +466,8 @@ impl TestServer {
         path: &str,
         body: Option<serde_json::Value>,
     ) -> (u16, serde_json::Value) {
-        let client = self.client(false);
-        let mut req = client.request(method.parse().expect("method"), self.url(path));
-        if let Some(t) = token {
-            req = req.bearer_auth(t);
-        }
-        let mut resp = match body {
-            Some(b) => req.insert_header(("Content-Type", "application/json")).send_body(b.to_string()).await,
-            None => req.send().await,
-        }
-        .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
-        let bytes = resp.body().limit(64 << 20).await.expect("body");
-        (resp.status().as_u16(), serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null))
+        let caller = token.map_or(Caller::Anonymous, Caller::Bearer);
+        let answer = self.request(caller, method, path).json_opt(body.as_ref()).send().await;
+        (answer.code, answer.body)
     }
 }

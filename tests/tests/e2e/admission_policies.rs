@@ -13,16 +13,9 @@ const GROUP_PATH: &str = "/apis/admissionregistration.k8s.io/v1";
 /// `method path` as the admin with an optional JSON body: the status, the JSON answer and the
 /// `Warning` headers.
 async fn call(s: &TestServer, method: &str, path: &str, body: Option<Value>) -> (u16, Value, Vec<String>) {
-    let client = s.client(true);
-    let req = client.request(method.parse().unwrap(), s.url(path));
-    let mut resp = match body {
-        Some(b) => req.insert_header(("Content-Type", "application/json")).send_body(b.to_string()).await,
-        None => req.send().await,
-    }
-    .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
-    let warnings = resp.headers().get_all("warning").map(|v| v.to_str().unwrap_or("").to_string()).collect::<Vec<_>>();
-    let bytes = resp.body().limit(16 << 20).await.unwrap();
-    (resp.status().as_u16(), serde_json::from_slice(&bytes).unwrap_or(Value::Null), warnings)
+    let answer = s.admin_call(method, path, body.as_ref()).await;
+    let warnings = answer.warnings();
+    (answer.code, answer.body, warnings)
 }
 
 /// A policy on creating and updating Deployments, with `spec` over that.

@@ -88,16 +88,9 @@ fn completed(events: &[Value], audit_id: &str) -> bool {
 
 /// `method path` as the admin: the status, the `Audit-Id` header and the JSON answer.
 async fn admin(s: &TestServer, method: &str, path: &str, body: Option<Value>) -> (u16, String, Value) {
-    let client = s.client(true);
-    let req = client.request(method.parse().unwrap(), s.url(path));
-    let mut resp = match body {
-        Some(b) => req.insert_header(("Content-Type", "application/json")).send_body(b.to_string()).await,
-        None => req.send().await,
-    }
-    .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
-    let audit_id = resp.headers().get("Audit-Id").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
-    let bytes = resp.body().limit(64 << 20).await.unwrap();
-    (resp.status().as_u16(), audit_id, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    let answer = s.admin_call(method, path, body.as_ref()).await;
+    let audit_id = answer.header("Audit-Id").unwrap_or_default().to_string();
+    (answer.code, audit_id, answer.body)
 }
 
 #[actix_web::test]

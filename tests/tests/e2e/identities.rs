@@ -565,9 +565,8 @@ async fn authorization_webhook_decides_what_rbac_does_not_allow_and_its_reason_i
 }
 
 async fn admin_text(s: &TestServer, path: &str) -> (u16, String) {
-    let mut resp = s.client(true).get(s.url(path)).send().await.unwrap();
-    let body = resp.body().limit(64 << 20).await.unwrap();
-    (resp.status().as_u16(), String::from_utf8_lossy(&body).into_owned())
+    let answer = s.admin_call("GET", path, None).await;
+    (answer.code, answer.text())
 }
 
 #[actix_web::test]

@@ -3,23 +3,14 @@
 //! validation, and discovery as `kubectl api-resources` lists it.
 
 use serde_json::{Value, json};
-use tests::TestServer;
+use tests::{Caller, TestServer};
 
 const MANIFEST: &str = include_str!("all-kinds.yaml");
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
 
 pub(crate) async fn call(s: &TestServer, method: &str, path: &str, accept: &str, body: Option<Value>) -> (u16, Value) {
-    let client = s.client(true);
-    let req = client.request(method.parse().unwrap(), s.url(path)).insert_header(("Accept", accept));
-    let mut resp = match body {
-        Some(b) => {
-            req.insert_header(("Content-Type", "application/json")).send_body(serde_json::to_vec(&b).unwrap()).await
-        }
-        None => req.send().await,
-    }
-    .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
-    let bytes = resp.body().limit(16 << 20).await.unwrap();
-    (resp.status().as_u16(), serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    let answer = s.request(Caller::Admin, method, path).header("Accept", accept).json_opt(body.as_ref()).send().await;
+    (answer.code, answer.body)
 }
 
 /// `*` matches any cell (ages).

@@ -15,15 +15,8 @@ fn create(s: &TestServer, ns: &str, object: &Value) -> (bool, String, String) {
 
 /// POST of `object` to `path` as the admin: the status code and the body.
 async fn post(s: &TestServer, path: &str, object: &Value) -> (u16, Value) {
-    let mut resp = s
-        .client(true)
-        .post(s.url(path))
-        .insert_header(("Content-Type", "application/json"))
-        .send_body(object.to_string())
-        .await
-        .unwrap_or_else(|e| panic!("POST {path}: {e}"));
-    let body = resp.body().await.unwrap();
-    (resp.status().as_u16(), serde_json::from_slice(&body).unwrap_or(Value::Null))
+    let answer = s.admin_call("POST", path, Some(object)).await;
+    (answer.code, answer.body)
 }
 
 fn configmap(name: &str) -> Value {

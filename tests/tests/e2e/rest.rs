@@ -3,31 +3,19 @@
 //! metrics.
 
 use serde_json::{Value, json};
-use tests::TestServer;
+use tests::{Caller, TestServer};
 
-struct Api {
-    client: awc::Client,
-    base: String,
-}
+struct Api<'s>(&'s TestServer);
 
-impl Api {
-    fn new(s: &TestServer) -> Self {
-        Api { client: s.client(true), base: s.url("") }
+impl<'s> Api<'s> {
+    fn new(s: &'s TestServer) -> Self {
+        Api(s)
     }
 
     async fn send(&self, method: &str, path: &str, content_type: &str, body: Option<Value>) -> (u16, Value) {
-        let req = self
-            .client
-            .request(method.parse().unwrap(), format!("{}{path}", self.base))
-            .insert_header(("Content-Type", content_type));
-        let mut resp = match body {
-            Some(b) => req.send_body(serde_json::to_vec(&b).unwrap()).await,
-            None => req.send().await,
-        }
-        .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
-        let bytes = resp.body().limit(64 << 20).await.unwrap();
-        let v = serde_json::from_slice(&bytes).unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into_owned()));
-        (resp.status().as_u16(), v)
+        let request = self.0.request(Caller::Admin, method, path).header("Content-Type", content_type);
+        let answer = request.json_opt(body.as_ref()).send().await;
+        (answer.code, answer.body)
     }
 
     async fn post(&self, path: &str, body: Value) -> (u16, Value) {
@@ -51,10 +39,8 @@ impl Api {
     }
 
     async fn text(&self, path: &str, accept: &str) -> (u16, String) {
-        let mut resp =
-            self.client.get(format!("{}{path}", self.base)).insert_header(("Accept", accept)).send().await.unwrap();
-        let bytes = resp.body().limit(64 << 20).await.unwrap();
-        (resp.status().as_u16(), String::from_utf8_lossy(&bytes).into_owned())
+        let answer = self.0.request(Caller::Admin, "GET", path).header("Accept", accept).send().await;
+        (answer.code, answer.text())
     }
 }
 

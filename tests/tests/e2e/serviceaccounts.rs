@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use serde_json::{Value, json};
-use tests::{TestServer, command_outcome as out, within};
+use tests::{Caller, TestServer, command_outcome as out, within};
 
 use crate::kinds::call;
 
@@ -50,16 +50,9 @@ fn now() -> u64 {
 
 /// An HTTPS request without a client certificate, with `token` as bearer token if given.
 async fn raw(s: &TestServer, token: Option<&str>, method: &str, path: &str) -> (u16, Option<String>, Value) {
-    let client = s.client(false);
-    let mut req = client.request(method.parse().unwrap(), s.url(path));
-    if let Some(t) = token {
-        req = req.insert_header(("Authorization", format!("Bearer {t}")));
-    }
-    let mut resp = req.send().await.unwrap_or_else(|e| panic!("{method} {path}: {e}"));
-    let ctype = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).map(str::to_string);
-    let bytes = resp.body().limit(16 << 20).await.unwrap();
-    let body = serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
-    (resp.status().as_u16(), ctype, body)
+    let answer = s.request(token.map_or(Caller::Anonymous, Caller::Bearer), method, path).send().await;
+    let ctype = answer.header("content-type").map(str::to_string);
+    (answer.code, ctype, answer.body)
 }
 
 fn get_json(s: &TestServer, args: &[&str]) -> Value {
