@@ -26,6 +26,7 @@
 //! - [`webhooks`]: kube's `MutatingAdmissionWebhook` and `ValidatingAdmissionWebhook`.
 //! - [`policy`]: kube's `ValidatingAdmissionPolicy`: CEL validations bound to requests.
 //! - [`matching`]: the rules and selectors webhooks and policies are matched to requests by.
+//! - [`versions`]: the served version a webhook or policy sees a request in (`matchPolicy`).
 //!
 //! CEL expressions compile and run in [`apimachinery::cel`], which validation shares.
 
@@ -56,6 +57,7 @@ pub mod service_account;
 #[cfg(test)]
 mod testing;
 pub mod tolerations;
+pub mod versions;
 pub mod volumes;
 pub mod webhooks;
 
@@ -115,6 +117,9 @@ pub trait AdmissionPlugin: Send + Sync {
 pub struct PluginContext {
     /// Reads of the objects plugins consult (namespaces, ServiceAccounts), from the cachers.
     pub objects: Arc<dyn ObjectLookup>,
+    /// The served resources: webhooks and policies see a request in a served version
+    /// ([`versions`]).
+    pub catalogue: Arc<apimachinery::kinds::Catalogue>,
     /// The server's authorizers, for plugins that check a permission beyond the request's
     /// own (the certificate plugins ask about signers).
     pub access: Arc<dyn AccessCheck>,
@@ -221,13 +226,19 @@ pub fn build_chain(names: &[&str], ctx: &PluginContext) -> Result<AdmissionChain
             "CertificateSigning" => Arc::new(certificates::CertificateSigning::new(ctx.access.clone())),
             "CertificateSubjectRestriction" => Arc::new(certificates::CertificateSubjectRestriction),
             "DefaultIngressClass" => Arc::new(default_class::DefaultIngressClass::new(ctx.objects.clone())),
-            "MutatingAdmissionWebhook" => {
-                Arc::new(webhooks::WebhookPlugin::new(webhooks::config::HookKind::Mutating, ctx.objects.clone()))
+            "MutatingAdmissionWebhook" => Arc::new(webhooks::WebhookPlugin::new(
+                webhooks::config::HookKind::Mutating,
+                ctx.objects.clone(),
+                ctx.catalogue.clone(),
+            )),
+            "ValidatingAdmissionPolicy" => {
+                Arc::new(policy::ValidatingAdmissionPolicy::new(ctx.objects.clone(), ctx.catalogue.clone()))
             }
-            "ValidatingAdmissionPolicy" => Arc::new(policy::ValidatingAdmissionPolicy::new(ctx.objects.clone())),
-            "ValidatingAdmissionWebhook" => {
-                Arc::new(webhooks::WebhookPlugin::new(webhooks::config::HookKind::Validating, ctx.objects.clone()))
-            }
+            "ValidatingAdmissionWebhook" => Arc::new(webhooks::WebhookPlugin::new(
+                webhooks::config::HookKind::Validating,
+                ctx.objects.clone(),
+                ctx.catalogue.clone(),
+            )),
             "ResourceQuota" => Arc::new(resource_quota::ResourceQuota::new(ctx.objects.clone(), ctx.writer.clone())),
             other => return Err(format!("unknown admission plugin: {other}")),
         };

@@ -341,43 +341,20 @@ fn claim_violations(range: &Value, claim: &Value) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use apimachinery::messages::{AdmissionPhase, Target};
-    use apimachinery::request::UserInfo;
+    use crate::testing::{Objects, admit};
+    use apimachinery::messages::AdmissionPhase;
     use serde_json::json;
 
-    struct Ranges(Vec<Value>);
-
-    #[async_trait]
-    impl ObjectLookup for Ranges {
-        async fn get(&self, _: &str, _: &str, _: &str, _: &str) -> Result<Option<Value>, ApiError> {
-            Ok(None)
-        }
-
-        async fn list(&self, _: &str, _: &str, _: &str, _: &str) -> Result<Vec<Value>, ApiError> {
-            Ok(self.0.clone())
-        }
-    }
-
     fn plugin(limits: Value) -> LimitRanger {
-        LimitRanger::new(Arc::new(Ranges(vec![json!({"metadata": {"name": "lr"}, "spec": {"limits": limits}})])))
+        let range = json!({"metadata": {"name": "lr"}, "spec": {"limits": limits}});
+        LimitRanger::new(Arc::new(Objects::default().with("", "limitranges", "ns", range)))
     }
 
     fn request(resource: &str, operation: Operation, object: &Value) -> Admit {
-        Admit {
-            phase: AdmissionPhase::Validating,
-            operation,
-            target: Target {
-                version: "v1".into(),
-                resource: resource.into(),
-                namespace: "ns".into(),
-                ..Default::default()
-            },
-            user: UserInfo::default(),
-            object: object.clone(),
-            old_object: (operation == Operation::Update).then(|| object.clone()),
-            dry_run: false,
-            options: Value::Null,
-        }
+        let mut request = admit(operation, "", resource, object.clone());
+        request.phase = AdmissionPhase::Validating;
+        request.old_object = (operation == Operation::Update).then(|| object.clone());
+        request
     }
 
     async fn refusal(p: &LimitRanger, resource: &str, object: Value) -> String {

@@ -1,9 +1,7 @@
 //! Whether a webhook or a policy applies to a request, as kube decides it for both: rules of
 //! operations, groups, versions, resources and scope (kube's `rules.Matcher`), and the
 //! namespace and object label selectors (`predicates/namespace`, `predicates/object`).
-//!
-//! `matchPolicy: Equivalent` is read but behaves as `Exact`: every resource is served in one
-//! version here, so no request has an equivalent in another group or version to match.
+//! Which version of the request a rule matched (`matchPolicy`) is [`crate::versions`]'.
 
 use apimachinery::lookup::ObjectLookup;
 use apimachinery::messages::{Admit, Operation};

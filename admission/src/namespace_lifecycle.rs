@@ -67,47 +67,27 @@ impl AdmissionPlugin for NamespaceLifecycle {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use apimachinery::messages::Target;
-    use apimachinery::request::UserInfo;
+    use crate::testing::{Objects, admit};
     use serde_json::json;
 
-    struct Fixed(Option<Value>);
-
-    #[async_trait]
-    impl ObjectLookup for Fixed {
-        async fn get(&self, _: &str, _: &str, _: &str, _: &str) -> Result<Option<Value>, ApiError> {
-            Ok(self.0.clone())
-        }
-    }
-
+    /// A ConfigMap create in `ns`.
     fn create_cm(ns: &str) -> Admit {
-        Admit {
-            phase: apimachinery::messages::AdmissionPhase::Mutating,
-            operation: Operation::Create,
-            target: Target {
-                version: "v1".into(),
-                resource: "configmaps".into(),
-                namespace: ns.into(),
-                ..Default::default()
-            },
-            user: UserInfo::default(),
-            object: json!({"metadata": {"name": "c"}}),
-            old_object: None,
-            dry_run: false,
-            options: Value::Null,
-        }
+        let mut request = admit(Operation::Create, "", "configmaps", json!({"metadata": {"name": "c"}}));
+        request.target.namespace = ns.into();
+        request
     }
 
     #[tokio::test]
     async fn missing_namespace_is_not_found() {
-        let p = NamespaceLifecycle::new(Arc::new(Fixed(None)));
+        let p = NamespaceLifecycle::new(Arc::new(Objects::default()));
         let e = p.mutate(&create_cm("nope"), &mut json!({}), &mut Review::default()).await.unwrap_err();
         assert_eq!((e.code, e.message.as_str()), (404, "namespaces \"nope\" not found"));
     }
 
     #[tokio::test]
     async fn terminating_namespace_refuses_new_content() {
-        let p = NamespaceLifecycle::new(Arc::new(Fixed(Some(json!({"status": {"phase": "Terminating"}})))));
+        let old = json!({"metadata": {"name": "old"}, "status": {"phase": "Terminating"}});
+        let p = NamespaceLifecycle::new(Arc::new(Objects::default().with("", "namespaces", "", old)));
         let req = create_cm("old");
         let e = p.mutate(&req, &mut req.object.clone(), &mut Review::default()).await.unwrap_err();
         assert_eq!(e.code, 403);
@@ -115,11 +95,15 @@ mod tests {
             e.message,
             "configmaps \"c\" is forbidden: unable to create new content in namespace old because it is being terminated"
         );
+        let active = json!({"metadata": {"name": "new"}, "status": {"phase": "Active"}});
+        let p = NamespaceLifecycle::new(Arc::new(Objects::default().with("", "namespaces", "", active)));
+        let req = create_cm("new");
+        p.mutate(&req, &mut req.object.clone(), &mut Review::default()).await.unwrap();
     }
 
     #[tokio::test]
     async fn system_namespaces_cannot_be_deleted() {
-        let p = NamespaceLifecycle::new(Arc::new(Fixed(None)));
+        let p = NamespaceLifecycle::new(Arc::new(Objects::default()));
         let mut req = create_cm("");
         req.operation = Operation::Delete;
         req.target.resource = "namespaces".into();

@@ -159,38 +159,16 @@ impl AdmissionPlugin for ServiceAccount {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use apimachinery::messages::Target;
-    use apimachinery::request::UserInfo;
+    use crate::testing::{Objects, admit};
 
-    struct Accounts(Vec<Value>);
-
-    #[async_trait]
-    impl ObjectLookup for Accounts {
-        async fn get(&self, _: &str, _: &str, _: &str, name: &str) -> Result<Option<Value>, ApiError> {
-            Ok(self.0.iter().find(|a| a["metadata"]["name"] == name).cloned())
-        }
-    }
-
-    fn create_pod(pod: Value) -> Admit {
-        Admit {
-            phase: apimachinery::messages::AdmissionPhase::Mutating,
-            operation: Operation::Create,
-            target: Target {
-                version: "v1".into(),
-                resource: "pods".into(),
-                namespace: "ns".into(),
-                ..Default::default()
-            },
-            user: UserInfo::default(),
-            object: pod,
-            old_object: None,
-            dry_run: false,
-            options: Value::Null,
-        }
+    /// The plugin over these ServiceAccounts of namespace `ns`.
+    fn plugin(accounts: Vec<Value>) -> ServiceAccount {
+        let objects = accounts.into_iter().fold(Objects::default(), |o, a| o.with("", "serviceaccounts", "ns", a));
+        ServiceAccount::new(Arc::new(objects))
     }
 
     async fn run(p: &ServiceAccount, mut object: Value) -> Result<Value, ApiError> {
-        let request = create_pod(object.clone());
+        let request = admit(Operation::Create, "", "pods", object.clone());
         p.mutate(&request, &mut object, &mut Review::default()).await.map(|()| object)
     }
 
@@ -200,7 +178,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_pod_gets_the_default_account_and_its_token_volume() {
-        let p = ServiceAccount::new(Arc::new(Accounts(vec![json!({"metadata": {"name": "default"}})])));
+        let p = plugin(vec![json!({"metadata": {"name": "default"}})]);
         let object = pod(
             json!({"containers": [{"name": "a"}, {"name": "b", "volumeMounts": [{"name": "x", "mountPath": TOKEN_MOUNT_PATH}]}]}),
         );
@@ -213,7 +191,7 @@ mod tests {
         assert_eq!(out["spec"]["containers"][0]["volumeMounts"][0]["name"], name);
         assert_eq!(out["spec"]["containers"][1]["volumeMounts"].as_array().unwrap().len(), 1, "own mount kept");
         let with_secrets = json!({"metadata": {"name": "default"}, "imagePullSecrets": [{"name": "registry"}]});
-        let p = ServiceAccount::new(Arc::new(Accounts(vec![with_secrets])));
+        let p = plugin(vec![with_secrets]);
         let object = pod(json!({"containers": [{"name": "a"}]}));
         let out = run(&p, object).await.unwrap();
         assert_eq!(out["spec"]["imagePullSecrets"], json!([{"name": "registry"}]), "the account's pull secrets");
@@ -222,7 +200,7 @@ mod tests {
     #[tokio::test]
     async fn automounting_off_on_the_account_or_the_pod_mounts_nothing() {
         let off = json!({"metadata": {"name": "robot"}, "automountServiceAccountToken": false});
-        let p = ServiceAccount::new(Arc::new(Accounts(vec![off])));
+        let p = plugin(vec![off]);
         let object = pod(json!({"serviceAccountName": "robot", "containers": [{"name": "a"}]}));
         let out = run(&p, object).await.unwrap();
         assert!(out["spec"].get("volumes").is_none());
@@ -235,7 +213,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_missing_account_is_refused_as_kube_words_it() {
-        let p = ServiceAccount::new(Arc::new(Accounts(vec![])));
+        let p = plugin(vec![]);
         let object = pod(json!({"serviceAccountName": "ghost", "containers": [{"name": "a"}]}));
         let e = run(&p, object).await.unwrap_err();
         assert_eq!(e.code, 403);

@@ -1,6 +1,7 @@
 //! What plugin tests share: objects to look up, and requests to admit.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use apimachinery::error::ApiError;
 use apimachinery::lookup::ObjectLookup;
@@ -11,22 +12,39 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 /// Objects by group, resource and namespace, answering gets and lists (field selectors are
-/// not applied).
+/// not applied), with a change count for every store and a count of the lists asked.
 #[derive(Default)]
-pub struct Objects(Mutex<Vec<(String, String, String, Value)>>);
+pub struct Objects {
+    objects: Mutex<Vec<(String, String, String, Value)>>,
+    changes: AtomicU64,
+    lists: AtomicUsize,
+}
 
 impl Objects {
     /// With `object` stored as `resource.group` in `namespace`.
     pub fn with(self, group: &str, resource: &str, namespace: &str, object: Value) -> Self {
-        self.0.lock().unwrap().push((group.into(), resource.into(), namespace.into(), object));
+        self.put(group, resource, namespace, object);
         self
+    }
+
+    /// Stores `object`, replacing one of the same name.
+    pub fn put(&self, group: &str, resource: &str, namespace: &str, object: Value) {
+        let mut all = self.objects.lock().unwrap();
+        all.retain(|(g, r, n, o)| !(g == group && r == resource && n == namespace && o.name() == object.name()));
+        all.push((group.into(), resource.into(), namespace.into(), object));
+        self.changes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Lists asked so far.
+    pub fn lists(&self) -> usize {
+        self.lists.load(Ordering::Relaxed)
     }
 }
 
 #[async_trait]
 impl ObjectLookup for Objects {
     async fn get(&self, group: &str, resource: &str, namespace: &str, name: &str) -> Result<Option<Value>, ApiError> {
-        let all = self.0.lock().unwrap();
+        let all = self.objects.lock().unwrap();
         Ok(all
             .iter()
             .find(|(g, r, n, o)| g == group && r == resource && n == namespace && o.name() == name)
@@ -34,12 +52,17 @@ impl ObjectLookup for Objects {
     }
 
     async fn list(&self, group: &str, resource: &str, namespace: &str, _: &str) -> Result<Vec<Value>, ApiError> {
-        let all = self.0.lock().unwrap();
+        self.lists.fetch_add(1, Ordering::Relaxed);
+        let all = self.objects.lock().unwrap();
         Ok(all
             .iter()
             .filter(|(g, r, n, _)| g == group && r == resource && (namespace.is_empty() || n == namespace))
             .map(|(_, _, _, o)| o.clone())
             .collect())
+    }
+
+    fn changes(&self, _: &str, _: &str) -> Option<u64> {
+        Some(self.changes.load(Ordering::Relaxed))
     }
 }
 

@@ -40,6 +40,14 @@ pub trait ObjectLookup: Send + Sync {
         self.list(group, resource, namespace, "").await
     }
 
+    /// A number that differs whenever any object of the resource has changed since it was
+    /// last asked (`None`: not known, so a caller lists). A plugin that builds something from
+    /// a whole list (webhook configurations, policies) rebuilds only when it moves.
+    fn changes(&self, group: &str, resource: &str) -> Option<u64> {
+        let _ = (group, resource);
+        None
+    }
+
     /// The plural resource serving `kind` of `group`/`version` and whether it is namespaced
     /// (kube's REST mapping), for plugins that are given a kind rather than a resource (a
     /// policy's `paramKind`). `None` when no served resource has that kind.

@@ -482,6 +482,7 @@ macro_rules! cacher_read_path_tests {
             namespaces_do_not_leak,
             cluster_scoped_resources_are_served,
             consistent_reads_come_from_cache_when_progress_is_prompt,
+            change_count_moves_with_the_objects_only,
         );
     };
     (@cases $factory:expr; $($(#[$attr:meta])* $case:ident),* $(,)?) => {
@@ -948,6 +949,35 @@ pub async fn exact_list_at_compacted_revision_matches_kube_message(f: &Fixture) 
 
 /// An object to write: namespace, name, labels.
 type Labelled<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+
+/// The reader's change count moves with every create, update and delete of the resource and
+/// stands still while other resources are written: what lets admission keep its webhook
+/// configurations built until one changes.
+pub async fn change_count_moves_with_the_objects_only(f: &Fixture) {
+    let c = f.cacher(configmaps(), CacherOptions::default());
+    let ns = "changes";
+    c.ready().await;
+    let before = c.reader.changes().expect("a synced cache counts its changes");
+    let settled = |at: Revision| {
+        let c = &c;
+        async move {
+            c.wait_for_cache(at).await;
+            c.reader.changes().expect("still synced")
+        }
+    };
+    let r1 = put_object(&f.store, c.def, ns, "a", &configmap(ns, "a", &[], "1")).await;
+    let created = settled(r1).await;
+    assert_ne!(created, before, "a create is a change");
+    let other = unrelated_write(&f.store, ns, "a").await;
+    // A consistent read brings the cache up to the store's revision without an event.
+    c.list_at("", None).await;
+    assert_eq!(settled(other).await, created, "another resource's write is not a change");
+    let r2 = update_object(&f.store, c.def, ns, "a", &configmap(ns, "a", &[], "2"), r1).await;
+    let updated = settled(r2).await;
+    assert_ne!(updated, created, "an update is a change");
+    let r3 = delete_object(&f.store, c.def, ns, "a", r2).await;
+    assert_ne!(settled(r3).await, updated, "a delete is a change");
+}
 
 /// Label selectors (equality, inequality, set-based, existence) and field selectors
 /// (`metadata.name`, `metadata.namespace`) filter lists the same whether the cache answers

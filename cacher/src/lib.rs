@@ -100,6 +100,8 @@ pub struct CacherActor {
     /// The revision the cache reflects: every change under the prefix up to it is applied.
     revision: Revision,
     ready: bool,
+    /// Changes applied to `objects` so far: see [`Snapshot::changes`].
+    changes: u64,
     watchers: HashMap<u64, Watcher>,
     next_watcher: u64,
     progress: Option<Arc<dyn ProgressRequester>>,
@@ -185,6 +187,7 @@ impl CacherActor {
             snapshots,
             shared,
             reader: reader.clone(),
+            changes: 0,
             generation: 0,
             storage_watch: None,
             resync_gap: None,
@@ -200,6 +203,7 @@ impl CacherActor {
             objects: self.objects.clone(),
             revision: self.revision,
             ready: self.ready,
+            changes: self.changes,
             progress: self.progress.clone(),
         }));
     }
@@ -229,6 +233,7 @@ impl CacherActor {
                         // before can be trusted, so watchers start over.
                         act.watchers.clear();
                         act.objects = objects;
+                        act.changes += 1;
                         act.window.clear();
                         act.window_floor = revision;
                         act.revision = revision;
@@ -310,6 +315,7 @@ impl CacherActor {
         // Stable: a re-created object's DELETED stays before its ADDED.
         changes.sort_by_key(|e| e.revision);
         self.objects = fresh;
+        self.changes += 1;
         for event in changes {
             self.metrics.events_received.increment(1);
             self.dispatch(&event);
@@ -362,6 +368,7 @@ impl CacherActor {
             EventType::Deleted => prev,
             _ => self.objects.insert(key, entry.clone()),
         };
+        self.changes += 1;
         let cached = CachedEvent { kind: event.kind, revision, entry, prev, received };
         self.dispatch(&cached);
         self.remember(cached);

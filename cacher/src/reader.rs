@@ -84,12 +84,15 @@ pub(crate) struct Snapshot {
     pub revision: Revision,
     /// False until the first list from storage has been applied.
     pub ready: bool,
+    /// Counts the changes applied to `objects`, so a reader can tell in O(1) that nothing
+    /// changed since its last look (`revision` also moves on progress notifications).
+    pub changes: u64,
     pub progress: Option<Arc<dyn ProgressRequester>>,
 }
 
 impl Snapshot {
     pub fn empty() -> Self {
-        Snapshot { objects: Objects::new(), revision: 0, ready: false, progress: None }
+        Snapshot { objects: Objects::new(), revision: 0, ready: false, changes: 0, progress: None }
     }
 }
 
@@ -162,6 +165,14 @@ impl CacheReader {
     /// Objects in the cache now (all namespaces): what a list of the resource goes through.
     pub fn object_count(&self) -> u64 {
         self.snapshots.borrow().objects.len() as u64
+    }
+
+    /// A number that differs whenever the cached objects have changed since it was last read;
+    /// `None` until the cache has synced. Lets a stage that builds something from a whole list
+    /// (admission's webhook configurations) skip the list when nothing moved.
+    pub fn changes(&self) -> Option<u64> {
+        let snapshot = self.snapshots.borrow();
+        snapshot.ready.then_some(snapshot.changes)
     }
 
     /// Watchers of the resource now: how many a write's event will reach.

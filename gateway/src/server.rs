@@ -77,6 +77,11 @@ impl ObjectLookup for CachedObjects {
         self.list_at(group, resource, namespace, "", ReadAt::Latest).await
     }
 
+    fn changes(&self, group: &str, resource: &str) -> Option<u64> {
+        let def = self.catalogue.find_any_version(group, resource)?;
+        self.reads.get(&def.storage_path)?.reader.changes()
+    }
+
     fn resource_for_kind(&self, group: &str, version: &str, kind: &str) -> Option<KindResource> {
         let def = self.catalogue.find_kind(group, version, kind).filter(|d| d.stored())?;
         Some(KindResource { resource: def.resource.clone(), namespaced: def.namespaced })
@@ -223,6 +228,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let status_writer = LateWriter::default();
     let context = PluginContext {
         objects: objects.clone(),
+        catalogue: catalogue.clone(),
         access: Arc::new(StageAccess(authorization.handle())),
         writer: Arc::new(status_writer.clone()),
         toleration_seconds: admission::tolerations::DefaultTolerationSeconds {

@@ -38,7 +38,9 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use crate::matching::RequestAttributes;
+use crate::versions::{self, Seen};
 use crate::{AdmissionPlugin, Review};
+use apimachinery::kinds::{Catalogue, ResourceDef};
 use source::{Action, Binding, Hook, MatchResources, Policy, PolicySource};
 use validator::{AuditOutcome, Evaluation, Inputs};
 
@@ -52,12 +54,14 @@ pub const VALIDATION_FAILURE_ANNOTATION: &str = "validation.policy.admission.k8s
 pub struct ValidatingAdmissionPolicy {
     source: PolicySource,
     objects: Arc<dyn ObjectLookup>,
+    /// The served versions, for `matchPolicy: Equivalent` and to show objects as served.
+    catalogue: Arc<Catalogue>,
 }
 
 impl ValidatingAdmissionPolicy {
     /// The plugin, reading policies, bindings, params and namespaces via `objects`.
-    pub fn new(objects: Arc<dyn ObjectLookup>) -> Self {
-        ValidatingAdmissionPolicy { source: PolicySource::new(objects.clone()), objects }
+    pub fn new(objects: Arc<dyn ObjectLookup>, catalogue: Arc<Catalogue>) -> Self {
+        ValidatingAdmissionPolicy { source: PolicySource::new(objects.clone()), objects, catalogue }
     }
 }
 
@@ -69,16 +73,25 @@ struct Denial {
     reason: Reason,
 }
 
-/// The request as CEL's `request`: the AdmissionRequest without `uid`, `object` and
-/// `oldObject`.
-fn request_variable(request: &Admit, object: &Value) -> Value {
-    let mut req = crate::webhooks::review::request_body(request, object)["request"].take();
-    if let Some(r) = req.as_object_mut() {
-        for key in ["uid", "object", "oldObject"] {
-            r.remove(key);
+/// What CEL sees of the request in one version: `object` (none for a delete, whose object
+/// is the one deleted), `oldObject`, and `request`, the AdmissionRequest without `uid`,
+/// `object` and `oldObject`.
+struct View {
+    object: Value,
+    old_object: Value,
+    request: Value,
+}
+
+impl View {
+    fn new(request: &Admit, seen: &Seen<'_>) -> View {
+        let mut vars = crate::webhooks::review::cel_variables(request, seen).into_iter().map(|(_, v)| v);
+        let (object, old_object, mut req) =
+            (vars.next().unwrap_or_default(), vars.next().unwrap_or_default(), vars.next().unwrap_or_default());
+        if let Some(r) = req.as_object_mut() {
+            r.remove("uid");
         }
+        View { object, old_object, request: req }
     }
-    req
 }
 
 /// kube's `CreateNamespaceObject`: the namespace with the metadata kube exposes.
@@ -111,24 +124,33 @@ fn namespace_variable(ns: &Value) -> Value {
 }
 
 impl ValidatingAdmissionPolicy {
-    /// Whether `m` selects the request: no exclusion and a rule (with its resource names)
-    /// match, then the selectors, so the namespace is read only for requests the rules match.
-    /// An error when that namespace cannot be read.
-    async fn matches(&self, m: &MatchResources, request: &Admit, object: &Value) -> Result<bool, String> {
-        let attrs = RequestAttributes::of(request);
+    /// The version `m` selects the request in (see [`versions::matched`]), if it does: no
+    /// exclusion and a rule (with its resource names) match, then the selectors, so the
+    /// namespace is read only for requests the rules match. An error when that namespace
+    /// cannot be read.
+    async fn matches<'c>(
+        &self,
+        m: &MatchResources,
+        request: &Admit,
+        object: &Value,
+        candidates: &'c [Arc<ResourceDef>],
+    ) -> Result<Option<Option<&'c Arc<ResourceDef>>>, String> {
         let name = &request.target.name;
-        let any = |rules: &[source::NamedRule]| {
-            rules
-                .iter()
-                .any(|r| r.rule.matches(&attrs) && (r.resource_names.is_empty() || r.resource_names.contains(name)))
+        let rule_matches = |r: &source::NamedRule, attrs: &RequestAttributes<'_>| {
+            r.rule.matches(attrs) && (r.resource_names.is_empty() || r.resource_names.contains(name))
         };
-        if any(&m.exclude_resource_rules) {
-            return Ok(false);
+        if versions::matched(candidates, request, m.exact, &m.exclude_resource_rules, rule_matches).is_some() {
+            return Ok(None);
         }
-        if !m.resource_rules.is_empty() && !any(&m.resource_rules) {
-            return Ok(false);
-        }
-        m.selectors.select(self.objects.as_ref(), request, object).await
+        let matched = if m.resource_rules.is_empty() {
+            candidates.first()
+        } else {
+            match versions::matched(candidates, request, m.exact, &m.resource_rules, rule_matches) {
+                Some(matched) => matched,
+                None => return Ok(None),
+            }
+        };
+        Ok(m.selectors.select(self.objects.as_ref(), request, object).await?.then_some(matched))
     }
 
     /// The namespace CEL sees as `namespaceObject`: none for cluster-scoped objects and for a
@@ -152,9 +174,8 @@ impl ValidatingAdmissionPolicy {
         let mut dispatch = Dispatch {
             request,
             object,
-            // CEL's view of the object: none for a delete, whose object is the one deleted.
-            cel_object: if request.operation == Operation::Delete { Value::Null } else { object.clone() },
-            request_var: request_variable(request, object),
+            candidates: versions::candidates(&self.catalogue, request),
+            views: Vec::new(),
             namespace: None,
             denials: Vec::new(),
         };
@@ -171,14 +192,21 @@ impl ValidatingAdmissionPolicy {
     /// cannot be read.
     async fn apply(&self, hook: &Hook, d: &mut Dispatch<'_>, review: &mut Review) -> Result<(), ApiError> {
         let policy = &hook.policy;
-        match self.matches(&policy.match_constraints, d.request, d.object).await {
-            Ok(true) => {}
-            Ok(false) => return Ok(()),
+        let candidates = std::mem::take(&mut d.candidates);
+        let matched = self.matches(&policy.match_constraints, d.request, d.object, &candidates).await;
+        let version = match matched {
+            Ok(Some(matched)) => matched.and_then(|m| candidates.iter().position(|c| Arc::ptr_eq(c, m))),
+            Ok(None) => {
+                d.candidates = candidates;
+                return Ok(());
+            }
             Err(e) => {
+                d.candidates = candidates;
                 d.config_error(policy, None, e);
                 return Ok(());
             }
-        }
+        };
+        d.candidates = candidates;
         if let Some(e) = &policy.configuration_error {
             d.config_error(policy, None, e.clone());
             return Ok(());
@@ -186,9 +214,9 @@ impl ValidatingAdmissionPolicy {
         let mut annotations: Vec<(String, Vec<String>)> = Vec::new();
         for binding in &hook.bindings {
             if let Some(m) = &binding.match_resources {
-                match self.matches(m, d.request, d.object).await {
-                    Ok(true) => {}
-                    Ok(false) => continue,
+                match self.matches(m, d.request, d.object, &d.candidates).await {
+                    Ok(Some(_)) => {}
+                    Ok(None) => continue,
                     Err(e) => {
                         d.config_error(policy, Some(binding), e);
                         continue;
@@ -213,11 +241,12 @@ impl ValidatingAdmissionPolicy {
             if d.namespace.is_none() {
                 d.namespace = Some(self.namespace_of(d.request).await?);
             }
+            let view = d.view(version);
             for params in params {
                 let inputs = Inputs {
-                    object: d.cel_object.clone(),
-                    old_object: d.request.old_object.clone().unwrap_or(Value::Null),
-                    request: d.request_var.clone(),
+                    object: view.object.clone(),
+                    old_object: view.old_object.clone(),
+                    request: view.request.clone(),
                     params,
                     namespace: d.namespace.clone().unwrap_or(Value::Null),
                 };
@@ -255,14 +284,28 @@ impl ValidatingAdmissionPolicy {
 struct Dispatch<'a> {
     request: &'a Admit,
     object: &'a Value,
-    cel_object: Value,
-    request_var: Value,
+    /// The versions the request can be matched in ([`versions::candidates`]).
+    candidates: Vec<Arc<ResourceDef>>,
+    /// CEL's views of the request, built once per version a policy matched (by index in
+    /// `candidates`; `None` for a request not in the catalogue).
+    views: Vec<(Option<usize>, Arc<View>)>,
     /// `namespaceObject`, read once a binding applies.
     namespace: Option<Value>,
     denials: Vec<Denial>,
 }
 
 impl Dispatch<'_> {
+    /// CEL's view of the request in candidate `version`.
+    fn view(&mut self, version: Option<usize>) -> Arc<View> {
+        if let Some((_, view)) = self.views.iter().find(|(v, _)| *v == version) {
+            return view.clone();
+        }
+        let def = version.map(|i| self.candidates[i].as_ref());
+        let view = Arc::new(View::new(self.request, &Seen::new(self.request, self.object, def, &self.candidates)));
+        self.views.push((version, view.clone()));
+        view
+    }
+
     fn deny(&mut self, policy: &Policy, binding: &Binding, message: String, reason: Reason) {
         let denial = Denial { policy: policy.name.clone(), binding: Some(binding.name.clone()), message, reason };
         self.denials.push(denial);

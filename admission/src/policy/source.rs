@@ -76,6 +76,8 @@ pub struct MatchResources {
     pub resource_rules: Vec<NamedRule>,
     /// `excludeResourceRules`.
     pub exclude_resource_rules: Vec<NamedRule>,
+    /// `matchPolicy: Exact`; else `Equivalent` (the default).
+    pub exact: bool,
 }
 
 /// A rule limited to some object names (`NamedRuleWithOperations`).
@@ -107,6 +109,7 @@ impl MatchResources {
             selectors: Selectors::parse(v),
             resource_rules: rules("resourceRules"),
             exclude_resource_rules: rules("excludeResourceRules"),
+            exact: v.get("matchPolicy").and_then(Value::as_str) == Some("Exact"),
         }
     }
 }
@@ -316,6 +319,9 @@ type Fingerprint = (Vec<(String, String)>, Vec<(String, String)>);
 /// What was built last.
 #[derive(Default)]
 struct Built {
+    /// The cache's change counts of bindings and policies at the build: while they stand, a
+    /// request neither lists nor compares.
+    changes: Option<(u64, u64)>,
     fingerprint: Fingerprint,
     hooks: Arc<Vec<Hook>>,
     /// Compiled policies by name, with the resourceVersion they were compiled at.
@@ -338,12 +344,25 @@ impl PolicySource {
 
     /// The current hooks, by policy name.
     pub async fn hooks(&self) -> Arc<Vec<Hook>> {
+        // Read before the lists, so a change during them shows as a change next time.
+        let changes = self
+            .objects
+            .changes(GROUP, "validatingadmissionpolicybindings")
+            .zip(self.objects.changes(GROUP, "validatingadmissionpolicies"));
+        {
+            let built = self.built.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if changes.is_some() && built.changes == changes {
+                return built.hooks.clone();
+            }
+        }
         // Not served (or not readable): nothing to apply.
         let Ok(mut bindings) = self.objects.list(GROUP, "validatingadmissionpolicybindings", "", "").await else {
             return Arc::new(Vec::new());
         };
         if bindings.is_empty() {
-            return Arc::new(Vec::new());
+            let mut built = self.built.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            *built = Built { changes, ..Built::default() };
+            return built.hooks.clone();
         }
         let Ok(mut policies) = self.objects.list(GROUP, "validatingadmissionpolicies", "", "").await else {
             return Arc::new(Vec::new());
@@ -354,8 +373,9 @@ impl PolicySource {
             |list: &[Value]| list.iter().map(|o| (o.name().to_string(), o.resource_version().to_string())).collect();
         let fingerprint: Fingerprint = (versions(&policies), versions(&bindings));
         let previous = {
-            let built = self.built.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut built = self.built.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             if built.fingerprint == fingerprint {
+                built.changes = changes;
                 return built.hooks.clone();
             }
             built.compiled.clone()
@@ -379,7 +399,7 @@ impl PolicySource {
         }
         let hooks = Arc::new(hooks);
         *self.built.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
-            Built { fingerprint, hooks: hooks.clone(), compiled };
+            Built { changes, fingerprint, hooks: hooks.clone(), compiled };
         hooks
     }
 }

@@ -11,12 +11,13 @@ use serde_json::json;
 
 use super::*;
 
-/// Objects by (resource, namespace, name); a resourceVersion bumped on every change so the
-/// source rebuilds.
+/// Objects by (resource, namespace, name); a resourceVersion bumped on every change, which is
+/// also the change count the source watches, and the lists the source made.
 #[derive(Default)]
 struct Objects {
     objects: Mutex<BTreeMap<(String, String, String), Value>>,
     version: std::sync::atomic::AtomicU64,
+    lists: std::sync::atomic::AtomicUsize,
 }
 
 impl Objects {
@@ -36,12 +37,17 @@ impl ObjectLookup for Objects {
     }
 
     async fn list(&self, _: &str, resource: &str, namespace: &str, _: &str) -> Result<Vec<Value>, ApiError> {
+        self.lists.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let objects = self.objects.lock().unwrap();
         Ok(objects
             .iter()
             .filter(|((r, ns, _), _)| r == resource && (namespace.is_empty() || ns == namespace))
             .map(|(_, o)| o.clone())
             .collect())
+    }
+
+    fn changes(&self, _: &str, _: &str) -> Option<u64> {
+        Some(self.version.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     fn resource_for_kind(&self, group: &str, version: &str, kind: &str) -> Option<KindResource> {
@@ -58,7 +64,7 @@ struct Fixture {
 fn fixture() -> Fixture {
     let objects = Arc::new(Objects::default());
     objects.put("namespaces", json!({"metadata": {"name": "team", "labels": {"env": "prod"}}}));
-    let plugin = ValidatingAdmissionPolicy::new(objects.clone());
+    let plugin = ValidatingAdmissionPolicy::new(objects.clone(), Arc::new(apimachinery::builtin::catalogue()));
     Fixture { objects, plugin }
 }
 
@@ -155,6 +161,26 @@ async fn a_validation_over_its_param_denies_with_kubes_message_and_code() {
         (Some("apps"), Some("deployments"), Some("big"))
     );
     assert_eq!(e.causes.len(), 1);
+}
+
+#[tokio::test]
+async fn policies_are_listed_again_only_after_a_change() {
+    let f = fixture();
+    let lists = || f.objects.lists.load(std::sync::atomic::Ordering::Relaxed);
+    max_replicas_policy(&f);
+    f.limits("limits", "3", json!({}));
+    f.binding("b", "max-replicas", json!({"paramRef": {"name": "limits"}}));
+    assert!(f.admit(&deployment("big", 5)).await.0.is_err());
+    let after_first = lists();
+    assert!(f.admit(&deployment("big", 5)).await.0.is_err());
+    assert!(f.admit(&deployment("small", 2)).await.0.is_ok());
+    assert_eq!(lists(), after_first, "nothing changed, so no policy or binding was listed again");
+    // The binding now warns instead of denying: the next request sees it.
+    f.binding("b", "max-replicas", json!({"paramRef": {"name": "limits"}, "validationActions": ["Warn"]}));
+    let (result, review) = f.admit(&deployment("big", 5)).await;
+    assert!(result.is_ok(), "{result:?}");
+    assert_eq!(review.warnings.len(), 1);
+    assert!(lists() > after_first);
 }
 
 #[tokio::test]
@@ -443,4 +469,56 @@ async fn audit_annotation_values_of_several_params_are_joined_once_each() {
     let (result, review) = f.admit(&deployment("d", 1)).await;
     assert!(result.is_ok());
     assert_eq!(review.audit_annotations, [("p/max".to_string(), "3, 5".to_string())]);
+}
+
+/// An `autoscaling/v1` create of an HPA in `team`, its object in the stored (v2) form.
+fn v1_autoscaler(max: i64) -> Admit {
+    let catalogue = apimachinery::builtin::catalogue();
+    let v1 = catalogue.find("autoscaling", "v1", "horizontalpodautoscalers").unwrap();
+    let body = json!({"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web", "namespace": "team"}, "spec": {"maxReplicas": max,
+        "scaleTargetRef": {"kind": "Deployment", "name": "web"}, "targetCPUUtilizationPercentage": 70}});
+    let stored = v1.strategy.to_storage(body).unwrap();
+    let mut request = crate::testing::admit(Operation::Create, "autoscaling", "horizontalpodautoscalers", stored);
+    request.phase = AdmissionPhase::Validating;
+    request.target.version = "v1".into();
+    request.target.namespace = "team".into();
+    request
+}
+
+#[tokio::test]
+async fn an_equivalent_version_is_matched_and_seen_as_that_version() {
+    let f = fixture();
+    let hpa_rule = |version: &str| {
+        json!({"resourceRules": [{"operations": ["CREATE"], "apiGroups": ["autoscaling"], "apiVersions": [version],
+            "resources": ["horizontalpodautoscalers"]}]})
+    };
+    // A v2 field, and the versions CEL is told of.
+    f.policy(
+        "v2-view",
+        json!({"matchConstraints": hpa_rule("v2"),
+            "validations": [{"expression": "object.spec.metrics[0].resource.target.averageUtilization > 80",
+                "messageExpression": "request.kind.version + ' from ' + request.requestKind.version + ': ' + object.apiVersion"}]}),
+    );
+    f.binding("v2-view", "v2-view", json!({}));
+    let e = f.admit(&v1_autoscaler(5)).await.0.unwrap_err();
+    assert!(
+        e.message.ends_with("denied request: v2 from v1: autoscaling/v2"),
+        "seen as autoscaling/v2, asked as v1: {}",
+        e.message
+    );
+    // Exact: the v1 request is not matched by a v2 rule, and a v1 rule sees v1.
+    let mut exact = hpa_rule("v2");
+    exact["matchPolicy"] = json!("Exact");
+    f.policy("v2-view", json!({"matchConstraints": exact, "validations": [{"expression": "false"}]}));
+    assert!(f.admit(&v1_autoscaler(5)).await.0.is_ok());
+    f.policy(
+        "v2-view",
+        json!({"matchConstraints": hpa_rule("v1"),
+            "validations": [{"expression": "object.spec.targetCPUUtilizationPercentage == 70 && object.spec.maxReplicas < 4",
+                "messageExpression": "object.apiVersion"}]}),
+    );
+    let e = f.admit(&v1_autoscaler(5)).await.0.unwrap_err();
+    assert!(e.message.ends_with("denied request: autoscaling/v1"), "{}", e.message);
+    assert!(f.admit(&v1_autoscaler(3)).await.0.is_ok());
 }

@@ -11,7 +11,7 @@ use base64::Engine;
 use serde_json::Value;
 use webhook_client::WebhookClient;
 
-use crate::matching::{RequestAttributes, Rule, Selectors};
+use crate::matching::{Rule, Selectors};
 
 /// The group both configuration kinds belong to.
 pub const GROUP: &str = "admissionregistration.k8s.io";
@@ -99,13 +99,6 @@ pub struct Hook {
     pub client: Result<WebhookClient, String>,
 }
 
-impl Hook {
-    /// Whether a rule matches the request.
-    pub fn rules_match(&self, request: &RequestAttributes<'_>) -> bool {
-        self.rules.iter().any(|r| r.matches(request))
-    }
-}
-
 /// Parses one webhook of configuration `configuration`.
 fn parse_hook(configuration: &str, kind: HookKind, w: &Value) -> Hook {
     let rules =
@@ -174,23 +167,40 @@ fn parse_hook(configuration: &str, kind: HookKind, w: &Value) -> Hook {
 pub struct HookSource {
     kind: HookKind,
     objects: Arc<dyn ObjectLookup>,
-    /// The last list's names and resourceVersions, and the hooks built from it: a request
-    /// reads the configurations from the cache and rebuilds only when they changed. A mutex
-    /// because the stage's futures share it; it is held only to compare and swap.
-    built: Mutex<(Fingerprint, Arc<Vec<Hook>>)>,
+    /// The last build. A mutex because the stage's futures share it; it is held only to
+    /// compare and swap.
+    built: Mutex<Built>,
 }
 
 /// Names and resourceVersions of the configurations hooks were built from.
 type Fingerprint = Vec<(String, String)>;
 
+/// The hooks built last, and what they were built from: a request neither lists nor
+/// rebuilds while the cache's change count stands, and rebuilds only when a list shows the
+/// configurations themselves changed.
+#[derive(Default)]
+struct Built {
+    changes: Option<u64>,
+    fingerprint: Fingerprint,
+    hooks: Arc<Vec<Hook>>,
+}
+
 impl HookSource {
     /// Hooks of `kind`, from the configurations `objects` lists.
     pub fn new(kind: HookKind, objects: Arc<dyn ObjectLookup>) -> Self {
-        HookSource { kind, objects, built: Mutex::new((Vec::new(), Arc::new(Vec::new()))) }
+        HookSource { kind, objects, built: Mutex::new(Built::default()) }
     }
 
     /// The current hooks, in kube's calling order.
     pub async fn hooks(&self) -> Arc<Vec<Hook>> {
+        // Read before the list, so a change during it shows as a change next time.
+        let changes = self.objects.changes(GROUP, self.kind.resource());
+        {
+            let built = self.built.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if changes.is_some() && built.changes == changes {
+                return built.hooks.clone();
+            }
+        }
         // Not served (or not readable): no webhooks to call.
         let Ok(mut configs) = self.objects.list(GROUP, self.kind.resource(), "", "").await else {
             return Arc::new(Vec::new());
@@ -199,9 +209,10 @@ impl HookSource {
         let fingerprint: Fingerprint =
             configs.iter().map(|c| (c.name().to_string(), c.resource_version().to_string())).collect();
         {
-            let built = self.built.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            if built.0 == fingerprint {
-                return built.1.clone();
+            let mut built = self.built.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if built.fingerprint == fingerprint {
+                built.changes = changes;
+                return built.hooks.clone();
             }
         }
         let hooks: Vec<Hook> = configs
@@ -217,7 +228,8 @@ impl HookSource {
             })
             .collect();
         let hooks = Arc::new(hooks);
-        *self.built.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = (fingerprint, hooks.clone());
+        *self.built.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Built { changes, fingerprint, hooks: hooks.clone() };
         hooks
     }
 }
@@ -229,6 +241,29 @@ mod tests {
 
     fn hook(rules: Value) -> Hook {
         parse_hook("cfg", HookKind::Validating, &json!({"name": "a.b.c", "rules": rules, "sideEffects": "None"}))
+    }
+
+    #[tokio::test]
+    async fn configurations_are_listed_again_only_after_a_change() {
+        let objects = Arc::new(crate::testing::Objects::default());
+        let config = |names: &[&str]| {
+            let webhooks: Vec<Value> = names
+                .iter()
+                .map(|n| json!({"name": n, "sideEffects": "None", "clientConfig": {"url": "https://hook.example/"}}))
+                .collect();
+            json!({"metadata": {"name": "cfg", "resourceVersion": names.len().to_string()}, "webhooks": webhooks})
+        };
+        objects.put(GROUP, HookKind::Validating.resource(), "", config(&["a.example.com"]));
+        let source = HookSource::new(HookKind::Validating, objects.clone());
+        let names = |hooks: &[Hook]| hooks.iter().map(|h| h.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&source.hooks().await), ["a.example.com"]);
+        let first = source.hooks().await;
+        assert_eq!(objects.lists(), 1, "the second request reused the first build without listing");
+        objects.put(GROUP, HookKind::Validating.resource(), "", config(&["a.example.com", "b.example.com"]));
+        let second = source.hooks().await;
+        assert_eq!(names(&second), ["a.example.com", "b.example.com"]);
+        assert!(!Arc::ptr_eq(&first, &second));
+        assert_eq!(objects.lists(), 2);
     }
 
     #[test]

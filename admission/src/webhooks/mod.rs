@@ -27,8 +27,10 @@ use apimachinery::patch::{PatchType, apply_patch};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::matching::RequestAttributes;
+use crate::matching::Rule;
+use crate::versions::{self, Seen};
 use crate::{AdmissionPlugin, Review};
+use apimachinery::kinds::{Catalogue, ResourceDef};
 use config::{Endpoint, Hook, HookKind, HookSource};
 use review::{Answer, CallFailure};
 
@@ -49,42 +51,60 @@ pub struct WebhookPlugin {
     kind: HookKind,
     source: HookSource,
     objects: Arc<dyn ObjectLookup>,
+    /// The served versions, for `matchPolicy: Equivalent` and to show objects as served.
+    catalogue: Arc<Catalogue>,
 }
 
 impl WebhookPlugin {
     /// The plugin of `kind`, reading configurations, namespaces and endpoints via `objects`.
-    pub fn new(kind: HookKind, objects: Arc<dyn ObjectLookup>) -> Self {
-        WebhookPlugin { kind, source: HookSource::new(kind, objects.clone()), objects }
+    pub fn new(kind: HookKind, objects: Arc<dyn ObjectLookup>, catalogue: Arc<Catalogue>) -> Self {
+        WebhookPlugin { kind, source: HookSource::new(kind, objects.clone()), objects, catalogue }
     }
 
-    /// Whether `hook` applies to this request (rules, selectors, match conditions); an error
-    /// when a selector's namespace cannot be read or a condition fails to evaluate.
-    async fn applies(&self, hook: &Hook, request: &Admit, object: &Value) -> Result<bool, String> {
-        if !hook.rules_match(&RequestAttributes::of(request)) {
-            return Ok(false);
-        }
+    /// The request as `hook` sees it, if the hook applies (a rule matches the request or,
+    /// under `matchPolicy: Equivalent`, an equivalent version of it; the selectors; the match
+    /// conditions, over the version matched); an error when a selector's namespace cannot be
+    /// read or a condition fails to evaluate.
+    async fn applies<'a>(
+        &self,
+        hook: &Hook,
+        request: &'a Admit,
+        object: &'a Value,
+        candidates: &'a [Arc<ResourceDef>],
+    ) -> Result<Option<Seen<'a>>, String> {
+        let Some(matched) = versions::matched(candidates, request, hook.exact, &hook.rules, Rule::matches) else {
+            return Ok(None);
+        };
         if !hook.selectors.select(self.objects.as_ref(), request, object).await? {
-            return Ok(false);
+            return Ok(None);
         }
+        let seen = Seen::new(request, object, matched.map(|d| d.as_ref()), candidates);
         if hook.match_conditions.is_empty() {
-            return Ok(true);
+            return Ok(Some(seen));
         }
         // Built once for all of the hook's conditions.
-        let vars = review::cel_variables(request, object);
+        let vars = review::cel_variables(request, &seen);
         let refs: Vec<(&str, &Value)> = vars.iter().map(|(k, v)| (*k, v)).collect();
         for condition in &hook.match_conditions {
             let program = condition.program.as_ref().map_err(|e| format!("{}: {e}", condition.name))?;
             match program.eval_bool(&refs) {
                 Ok(true) => {}
-                Ok(false) => return Ok(false),
+                Ok(false) => return Ok(None),
                 Err(e) => return Err(format!("failed to evaluate match condition {:?}: {e}", condition.name)),
             }
         }
-        Ok(true)
+        Ok(Some(seen))
     }
 
-    /// Calls `hook` with `object`, bounded by its timeout and what is left of the deadline.
-    async fn call(&self, hook: &Hook, request: &Admit, object: &Value, review: &Review) -> Result<Answer, CallFailure> {
+    /// Calls `hook` with the request as it sees it, bounded by its timeout and what is left of
+    /// the deadline.
+    async fn call(
+        &self,
+        hook: &Hook,
+        request: &Admit,
+        seen: &Seen<'_>,
+        review: &Review,
+    ) -> Result<Answer, CallFailure> {
         let client = hook.client.as_ref().map_err(|e| CallFailure::Setup(e.clone()))?;
         // Errors quote the URL kube posts to: for a Service its DNS name and port, whichever
         // endpoint is dialled.
@@ -97,7 +117,7 @@ impl WebhookPlugin {
         };
         let timeout = review.deadline.remaining().map_or(hook.timeout, |left| left.min(hook.timeout));
         let url = review::with_timeout(&base, hook.timeout);
-        let body = review::request_body(request, object);
+        let body = review::request_body(request, seen);
         let uid = body["request"]["uid"].as_str().unwrap_or("").to_string();
         let started = Instant::now();
         let result = client.post_json_to(&url, &body, timeout).await;
@@ -205,6 +225,7 @@ impl WebhookPlugin {
         if hooks.is_empty() {
             return Ok(());
         }
+        let candidates = versions::candidates(&self.catalogue, request);
         let round = usize::from(review.reinvoking);
         let mut rounds = std::mem::take(&mut review.rounds);
         if review.reinvoking && rounds.last_output.as_ref() != Some(object) {
@@ -218,20 +239,18 @@ impl WebhookPlugin {
                 if review.reinvoking && !rounds.to_reinvoke.contains(&key) {
                     continue;
                 }
-                let applies = match self.applies(hook, request, object).await {
-                    Ok(a) => a,
+                let seen = match self.applies(hook, request, object, &candidates).await {
+                    Ok(Some(seen)) => seen,
+                    Ok(None) => continue,
                     Err(e) => {
                         self.failed(hook, CallFailure::Setup(e), round, index, review)?;
                         continue;
                     }
                 };
-                if !applies {
-                    continue;
-                }
                 if let Some(e) = Self::dry_run_refused(hook, request) {
                     return Err(e);
                 }
-                let answer = match self.call(hook, request, object, review).await {
+                let answer = match self.call(hook, request, &seen, review).await {
                     Ok(a) => a,
                     Err(failure) => {
                         self.failed(hook, failure, round, index, review)?;
@@ -242,18 +261,17 @@ impl WebhookPlugin {
                 if !answer.allowed {
                     return Err(answer.denial(&hook.name));
                 }
+                let patched = match &answer.patch {
+                    Some(patch) => Some(patched(hook, request, &seen, patch)?),
+                    None => None,
+                };
+                drop(seen);
                 let mut changed = false;
-                if let Some(patch) = &answer.patch {
-                    let t = &request.target;
-                    let kind = object["kind"].as_str().unwrap_or("").to_string();
-                    let patched =
-                        apply_patch(PatchType::Json, object, patch, (&t.group, &t.version, &kind)).map_err(|e| {
-                            ApiError::internal(format!("failed calling webhook \"{}\": {}", hook.name, e.message))
-                        })?;
-                    if patched != *object {
-                        *object = patched;
-                        changed = true;
-                    }
+                if let Some(patched) = patched
+                    && patched != *object
+                {
+                    *object = patched;
+                    changed = true;
                 }
                 let annotation = json!({"configuration": hook.configuration, "webhook": hook.name, "mutated": changed});
                 review.audit_annotations.push((
@@ -281,16 +299,20 @@ impl WebhookPlugin {
 
     async fn validate_all(&self, request: &Admit, object: &Value, review: &mut Review) -> Result<(), ApiError> {
         let hooks = self.source.hooks().await;
+        if hooks.is_empty() {
+            return Ok(());
+        }
+        let candidates = versions::candidates(&self.catalogue, request);
         let mut called = Vec::new();
         for (index, hook) in hooks.iter().enumerate() {
-            match self.applies(hook, request, object).await {
-                Ok(true) => {
+            match self.applies(hook, request, object, &candidates).await {
+                Ok(Some(seen)) => {
                     if let Some(e) = Self::dry_run_refused(hook, request) {
                         return Err(e);
                     }
-                    called.push((index, hook));
+                    called.push((index, hook, seen));
                 }
-                Ok(false) => {}
+                Ok(None) => {}
                 Err(e) => self.failed(hook, CallFailure::Setup(e), 0, index, review)?,
             }
         }
@@ -299,11 +321,11 @@ impl WebhookPlugin {
         }
         let shared: &Review = review;
         let answers =
-            futures_util::future::join_all(called.iter().map(|(_, hook)| self.call(hook, request, object, shared)))
+            futures_util::future::join_all(called.iter().map(|(_, hook, seen)| self.call(hook, request, seen, shared)))
                 .await;
         // kube returns one of the refusals; this returns the first in calling order.
         let mut refusal = None;
-        for ((index, hook), answer) in called.into_iter().zip(answers) {
+        for ((index, hook, _), answer) in called.into_iter().zip(answers) {
             match answer {
                 Ok(answer) => {
                     answer.note(hook, review);
@@ -320,6 +342,16 @@ impl WebhookPlugin {
         }
         refusal.map_or(Ok(()), Err)
     }
+}
+
+/// A webhook's JSON patch applied to the object it was sent, back in the stored form.
+fn patched(hook: &Hook, request: &Admit, seen: &Seen<'_>, patch: &[u8]) -> Result<Value, ApiError> {
+    let t = &request.target;
+    let (group, version) = seen.def.map_or((&t.group, &t.version), |d| (&d.group, &d.version));
+    let kind = seen.object["kind"].as_str().unwrap_or("");
+    let failed = |e: ApiError| ApiError::internal(format!("failed calling webhook \"{}\": {}", hook.name, e.message));
+    let patched = apply_patch(PatchType::Json, &seen.object, patch, (group, version, kind)).map_err(failed)?;
+    seen.to_storage(patched).map_err(failed)
 }
 
 /// A Service reference's path as a URL path.

@@ -11,6 +11,7 @@ use webhook_client::CallError;
 
 use super::config::Hook;
 use crate::Review;
+use crate::versions::Seen;
 
 /// What a webhook answered, checked.
 #[derive(Debug)]
@@ -133,12 +134,21 @@ fn operation(op: Operation) -> &'static str {
 
 /// The AdmissionReview sent for `request` with `object` (the object as the chain has it so
 /// far).
-pub fn request_body(request: &Admit, object: &Value) -> Value {
+pub fn request_body(request: &Admit, seen: &Seen<'_>) -> Value {
     let t = &request.target;
-    let kind_source = if request.operation == Operation::Delete { request.old_object.as_ref() } else { Some(object) };
+    let (object, old_object) = (seen.object.as_ref(), seen.old_object.as_deref());
+    let kind_source = if request.operation == Operation::Delete { old_object } else { Some(object) };
     let kind = kind_source.and_then(|o| o.get("kind")).and_then(Value::as_str).unwrap_or("");
-    let gvk = json!({"group": t.group, "version": t.version, "kind": kind});
-    let gvr = json!({"group": t.group, "version": t.version, "resource": t.resource});
+    let request_gvk = json!({"group": t.group, "version": t.version,
+        "kind": seen.requested.map_or(kind, |d| d.kind.as_str())});
+    let request_gvr = json!({"group": t.group, "version": t.version, "resource": t.resource});
+    let (gvk, gvr) = match seen.def {
+        Some(d) => (
+            json!({"group": d.group, "version": d.version, "kind": d.kind}),
+            json!({"group": d.group, "version": d.version, "resource": d.resource}),
+        ),
+        None => (request_gvk.clone(), request_gvr.clone()),
+    };
     let u = &request.user;
     let mut user = json!({"username": u.name, "groups": u.groups});
     if !u.uid.is_empty() {
@@ -151,13 +161,13 @@ pub fn request_body(request: &Admit, object: &Value) -> Value {
         "uid": uuid::Uuid::new_v4().to_string(),
         "kind": gvk,
         "resource": gvr,
-        "requestKind": gvk,
-        "requestResource": gvr,
+        "requestKind": request_gvk,
+        "requestResource": request_gvr,
         "name": t.name,
         "operation": operation(request.operation),
         "userInfo": user,
         "object": if request.operation == Operation::Delete { Value::Null } else { object.clone() },
-        "oldObject": request.old_object.clone().unwrap_or(Value::Null),
+        "oldObject": old_object.cloned().unwrap_or(Value::Null),
         "dryRun": request.dry_run,
         "options": request.options,
     });
@@ -173,15 +183,16 @@ pub fn request_body(request: &Admit, object: &Value) -> Value {
 
 /// The variables a match condition sees: `object`, `oldObject`, `request` (kube's
 /// `authorizer` is not bound).
-pub fn cel_variables(request: &Admit, object: &Value) -> Vec<(&'static str, Value)> {
-    let body = request_body(request, object);
-    let mut req = body["request"].clone();
+pub fn cel_variables(request: &Admit, seen: &Seen<'_>) -> Vec<(&'static str, Value)> {
+    let mut body = request_body(request, seen);
+    let mut req = body["request"].take();
+    let object = req.get_mut("object").map(Value::take).unwrap_or(Value::Null);
+    let old_object = req.get_mut("oldObject").map(Value::take).unwrap_or(Value::Null);
     if let Some(r) = req.as_object_mut() {
         r.remove("object");
         r.remove("oldObject");
     }
-    let object = if request.operation == Operation::Delete { Value::Null } else { object.clone() };
-    vec![("object", object), ("oldObject", request.old_object.clone().unwrap_or(Value::Null)), ("request", req)]
+    vec![("object", object), ("oldObject", old_object), ("request", req)]
 }
 
 /// Checks a webhook's reply as kube's `VerifyAdmissionResponse` does for v1.

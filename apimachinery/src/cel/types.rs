@@ -91,6 +91,17 @@ impl Object {
 }
 
 impl Type {
+    /// The type at a dotted field path (`spec.replicas`), for tests that look deep.
+    #[cfg(test)]
+    pub(crate) fn field_path(&self, path: &str) -> Option<Type> {
+        let mut t = self.clone();
+        for f in path.split('.') {
+            let Type::Object(o) = t else { return None };
+            t = o.field(f)?;
+        }
+        Some(t)
+    }
+
     /// An object type of declared fields.
     pub fn object(name: &str, fields: impl IntoIterator<Item = (&'static str, Type)>) -> Type {
         let fields = fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
@@ -273,21 +284,12 @@ pub fn namespace_type() -> Type {
 mod tests {
     use super::*;
 
-    fn field(t: &Type, path: &str) -> Option<Type> {
-        let mut t = t.clone();
-        for f in path.split('.') {
-            let Type::Object(o) = t else { return None };
-            t = o.field(f)?;
-        }
-        Some(t)
-    }
-
     #[test]
     fn request_and_namespace_are_typed_as_kube_declares_them() {
-        assert_eq!(field(&request_type(), "userInfo.groups").unwrap().to_string(), "list(string)");
-        assert!(field(&request_type(), "uid").is_none(), "kube leaves the uid out");
-        assert!(field(&namespace_type(), "metadata.UID").is_some());
-        assert!(field(&namespace_type(), "metadata.managedFields").is_none());
+        assert_eq!(request_type().field_path("userInfo.groups").unwrap().to_string(), "list(string)");
+        assert!(request_type().field_path("uid").is_none(), "kube leaves the uid out");
+        assert!(namespace_type().field_path("metadata.UID").is_some());
+        assert!(namespace_type().field_path("metadata.managedFields").is_none());
     }
 
     #[test]

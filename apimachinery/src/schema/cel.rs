@@ -53,28 +53,19 @@ pub fn cel_type(node: Node<'static>, name: &str) -> Type {
 mod tests {
     use super::*;
 
-    fn field(t: &Type, path: &str) -> Option<Type> {
-        let mut t = t.clone();
-        for f in path.split('.') {
-            let Type::Object(o) = t else { return None };
-            t = o.field(f)?;
-        }
-        Some(t)
-    }
-
     #[test]
     fn schema_nodes_become_cel_types_as_kube_maps_them() {
         let d = cel_type(super::super::kind_node("apps", "v1", "Deployment").unwrap(), "Deployment");
         assert_eq!(d.to_string(), "Deployment");
-        assert_eq!(field(&d, "spec.replicas").unwrap().to_string(), "int");
-        assert_eq!(field(&d, "spec.paused").unwrap().to_string(), "bool");
-        assert_eq!(field(&d, "metadata.labels").unwrap().to_string(), "map(string, string)");
-        assert_eq!(field(&d, "metadata.creationTimestamp").unwrap().to_string(), "google.protobuf.Timestamp");
+        assert_eq!(d.field_path("spec.replicas").unwrap().to_string(), "int");
+        assert_eq!(d.field_path("spec.paused").unwrap().to_string(), "bool");
+        assert_eq!(d.field_path("metadata.labels").unwrap().to_string(), "map(string, string)");
+        assert_eq!(d.field_path("metadata.creationTimestamp").unwrap().to_string(), "google.protobuf.Timestamp");
         assert_eq!(
-            field(&d, "spec.template.spec.containers").unwrap().to_string(),
+            d.field_path("spec.template.spec.containers").unwrap().to_string(),
             "list(Deployment.spec.template.spec.containers)"
         );
-        assert!(matches!(field(&d, "spec.strategy.rollingUpdate.maxSurge").unwrap(), Type::Dyn), "int-or-string");
-        assert!(field(&d, "spec.nope").is_none());
+        assert!(matches!(d.field_path("spec.strategy.rollingUpdate.maxSurge").unwrap(), Type::Dyn), "int-or-string");
+        assert!(d.field_path("spec.nope").is_none());
     }
 }

@@ -59,16 +59,9 @@ fn wait_cached(s: &TestServer, kind: &str, name: &str, present: bool) {
 /// `method path` as the admin with an optional JSON body: the status, the JSON answer and the
 /// `Warning` headers.
 async fn call(s: &TestServer, method: &str, path: &str, body: Option<Value>) -> (u16, Value, Vec<String>) {
-    let client = s.client(true);
-    let req = client.request(method.parse().unwrap(), s.url(path));
-    let mut resp = match body {
-        Some(b) => req.insert_header(("Content-Type", "application/json")).send_body(b.to_string()).await,
-        None => req.send().await,
-    }
-    .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
-    let warnings = resp.headers().get_all("warning").map(|v| v.to_str().unwrap_or("").to_string()).collect::<Vec<_>>();
-    let bytes = resp.body().limit(16 << 20).await.unwrap();
-    (resp.status().as_u16(), serde_json::from_slice(&bytes).unwrap_or(Value::Null), warnings)
+    let answer = s.admin_call(method, path, body.as_ref()).await;
+    let warnings = answer.warnings();
+    (answer.code, answer.body, warnings)
 }
 
 fn configmap(name: &str, labels: Value) -> Value {
@@ -576,4 +569,70 @@ async fn deleting_a_configuration_stops_its_webhook_within_a_second() {
     assert!(created.is_some(), "the create still fails a second after the configuration was deleted");
     assert!(deleted.elapsed() < Duration::from_millis(1500));
     assert!(stored(&s, "default", "later"));
+}
+
+#[actix_web::test]
+async fn an_equivalent_version_is_sent_converted_and_its_patch_comes_back_in_the_requests_version() {
+    let hooks = WebhookServer::start(&["127.0.0.1"], |path, _| match path {
+        // A path only v2 has.
+        "/v2-patch" => patch(json!([{"op": "replace", "path": "/spec/metrics/0/resource/target/averageUtilization",
+            "value": 55}])),
+        "/v2-exact" => deny(403, "v2 only"),
+        _ => allow(),
+    });
+    let s = TestServer::start();
+    let rules = |version: &str| {
+        json!([{"operations": ["CREATE"], "apiGroups": ["autoscaling"], "apiVersions": [version],
+            "resources": ["horizontalpodautoscalers"]}])
+    };
+    let on = |name: &str, path: &str, version: &str, extra: Value| {
+        let mut h = hook(name, &hooks, &hooks.url(path), &[], extra);
+        h["rules"] = rules(version);
+        h
+    };
+    configure(&s, "Mutating", "v2-patch", vec![on("v2-patch.example.com", "/v2-patch", "v2", json!({}))]);
+    configure(
+        &s,
+        "Validating",
+        "views",
+        vec![
+            on("v2-exact.example.com", "/v2-exact", "v2", json!({"matchPolicy": "Exact"})),
+            on("v1-view.example.com", "/v1-view", "v1", json!({})),
+        ],
+    );
+    let v1 = json!({"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "web"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "maxReplicas": 5,
+            "targetCPUUtilizationPercentage": 70}});
+    let (code, created, _) =
+        call(&s, "POST", "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers", Some(v1)).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(created["spec"]["targetCPUUtilizationPercentage"], 55, "the v2 patch, read back in v1");
+
+    let sent = hooks.calls("/v2-patch");
+    assert_eq!(sent.len(), 1);
+    let r = &sent[0].review["request"];
+    assert_eq!(r["kind"], json!({"group": "autoscaling", "version": "v2", "kind": "HorizontalPodAutoscaler"}));
+    assert_eq!(r["resource"], json!({"group": "autoscaling", "version": "v2", "resource": "horizontalpodautoscalers"}));
+    assert_eq!(r["requestKind"], json!({"group": "autoscaling", "version": "v1", "kind": "HorizontalPodAutoscaler"}));
+    assert_eq!(r["requestResource"]["version"], "v1");
+    assert_eq!(r["object"]["apiVersion"], "autoscaling/v2");
+    assert_eq!(r["object"]["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"], 70);
+
+    assert!(hooks.calls("/v2-exact").is_empty(), "matchPolicy Exact: a v1 request is not a v2 one");
+    let seen = hooks.calls("/v1-view");
+    assert_eq!(seen.len(), 1);
+    let object = &seen[0].review["request"]["object"];
+    assert_eq!(object["apiVersion"], "autoscaling/v1", "a v1 rule sees the request's own version, not the stored one");
+    assert_eq!(object["spec"]["targetCPUUtilizationPercentage"], 55, "after the mutation");
+    assert_eq!(seen[0].review["request"]["kind"]["version"], "v1");
+
+    // A v2 request is what the Exact webhook is for.
+    let mut v2: Value =
+        serde_json::from_str(&s.kubectl_ok(&["get", "horizontalpodautoscalers.v2.autoscaling", "web", "-o", "json"]))
+            .unwrap();
+    v2["metadata"] = json!({"name": "api"});
+    let (code, status, _) =
+        call(&s, "POST", "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers", Some(v2)).await;
+    assert_eq!(code, 403, "{status}");
+    assert_eq!(status["message"], "admission webhook \"v2-exact.example.com\" denied the request: v2 only");
 }
