@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use apimachinery::error::ApiError;
-use apimachinery::kinds::{Catalogue, ResourceDef};
+use apimachinery::kinds::{Catalogue, ResourceDef, Subresource};
 use apimachinery::messages::Admit;
 use serde_json::Value;
 
@@ -79,9 +79,11 @@ impl<'a> Seen<'a> {
         def: Option<&'a ResourceDef>,
         candidates: &'a [Arc<ResourceDef>],
     ) -> Self {
+        // A Scale is the same in every version of its resource.
+        let scale = request.target.subresource == Some(Subresource::Scale);
         let view = |o: &'a Value| match def {
-            Some(d) => d.strategy.to_served(o).map_or(Cow::Borrowed(o), Cow::Owned),
-            None => Cow::Borrowed(o),
+            Some(d) if !scale => d.strategy.to_served(o).map_or(Cow::Borrowed(o), Cow::Owned),
+            _ => Cow::Borrowed(o),
         };
         Seen {
             def,
@@ -91,21 +93,11 @@ impl<'a> Seen<'a> {
         }
     }
 
-    /// The request as it came: its own version, its objects unconverted.
-    pub fn as_sent(request: &'a Admit, object: &'a Value) -> Self {
-        Seen {
-            def: None,
-            requested: None,
-            object: Cow::Borrowed(object),
-            old_object: request.old_object.as_ref().map(Cow::Borrowed),
-        }
-    }
-
     /// An object of the version seen (a webhook's patched object) back in its stored form.
     pub fn to_storage(&self, object: Value) -> Result<Value, ApiError> {
         match self.def {
-            Some(d) => d.strategy.to_storage(object),
-            None => Ok(object),
+            Some(d) if object.get("kind").and_then(Value::as_str) != Some("Scale") => d.strategy.to_storage(object),
+            _ => Ok(object),
         }
     }
 }

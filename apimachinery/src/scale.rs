@@ -32,6 +32,13 @@ pub fn to_scale(obj: &Value) -> Value {
     })
 }
 
+/// `obj` with the replicas `scale` asks for: what a `/scale` write changes.
+pub fn with_replicas(mut obj: Value, scale: &Value) -> Value {
+    let replicas = scale.pointer("/spec/replicas").cloned().unwrap_or(json!(0));
+    obj["spec"]["replicas"] = replicas;
+    obj
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

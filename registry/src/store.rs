@@ -486,6 +486,7 @@ impl RegistryStore {
         let (user, deadline) = (writer.user, writer.deadline);
         let name = target.name.as_str();
         let key = self.key(def, &target.namespace, name);
+        let scale = target.subresource == Some(Subresource::Scale);
         let mut current = self.read_current(def, &key, name).await?;
         for _ in 0..MAX_UPDATE_RETRIES {
             let old = match &current {
@@ -515,14 +516,23 @@ impl RegistryStore {
                 binding_allowed(def, name, &old)?;
             }
             // Mutating admission sees the object as the client made it, before the strategy
-            // prepares it; the result is then prepared and validated, as kube orders it.
+            // prepares it; the result is then prepared and validated, as kube orders it. A
+            // `/scale` write is admitted as kube admits it: an update of the Scale.
+            let old_scale = scale.then(|| apimachinery::scale::to_scale(&old));
+            let admitted_old = old_scale.as_ref().unwrap_or(&old);
+            let sent = if scale { apimachinery::scale::to_scale(&candidate) } else { candidate.clone() };
             let mutated = self
-                .admit(AdmissionPhase::Mutating, Operation::Update, target, &writer, candidate.clone(), Some(&old))
+                .admit(AdmissionPhase::Mutating, Operation::Update, target, &writer, sent, Some(admitted_old))
                 .await?;
             warnings.extend(mutated.warnings);
             let mut audit_annotations = mutated.audit_annotations;
-            let mut candidate = if mutated.object != candidate {
-                let mut changed = mutated.object;
+            let mutated_object = if scale {
+                apimachinery::scale::with_replicas(candidate.clone(), &mutated.object)
+            } else {
+                mutated.object
+            };
+            let mut candidate = if mutated_object != candidate {
+                let mut changed = mutated_object;
                 def.apply_defaults(&mut changed);
                 changed
             } else {
@@ -542,11 +552,16 @@ impl RegistryStore {
             } else {
                 invalid(def, name, def.validate_update(&new, &old))?;
             }
-            let admitted =
-                self.admit(AdmissionPhase::Validating, Operation::Update, target, &writer, new, Some(&old)).await?;
+            let (sent, kept) = if scale { (apimachinery::scale::to_scale(&new), Some(new)) } else { (new, None) };
+            let admitted = self
+                .admit(AdmissionPhase::Validating, Operation::Update, target, &writer, sent, Some(admitted_old))
+                .await?;
             warnings.extend(admitted.warnings);
             audit_annotations.extend(admitted.audit_annotations);
-            let mut new = admitted.object;
+            let mut new = match kept {
+                Some(object) => apimachinery::scale::with_replicas(object, &admitted.object),
+                None => admitted.object,
+            };
 
             // Unchanged objects are not written: no new resourceVersion, as kube does.
             let mut old_cmp = old.clone();
@@ -809,9 +824,8 @@ impl RegistryStore {
         if !def.has(Subresource::Scale) {
             return Err(ApiError::not_found(&def.group, &def.resource, &target.name));
         }
-        let main = target.main();
         let result = self
-            .guaranteed_update(def, &main, Writer::new(user, options, deadline, "UpdateOptions"), options, |old| {
+            .guaranteed_update(def, target, Writer::new(user, options, deadline, "UpdateOptions"), options, |old| {
                 let Some(old) = old else {
                     return Err(ApiError::not_found(&def.group, &def.resource, &target.name));
                 };

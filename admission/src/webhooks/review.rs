@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use apimachinery::error::{ApiError, Reason};
+use apimachinery::kinds::Subresource;
 use apimachinery::messages::{Admit, Operation};
 use base64::Engine;
 use serde_json::{Value, json};
@@ -142,13 +143,19 @@ pub fn request_body(request: &Admit, seen: &Seen<'_>) -> Value {
     let request_gvk = json!({"group": t.group, "version": t.version,
         "kind": seen.requested.map_or(kind, |d| d.kind.as_str())});
     let request_gvr = json!({"group": t.group, "version": t.version, "resource": t.resource});
-    let (gvk, gvr) = match seen.def {
+    let (mut gvk, gvr) = match seen.def {
         Some(d) => (
             json!({"group": d.group, "version": d.version, "kind": d.kind}),
             json!({"group": d.group, "version": d.version, "resource": d.resource}),
         ),
         None => (request_gvk.clone(), request_gvr.clone()),
     };
+    // A `/scale` write reviews the Scale, whatever the resource.
+    let mut request_gvk = request_gvk;
+    if t.subresource == Some(Subresource::Scale) {
+        gvk = json!({"group": "autoscaling", "version": "v1", "kind": "Scale"});
+        request_gvk = gvk.clone();
+    }
     let u = &request.user;
     let mut user = json!({"username": u.name, "groups": u.groups});
     if !u.uid.is_empty() {

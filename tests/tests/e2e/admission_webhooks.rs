@@ -636,3 +636,50 @@ async fn an_equivalent_version_is_sent_converted_and_its_patch_comes_back_in_the
     assert_eq!(code, 403, "{status}");
     assert_eq!(status["message"], "admission webhook \"v2-exact.example.com\" denied the request: v2 only");
 }
+
+#[actix_web::test]
+async fn a_scale_write_is_reviewed_as_a_scale_of_the_scale_subresource() {
+    let hooks = WebhookServer::start(&["127.0.0.1"], |path, review| match path {
+        "/scale" if review["request"]["object"]["spec"]["replicas"].as_i64() > Some(3) => {
+            deny(403, "at most 3 replicas")
+        }
+        _ => allow(),
+    });
+    let s = TestServer::start();
+    let on = |name: &str, path: &str, resources: &[&str]| {
+        let mut h = hook(name, &hooks, &hooks.url(path), &[], json!({}));
+        h["rules"] =
+            json!([{"operations": ["UPDATE"], "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": resources}]);
+        h
+    };
+    configure(
+        &s,
+        "Validating",
+        "scale",
+        vec![
+            on("scale.example.com", "/scale", &["deployments/scale"]),
+            on("whole.example.com", "/whole", &["deployments"]),
+        ],
+    );
+    s.kubectl_ok(&["create", "deployment", "web", "--image=nginx", "--replicas=1"]);
+    s.kubectl_ok(&["scale", "deployment", "web", "--replicas=3"]);
+    let (ok, _, stderr) = out(&s.kubectl(&["scale", "deployment", "web", "--replicas=5"]));
+    assert!(!ok);
+    assert!(
+        stderr.contains("admission webhook \"scale.example.com\" denied the request: at most 3 replicas"),
+        "{stderr}"
+    );
+    let replicas = s.kubectl_ok(&["get", "deployment", "web", "-o", "jsonpath={.spec.replicas}"]);
+    assert_eq!(replicas.trim(), "3", "the refused scale changed nothing");
+
+    let calls = hooks.calls("/scale");
+    assert_eq!(calls.len(), 2, "one review per scale");
+    let r = &calls[0].review["request"];
+    assert_eq!(r["kind"], json!({"group": "autoscaling", "version": "v1", "kind": "Scale"}));
+    assert_eq!(r["requestKind"], r["kind"]);
+    assert_eq!(r["resource"], json!({"group": "apps", "version": "v1", "resource": "deployments"}));
+    assert_eq!(r["subResource"], "scale");
+    assert_eq!((&r["object"]["kind"], &r["object"]["spec"]["replicas"]), (&json!("Scale"), &json!(3)));
+    assert_eq!(r["oldObject"]["spec"]["replicas"], 1);
+    assert!(hooks.calls("/whole").is_empty(), "a rule for deployments does not see their /scale");
+}

@@ -58,8 +58,11 @@ fn too_old_watches_get_410_and_informers_recover_by_relisting() {
                 watcher::watcher(quiet_informer, watcher::Config::default().timeout(1).disable_bookmarks()).boxed();
             while let Some(item) = stream.next().await {
                 match item {
-                    Ok(e) if tx.send(e).is_err() => return,
-                    Ok(_) => {}
+                    Ok(e) => {
+                        if tx.send(e).is_err() {
+                            return;
+                        }
+                    }
                     // A watcher without backoff retries at once, and once the runtime shuts
                     // down every retry fails at once: yielding lets the abort and the
                     // shutdown land instead of spinning here for ever.
