@@ -24,7 +24,8 @@ use crate::matching::RequestAttributes;
 /// request is then seen as it came).
 pub fn candidates(catalogue: &Catalogue, request: &Admit) -> Vec<Arc<ResourceDef>> {
     let t = &request.target;
-    let Some(own) = catalogue.find(&t.group, &t.version, &t.resource) else { return Vec::new() };
+    let (group, version) = t.requested.as_ref().map_or((&t.group, &t.version), |(g, v)| (g, v));
+    let Some(own) = catalogue.find(group, version, &t.resource) else { return Vec::new() };
     let others = catalogue.resources().into_iter().filter(|d| d.same_storage(&own) && !Arc::ptr_eq(d, &own));
     std::iter::once(own.clone()).chain(others).collect()
 }
@@ -124,7 +125,8 @@ mod tests {
             "maxReplicas": 5, "targetCPUUtilizationPercentage": 70}});
         let stored = v1.strategy.to_storage(body).unwrap();
         let mut request = admit(Operation::Create, "autoscaling", "horizontalpodautoscalers", stored.clone());
-        request.target.version = "v1".into();
+        request.target.version = "v2".into();
+        request.target.requested = Some(("autoscaling".into(), "v1".into()));
         (request, stored)
     }
 

@@ -43,6 +43,11 @@ pub struct Target {
     pub namespace: String,
     /// Object name, `""` for a collection.
     pub name: String,
+    /// The group and version the client asked in, when the stages see the stored ones above
+    /// instead (an `autoscaling/v1` HorizontalPodAutoscaler is stored as `v2`): admission
+    /// shows webhooks and policies the request in the version it came in.
+    #[serde(default)]
+    pub requested: Option<(String, String)>,
 }
 
 impl Target {
@@ -496,6 +501,7 @@ mod tests {
             subresource: Some(Subresource::Scale),
             namespace: "a".into(),
             name: "web".into(),
+            requested: Some(("apps".into(), "v1beta9".into())),
         };
         let user = UserInfo { name: "alice".into(), uid: "1".into(), groups: vec!["dev".into()], ..Default::default() };
         let options = WriteOptions {

@@ -59,6 +59,7 @@ pub async fn serve(ctx: &RequestContext<'_>, payload: web::Payload) -> Result<Ht
     target.subresource = subresource;
     // Served in another version than stored: the stages see the stored resource.
     if let Some((group, version)) = &def.stored_as {
+        target.requested = Some((def.group.clone(), def.version.clone()));
         target.group = group.clone();
         target.version = version.clone();
     }

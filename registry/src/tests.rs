@@ -96,7 +96,7 @@ fn target(group: &str, resource: &str, namespace: &str, name: &str) -> Target {
         resource: resource.into(),
         namespace: namespace.into(),
         name: name.into(),
-        subresource: None,
+        ..Target::default()
     }
 }
 

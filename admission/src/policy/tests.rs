@@ -114,7 +114,7 @@ fn deployment(name: &str, replicas: i64) -> Admit {
             resource: "deployments".into(),
             namespace: "team".into(),
             name: name.into(),
-            subresource: None,
+            ..Target::default()
         },
         user: UserInfo { name: "alice".into(), groups: vec!["dev".into()], ..Default::default() },
         object: json!({"apiVersion": "apps/v1", "kind": "Deployment",
@@ -481,7 +481,8 @@ fn v1_autoscaler(max: i64) -> Admit {
     let stored = v1.strategy.to_storage(body).unwrap();
     let mut request = crate::testing::admit(Operation::Create, "autoscaling", "horizontalpodautoscalers", stored);
     request.phase = AdmissionPhase::Validating;
-    request.target.version = "v1".into();
+    request.target.version = "v2".into();
+    request.target.requested = Some(("autoscaling".into(), "v1".into()));
     request.target.namespace = "team".into();
     request
 }

@@ -140,9 +140,16 @@ pub fn request_body(request: &Admit, seen: &Seen<'_>) -> Value {
     let (object, old_object) = (seen.object.as_ref(), seen.old_object.as_deref());
     let kind_source = if request.operation == Operation::Delete { old_object } else { Some(object) };
     let kind = kind_source.and_then(|o| o.get("kind")).and_then(Value::as_str).unwrap_or("");
-    let request_gvk = json!({"group": t.group, "version": t.version,
-        "kind": seen.requested.map_or(kind, |d| d.kind.as_str())});
-    let request_gvr = json!({"group": t.group, "version": t.version, "resource": t.resource});
+    let (request_gvk, request_gvr) = match seen.requested {
+        Some(d) => (
+            json!({"group": d.group, "version": d.version, "kind": d.kind}),
+            json!({"group": d.group, "version": d.version, "resource": d.resource}),
+        ),
+        None => (
+            json!({"group": t.group, "version": t.version, "kind": kind}),
+            json!({"group": t.group, "version": t.version, "resource": t.resource}),
+        ),
+    };
     let (mut gvk, gvr) = match seen.def {
         Some(d) => (
             json!({"group": d.group, "version": d.version, "kind": d.kind}),
