@@ -1,5 +1,5 @@
-//! RBAC escalation prevention in the write path, first in the admission chain as kube checks
-//! it in its RBAC storage: a Role or ClusterRole whose rules the writer does not hold is
+//! RBAC escalation prevention in the write path, first in the admission chain (its mutating
+//! phase) as kube checks it in its RBAC storage before admission: a Role or ClusterRole whose rules the writer does not hold is
 //! refused unless the writer may `escalate` it; a binding to such a role unless the writer may
 //! `bind` it (`auth::escalation` compares the rules).
 
@@ -65,11 +65,15 @@ impl admission::AdmissionPlugin for RbacEscalation {
         "RBACEscalation"
     }
 
-    fn validates(&self) -> bool {
+    /// In the mutating phase, first: kube's RBAC storage checks before its store admits or
+    /// validates anything, so a writer without the rules gets this 403 before a 404 for a
+    /// missing namespace or a 422 for an invalid role. It changes nothing.
+    fn mutates(&self) -> bool {
         true
     }
 
-    async fn validate(&self, request: &Admit, object: &Value, _: &mut admission::Review) -> Result<(), ApiError> {
+    async fn mutate(&self, request: &Admit, object: &mut Value, _: &mut admission::Review) -> Result<(), ApiError> {
+        let object = &*object;
         let target = &request.target;
         let writes = matches!(request.operation, Operation::Create | Operation::Update);
         if target.group != GROUP

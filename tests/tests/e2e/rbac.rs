@@ -240,6 +240,22 @@ async fn roles_and_bindings_grant_only_what_their_writer_holds_unless_escalate_o
         !ok && err.contains("rolebindings.rbac.authorization.k8s.io \"me-admin\" is forbidden: user \"alice\""),
         "{err}"
     );
+    // The check comes before validation, as in kube's RBAC storage: an invalid role granting
+    // what she lacks is refused for the grant, not for its name.
+    let bad = json!({"metadata": {"name": "Bad_Name"}, "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]});
+    let (code, status) = s
+        .call_with_token(
+            Some("alice-token"),
+            "POST",
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+            Some(bad),
+        )
+        .await;
+    assert_eq!(code, 403, "{status}");
+    assert!(
+        status["message"].as_str().unwrap_or("").contains("is attempting to grant RBAC permissions not currently held"),
+        "{status}"
+    );
 
     // escalate and bind lift the checks.
     s.kubectl_ok(&["create", "role", "escalator", "--verb=escalate", "--resource=roles.rbac.authorization.k8s.io"]);
