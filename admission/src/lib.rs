@@ -25,6 +25,7 @@
 //!   get its token volume.
 //! - [`webhooks`]: kube's `MutatingAdmissionWebhook` and `ValidatingAdmissionWebhook`.
 //! - [`policy`]: kube's `ValidatingAdmissionPolicy`: CEL validations bound to requests.
+//! - [`config`]: `--admission-control-config-file`, each plugin's own configuration.
 //! - [`matching`]: the rules and selectors webhooks and policies are matched to requests by.
 //! - [`versions`]: the served version a webhook or policy sees a request in (`matchPolicy`).
 //!
@@ -43,6 +44,7 @@ use serde_json::Value;
 
 mod attributes;
 pub mod certificates;
+pub mod config;
 pub mod default_class;
 pub mod limit_ranger;
 mod live_lookup;
@@ -127,6 +129,9 @@ pub struct PluginContext {
     pub writer: Arc<dyn ObjectWriter>,
     /// `DefaultTolerationSeconds`' settings.
     pub toleration_seconds: tolerations::DefaultTolerationSeconds,
+    /// Plugins' own configuration (`--admission-control-config-file`): `PodSecurity` reads
+    /// its defaults and exemptions from it.
+    pub configuration: Arc<config::AdmissionConfiguration>,
 }
 
 /// Whether `request` writes `resource.group` itself, not a subresource of it.
@@ -215,7 +220,14 @@ pub fn build_chain(names: &[&str], ctx: &PluginContext) -> Result<AdmissionChain
             "LimitRanger" => Arc::new(limit_ranger::LimitRanger::new(ctx.objects.clone())),
             "ServiceAccount" => Arc::new(service_account::ServiceAccount::new(ctx.objects.clone())),
             "TaintNodesByCondition" => Arc::new(tolerations::TaintNodesByCondition),
-            "PodSecurity" => Arc::new(pod_security::plugin::PodSecurity::new(ctx.objects.clone())),
+            "PodSecurity" => {
+                let config = match ctx.configuration.plugin("PodSecurity") {
+                    Some(c) => pod_security::decision::Config::from_configuration(c)
+                        .map_err(|e| format!("PodSecurity configuration: {e}"))?,
+                    None => pod_security::decision::Config::default(),
+                };
+                Arc::new(pod_security::plugin::PodSecurity::with_config(ctx.objects.clone(), config))
+            }
             "Priority" => Arc::new(priority::Priority::new(ctx.objects.clone())),
             "DefaultTolerationSeconds" => Arc::new(ctx.toleration_seconds.clone()),
             "DefaultStorageClass" => Arc::new(default_class::DefaultStorageClass::new(ctx.objects.clone())),
@@ -239,7 +251,15 @@ pub fn build_chain(names: &[&str], ctx: &PluginContext) -> Result<AdmissionChain
                 ctx.objects.clone(),
                 ctx.catalogue.clone(),
             )),
-            "ResourceQuota" => Arc::new(resource_quota::ResourceQuota::new(ctx.objects.clone(), ctx.writer.clone())),
+            "ResourceQuota" => {
+                let limited = match ctx.configuration.plugin("ResourceQuota") {
+                    Some(c) => {
+                        resource_quota::limited_resources(c).map_err(|e| format!("ResourceQuota configuration: {e}"))?
+                    }
+                    None => Vec::new(),
+                };
+                Arc::new(resource_quota::ResourceQuota::with_limited(ctx.objects.clone(), ctx.writer.clone(), limited))
+            }
             other => return Err(format!("unknown admission plugin: {other}")),
         };
         plugins.push(plugin);

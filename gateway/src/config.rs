@@ -173,6 +173,10 @@ pub struct ServeOptions {
     /// Default admission plugins to leave out (comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub disable_admission_plugins: Vec<String>,
+    /// An `AdmissionConfiguration` (YAML or JSON) giving plugins their own configuration, as
+    /// kube's: `PodSecurity`'s `PodSecurityConfiguration` (defaults and exemptions).
+    #[arg(long)]
+    pub admission_control_config_file: Option<PathBuf>,
     /// The `tolerationSeconds` DefaultTolerationSeconds gives pods for the `not-ready` taint.
     #[arg(long, default_value_t = 300)]
     pub default_not_ready_toleration_seconds: i64,

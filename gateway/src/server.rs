@@ -235,6 +235,10 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
             not_ready_seconds: options.default_not_ready_toleration_seconds,
             unreachable_seconds: options.default_unreachable_toleration_seconds,
         },
+        configuration: Arc::new(match &options.admission_control_config_file {
+            Some(path) => admission::config::AdmissionConfiguration::load(path)?,
+            None => admission::config::AdmissionConfiguration::default(),
+        }),
     };
     let chain = admission::build_chain(&plugins, &context)?.first(Arc::new(escalation));
     tracing::info!(plugins = ?chain.names(), "admission chain");

@@ -24,7 +24,7 @@ use serde_json::Value;
 use super::checks::{Violation, evaluate};
 use super::policy::{
     AUDIT_LEVEL_LABEL, AUDIT_VERSION_LABEL, ENFORCE_LEVEL_LABEL, ENFORCE_VERSION_LABEL, Level, LevelVersion,
-    NamespacePolicy, Policy, WARN_LEVEL_LABEL, WARN_VERSION_LABEL,
+    NamespacePolicy, Policy, Version, WARN_LEVEL_LABEL, WARN_VERSION_LABEL,
 };
 use super::{forbidden_reason, violates_message, would_violate_message};
 
@@ -65,6 +65,52 @@ pub struct Config {
 }
 
 impl Config {
+    /// A `PodSecurityConfiguration` (from the admission configuration file): unset levels
+    /// are `privileged`, unset versions `latest`, as kube defaults them; every invalid field
+    /// is reported.
+    pub fn from_configuration(v: &Value) -> Result<Config, String> {
+        const API_VERSIONS: [&str; 3] = [
+            "pod-security.admission.config.k8s.io/v1",
+            "pod-security.admission.config.k8s.io/v1beta1",
+            "pod-security.admission.config.k8s.io/v1alpha1",
+        ];
+        let api_version = v.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+        let kind = v.get("kind").and_then(Value::as_str).unwrap_or("");
+        if kind != "PodSecurityConfiguration" || !API_VERSIONS.contains(&api_version) {
+            return Err(format!(
+                "expected kind PodSecurityConfiguration in one of {}, got {api_version:?}, kind {kind:?}",
+                API_VERSIONS.join(", ")
+            ));
+        }
+        let mut errors = Vec::new();
+        let defaults = &v["defaults"];
+        let mut mode = |name: &str| {
+            let text =
+                |key: &str, default: &str| defaults.get(key).and_then(Value::as_str).unwrap_or(default).to_string();
+            let (level, version) = (text(name, "privileged"), text(&format!("{name}-version"), "latest"));
+            let level = Level::parse(&level).map_err(|why| {
+                errors.push(format!("defaults.{name}: Invalid value: {}: {why}", go_quote(&level)));
+            });
+            let version = Version::parse(&version).map_err(|why| {
+                errors.push(format!("defaults.{name}-version: Invalid value: {}: {why}", go_quote(&version)));
+            });
+            LevelVersion::new(level.unwrap_or(Level::Privileged), version.unwrap_or(Version::Latest))
+        };
+        let policy = Policy { enforce: mode("enforce"), audit: mode("audit"), warn: mode("warn") };
+        let list = |key: &str| -> Vec<String> {
+            v.pointer(&format!("/exemptions/{key}"))
+                .and_then(Value::as_array)
+                .map(|l| l.iter().filter_map(Value::as_str).map(String::from).collect())
+                .unwrap_or_default()
+        };
+        let exemptions = Exemptions {
+            usernames: list("usernames"),
+            namespaces: list("namespaces"),
+            runtime_classes: list("runtimeClasses"),
+        };
+        if errors.is_empty() { Ok(Config { defaults: policy, exemptions }) } else { Err(errors.join(", ")) }
+    }
+
     fn exempt_namespace(&self, namespace: &str) -> bool {
         !namespace.is_empty() && self.exemptions.namespaces.iter().any(|n| n == namespace)
     }

@@ -30,6 +30,11 @@ impl PodSecurity {
         PodSecurity { config: Config::default(), objects }
     }
 
+    /// The plugin with `config` (a `PodSecurityConfiguration`'s defaults and exemptions).
+    pub fn with_config(objects: Arc<dyn ObjectLookup>, config: Config) -> Self {
+        PodSecurity { config, objects }
+    }
+
     async fn namespace(&self, name: &str) -> Result<Value, String> {
         match self.objects.get("", "namespaces", "", name).await {
             Ok(Some(ns)) => Ok(ns),

@@ -606,3 +606,29 @@ fn the_pod_check_takes_a_second_or_half_the_time_left() {
     assert_eq!(pod_check_deadline(now, Some(now + Duration::from_millis(600))), now + Duration::from_millis(300));
     assert_eq!(pod_check_deadline(now, Some(now)), now);
 }
+
+#[test]
+fn a_pod_security_configuration_sets_defaults_and_exemptions_and_reports_bad_fields() {
+    let config = Config::from_configuration(&serde_json::json!({
+        "apiVersion": "pod-security.admission.config.k8s.io/v1", "kind": "PodSecurityConfiguration",
+        "defaults": {"enforce": "baseline", "enforce-version": "v1.29", "warn": "restricted"},
+        "exemptions": {"usernames": ["ci"], "namespaces": ["kube-system"], "runtimeClasses": ["kata"]}}))
+    .unwrap();
+    assert_eq!(config.defaults.enforce.to_string(), "baseline:v1.29");
+    assert_eq!(config.defaults.warn.to_string(), "restricted:latest");
+    assert_eq!(config.defaults.audit.to_string(), "privileged:latest", "unset is kube's default");
+    assert_eq!(config.exemptions.usernames, ["ci"]);
+    assert_eq!(config.exemptions.namespaces, ["kube-system"]);
+    assert_eq!(config.exemptions.runtime_classes, ["kata"]);
+    let e = Config::from_configuration(&serde_json::json!({
+        "apiVersion": "pod-security.admission.config.k8s.io/v1", "kind": "PodSecurityConfiguration",
+        "defaults": {"enforce": "strict", "audit-version": "2"}}))
+    .unwrap_err();
+    assert_eq!(
+        e,
+        "defaults.enforce: Invalid value: \"strict\": must be one of privileged, baseline, restricted, \
+         defaults.audit-version: Invalid value: \"2\": must be \"latest\" or \"v1.x\""
+    );
+    let e = Config::from_configuration(&serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap"})).unwrap_err();
+    assert!(e.starts_with("expected kind PodSecurityConfiguration"), "{e}");
+}

@@ -27,6 +27,18 @@ pub(crate) struct Write<'a> {
     pub old: Option<&'a Value>,
     /// When it is made (a pod past its deletion's grace period no longer charges compute).
     pub now: DateTime<Utc>,
+    /// The configuration's `matchContains` for this resource (kube's `limitedResources`): a
+    /// consumed resource whose name contains one must be covered by a quota.
+    pub limited: &'a [String],
+}
+
+/// kube's `limitedByDefault`: the consumed resources whose names contain a limited string.
+fn limited_by_default(usage: &ResourceList, limited: &[String]) -> Vec<String> {
+    usage
+        .iter()
+        .filter(|(name, q)| q.nanos > 0 && limited.iter().any(|l| name.contains(l.as_str())))
+        .map(|(n, _)| n.clone())
+        .collect()
 }
 
 /// `hasUsageStats`: the quota's usage is known for every resource it limits of `restricted`.
@@ -45,6 +57,13 @@ fn sorted_names(names: &[String]) -> String {
 /// `quotas`, leaving out quotas whose usage does not change; or why the write is refused.
 pub(crate) fn check(quotas: &[Value], write: &Write<'_>) -> Result<Vec<(usize, ResourceList)>, Refused> {
     let evaluator = write.evaluator;
+    let limited_names = if write.limited.is_empty() {
+        Vec::new()
+    } else {
+        limited_by_default(&evaluator.usage(write.object, write.now), write.limited)
+    };
+    // What the covering quotas limit between them, to find limited consumption none covers.
+    let mut restricted_by_any: Vec<String> = Vec::new();
     let mut covering = Vec::new();
     for (i, quota) in quotas.iter().enumerate() {
         let limited: Vec<String> = q::limits(quota).keys().cloned().collect();
@@ -63,6 +82,13 @@ pub(crate) fn check(quotas: &[Value], write: &Write<'_>) -> Result<Vec<(usize, R
             )));
         }
         covering.push(i);
+        restricted_by_any.extend(restricted);
+    }
+    let mut uncovered: Vec<String> = limited_names.into_iter().filter(|n| !restricted_by_any.contains(n)).collect();
+    if !uncovered.is_empty() {
+        uncovered.sort();
+        uncovered.dedup();
+        return Err(Refused(format!("insufficient quota to consume: {}", uncovered.join(","))));
     }
 
     let mut delta = evaluator.usage(write.object, write.now);
@@ -121,7 +147,33 @@ mod tests {
     }
 
     fn create<'a>(evaluator: &'a Evaluator, object: &'a Value) -> Write<'a> {
-        Write { evaluator, operation: Operation::Create, object, old: None, now: Utc::now() }
+        Write { evaluator, operation: Operation::Create, object, old: None, now: Utc::now(), limited: &[] }
+    }
+
+    #[test]
+    fn limited_consumption_needs_a_covering_quota() {
+        let pods = Evaluator::for_resource("", "pods");
+        let object = pod(json!({"cpu": "100m", "memory": "64Mi"}));
+        let limited = ["cpu".to_string()];
+        let write = Write { limited: &limited, ..create(&pods, &object) };
+        assert_eq!(check(&[], &write).unwrap_err().0, "insufficient quota to consume: cpu,requests.cpu");
+        let counts = quota("counts", json!({"pods": "10"}), Some(json!({"pods": "0"})));
+        assert_eq!(
+            check(std::slice::from_ref(&counts), &write).unwrap_err().0,
+            "insufficient quota to consume: cpu,requests.cpu",
+            "a quota that does not limit cpu does not cover it"
+        );
+        let requests = quota("requests", json!({"requests.cpu": "1"}), Some(json!({"requests.cpu": "0"})));
+        assert_eq!(
+            check(&[counts.clone(), requests.clone()], &write).unwrap_err().0,
+            "insufficient quota to consume: cpu",
+            "the legacy name is consumed too, as kube counts it"
+        );
+        let legacy = quota("legacy", json!({"cpu": "1"}), Some(json!({"cpu": "0"})));
+        assert!(check(&[counts, requests, legacy], &write).is_ok());
+        let idle = pod(json!({}));
+        let write = Write { limited: &limited, ..create(&pods, &idle) };
+        assert!(check(&[], &write).is_ok(), "nothing limited is consumed");
     }
 
     fn pod(requests: Value) -> Value {

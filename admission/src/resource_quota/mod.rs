@@ -89,9 +89,54 @@ impl Drop for Turn<'_> {
     }
 }
 
+/// One of `limitedResources` (kube's `LimitedResource`): creating `resource` of `apiGroup`
+/// while consuming a resource whose name contains one of `matchContains` needs a quota that
+/// limits it. (`matchScopes` is not read.)
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LimitedResource {
+    /// `apiGroup`, `""` for core.
+    pub api_group: String,
+    /// `resource`, plural.
+    pub resource: String,
+    /// `matchContains`.
+    pub match_contains: Vec<String>,
+}
+
+/// The `limitedResources` of a `ResourceQuotaConfiguration`.
+pub fn limited_resources(config: &Value) -> Result<Vec<LimitedResource>, String> {
+    const API_VERSIONS: [&str; 3] = [
+        "apiserver.config.k8s.io/v1",
+        "resourcequota.admission.k8s.io/v1beta1",
+        "resourcequota.admission.k8s.io/v1alpha1",
+    ];
+    let api_version = config.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let kind = config.get("kind").and_then(Value::as_str).unwrap_or("");
+    if kind != "Configuration" && kind != "ResourceQuotaConfiguration" || !API_VERSIONS.contains(&api_version) {
+        return Err(format!(
+            "expected kind ResourceQuotaConfiguration in one of {}, got {api_version:?}, kind {kind:?}",
+            API_VERSIONS.join(", ")
+        ));
+    }
+    let mut limited = Vec::new();
+    for (i, l) in config.get("limitedResources").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        let resource = l.get("resource").and_then(Value::as_str).unwrap_or("");
+        if resource.is_empty() {
+            return Err(format!("limitedResources[{i}].resource: Required value"));
+        }
+        limited.push(LimitedResource {
+            api_group: l.get("apiGroup").and_then(Value::as_str).unwrap_or("").to_string(),
+            resource: resource.to_string(),
+            match_contains: apimachinery::object::string_list(l.get("matchContains")),
+        });
+    }
+    Ok(limited)
+}
+
 /// Enforces and charges ResourceQuotas.
 pub struct ResourceQuota {
     quotas: LiveLookup,
+    /// `limitedResources` of the plugin's configuration.
+    limited: Vec<LimitedResource>,
     writer: Arc<dyn ObjectWriter>,
     turns: NamespaceTurns,
     /// The quotas as this plugin last wrote them, by `namespace/name` (kube's `updatedQuotas`):
@@ -111,8 +156,19 @@ fn revision(quota: &Value) -> Option<u64> {
 impl ResourceQuota {
     /// The plugin reading quotas through `objects` and charging them through `writer`.
     pub fn new(objects: Arc<dyn ObjectLookup>, writer: Arc<dyn ObjectWriter>) -> Self {
+        Self::with_limited(objects, writer, Vec::new())
+    }
+
+    /// The plugin with a configuration's `limitedResources`: consumption they name is refused
+    /// unless a quota covers it.
+    pub fn with_limited(
+        objects: Arc<dyn ObjectLookup>,
+        writer: Arc<dyn ObjectWriter>,
+        limited: Vec<LimitedResource>,
+    ) -> Self {
         ResourceQuota {
             quotas: LiveLookup::new(objects, "", "resourcequotas"),
+            limited,
             writer,
             turns: NamespaceTurns::default(),
             charged: Mutex::default(),
@@ -208,9 +264,27 @@ impl AdmissionPlugin for ResourceQuota {
         if !evaluator.handles(request.operation, object, request.old_object.as_ref()) {
             return Ok(());
         }
+        let limited: Vec<String> = self
+            .limited
+            .iter()
+            .filter(|l| l.api_group == t.group && l.resource == t.resource)
+            .flat_map(|l| l.match_contains.iter().cloned())
+            .collect();
         // Most namespaces have no quota: their writes need no turn.
         if self.quotas(&t.namespace).await?.is_empty() {
-            return Ok(());
+            if limited.is_empty() {
+                return Ok(());
+            }
+            // No quota at all covers what the configuration limits.
+            let write = Write {
+                evaluator: &evaluator,
+                operation: request.operation,
+                object,
+                old: request.old_object.as_ref(),
+                now: chrono::Utc::now(),
+                limited: &limited,
+            };
+            return check::check(&[], &write).map(|_| ()).map_err(|Refused(why)| forbidden(request, object, &why));
         }
         let wait = review.deadline.remaining().map_or(TURN_TIMEOUT, |left| left.min(TURN_TIMEOUT));
         let _turn = self.turns.take(&t.namespace, wait).await?;
@@ -221,7 +295,37 @@ impl AdmissionPlugin for ResourceQuota {
             object,
             old: request.old_object.as_ref(),
             now: chrono::Utc::now(),
+            limited: &limited,
         };
         self.evaluate(request, &write, quotas, review).await
+    }
+}
+
+#[cfg(test)]
+mod config_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn limited_resources_are_read_from_kubes_configuration() {
+        let limited = limited_resources(&json!({"apiVersion": "apiserver.config.k8s.io/v1",
+            "kind": "ResourceQuotaConfiguration",
+            "limitedResources": [{"resource": "pods", "matchContains": ["cpu", "memory"]},
+                {"apiGroup": "apps", "resource": "deployments"}]}))
+        .unwrap();
+        assert_eq!(
+            limited[0],
+            LimitedResource {
+                api_group: String::new(),
+                resource: "pods".into(),
+                match_contains: vec!["cpu".into(), "memory".into()]
+            }
+        );
+        assert_eq!((limited[1].api_group.as_str(), limited[1].match_contains.len()), ("apps", 0));
+        let e = limited_resources(&json!({"apiVersion": "apiserver.config.k8s.io/v1",
+            "kind": "ResourceQuotaConfiguration", "limitedResources": [{"matchContains": ["cpu"]}]}))
+        .unwrap_err();
+        assert_eq!(e, "limitedResources[0].resource: Required value");
+        assert!(limited_resources(&json!({"kind": "PodSecurityConfiguration"})).is_err());
     }
 }

@@ -171,3 +171,62 @@ async fn labelling_a_namespace_over_violating_pods_warns_about_them() {
          privileged, baseline, restricted"
     );
 }
+
+#[actix_web::test]
+async fn an_admission_configuration_file_sets_the_default_level_and_exempt_namespaces() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("admission.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: PodSecurity\n  \
+         configuration:\n    apiVersion: pod-security.admission.config.k8s.io/v1\n    kind: PodSecurityConfiguration\n    \
+         defaults:\n      enforce: baseline\n    exemptions:\n      namespaces: [exempt]\n",
+    )
+    .unwrap();
+    let s = TestServer::start_with(&["--admission-control-config-file", file.to_str().unwrap()]);
+    namespace(&s, "plain", &[]);
+    namespace(&s, "exempt", &[]);
+
+    // No label: the configured default refuses.
+    let (ok, _, stderr) = create(&s, "plain", &privileged_pod("p"));
+    assert!(!ok);
+    assert_eq!(
+        stderr.trim(),
+        "Error from server (Forbidden): error when creating \"STDIN\": pods \"p\" is forbidden: violates PodSecurity \
+         \"baseline:latest\": privileged (container \"c\" must not set securityContext.privileged=true)"
+    );
+    // A label still decides over the default.
+    s.kubectl_ok(&["label", "namespace", "plain", "pod-security.kubernetes.io/enforce=privileged"]);
+    let (ok, _, stderr) = create(&s, "plain", &privileged_pod("p"));
+    assert!(ok, "{stderr}");
+    // An exempt namespace is not evaluated.
+    let (ok, _, stderr) = create(&s, "exempt", &privileged_pod("p"));
+    assert!(ok, "{stderr}");
+}
+
+#[test]
+fn a_bad_pod_security_configuration_stops_the_server_with_the_field_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("admission.yaml");
+    std::fs::write(
+        &file,
+        r#"{"apiVersion": "apiserver.config.k8s.io/v1", "kind": "AdmissionConfiguration", "plugins": [{"name": "PodSecurity",
+            "configuration": {"apiVersion": "pod-security.admission.config.k8s.io/v1", "kind": "PodSecurityConfiguration",
+            "defaults": {"enforce": "strict"}}}]}"#,
+    )
+    .unwrap();
+    let out = std::process::Command::new(tests::apiserver_bin())
+        .args(["serve", "--data-dir", dir.path().join("data").to_str().unwrap()])
+        .args(["--secure-port", &tests::free_port().to_string(), "--admin-port", &tests::free_port().to_string()])
+        .args(["--admission-control-config-file", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "PodSecurity configuration: defaults.enforce: Invalid value: \"strict\": must be one of privileged, baseline, restricted"
+        ),
+        "{stderr}"
+    );
+}

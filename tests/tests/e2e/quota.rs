@@ -184,3 +184,45 @@ async fn pods_are_charged_their_compute_and_an_uncounted_quota_refuses_until_cou
     .await;
     assert_eq!(status, 201, "{body}");
 }
+
+#[actix_web::test]
+async fn limited_resources_from_the_admission_configuration_need_a_covering_quota() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("quota.yaml"),
+        "apiVersion: apiserver.config.k8s.io/v1\nkind: ResourceQuotaConfiguration\nlimitedResources:\n\
+         - resource: pods\n  matchContains: [cpu]\n",
+    )
+    .unwrap();
+    let file = dir.path().join("admission.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: ResourceQuota\n  path: quota.yaml\n",
+    )
+    .unwrap();
+    let s = TestServer::start_with(&["--admission-control-config-file", file.to_str().unwrap()]);
+    s.kubectl_ok(&["create", "namespace", "metered"]);
+    let pod = |name: &str, requests: Value| {
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"containers": [{"name": "app", "image": "nginx", "resources": {"requests": requests}}]}})
+    };
+    let (ok, _, stderr) = create(&s, "metered", &pod("hungry", json!({"cpu": "100m"})));
+    assert!(!ok);
+    assert_eq!(
+        stderr.trim(),
+        "Error from server (Forbidden): error when creating \"STDIN\": pods \"hungry\" is forbidden: insufficient \
+         quota to consume: cpu,requests.cpu"
+    );
+    // Consuming no cpu is not limited.
+    let (ok, _, stderr) = create(&s, "metered", &pod("frugal", json!({"memory": "64Mi"})));
+    assert!(ok, "{stderr}");
+    // A quota limiting both names covers it.
+    let quota = json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "cpu"},
+        "spec": {"hard": {"cpu": "1", "requests.cpu": "1"}}});
+    let (ok, _, stderr) = create(&s, "metered", &quota);
+    assert!(ok, "{stderr}");
+    let covered = poll_until(Duration::from_secs(20), || {
+        create(&s, "metered", &pod("hungry", json!({"cpu": "100m"}))).0.then_some(())
+    });
+    assert!(covered.is_some(), "the pod is admitted once the quota is counted");
+}
