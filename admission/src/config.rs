@@ -40,14 +40,7 @@ impl AdmissionConfiguration {
     /// An `AdmissionConfiguration` in `text`; `path`s are read relative to `dir`.
     pub fn parse(text: &str, dir: &Path) -> Result<Self, String> {
         let config = yaml(text)?;
-        let api_version = config.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-        let kind = config.get("kind").and_then(Value::as_str).unwrap_or("");
-        if kind != "AdmissionConfiguration" || !API_VERSIONS.contains(&api_version) {
-            return Err(format!(
-                "expected kind AdmissionConfiguration in one of {}, got {api_version:?}, kind {kind:?}",
-                API_VERSIONS.join(", ")
-            ));
-        }
+        expect_kind(&config, &["AdmissionConfiguration"], &API_VERSIONS)?;
         let mut plugins = Vec::new();
         for (i, plugin) in config.get("plugins").and_then(Value::as_array).into_iter().flatten().enumerate() {
             let name = plugin.get("name").and_then(Value::as_str).filter(|n| !n.is_empty());
@@ -72,6 +65,16 @@ impl AdmissionConfiguration {
     pub fn plugin(&self, name: &str) -> Option<&Value> {
         self.plugins.iter().find(|(n, _)| n == name).map(|(_, c)| c)
     }
+}
+
+/// Refuses a configuration that is not one of `kinds` in one of `api_versions`.
+pub fn expect_kind(config: &Value, kinds: &[&str], api_versions: &[&str]) -> Result<(), String> {
+    let api_version = config.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let kind = config.get("kind").and_then(Value::as_str).unwrap_or("");
+    if kinds.contains(&kind) && api_versions.contains(&api_version) {
+        return Ok(());
+    }
+    Err(format!("expected kind {} in one of {}, got {api_version:?}, kind {kind:?}", kinds[0], api_versions.join(", ")))
 }
 
 fn yaml(text: &str) -> Result<Value, String> {

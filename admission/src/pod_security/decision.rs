@@ -74,14 +74,7 @@ impl Config {
             "pod-security.admission.config.k8s.io/v1beta1",
             "pod-security.admission.config.k8s.io/v1alpha1",
         ];
-        let api_version = v.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-        let kind = v.get("kind").and_then(Value::as_str).unwrap_or("");
-        if kind != "PodSecurityConfiguration" || !API_VERSIONS.contains(&api_version) {
-            return Err(format!(
-                "expected kind PodSecurityConfiguration in one of {}, got {api_version:?}, kind {kind:?}",
-                API_VERSIONS.join(", ")
-            ));
-        }
+        crate::config::expect_kind(v, &["PodSecurityConfiguration"], &API_VERSIONS)?;
         let mut errors = Vec::new();
         let defaults = &v["defaults"];
         let mut mode = |name: &str| {

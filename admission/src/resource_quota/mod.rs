@@ -109,14 +109,8 @@ pub fn limited_resources(config: &Value) -> Result<Vec<LimitedResource>, String>
         "resourcequota.admission.k8s.io/v1beta1",
         "resourcequota.admission.k8s.io/v1alpha1",
     ];
-    let api_version = config.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-    let kind = config.get("kind").and_then(Value::as_str).unwrap_or("");
-    if kind != "Configuration" && kind != "ResourceQuotaConfiguration" || !API_VERSIONS.contains(&api_version) {
-        return Err(format!(
-            "expected kind ResourceQuotaConfiguration in one of {}, got {api_version:?}, kind {kind:?}",
-            API_VERSIONS.join(", ")
-        ));
-    }
+    // The legacy `resourcequota.admission.k8s.io` versions called it `Configuration`.
+    crate::config::expect_kind(config, &["ResourceQuotaConfiguration", "Configuration"], &API_VERSIONS)?;
     let mut limited = Vec::new();
     for (i, l) in config.get("limitedResources").and_then(Value::as_array).into_iter().flatten().enumerate() {
         let resource = l.get("resource").and_then(Value::as_str).unwrap_or("");
