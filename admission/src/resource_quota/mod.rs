@@ -264,25 +264,6 @@ impl AdmissionPlugin for ResourceQuota {
             .filter(|l| l.api_group == t.group && l.resource == t.resource)
             .flat_map(|l| l.match_contains.iter().cloned())
             .collect();
-        // Most namespaces have no quota: their writes need no turn.
-        if self.quotas(&t.namespace).await?.is_empty() {
-            if limited.is_empty() {
-                return Ok(());
-            }
-            // No quota at all covers what the configuration limits.
-            let write = Write {
-                evaluator: &evaluator,
-                operation: request.operation,
-                object,
-                old: request.old_object.as_ref(),
-                now: chrono::Utc::now(),
-                limited: &limited,
-            };
-            return check::check(&[], &write).map(|_| ()).map_err(|Refused(why)| forbidden(request, object, &why));
-        }
-        let wait = review.deadline.remaining().map_or(TURN_TIMEOUT, |left| left.min(TURN_TIMEOUT));
-        let _turn = self.turns.take(&t.namespace, wait).await?;
-        let quotas = self.quotas(&t.namespace).await?;
         let write = Write {
             evaluator: &evaluator,
             operation: request.operation,
@@ -291,6 +272,17 @@ impl AdmissionPlugin for ResourceQuota {
             now: chrono::Utc::now(),
             limited: &limited,
         };
+        // Most namespaces have no quota: their writes need no turn.
+        if self.quotas(&t.namespace).await?.is_empty() {
+            if limited.is_empty() {
+                return Ok(());
+            }
+            // No quota at all covers what the configuration limits.
+            return check::check(&[], &write).map(|_| ()).map_err(|Refused(why)| forbidden(request, object, &why));
+        }
+        let wait = review.deadline.remaining().map_or(TURN_TIMEOUT, |left| left.min(TURN_TIMEOUT));
+        let _turn = self.turns.take(&t.namespace, wait).await?;
+        let quotas = self.quotas(&t.namespace).await?;
         self.evaluate(request, &write, quotas, review).await
     }
 }
