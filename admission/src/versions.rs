@@ -26,7 +26,8 @@ pub fn candidates(catalogue: &Catalogue, request: &Admit) -> Vec<Arc<ResourceDef
     let t = &request.target;
     let (group, version) = t.requested.as_ref().map_or((&t.group, &t.version), |(g, v)| (g, v));
     let Some(own) = catalogue.find(group, version, &t.resource) else { return Vec::new() };
-    let others = catalogue.resources().into_iter().filter(|d| d.same_storage(&own) && !Arc::ptr_eq(d, &own));
+    let others =
+        catalogue.sharing_storage(&own).into_iter().filter(|d| (&d.group, &d.version) != (&own.group, &own.version));
     std::iter::once(own.clone()).chain(others).collect()
 }
 

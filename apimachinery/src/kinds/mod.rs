@@ -449,17 +449,21 @@ struct Index {
     all: Vec<Arc<ResourceDef>>,
     by_resource: HashMap<String, Vec<Arc<ResourceDef>>>,
     by_kind: HashMap<String, Vec<Arc<ResourceDef>>>,
+    /// By storage path, in discovery order: the resources serving one store.
+    by_storage: HashMap<String, Vec<Arc<ResourceDef>>>,
 }
 
 impl Index {
     fn build(all: Vec<Arc<ResourceDef>>) -> Self {
         let mut by_resource: HashMap<String, Vec<Arc<ResourceDef>>> = HashMap::new();
         let mut by_kind: HashMap<String, Vec<Arc<ResourceDef>>> = HashMap::new();
+        let mut by_storage: HashMap<String, Vec<Arc<ResourceDef>>> = HashMap::new();
         for d in &all {
             by_resource.entry(d.resource.clone()).or_default().push(d.clone());
             by_kind.entry(d.kind.clone()).or_default().push(d.clone());
+            by_storage.entry(d.storage_path.clone()).or_default().push(d.clone());
         }
-        Index { all, by_resource, by_kind }
+        Index { all, by_resource, by_kind, by_storage }
     }
 
     fn find(
@@ -504,6 +508,12 @@ impl Catalogue {
     /// and `EncryptionConfiguration` name).
     pub fn find_any_version(&self, group: &str, resource: &str) -> Option<Arc<ResourceDef>> {
         self.index().all.iter().find(|d| d.group == group && d.resource == resource).cloned()
+    }
+
+    /// The resources sharing `def`'s store (`def` among them), in discovery order: kube's
+    /// equivalent resources (two versions of one kind, or one kind served by two groups).
+    pub fn sharing_storage(&self, def: &ResourceDef) -> Vec<Arc<ResourceDef>> {
+        self.index().by_storage.get(&def.storage_path).cloned().unwrap_or_default()
     }
 
     /// Every served resource, in discovery order.
