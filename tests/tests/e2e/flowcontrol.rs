@@ -209,9 +209,10 @@ async fn a_quiet_flow_is_served_as_if_alone_while_another_floods_its_priority_le
         "the quiet flow's p99 stays within twice its unloaded p99: {loaded_p99:?} vs {alone_p99:?}"
     );
     assert!(exempt.iter().all(|(c, _)| *c == 200), "{exempt:?}");
-    // 11 seats of (at least) 100 ms writes for 12 s, and the 11 in flight at the end: at most
-    // 1,331.
-    assert!((400..=1331).contains(&served), "the flood is served at the level's pace: {served}");
+    // 11 seats of (at least) 100 ms writes finish at most 1,320 writes in 12 s; each of the 110
+    // workers may then have one more request queued or running, which is still served: at most
+    // 1,430. Unthrottled, 110 writers at 100 ms would finish 13,200.
+    assert!((400..=1430).contains(&served), "the flood is served at the level's pace: {served}");
     assert!(heavy_codes.iter().all(|c| *c == 201 || *c == 429), "{:?}", heavy_codes.iter().find(|c| **c != 201));
     // The flood queued: its requests waited far longer than a lone write takes.
     let heavy_p50 = {
