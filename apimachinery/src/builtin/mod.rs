@@ -16,6 +16,7 @@ mod cronjob;
 mod csidriver;
 mod csinode;
 mod csistoragecapacity;
+mod customresourcedefinition;
 mod daemonset;
 mod deployment;
 mod endpoints;
@@ -116,6 +117,7 @@ fn definitions() -> Vec<ResourceDef> {
         validatingadmissionpolicy::definition(),
         validatingadmissionpolicybinding::definition(),
         webhookconfiguration::validating(),
+        customresourcedefinition::definition(),
         priorityclass::definition(),
         lease::definition(),
         runtimeclass::definition(),

@@ -16,6 +16,21 @@ fn every_resource_is_found_by_name_and_kind_in_discovery_order() {
 }
 
 #[test]
+fn crds_follow_admissionregistration_in_discovery() {
+    // Both groups have priority 16700 in kube-aggregator; ties go by APIService name, and
+    // `v1.admissionregistration.k8s.io` sorts before `v1.apiextensions.k8s.io`.
+    let groups: Vec<String> = catalogue().groups().into_iter().map(|g| g.name).collect();
+    let at = |g: &str| groups.iter().position(|x| x == g).unwrap();
+    assert_eq!(at("apiextensions.k8s.io"), at("admissionregistration.k8s.io") + 1);
+    assert_eq!(at("scheduling.k8s.io"), at("apiextensions.k8s.io") + 1);
+    let crd = find("apiextensions.k8s.io", "v1", "customresourcedefinitions").unwrap();
+    assert!(!crd.namespaced);
+    assert_eq!(crd.short_names, ["crd", "crds"]);
+    assert_eq!(crd.categories, ["api-extensions"]);
+    assert!(crd.printer().is_none(), "kube's default table: name and creation time");
+}
+
+#[test]
 fn pod_fields_render_like_kube() {
     let pods = find("", "v1", "pods").unwrap();
     let p = json!({"metadata": {"name": "p", "namespace": "ns"}, "spec": {"nodeName": "n1"},

@@ -17,6 +17,7 @@
 //! validation to report.
 
 pub mod admissionregistration;
+pub mod apiextensions;
 pub mod flowcontrol;
 pub mod pod;
 pub mod quantity;

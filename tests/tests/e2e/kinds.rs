@@ -426,6 +426,7 @@ mutatingwebhookconfigurations admissionregistration.k8s.io/v1 false MutatingWebh
 validatingadmissionpolicies admissionregistration.k8s.io/v1 false ValidatingAdmissionPolicy create,delete,deletecollection,get,list,patch,update,watch api-extensions
 validatingadmissionpolicybindings admissionregistration.k8s.io/v1 false ValidatingAdmissionPolicyBinding create,delete,deletecollection,get,list,patch,update,watch api-extensions
 validatingwebhookconfigurations admissionregistration.k8s.io/v1 false ValidatingWebhookConfiguration create,delete,deletecollection,get,list,patch,update,watch api-extensions
+customresourcedefinitions crd,crds apiextensions.k8s.io/v1 false CustomResourceDefinition create,delete,deletecollection,get,list,patch,update,watch api-extensions
 controllerrevisions apps/v1 true ControllerRevision create,delete,deletecollection,get,list,patch,update,watch
 daemonsets ds apps/v1 true DaemonSet create,delete,deletecollection,get,list,patch,update,watch all
 deployments deploy apps/v1 true Deployment create,delete,deletecollection,get,list,patch,update,watch all

@@ -1,0 +1,63 @@
+//! `apiextensions.k8s.io/v1` CustomResourceDefinition (kube: `apiextensions-apiserver/pkg/
+//! registry/customresourcedefinition`): cluster-scoped, with a status the CRD controllers
+//! write through `/status`, and kube's default table (name, creation time).
+//!
+//! kube's REST also turns the first DELETE into an update adding the
+//! `customresourcecleanup.apiextensions.k8s.io` finalizer and a `Terminating` condition, for
+//! the controller that deletes the custom resources; without that controller here, a DELETE
+//! deletes at once.
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use serde_json::Value;
+
+use crate::defaults::apiextensions as defaults;
+use crate::error::Cause;
+use crate::kinds::{ResourceDef, Strategy, Subresource};
+use crate::validation::apiextensions as validation;
+
+pub(super) fn definition() -> ResourceDef {
+    ResourceDef::new(
+        "apiextensions.k8s.io",
+        "v1",
+        "customresourcedefinitions",
+        "CustomResourceDefinition",
+        CustomResourceDefinitions,
+    )
+    .cluster_scoped()
+    .short_names(&["crd", "crds"])
+    .categories(&["api-extensions"])
+    .subresources(&[Subresource::Status])
+    .schema::<CustomResourceDefinition>()
+}
+
+struct CustomResourceDefinitions;
+
+impl Strategy for CustomResourceDefinitions {
+    fn defaults(&self, obj: &mut Value) {
+        defaults::default_custom_resource_definition(obj);
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        defaults::prepare_custom_resource_definition_for_create(obj);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        defaults::prepare_custom_resource_definition_for_update(new, old);
+    }
+
+    fn validate(&self, _: &ResourceDef, obj: &Value) -> Vec<Cause> {
+        validation::custom_resource_definition(obj)
+    }
+
+    fn validate_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
+        validation::custom_resource_definition_update(new, old)
+    }
+
+    fn validate_status_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
+        validation::custom_resource_definition_status_update(new, old)
+    }
+
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+}
