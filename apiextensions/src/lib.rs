@@ -3,9 +3,19 @@
 //! kube-apiserver serves custom resources from `apiextensions-apiserver`, a delegate with its
 //! own handlers. Here a CRD becomes ordinary catalogue entries: one `ResourceDef` per served
 //! version, whose strategy validates, prunes and defaults objects from the version's structural
-//! schema. The registry, the cacher and REST serve them like any built-in kind.
+//! schema. The registry, the cacher and REST serve them like any built-in kind; the gateway's
+//! CRD controller adds and removes the entries and keeps the CRD's status.
 //!
 //! - [`schema`]: a structural schema applied to an object: validation with kube's field
 //!   errors, pruning of unknown fields, defaulting.
+//! - [`served`]: the definitions a CRD serves, in kube's version priority.
+//! - [`strategy`]: how one served version behaves (kube's `customResourceStrategy`).
+//! - [`printer`]: `additionalPrinterColumns` as a table printer.
+//! - [`conditions`]: accepted names and the CRD's conditions, as kube's controllers set them.
 
+pub mod conditions;
+mod intern;
+pub mod printer;
 pub mod schema;
+pub mod served;
+pub mod strategy;

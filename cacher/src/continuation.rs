@@ -12,7 +12,6 @@ use apimachinery::kinds::ResourceDef;
 use apimachinery::messages::ObjectList;
 use apimachinery::object::ObjectExt;
 use apimachinery::options::{ContinueToken, ListOptions, ReadAt};
-use storage::codec::decode_object;
 use storage::errors::interpret;
 use storage::{Revision, Storage, StorageError};
 
@@ -80,7 +79,7 @@ pub async fn list_from_storage(
         remaining = page.remaining;
         for kv in &page.items {
             last_key = Some(kv.key.clone());
-            let obj = decode_object(kv).map_err(|e| interpret(def, "", e))?;
+            let obj = crate::read_back(def, kv).map_err(|e| interpret(def, "", e))?;
             if labels.matches(obj.labels()) && fields.matches(&def.field_set(&obj)) {
                 items.push(EncodedObject::encode(&obj));
                 if limit > 0 && items.len() == limit {

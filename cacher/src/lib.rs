@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use actix::{Actor, ActorFutureExt, AsyncContext, Context, StreamHandler, WrapFuture};
+use actix::{Actor, ActorContext, ActorFutureExt, AsyncContext, Context, StreamHandler, WrapFuture};
 use actors::{Deadline, Request, StageHandler, StageMeters, WhenFull, Work};
 use apimachinery::encoded::EncodedObject;
 use apimachinery::error::ApiError;
@@ -36,6 +36,7 @@ use apimachinery::kinds::ResourceDef;
 use apimachinery::messages::{WatchEvent, WatchEventType, WatchObjects, WatchReceiver};
 use apimachinery::options::ReadAt;
 use serde_json::json;
+use storage::KeyValue;
 use storage::codec::decode_object;
 use storage::{EventType, ProgressRequester, Revision, Storage, StorageError, WatchItem};
 use tokio::sync::{mpsc, watch};
@@ -351,7 +352,7 @@ impl CacherActor {
         let received = Instant::now();
         let revision = event.kv.mod_revision;
         let key: Arc<str> = Arc::from(event.kv.key.as_str());
-        let decoded = decode_object(&event.kv);
+        let decoded = read_back(&self.def, &event.kv);
         let prev = if event.kind == EventType::Deleted { self.objects.remove(&key) } else { None };
         let entry = match (decoded, event.kind, &prev) {
             (Ok(o), _, _) => Arc::new(Entry::new(&self.def, &o)),
@@ -570,6 +571,13 @@ fn bookmark(def: &ResourceDef, revision: Revision, initial_events_end: bool) -> 
     EncodedObject::encode(&json!({ "kind": def.kind, "apiVersion": def.api_version(), "metadata": metadata }))
 }
 
+/// A stored object as the resource serves it: decoded, and defaulted where its kind asks.
+pub(crate) fn read_back(def: &ResourceDef, kv: &KeyValue) -> Result<serde_json::Value, StorageError> {
+    let mut obj = decode_object(kv)?;
+    def.read_back(&mut obj);
+    Ok(obj)
+}
+
 /// An item of the storage watch of one sync generation; `None` when that watch ended.
 type StorageItem = (u64, Option<WatchItem>);
 
@@ -622,7 +630,7 @@ async fn initial_list(
     loop {
         let page = storage.list(prefix, options.clone()).await?;
         for kv in &page.items {
-            match decode_object(kv) {
+            match read_back(def, kv) {
                 Ok(obj) => {
                     objects.insert(Arc::from(kv.key.as_str()), Arc::new(Entry::new(def, &obj)));
                 }
@@ -665,4 +673,23 @@ impl StageHandler<WatchObjects> for CacherActor {
     }
 }
 
-actors::stage_handler!(CacherActor => WatchObjects);
+/// Stops the cacher: its watchers' streams end, and its snapshots stay readable by whoever
+/// still holds its reader. Sent when the resource stops being served (its CRD is deleted).
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub struct StopCaching;
+
+impl Request for StopCaching {
+    type Reply = Result<(), ApiError>;
+}
+
+impl StageHandler<StopCaching> for CacherActor {
+    fn handle(&mut self, _: StopCaching, _: Deadline, ctx: &mut Context<Self>) -> Work<Self, Result<(), ApiError>> {
+        tracing::info!(resource = %self.def.qualified(), watchers = self.watchers.len(), "cacher stops");
+        self.watchers.clear();
+        self.shared.watchers.store(0, Ordering::Relaxed);
+        ctx.stop();
+        Work::Done(Ok(()))
+    }
+}
+
+actors::stage_handler!(CacherActor => WatchObjects, StopCaching);

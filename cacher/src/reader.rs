@@ -17,7 +17,6 @@ use apimachinery::object::ObjectExt;
 use apimachinery::options::ReadAt;
 use apimachinery::selector::{FieldSelector, LabelSelector};
 use serde_json::Value;
-use storage::codec::decode_object;
 use storage::errors::interpret;
 use storage::{ProgressRequester, Revision, Storage};
 use tokio::sync::watch;
@@ -206,9 +205,9 @@ impl CacheReader {
                 self.shared.storage_reads.increment(1);
                 let (def, name) = (&self.def, &msg.target.name);
                 match self.storage.get(&self.key(&msg.target)).await.map_err(|e| interpret(def, name, e))? {
-                    (Some(kv), _) => {
-                        decode_object(&kv).map(|o| EncodedObject::encode(&o)).map_err(|e| interpret(def, name, e))
-                    }
+                    (Some(kv), _) => crate::read_back(def, &kv)
+                        .map(|o| EncodedObject::encode(&o))
+                        .map_err(|e| interpret(def, name, e)),
                     (None, _) => Err(ApiError::not_found(&def.group, &def.resource, name)),
                 }
             }

@@ -66,7 +66,7 @@ pub async fn report(ctx: &RequestContext<'_>, endpoint: &str, only: Option<&str>
 /// Whether every cacher has listed its resource and follows the storage watch: a read at
 /// `resourceVersion=0` answers only then.
 async fn cachers_synced(ctx: &RequestContext<'_>) -> Result<(), String> {
-    for (path, reads) in &ctx.server.stages.reads {
+    for (path, reads) in ctx.server.stages.caches.all() {
         let probe = ListObjects {
             target: Target { namespace: "readyz-probe".into(), ..Default::default() },
             options: ListOptions::everything(ReadAt::Any),

@@ -32,6 +32,7 @@
 pub mod admin;
 pub mod auditing;
 pub mod backends;
+pub mod caches;
 pub mod chain;
 pub mod componentstatuses;
 pub mod config;

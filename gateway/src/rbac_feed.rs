@@ -20,7 +20,7 @@ use crate::state::Stages;
 /// Lists `def` into `policy` (replacing what it held of `kind`); returns the list's revision.
 async fn load(stages: &Stages, def: &ResourceDef, kind: RbacKind, policy: &SharedPolicy) -> Result<u64, String> {
     let list = ListObjects { target: Target::collection(def, ""), options: ListOptions::default() };
-    let list = stages.reads(def).reader.list(list).await.map_err(|e| e.message)?;
+    let list = stages.reads(def).map_err(|e| e.message)?.reader.list(list).await.map_err(|e| e.message)?;
     let mut p = policy.write().unwrap_or_else(std::sync::PoisonError::into_inner);
     p.clear(kind);
     for item in &list.items {
@@ -40,7 +40,7 @@ async fn follow(stages: &Stages, def: &ResourceDef, kind: RbacKind, policy: &Sha
                 ..Default::default()
             },
         };
-        let mut rx = match stages.reads(def).watch.ask(watch, Deadline::NONE).await {
+        let mut rx = match async { stages.reads(def)?.watch.ask(watch, Deadline::NONE).await }.await {
             Ok(rx) => rx.0,
             Err(e) => {
                 tracing::warn!(resource = def.resource, "RBAC feed cannot watch: {}", e.message);

@@ -15,7 +15,7 @@ use apimachinery::messages::{
     UpdateObject, WriteResult, Written,
 };
 use apimachinery::options::{DeleteOptions, GetOptions, ListOptions, WriteOptions, WriteVerb};
-use apimachinery::patch::{PatchType, unsupported_patch_type};
+use apimachinery::patch::{PatchType, unsupported_patch_type_of};
 use apimachinery::table;
 use serde_json::{Value, json};
 
@@ -98,7 +98,7 @@ async fn get(ctx: &RequestContext<'_>, def: &Arc<ResourceDef>, target: Target) -
     }
     let options = GetOptions::parse(&ctx.query)?;
     let subresource = target.subresource;
-    let reads = ctx.server.stages.reads(def);
+    let reads = ctx.server.stages.reads(def)?;
     let encoded = reads.reader.get(GetObject { target, options }).await?;
     let cached = output.view == View::Object && subresource.is_none() && def.stored_as.is_none();
     if cached && output.encoding == Encoding::Json && !ctx.pretty() {
@@ -115,7 +115,7 @@ async fn get(ctx: &RequestContext<'_>, def: &Arc<ResourceDef>, target: Target) -
     }
     let obj = served(def, encoded.value());
     if subresource == Some(Subresource::Scale) {
-        return Ok(respond(StatusCode::OK, output, &apimachinery::scale::to_scale(&obj), ctx.pretty()));
+        return Ok(respond(StatusCode::OK, output, &def.to_scale(&obj), ctx.pretty()));
     }
     match output.view {
         View::Table => {
@@ -133,7 +133,7 @@ async fn list(ctx: &RequestContext<'_>, def: &Arc<ResourceDef>, target: Target) 
         return Err(wrong_metadata_view(def, View::Metadata));
     }
     let options = ListOptions::parse(&ctx.query, def)?;
-    let list = ctx.server.stages.reads(def).reader.list(ListObjects { target, options }).await?;
+    let list = ctx.server.stages.reads(def)?.reader.list(ListObjects { target, options }).await?;
     let cached = output.view == View::Object && def.stored_as.is_none();
     if cached && output.encoding == Encoding::Json && !ctx.pretty() {
         let body = futures_util::stream::iter(ListChunks::new(def, list).map(Ok::<_, actix_web::Error>));
@@ -374,9 +374,10 @@ async fn patch(
     target: Target,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
+    let accepted = def.strategy.patch_types();
     let patch_type = PatchType::from_content_type(ctx.header("Content-Type").unwrap_or(""))
-        .filter(|t| *t != PatchType::Apply)
-        .ok_or_else(unsupported_patch_type)?;
+        .filter(|t| *t != PatchType::Apply && accepted.contains(&t.content_type()))
+        .ok_or_else(|| unsupported_patch_type_of(accepted))?;
     let options = WriteOptions::parse(&ctx.query, WriteVerb::Patch)?;
     let body = ctx.read_body(payload).await?;
     let msg = PatchObject { target, patch_type, patch: body.to_vec(), user: ctx.user.clone(), options };

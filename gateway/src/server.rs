@@ -9,7 +9,6 @@
 //! is a map lookup or a comparison, share one (`front`): a thread each would cost more in
 //! wake-ups than it saves. HTTP workers run on their own threads.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,15 +24,15 @@ use apimachinery::request::{RequestInfo, UserInfo};
 use apimachinery::selector::FieldSelector;
 use async_trait::async_trait;
 use auth::{AuthenticationActor, AuthorizationActor};
-use cacher::{CacherActor, CacherOptions};
 use flowcontrol::FlowControlActor;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use registry::{ClusterIpAllocator, RegistryStore, StorageActor};
 use serde_json::{Value, json};
 use storage::faults::Faults;
 
+use crate::caches::Caches;
 use crate::config::ServeOptions;
-use crate::state::{Reads, ServerState, Stages};
+use crate::state::{ServerState, Stages};
 use crate::status_writer::StageStatusWriter;
 use crate::tls;
 
@@ -48,7 +47,7 @@ const BOOTSTRAP_TIMEOUT: Duration = Duration::from_secs(60);
 /// seen).
 struct CachedObjects {
     catalogue: Arc<Catalogue>,
-    reads: HashMap<String, Reads>,
+    caches: Caches,
 }
 
 #[async_trait]
@@ -57,7 +56,7 @@ impl ObjectLookup for CachedObjects {
         let Some(def) = self.catalogue.find_any_version(group, resource) else {
             return Err(ApiError::internal(format!("{resource}.{group} is not served")));
         };
-        let Some(reads) = self.reads.get(&def.storage_path) else { return Ok(None) };
+        let Some(reads) = self.caches.get(&def.storage_path) else { return Ok(None) };
         let target = Target::object(&def, namespace, name);
         for read_at in [ReadAt::Any, ReadAt::Latest] {
             match reads.reader.get(GetObject { target: target.clone(), options: GetOptions { read_at } }).await {
@@ -79,7 +78,7 @@ impl ObjectLookup for CachedObjects {
 
     fn changes(&self, group: &str, resource: &str) -> Option<u64> {
         let def = self.catalogue.find_any_version(group, resource)?;
-        self.reads.get(&def.storage_path)?.reader.changes()
+        self.caches.get(&def.storage_path)?.reader.changes()
     }
 
     fn resource_for_kind(&self, group: &str, version: &str, kind: &str) -> Option<KindResource> {
@@ -100,7 +99,7 @@ impl CachedObjects {
         let Some(def) = self.catalogue.find_any_version(group, resource) else {
             return Err(ApiError::internal(format!("{resource}.{group} is not served")));
         };
-        let Some(reads) = self.reads.get(&def.storage_path) else { return Ok(Vec::new()) };
+        let Some(reads) = self.caches.get(&def.storage_path) else { return Ok(Vec::new()) };
         let mut options = ListOptions { read_at, ..Default::default() };
         options.selection.fields = FieldSelector::parse(fields)?;
         let list = ListObjects { target: Target::collection(&def, namespace), options };
@@ -197,22 +196,13 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let storage_arbiter = StageArbiter::new("storage");
     let cacher_arbiter = StageArbiter::new("cachers");
 
-    let mut reads = HashMap::new();
+    let caches = Caches::new(cacher_arbiter, directory.clone(), router.clone(), options.clone());
     for def in catalogue.stores() {
-        let cacher_options = CacherOptions {
-            window_capacity: options.watch_cache_size(&def.qualified()),
-            window_freshness: options.watch_cache_event_freshness,
-            slow_watcher_budget: options.slow_watcher_budget,
-            ..CacherOptions::default()
-        };
-        let backend = router.backend(&def.key_prefix(&options.etcd_prefix)).clone();
-        let (actor, reader) = CacherActor::new(def.clone(), backend, &options.etcd_prefix, cacher_options);
-        let cacher =
-            actors::start(&cacher_arbiter, &directory, &spec("cacher", &def.qualified(), &options, shed), actor);
-        reads.insert(def.storage_path.clone(), Reads { reader: reader.register(&directory), watch: cacher.handle() });
+        caches.start(def);
     }
 
-    let objects: Arc<dyn ObjectLookup> = Arc::new(CachedObjects { catalogue: catalogue.clone(), reads: reads.clone() });
+    let objects: Arc<dyn ObjectLookup> =
+        Arc::new(CachedObjects { catalogue: catalogue.clone(), caches: caches.clone() });
     let policy = auth::SharedPolicy::default();
     let escalation =
         crate::escalation::RbacEscalation { modes: options.authorization_mode.0.clone(), policy: policy.clone() };
@@ -334,7 +324,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         patch: storage.handle(),
         delete: storage.handle(),
         delete_collection: storage.handle(),
-        reads,
+        caches,
     };
     let tls_opts = tls::TlsOptions {
         cert_file: options.tls_cert_file.clone(),
@@ -345,6 +335,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let material = tls::prepare(&data_dir, &tls_opts)?;
     bootstrap(&stages, range.first().to_string(), objects.as_ref()).await?;
     crate::rbac_feed::start(stages.clone(), catalogue.clone(), policy.clone()).await?;
+    crate::controllers::crds::start(stages.clone(), catalogue.clone()).await;
     spawn_apf_upkeep(stages.clone(), objects.clone());
     spawn_controllers(&options, &stages, &catalogue, &objects, &issuer, &material);
     crate::backends::spawn_object_counts(
@@ -553,7 +544,7 @@ async fn bootstrap(stages: &Stages, kubernetes_ip: String, lookup: &dyn ObjectLo
 /// The latest stored object at `target`, read through the cacher of `storage_path`, if any.
 async fn stored(stages: &Stages, storage_path: &str, target: Target) -> Option<Value> {
     let get = GetObject { target, options: GetOptions { read_at: ReadAt::Latest } };
-    stages.reads[storage_path].reader.get(get).await.ok().map(|e| e.value())
+    stages.caches.get(storage_path)?.reader.get(get).await.ok().map(|e| e.value())
 }
 
 /// Creates kube's mandatory and suggested APF objects, restores the mandatory ones and keeps

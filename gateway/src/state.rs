@@ -1,11 +1,11 @@
 //! What every request handler shares: the handles to the stages and the server's own state.
 //! Only the composition root (`server`) builds these; handlers only read them.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
 use actors::{ActorDirectory, StageHandle};
+use apimachinery::error::ApiError;
 use apimachinery::kinds::{Catalogue, ResourceDef};
 use apimachinery::messages::{
     Authenticate, Authorize, CreateObject, DeleteCollection, DeleteObject, PatchObject, StartRequest, UpdateObject,
@@ -16,6 +16,7 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use storage::faults::Faults;
 use storage::router::StorageRouter;
 
+use crate::caches::Caches;
 use crate::config::ServeOptions;
 
 /// Handles to one resource's cacher.
@@ -47,13 +48,14 @@ pub struct Stages {
     /// Storage stage: collection deletes.
     pub delete_collection: StageHandle<DeleteCollection>,
     /// Cachers by storage path (events of both groups share one).
-    pub reads: HashMap<String, Reads>,
+    pub caches: Caches,
 }
 
 impl Stages {
-    /// The cacher serving `def`.
-    pub fn reads(&self, def: &ResourceDef) -> &Reads {
-        &self.reads[&def.storage_path]
+    /// The cacher serving `def`: 503 if it is not running (a custom resource whose CRD was
+    /// deleted a moment ago).
+    pub fn reads(&self, def: &ResourceDef) -> Result<Reads, ApiError> {
+        self.caches.reads(def)
     }
 }
 

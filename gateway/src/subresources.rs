@@ -53,7 +53,7 @@ pub(crate) fn decode(ctx: &RequestContext<'_>, body: &[u8]) -> Result<Value, Api
 
 async fn current(ctx: &RequestContext<'_>, def: &ResourceDef, target: &Target) -> Result<Value, ApiError> {
     let get = GetObject { target: target.main(), options: GetOptions { read_at: ReadAt::Latest } };
-    Ok(ctx.server.stages.reads(def).reader.get(get).await?.value())
+    Ok(ctx.server.stages.reads(def)?.reader.get(get).await?.value())
 }
 
 /// `pods/binding`: the pod's node, set once.
@@ -157,7 +157,7 @@ async fn check_budget(ctx: &RequestContext<'_>, pod: &Value, target: &Target) ->
             target: Target::collection(&pdbs, &target.namespace),
             options: ListOptions::everything(ReadAt::Latest),
         };
-        let all = ctx.server.stages.reads(&pdbs).reader.list(list).await?;
+        let all = ctx.server.stages.reads(&pdbs)?.reader.list(list).await?;
         let matching: Vec<Value> = all
             .items
             .iter()

@@ -26,7 +26,7 @@ async fn read(ctx: &RequestContext<'_>, resource: &str, namespace: &str, name: &
     let def = ctx.server.catalogue.find("", "v1", resource).ok_or_else(ApiError::resource_not_found)?;
     let get =
         GetObject { target: Target::object(&def, namespace, name), options: GetOptions { read_at: ReadAt::Latest } };
-    Ok(ctx.server.stages.reads(&def).reader.get(get).await?.value())
+    Ok(ctx.server.stages.reads(&def)?.reader.get(get).await?.value())
 }
 
 /// The spec's `boundObjectRef`, checked against the object it names.

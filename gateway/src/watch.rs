@@ -69,7 +69,7 @@ pub async fn serve(
     };
     let duration = duration(ctx, &options);
     options.timeout_seconds = Some(duration.as_secs());
-    let receiver = ctx.server.stages.reads(def).watch.ask(WatchObjects { target, options }, ctx.deadline).await?;
+    let receiver = ctx.server.stages.reads(def)?.watch.ask(WatchObjects { target, options }, ctx.deadline).await?;
 
     let (group, version, resource, kind) =
         (def.group.clone(), def.version.clone(), def.resource.clone(), def.kind.clone());

@@ -25,7 +25,7 @@ pub fn request_work(server: &ServerState, info: &RequestInfo, query: &Params) ->
     let Some(def) = server.catalogue.find(&info.api_group, &info.api_version, &info.resource) else {
         return RequestWork::default();
     };
-    let Some(reads) = server.stages.reads.get(&def.storage_path) else { return RequestWork::default() };
+    let Some(reads) = server.stages.caches.get(&def.storage_path) else { return RequestWork::default() };
     if writes {
         return RequestWork { objects: 0, watchers: reads.reader.watcher_count() };
     }

@@ -96,7 +96,7 @@ fn check_fields(
         .map(|v| v.rsplit_once('/').map_or(v, |(_, version)| version))
         .unwrap_or(&def.version)
         .to_string();
-    let mut report = schema::check_fields(&def.group, &def.version, &def.kind, obj);
+    let mut report = def.strategy.decode_fields(def, obj);
     report.set_body_keys(&options.body_keys);
     report.set_yaml_repeats(&options.yaml_repeats);
     if let Some(err) = &report.decode_error {
@@ -518,19 +518,16 @@ impl RegistryStore {
             // Mutating admission sees the object as the client made it, before the strategy
             // prepares it; the result is then prepared and validated, as kube orders it. A
             // `/scale` write is admitted as kube admits it: an update of the Scale.
-            let old_scale = scale.then(|| apimachinery::scale::to_scale(&old));
+            let old_scale = scale.then(|| def.to_scale(&old));
             let admitted_old = old_scale.as_ref().unwrap_or(&old);
-            let sent = if scale { apimachinery::scale::to_scale(&candidate) } else { candidate.clone() };
+            let sent = if scale { def.to_scale(&candidate) } else { candidate.clone() };
             let mutated = self
                 .admit(AdmissionPhase::Mutating, Operation::Update, target, &writer, sent, Some(admitted_old))
                 .await?;
             warnings.extend(mutated.warnings);
             let mut audit_annotations = mutated.audit_annotations;
-            let mutated_object = if scale {
-                apimachinery::scale::with_replicas(candidate.clone(), &mutated.object)
-            } else {
-                mutated.object
-            };
+            let mutated_object =
+                if scale { def.with_replicas(candidate.clone(), &mutated.object) } else { mutated.object };
             let mut candidate = if mutated_object != candidate {
                 let mut changed = mutated_object;
                 def.apply_defaults(&mut changed);
@@ -552,14 +549,14 @@ impl RegistryStore {
             } else {
                 invalid(def, name, def.validate_update(&new, &old))?;
             }
-            let (sent, kept) = if scale { (apimachinery::scale::to_scale(&new), Some(new)) } else { (new, None) };
+            let (sent, kept) = if scale { (def.to_scale(&new), Some(new)) } else { (new, None) };
             let admitted = self
                 .admit(AdmissionPhase::Validating, Operation::Update, target, &writer, sent, Some(admitted_old))
                 .await?;
             warnings.extend(admitted.warnings);
             audit_annotations.extend(admitted.audit_annotations);
             let mut new = match kept {
-                Some(object) => apimachinery::scale::with_replicas(object, &admitted.object),
+                Some(object) => def.with_replicas(object, &admitted.object),
                 None => admitted.object,
             };
 
@@ -829,7 +826,7 @@ impl RegistryStore {
                 let Some(old) = old else {
                     return Err(ApiError::not_found(&def.group, &def.resource, &target.name));
                 };
-                let current_scale = apimachinery::scale::to_scale(old);
+                let current_scale = def.to_scale(old);
                 let scale = match &change {
                     ScaleChange::Replace(s) => s.clone(),
                     ScaleChange::Patch(pt, body) => {
@@ -849,8 +846,7 @@ impl RegistryStore {
                         }],
                     ));
                 }
-                let mut new = old.clone();
-                new["spec"]["replicas"] = replicas.into();
+                let mut new = def.with_replicas(old.clone(), &json!({"spec": {"replicas": replicas}}));
                 let rv = scale.resource_version();
                 if !rv.is_empty() && rv != old.resource_version() {
                     return Err(ApiError::stale_resource_version(&def.group, &def.resource, &target.name));
@@ -859,7 +855,7 @@ impl RegistryStore {
                 Ok((new, Vec::new()))
             })
             .await?;
-        let scale = apimachinery::scale::to_scale(result.object.value());
+        let scale = def.to_scale(result.object.value());
         Ok(WriteResult { object: Written::Scale(scale), ..result })
     }
 

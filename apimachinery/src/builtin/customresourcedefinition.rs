@@ -32,7 +32,39 @@ pub(super) fn definition() -> ResourceDef {
 
 struct CustomResourceDefinitions;
 
+/// The finalizer the CRD controller removes once the CRD's objects are deleted.
+const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+
 impl Strategy for CustomResourceDefinitions {
+    /// kube's CRD delete: the first DELETE only marks the CRD, so its objects are deleted
+    /// before it goes.
+    fn awaits_finalization(&self, obj: &Value) -> bool {
+        obj.pointer("/metadata/deletionTimestamp").is_none()
+    }
+
+    /// The cleanup finalizer and the `Terminating` condition, as kube's first DELETE sets them.
+    fn mark_terminating(&self, obj: &mut Value) {
+        let meta = &mut obj["metadata"];
+        if !meta["finalizers"].is_array() {
+            meta["finalizers"] = serde_json::json!([]);
+        }
+        let finalizers = meta["finalizers"].as_array_mut().expect("an array");
+        if !finalizers.iter().any(|f| f == CLEANUP_FINALIZER) {
+            finalizers.push(CLEANUP_FINALIZER.into());
+        }
+        if !obj["status"].is_object() {
+            obj["status"] = serde_json::json!({});
+        }
+        if !obj["status"]["conditions"].is_array() {
+            obj["status"]["conditions"] = serde_json::json!([]);
+        }
+        let conditions = obj["status"]["conditions"].as_array_mut().expect("an array");
+        conditions.retain(|c| c["type"] != "Terminating");
+        conditions.push(serde_json::json!({"type": "Terminating", "status": "True",
+            "lastTransitionTime": crate::object::now_rfc3339(), "reason": "InstanceDeletionPending",
+            "message": "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon"}));
+    }
+
     fn defaults(&self, obj: &mut Value) {
         defaults::default_custom_resource_definition(obj);
     }

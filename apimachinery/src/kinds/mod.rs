@@ -349,6 +349,24 @@ impl ResourceDef {
         }
     }
 
+    /// The `autoscaling/v1` Scale of `obj` (its `/scale` view).
+    pub fn to_scale(&self, obj: &Value) -> Value {
+        crate::scale::to_scale_at(obj, &self.strategy.scale_paths())
+    }
+
+    /// `obj` with the replicas `scale` asks for: what a `/scale` write changes.
+    pub fn with_replicas(&self, obj: Value, scale: &Value) -> Value {
+        crate::scale::with_replicas_at(obj, scale, &self.strategy.scale_paths())
+    }
+
+    /// What an object read back from storage gets before it is served or cached: the
+    /// defaults, for kinds whose strategy asks ([`Strategy::defaults_on_read`]).
+    pub fn read_back(&self, obj: &mut Value) {
+        if self.strategy.defaults_on_read() {
+            self.apply_defaults(obj);
+        }
+    }
+
     /// `BeforeCreate` once the uid and name are assigned: deletion fields dropped, then the
     /// strategy's `PrepareForCreate` (status reset, generated fields).
     pub fn prepare_for_create(&self, obj: &mut Value) {
@@ -559,6 +577,29 @@ impl Catalogue {
         Ok(def)
     }
 
+    /// In one step, stops serving the resources `gone` picks and serves `add` (appended in
+    /// its order): a CRD's versions change without a moment where none is served. Refused,
+    /// changing nothing, if a resource of `add` is served already and not among those going.
+    pub fn replace(
+        &self,
+        gone: impl Fn(&ResourceDef) -> bool,
+        add: Vec<ResourceDef>,
+    ) -> Result<Vec<Arc<ResourceDef>>, String> {
+        let mut index = self.index.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut all: Vec<Arc<ResourceDef>> = index.all.iter().filter(|d| !gone(d)).cloned().collect();
+        let mut added = Vec::with_capacity(add.len());
+        for def in add {
+            if all.iter().any(|d| d.group == def.group && d.version == def.version && d.resource == def.resource) {
+                return Err(format!("{} {} is served already", def.api_version(), def.resource));
+            }
+            let def = Arc::new(def);
+            all.push(def.clone());
+            added.push(def);
+        }
+        *index = Arc::new(Index::build(all));
+        Ok(added)
+    }
+
     /// Stops serving a resource; requests holding its definition finish with it.
     pub fn remove(&self, group: &str, version: &str, resource: &str) -> Option<Arc<ResourceDef>> {
         let mut index = self.index.write().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -598,6 +639,19 @@ mod tests {
         assert!(c.remove("example.com", "v1", "widgets").is_some());
         assert!(c.find("example.com", "v1", "widgets").is_none());
         assert_eq!(held.short_names, ["wd"], "a request holding the definition keeps it");
+    }
+
+    #[test]
+    fn replacing_swaps_definitions_at_once_and_refuses_collisions() {
+        let c = Catalogue::new([Arc::new(ResourceDef::new("", "v1", "configmaps", "ConfigMap", DefaultStrategy))]);
+        c.add(widgets()).unwrap();
+        let v2 = ResourceDef::new("example.com", "v2", "widgets", "Widget", DefaultStrategy);
+        let added = c.replace(|d| d.group == "example.com", vec![v2, widgets()]).unwrap();
+        assert_eq!(added.len(), 2);
+        assert_eq!(c.groups()[1].versions, ["v2", "v1"]);
+        let clash = ResourceDef::new("", "v1", "configmaps", "ConfigMap", DefaultStrategy);
+        assert!(c.replace(|d| d.group == "example.com", vec![clash]).is_err());
+        assert_eq!(c.resources().len(), 3, "a refused replacement changes nothing");
     }
 
     #[test]

@@ -27,6 +27,31 @@ pub trait Strategy: Send + Sync {
     /// kube's decode-time defaults: applied to every body and to every object read back.
     fn defaults(&self, _obj: &mut Value) {}
 
+    /// Where its `/scale` view reads and writes (custom resources name their own paths).
+    fn scale_paths(&self) -> crate::scale::ScalePaths {
+        crate::scale::ScalePaths::default()
+    }
+
+    /// The patch content types the kind takes: custom resources take no strategic merge
+    /// patch.
+    fn patch_types(&self) -> &'static [&'static str] {
+        crate::patch::SUPPORTED_PATCH_CONTENT_TYPES
+    }
+
+    /// Whether objects read back from storage get [`Strategy::defaults`] again: custom
+    /// resources do, so a default added to a CRD's schema shows on objects stored before it
+    /// (built-in kinds' defaults are applied on every write and never change).
+    fn defaults_on_read(&self) -> bool {
+        false
+    }
+
+    /// What decoding a body into the kind does to it: unknown fields dropped and reported, and
+    /// the first type error (kube decodes built-in kinds into Go structs; custom resources are
+    /// pruned by their structural schema). By default, from the kind's OpenAPI schema.
+    fn decode_fields(&self, def: &ResourceDef, obj: &mut Value) -> crate::schema::FieldReport {
+        crate::schema::check_fields(&def.group, &def.version, &def.kind, obj)
+    }
+
     /// `PrepareForCreate`, once the uid and name are assigned: status reset, generated fields.
     fn prepare_for_create(&self, _obj: &mut Value) {}
 

@@ -53,6 +53,11 @@ pub enum PatchType {
 pub const SUPPORTED_PATCH_CONTENT_TYPES: &[&str] =
     &["application/json-patch+json", "application/merge-patch+json", "application/strategic-merge-patch+json"];
 
+/// The patch types custom resources take: kube has no Go struct to read strategic merge
+/// metadata from.
+pub const CUSTOM_RESOURCE_PATCH_CONTENT_TYPES: &[&str] =
+    &["application/json-patch+json", "application/merge-patch+json"];
+
 /// kube-apiserver's cap on JSON patch operations (`maxJSONPatchOperations`).
 pub const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
 
@@ -81,11 +86,16 @@ impl PatchType {
 /// 415 UnsupportedMediaType for a PATCH whose content type we do not apply, worded as kube's
 /// `NewUnsupportedMediaTypeError` (listing [`SUPPORTED_PATCH_CONTENT_TYPES`]).
 pub fn unsupported_patch_type() -> ApiError {
+    unsupported_patch_type_of(SUPPORTED_PATCH_CONTENT_TYPES)
+}
+
+/// 415 for a PATCH of a resource accepting only `accepted`.
+pub fn unsupported_patch_type_of(accepted: &[&str]) -> ApiError {
     ApiError::new(
         Reason::UnsupportedMediaType,
         format!(
             "the body of the request was in an unknown format - accepted media types include: {}",
-            SUPPORTED_PATCH_CONTENT_TYPES.join(", ")
+            accepted.join(", ")
         ),
     )
 }

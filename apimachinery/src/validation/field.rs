@@ -140,6 +140,19 @@ pub fn too_long(path: &Path, max: usize) -> Cause {
     cause("FieldValueTooLong", path, format!("Too long: must have at most {max} bytes"))
 }
 
+/// `field.TypeInvalid`: `Invalid value: "x": <detail>`, cause type `FieldValueTypeInvalid` (a
+/// value that does not match its schema type; CRD validation reports these).
+pub fn type_invalid(path: &Path, value: Bad, detail: &str) -> Cause {
+    cause("FieldValueTypeInvalid", path, with_detail(format!("Invalid value: {}", value.render()), detail))
+}
+
+/// `field.TooLongMaxLength`: `Too long: may not be longer than N` (the value is not printed; a
+/// negative `max` reads `Too long: value is too long`).
+pub fn too_long_max_length(path: &Path, max: i64) -> Cause {
+    let detail = if max >= 0 { format!("may not be longer than {max}") } else { "value is too long".to_string() };
+    cause("FieldValueTooLong", path, format!("Too long: {detail}"))
+}
+
 /// `field.TooMany`: `Too many: N: must have at most M items`.
 pub fn too_many(path: &Path, actual: usize, max: usize) -> Cause {
     cause("FieldValueTooMany", path, format!("Too many: {actual}: must have at most {max} items"))
@@ -276,6 +289,12 @@ mod tests {
         assert_eq!(forbidden(&p, "not allowed on this type").message, "Forbidden: not allowed on this type");
         assert_eq!(too_long(&p, 262144).message, "Too long: must have at most 262144 bytes");
         assert_eq!(duplicate(&p, Bad::s("a")).reason, "FieldValueDuplicate");
+        assert_eq!(too_long_max_length(&p, 2).message, "Too long: may not be longer than 2");
+        let c = type_invalid(&p, Bad::s("string"), "x in body must be of type integer: \"string\"");
+        assert_eq!(
+            (c.reason.as_str(), c.message.as_str()),
+            ("FieldValueTypeInvalid", "Invalid value: \"string\": x in body must be of type integer: \"string\"")
+        );
     }
 
     #[test]

@@ -10,6 +10,8 @@
 //! - [`root_ca`]: the `kube-root-ca.crt` ConfigMap in every namespace.
 //! - [`resource_quota`]: ResourceQuotas' `status.hard` and `status.used`.
 //! - [`policy_status`]: ValidatingAdmissionPolicies' `status.typeChecking`.
+//! - [`crds`]: CustomResourceDefinitions served, their names and conditions kept, their
+//!   objects deleted with them (part of the API, not of kube-controller-manager: always on).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,6 +27,7 @@ use tokio::sync::mpsc;
 
 use crate::state::Stages;
 
+pub mod crds;
 pub mod namespace_finalizer;
 pub mod policy_status;
 pub mod resource_quota;
@@ -65,7 +68,7 @@ pub(crate) fn events(stages: &Stages, def: &Arc<ResourceDef>) -> mpsc::Receiver<
                 target: Target::collection(&def, ""),
                 options: WatchOptions { read_at: ReadAt::Latest, ..Default::default() },
             };
-            match stages.reads(&def).watch.ask(watch, Deadline::NONE).await {
+            match async { stages.reads(&def)?.watch.ask(watch, Deadline::NONE).await }.await {
                 Ok(stream) => {
                     let mut stream = stream.0;
                     while let Some(event) = stream.recv().await {

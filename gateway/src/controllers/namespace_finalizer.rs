@@ -61,7 +61,7 @@ async fn empty_namespace(stages: &Stages, catalogue: &Catalogue, namespace: &str
             continue;
         }
         let list = ListObjects { target: Target::collection(&def, namespace), options: ListOptions::default() };
-        match stages.reads(&def).reader.list(list).await {
+        match async { stages.reads(&def)?.reader.list(list).await }.await {
             Ok(l) if l.items.is_empty() => {}
             _ => empty = false,
         }
@@ -76,7 +76,7 @@ async fn finalize(stages: &Stages, catalogue: &Catalogue, name: &str) {
         if empty_namespace(stages, catalogue, name).await {
             let get =
                 GetObject { target: Target { name: name.into(), ..namespaces() }, options: GetOptions::default() };
-            let Ok(ns) = stages.reads(&ns_def).reader.get(get).await else {
+            let Ok(ns) = async { stages.reads(&ns_def)?.reader.get(get).await }.await else {
                 return;
             };
             let mut ns = ns.value();
@@ -114,7 +114,7 @@ pub fn spawn(stages: Stages, catalogue: Arc<Catalogue>) {
                 target: namespaces(),
                 options: WatchOptions { read_at: ReadAt::Latest, ..Default::default() },
             };
-            let mut rx = match stages.reads(&ns_def).watch.ask(watch, Deadline::NONE).await {
+            let mut rx = match async { stages.reads(&ns_def)?.watch.ask(watch, Deadline::NONE).await }.await {
                 Ok(rx) => rx.0,
                 Err(e) => {
                     tracing::warn!("namespace finalizer cannot watch namespaces: {}", e.message);

@@ -75,7 +75,7 @@ impl Controller {
             target: Target::object(&self.quotas, namespace, name),
             options: GetOptions { read_at: ReadAt::Latest },
         };
-        self.stages.reads(&self.quotas).reader.get(get).await.ok().map(|o| o.value())
+        self.stages.reads(&self.quotas).ok()?.reader.get(get).await.ok().map(|o| o.value())
     }
 
     /// `quota.CalculateUsage` over what storage holds now in the quota's namespace.

@@ -40,7 +40,8 @@ pub fn aggregated_rules(role: &Value, roles: &[Value]) -> Vec<Value> {
 async fn aggregate(stages: &Stages, catalogue: &Catalogue) {
     let Some(def) = catalogue.find("rbac.authorization.k8s.io", "v1", "clusterroles") else { return };
     let list = ListObjects { target: Target::collection(&def, ""), options: ListOptions::default() };
-    let Ok(list) = stages.reads(&def).reader.list(list).await else { return };
+    let Ok(reads) = stages.reads(&def) else { return };
+    let Ok(list) = reads.reader.list(list).await else { return };
     let mut roles: Vec<Value> = list.items.iter().map(|r| r.value()).collect();
     roles.sort_by(|a, b| a.name().cmp(b.name()));
     for role in roles.iter().filter(|r| r.get("aggregationRule").is_some_and(|a| !a.is_null())) {

@@ -100,7 +100,8 @@ impl TokenSecrets {
         let Some(def) = catalogue.find("", "v1", "secrets") else { return };
         let list =
             ListObjects { target: Target::collection(&def, account.namespace()), options: ListOptions::default() };
-        let Ok(list) = stages.reads(&def).reader.list(list).await else { return };
+        let Ok(reads) = stages.reads(&def) else { return };
+        let Ok(list) = reads.reader.list(list).await else { return };
         for secret in list.items.iter().map(|s| s.value()) {
             if secret["type"] == TOKEN_TYPE && annotation(&secret, NAME_ANNOTATION) == account.name() {
                 self.delete(stages, &secret).await;

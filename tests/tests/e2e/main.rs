@@ -7,6 +7,7 @@ mod audit;
 mod backpressure;
 mod bad_input;
 mod builtin_admission;
+mod crds;
 mod durability;
 mod encryption;
 mod etcd;

@@ -1,0 +1,184 @@
+//! What a CustomResourceDefinition gives the catalogue: one `ResourceDef` per served version,
+//! in kube's version priority order (the preferred version first).
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use apimachinery::kinds::{ResourceDef, Subresource};
+use apimachinery::scale::{ScalePaths, Selector, pointer_of};
+use serde_json::Value;
+
+use crate::printer::ColumnPrinter;
+use crate::strategy::CustomResource;
+
+/// The CRD finalizer that deletes a CRD's objects before the CRD goes.
+pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+fn text<'a>(v: &'a Value, pointer: &str) -> &'a str {
+    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+fn strings(v: &Value, pointer: &str) -> Vec<String> {
+    v.pointer(pointer)
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+/// The storage path of a CRD's objects: kube keeps them under `/registry/<group>/<plural>`.
+pub fn storage_path(crd: &Value) -> String {
+    format!("{}/{}", text(crd, "/spec/group"), text(crd, "/spec/names/plural"))
+}
+
+/// The version objects are stored in (`storage: true`).
+pub fn storage_version(crd: &Value) -> Option<&str> {
+    crd.pointer("/spec/versions")?
+        .as_array()?
+        .iter()
+        .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))?
+        .get("name")?
+        .as_str()
+}
+
+/// The served versions' definitions, preferred first. The names are the accepted ones
+/// (`status.acceptedNames`) where set, as kube serves them.
+pub fn definitions(crd: &Value) -> Vec<ResourceDef> {
+    let group = text(crd, "/spec/group");
+    let names = match crd.pointer("/status/acceptedNames/plural").and_then(Value::as_str) {
+        Some(p) if !p.is_empty() => "/status/acceptedNames",
+        _ => "/spec/names",
+    };
+    let plural = text(crd, &format!("{names}/plural"));
+    let kind = text(crd, &format!("{names}/kind"));
+    let mut singular = text(crd, &format!("{names}/singular")).to_string();
+    if singular.is_empty() {
+        singular = kind.to_lowercase();
+    }
+    let namespaced = text(crd, "/spec/scope") != "Cluster";
+    let versions: Vec<&Value> = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter(|v| v.get("served").and_then(Value::as_bool) == Some(true)).collect())
+        .unwrap_or_default();
+    let several = crd.pointer("/spec/versions").and_then(Value::as_array).is_some_and(|a| a.len() > 1);
+    let storage = storage_version(crd).unwrap_or_default().to_string();
+    let mut defs: Vec<ResourceDef> = versions
+        .iter()
+        .map(|v| {
+            let version = text(v, "/name");
+            let mut subresources = Vec::new();
+            if v.pointer("/subresources/scale").is_some() {
+                subresources.push(Subresource::Scale);
+            }
+            if v.pointer("/subresources/status").is_some() {
+                subresources.push(Subresource::Status);
+            }
+            let strategy = CustomResource {
+                schema: v.pointer("/schema/openAPIV3Schema").cloned().map(Arc::new),
+                status: subresources.contains(&Subresource::Status),
+                api_version: format!("{group}/{version}"),
+                storage_version: several.then(|| format!("{group}/{storage}")),
+                printer: ColumnPrinter::new(v.get("additionalPrinterColumns")),
+                scale: v.pointer("/subresources/scale").map(scale_paths),
+            };
+            let mut def = ResourceDef::new(group, version, plural, kind, strategy)
+                .storage_path(&storage_path(crd))
+                .subresources(&subresources);
+            def.singular = singular.clone();
+            def.namespaced = namespaced;
+            def.short_names = strings(crd, &format!("{names}/shortNames"));
+            def.categories = strings(crd, &format!("{names}/categories"));
+            if several {
+                def.stored_as = Some((group.to_string(), storage.clone()));
+            }
+            def
+        })
+        .collect();
+    defs.sort_by(|a, b| compare_versions(&a.version, &b.version));
+    defs
+}
+
+/// A version's `subresources.scale` as the paths its Scale view reads and writes.
+fn scale_paths(scale: &Value) -> ScalePaths {
+    let path = |k: &str| scale.get(k).and_then(Value::as_str).map(pointer_of);
+    ScalePaths {
+        spec_replicas: path("specReplicasPath").unwrap_or_else(|| "/spec/replicas".into()),
+        status_replicas: path("statusReplicasPath").unwrap_or_else(|| "/status/replicas".into()),
+        selector: path("labelSelectorPath").map_or(Selector::None, Selector::Text),
+    }
+}
+
+/// kube's version priority (`version.CompareKubeAwareVersionStrings`): GA before beta before
+/// alpha, higher numbers first, and versions that are not Kubernetes-like last, by name.
+pub fn compare_versions(a: &str, b: &str) -> Ordering {
+    fn parse(v: &str) -> Option<(u64, u8, u64)> {
+        let rest = v.strip_prefix('v')?;
+        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let major: u64 = rest[..digits].parse().ok()?;
+        let tail = &rest[digits..];
+        if tail.is_empty() {
+            return Some((major, 2, 0));
+        }
+        let (stage, minor) = if let Some(m) = tail.strip_prefix("beta") {
+            (1, m)
+        } else if let Some(m) = tail.strip_prefix("alpha") {
+            (0, m)
+        } else {
+            return None;
+        };
+        if minor.is_empty() || !minor.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        Some((major, stage, minor.parse().ok()?))
+    }
+    match (parse(a), parse(b)) {
+        (Some((ma, sa, na)), Some((mb, sb, nb))) => sb.cmp(&sa).then(mb.cmp(&ma)).then(nb.cmp(&na)),
+        (Some(_), None) => Ordering::Less,
+        (None, Some(_)) => Ordering::Greater,
+        (None, None) => a.cmp(b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn versions_sort_as_kube_prefers_them() {
+        let mut v = vec!["v1alpha1", "foo1", "v1", "v2beta1", "v11alpha2", "v2", "v1beta2", "v10", "foo10"];
+        v.sort_by(|a, b| compare_versions(a, b));
+        assert_eq!(v, ["v10", "v2", "v1", "v2beta1", "v1beta2", "v11alpha2", "v1alpha1", "foo1", "foo10"]);
+    }
+
+    fn crd() -> Value {
+        json!({"metadata": {"name": "widgets.example.com"}, "spec": {"group": "example.com", "scope": "Cluster",
+        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"],
+            "categories": ["all"]},
+        "versions": [
+            {"name": "v1beta1", "served": true, "storage": false},
+            {"name": "v1", "served": true, "storage": true, "subresources": {"status": {}, "scale": {}}},
+            {"name": "v1alpha1", "served": false, "storage": false},
+        ]}})
+    }
+
+    #[test]
+    fn a_crd_serves_each_served_version_preferred_first_in_one_store() {
+        let defs = definitions(&crd());
+        let versions: Vec<_> = defs.iter().map(|d| d.version.as_str()).collect();
+        assert_eq!(versions, ["v1", "v1beta1"]);
+        let v1 = &defs[0];
+        assert_eq!((v1.group.as_str(), v1.resource.as_str(), v1.kind.as_str()), ("example.com", "widgets", "Widget"));
+        assert!(!v1.namespaced);
+        assert_eq!(v1.short_names, ["wd"]);
+        assert_eq!(v1.key("/registry", "", "a"), "/registry/example.com/widgets/a");
+        assert!(v1.has(Subresource::Status) && v1.has(Subresource::Scale));
+        assert!(!defs[1].has(Subresource::Status));
+        assert!(defs.iter().all(|d| d.storage_path == "example.com/widgets"));
+        assert_eq!(defs[1].stored_as, Some(("example.com".to_string(), "v1".to_string())));
+        let stored = defs[1].strategy.to_storage(json!({"apiVersion": "example.com/v1beta1", "kind": "Widget"}));
+        assert_eq!(stored.unwrap()["apiVersion"], "example.com/v1");
+        let served = defs[1].strategy.to_served(&json!({"apiVersion": "example.com/v1", "kind": "Widget"}));
+        assert_eq!(served.unwrap()["apiVersion"], "example.com/v1beta1");
+    }
+}

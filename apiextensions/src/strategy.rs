@@ -1,0 +1,122 @@
+//! The strategy of one served version of a custom resource: kube's `customResourceStrategy`,
+//! driven by the version's structural schema.
+
+use std::sync::Arc;
+
+use apimachinery::error::{ApiError, Cause};
+use apimachinery::kinds::{ResourceDef, Strategy, meta_update};
+use apimachinery::scale::ScalePaths;
+use apimachinery::schema::FieldReport;
+use apimachinery::table::Printer;
+use serde_json::Value;
+
+use crate::printer::ColumnPrinter;
+use crate::schema;
+
+/// How one version of a custom resource behaves.
+pub struct CustomResource {
+    /// The version's `openAPIV3Schema`, if it has one.
+    pub(crate) schema: Option<Arc<Value>>,
+    /// Whether the version serves `/status` (then writes to the main resource keep the status).
+    pub(crate) status: bool,
+    /// `group/version` of this version.
+    pub(crate) api_version: String,
+    /// The storage version's `group/version`, when the CRD serves several versions: objects
+    /// may then be stored in any of them, and conversion (strategy `None`) rewrites
+    /// `apiVersion` both ways.
+    pub(crate) storage_version: Option<String>,
+    /// The `additionalPrinterColumns` printer.
+    pub(crate) printer: ColumnPrinter,
+    /// Where `/scale` reads and writes, when the version serves it.
+    pub(crate) scale: Option<ScalePaths>,
+}
+
+impl CustomResource {
+    fn schema_causes(&self, obj: &Value) -> Vec<Cause> {
+        self.schema.as_deref().map(|s| schema::validate(s, obj)).unwrap_or_default()
+    }
+}
+
+/// Everything but `metadata` (and `status`, when it has its own subresource): what a change
+/// to bumps `metadata.generation`, as kube's strategy compares them.
+fn counted(obj: &Value, status: bool) -> Vec<(&String, &Value)> {
+    obj.as_object()
+        .map(|m| m.iter().filter(|(k, _)| *k != "metadata" && !(status && *k == "status")).collect())
+        .unwrap_or_default()
+}
+
+impl Strategy for CustomResource {
+    fn defaults(&self, obj: &mut Value) {
+        if let Some(s) = &self.schema {
+            schema::apply_defaults(s, obj);
+        }
+    }
+
+    fn scale_paths(&self) -> ScalePaths {
+        self.scale.clone().unwrap_or_default()
+    }
+
+    fn patch_types(&self) -> &'static [&'static str] {
+        apimachinery::patch::CUSTOM_RESOURCE_PATCH_CONTENT_TYPES
+    }
+
+    fn defaults_on_read(&self) -> bool {
+        self.schema.is_some()
+    }
+
+    fn decode_fields(&self, _def: &ResourceDef, obj: &mut Value) -> FieldReport {
+        let unknown = match &self.schema {
+            Some(s) => schema::prune(s, obj),
+            None => Vec::new(),
+        };
+        FieldReport { unknown, ..FieldReport::default() }
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        if self.status
+            && let Some(m) = obj.as_object_mut()
+        {
+            m.remove("status");
+        }
+    }
+
+    fn validate_kind(&self, obj: &Value) -> Vec<Cause> {
+        self.schema_causes(obj)
+    }
+
+    fn validate_status_update(&self, _def: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut out = meta_update(new, old);
+        out.extend(self.schema_causes(new));
+        out
+    }
+
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+
+    fn generation_changes(&self, new: &Value, old: &Value) -> bool {
+        counted(new, self.status) != counted(old, self.status)
+    }
+
+    fn printer(&self) -> Option<&dyn Printer> {
+        Some(&self.printer)
+    }
+
+    fn to_storage(&self, mut obj: Value) -> Result<Value, ApiError> {
+        if let Some(storage) = &self.storage_version
+            && obj.is_object()
+        {
+            obj["apiVersion"] = storage.clone().into();
+        }
+        Ok(obj)
+    }
+
+    fn to_served(&self, obj: &Value) -> Option<Value> {
+        if self.storage_version.is_none() || obj.get("apiVersion").and_then(Value::as_str) == Some(&self.api_version) {
+            return None;
+        }
+        let mut out = obj.clone();
+        out["apiVersion"] = self.api_version.clone().into();
+        Some(out)
+    }
+}

@@ -1,0 +1,113 @@
+//! The cachers by storage path: the built-in resources' started with the server, custom
+//! resources' started and stopped as their CustomResourceDefinitions come and go.
+//!
+//! Readers take a clone of a resource's [`Reads`] for the request (two `Arc`s), so a cacher
+//! stopped meanwhile finishes that request from its last snapshot.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use actors::{ActorDirectory, Deadline, MailboxSpec, StageArbiter, StageHandle, WhenFull};
+use apimachinery::error::ApiError;
+use apimachinery::kinds::ResourceDef;
+use cacher::{CacherActor, CacherOptions, StopCaching};
+use storage::router::StorageRouter;
+
+use crate::config::ServeOptions;
+use crate::state::Reads;
+
+/// One running cacher.
+#[derive(Clone)]
+struct Running {
+    reads: Reads,
+    stop: StageHandle<StopCaching>,
+}
+
+/// What starting a cacher needs.
+struct Starter {
+    arbiter: StageArbiter,
+    directory: ActorDirectory,
+    router: Arc<StorageRouter>,
+    options: ServeOptions,
+}
+
+/// The running cachers, shared by every request handler and controller.
+#[derive(Clone)]
+pub struct Caches {
+    running: Arc<RwLock<HashMap<String, Running>>>,
+    starter: Arc<Starter>,
+}
+
+impl Caches {
+    /// No cacher yet; cachers run on `arbiter`, read storage through `router`.
+    pub fn new(
+        arbiter: StageArbiter,
+        directory: ActorDirectory,
+        router: Arc<StorageRouter>,
+        options: ServeOptions,
+    ) -> Self {
+        Caches { running: Arc::default(), starter: Arc::new(Starter { arbiter, directory, router, options }) }
+    }
+
+    /// The cacher of `def`'s store.
+    pub fn reads(&self, def: &ResourceDef) -> Result<Reads, ApiError> {
+        self.get(&def.storage_path)
+            .ok_or_else(|| ApiError::unavailable(format!("the watch cache of {} is not running", def.qualified())))
+    }
+
+    /// The cacher of a storage path, if one runs.
+    pub fn get(&self, storage_path: &str) -> Option<Reads> {
+        self.lock_read().get(storage_path).map(|r| r.reads.clone())
+    }
+
+    /// Every running cacher, by storage path.
+    pub fn all(&self) -> Vec<(String, Reads)> {
+        let mut all: Vec<_> = self.lock_read().iter().map(|(p, r)| (p.clone(), r.reads.clone())).collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
+    }
+
+    /// Starts the cacher of `def`'s store unless one runs; returns it.
+    pub fn start(&self, def: Arc<ResourceDef>) -> Reads {
+        let mut running = self.running.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(r) = running.get(&def.storage_path) {
+            return r.reads.clone();
+        }
+        let s = &self.starter;
+        let cacher_options = CacherOptions {
+            window_capacity: s.options.watch_cache_size(&def.qualified()),
+            window_freshness: s.options.watch_cache_event_freshness,
+            slow_watcher_budget: s.options.slow_watcher_budget,
+            ..CacherOptions::default()
+        };
+        let backend = s.router.backend(&def.key_prefix(&s.options.etcd_prefix)).clone();
+        let path = def.storage_path.clone();
+        let spec = MailboxSpec {
+            stage: "cacher".to_string(),
+            resource: def.qualified(),
+            capacity: s.options.stage_mailbox_capacity,
+            when_full: WhenFull::Shed { wait: s.options.stage_mailbox_wait },
+        };
+        let (actor, reader) = CacherActor::new(def, backend, &s.options.etcd_prefix, cacher_options);
+        let cacher = actors::start(&s.arbiter, &s.directory, &spec, actor);
+        let reads = Reads { reader: reader.register(&s.directory), watch: cacher.handle() };
+        running.insert(path, Running { reads: reads.clone(), stop: cacher.handle() });
+        reads
+    }
+
+    /// Stops the cacher of a storage path: its watches end, and it leaves the admin listing.
+    pub async fn stop(&self, storage_path: &str) {
+        let gone = self.running.write().unwrap_or_else(std::sync::PoisonError::into_inner).remove(storage_path);
+        if let Some(gone) = gone {
+            let deadline = Deadline::after(Duration::from_secs(10));
+            if let Err(e) = gone.stop.ask(StopCaching, deadline).await {
+                tracing::warn!(storage_path, error = %e, "stopping a cacher");
+            }
+        }
+    }
+
+    fn lock_read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Running>> {
+        self.running.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}

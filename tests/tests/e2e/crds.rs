@@ -1,0 +1,307 @@
+//! CustomResourceDefinitions as kubectl and a raw client see them: a CRD served at once with
+//! its names, printer columns and categories; its objects validated, pruned and defaulted
+//! from the schema; conflicting names refused in its conditions; several versions in one
+//! store; the status subresource and watches; and the CRD's deletion taking its objects and
+//! its resource with it.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tests::{Caller, TestServer};
+
+fn widgets_crd() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList",
+                "shortNames": ["wd"], "categories": ["all", "gadgets"]},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "subresources": {"status": {},
+                    "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}},
+                "additionalPrinterColumns": [
+                    {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"},
+                    {"name": "Color", "type": "string", "jsonPath": ".spec.color"},
+                    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+                ],
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "properties": {
+                        "spec": {"type": "object", "properties": {
+                            "replicas": {"type": "integer", "minimum": 0, "maximum": 10},
+                            "color": {"type": "string", "enum": ["red", "blue"]},
+                            "size": {"type": "string", "default": "medium"},
+                        }},
+                        "status": {"type": "object", "properties": {"ready": {"type": "boolean"},
+                            "replicas": {"type": "integer"}}},
+                    },
+                }},
+            }],
+        },
+    })
+}
+
+fn widget(name: &str, spec: Value) -> Value {
+    json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name}, "spec": spec})
+}
+
+const WIDGETS: &str = "/apis/example.com/v1/namespaces/default/widgets";
+
+/// Creates `crd` and waits until its resource answers; returns how long that took.
+async fn create_crd(s: &TestServer, crd: &Value, probe: &str) -> Duration {
+    let created = s.admin_call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", Some(crd)).await;
+    assert_eq!(created.code, 201, "{}", created.body);
+    let started = Instant::now();
+    loop {
+        if s.admin_call("GET", probe, None).await.code == 200 {
+            return started.elapsed();
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "{probe} never served");
+        actix_web::rt::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn condition<'a>(crd: &'a Value, kind: &str) -> &'a Value {
+    crd["status"]["conditions"].as_array().and_then(|c| c.iter().find(|c| c["type"] == kind)).unwrap_or(&Value::Null)
+}
+
+#[actix_web::test]
+async fn a_crd_is_served_at_once_with_its_names_columns_and_categories() {
+    let s = TestServer::start();
+    let took = create_crd(&s, &widgets_crd(), WIDGETS).await;
+    println!("served {took:?} after its creation");
+    s.kubectl_ok(&["wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=10s"]);
+    let crd =
+        s.admin_call("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com", None).await;
+    let names_accepted = condition(&crd.body, "NamesAccepted");
+    assert_eq!(
+        (&names_accepted["status"], &names_accepted["reason"], &names_accepted["message"]),
+        (&json!("True"), &json!("NoConflicts"), &json!("no conflicts found"))
+    );
+    let established = condition(&crd.body, "Established");
+    assert_eq!((&established["status"], &established["reason"]), (&json!("True"), &json!("InitialNamesAccepted")));
+    assert_eq!(crd.body["status"]["acceptedNames"]["shortNames"], json!(["wd"]));
+    assert_eq!(crd.body["status"]["storedVersions"], json!(["v1"]));
+
+    // Discovery, both forms.
+    let group = s.admin_call("GET", "/apis/example.com/v1", None).await;
+    let widgets = group.body["resources"].as_array().unwrap().iter().find(|r| r["name"] == "widgets").unwrap();
+    assert_eq!(widgets["kind"], "Widget");
+    assert_eq!(widgets["categories"], json!(["all", "gadgets"]));
+    let resources = s.kubectl_ok(&["api-resources", "--api-group=example.com"]);
+    assert!(resources.contains("widgets") && resources.contains("wd"), "{resources}");
+
+    s.kubectl_stdin(&["apply", "-f", "-"], &widget("small", json!({"replicas": 2, "color": "red"})).to_string());
+    let table = s.kubectl_ok(&["get", "wd"]);
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "REPLICAS", "COLOR", "AGE"], "{table}");
+    let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(&row[..3], ["small", "2", "red"], "{table}");
+    assert!(s.kubectl_ok(&["get", "gadgets"]).contains("small"), "the custom category lists widgets");
+    assert!(s.kubectl_ok(&["get", "all"]).contains("widget.example.com/small"), "and so does `all`");
+
+    // Defaulted on create.
+    let small = s.admin_call("GET", &format!("{WIDGETS}/small"), None).await;
+    assert_eq!(small.body["spec"]["size"], "medium");
+    assert_eq!(small.body["metadata"]["generation"], 1);
+}
+
+#[actix_web::test]
+async fn custom_resources_are_validated_pruned_and_their_unknown_fields_reported() {
+    let s = TestServer::start();
+    create_crd(&s, &widgets_crd(), WIDGETS).await;
+
+    let bad = s.admin_call("POST", WIDGETS, Some(&widget("bad", json!({"replicas": 20, "color": "pink"})))).await;
+    assert_eq!(bad.code, 422, "{}", bad.body);
+    assert_eq!(bad.body["reason"], "Invalid");
+    let fields: Vec<&str> =
+        bad.body["details"]["causes"].as_array().unwrap().iter().map(|c| c["field"].as_str().unwrap()).collect();
+    assert!(fields.contains(&"spec.replicas") && fields.contains(&"spec.color"), "{}", bad.body);
+    let message = bad.body["message"].as_str().unwrap();
+    assert!(message.starts_with("Widget.example.com \"bad\" is invalid: "), "{message}");
+    assert!(message.contains("Unsupported value: \"pink\": supported values: \"red\", \"blue\""), "{message}");
+
+    // Unknown fields: pruned, warned by default, refused under Strict.
+    let extra = widget("extra", json!({"replicas": 1, "shape": "round"}));
+    let warned = s.admin_call("POST", WIDGETS, Some(&extra)).await;
+    assert_eq!(warned.code, 201, "{}", warned.body);
+    assert!(warned.body["spec"].get("shape").is_none(), "pruned: {}", warned.body);
+    assert!(
+        warned.warnings().iter().any(|w| w.contains("unknown field") && w.contains("spec.shape")),
+        "{:?}",
+        warned.warnings()
+    );
+    let strict = widget("strict", json!({"replicas": 1, "shape": "round"}));
+    let refused = s.admin_call("POST", &format!("{WIDGETS}?fieldValidation=Strict"), Some(&strict)).await;
+    assert_eq!(refused.code, 400, "{}", refused.body);
+    assert!(refused.body["message"].as_str().unwrap().contains("unknown field \"spec.shape\""), "{}", refused.body);
+    let stored = s.admin_call("GET", &format!("{WIDGETS}/strict"), None).await;
+    assert_eq!(stored.code, 404, "a refused create stores nothing");
+
+    // Strategic merge patch is not served for custom resources; merge patch is.
+    let smp = s
+        .request(Caller::Admin, "PATCH", &format!("{WIDGETS}/extra"))
+        .body_with_type(br#"{"spec":{"replicas":3}}"#.to_vec(), "application/strategic-merge-patch+json")
+        .send()
+        .await;
+    assert_eq!(smp.code, 415, "{}", smp.body);
+    let merge = s
+        .request(Caller::Admin, "PATCH", &format!("{WIDGETS}/extra"))
+        .body_with_type(br#"{"spec":{"replicas":3}}"#.to_vec(), "application/merge-patch+json")
+        .send()
+        .await;
+    assert_eq!((merge.code, &merge.body["spec"]["replicas"]), (200, &json!(3)), "{}", merge.body);
+    assert_eq!(merge.body["metadata"]["generation"], 2, "a spec change bumps the generation");
+}
+
+#[actix_web::test]
+async fn the_status_subresource_and_watches_of_custom_resources() {
+    let s = TestServer::start();
+    create_crd(&s, &widgets_crd(), WIDGETS).await;
+    let mut created = widget("w", json!({"replicas": 1}));
+    created["status"] = json!({"ready": true});
+    let c = s.admin_call("POST", WIDGETS, Some(&created)).await;
+    assert_eq!(c.code, 201);
+    assert!(c.body.get("status").is_none(), "status is dropped on create: {}", c.body);
+    let rv = c.body["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+
+    let mut status = c.body.clone();
+    status["status"] = json!({"ready": true});
+    status["spec"]["replicas"] = json!(5);
+    let u = s.admin_call("PUT", &format!("{WIDGETS}/w/status"), Some(&status)).await;
+    assert_eq!(u.code, 200, "{}", u.body);
+    assert_eq!((&u.body["status"]["ready"], &u.body["spec"]["replicas"]), (&json!(true), &json!(1)));
+    assert_eq!(u.body["metadata"]["generation"], 1, "a status write leaves the generation");
+
+    let watch = s.admin_call("GET", &format!("{WIDGETS}?watch=1&resourceVersion={rv}&timeoutSeconds=1"), None).await;
+    let text = watch.text();
+    let events: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(events.len(), 1, "{text}");
+    assert_eq!(events[0]["type"], "MODIFIED");
+    assert_eq!(events[0]["object"]["status"]["ready"], true);
+
+    // `/scale` reads and writes the CRD's paths, and kubectl scales through it.
+    s.kubectl_ok(&["scale", "widget", "w", "--replicas=3"]);
+    let scale = s.admin_call("GET", &format!("{WIDGETS}/w/scale"), None).await;
+    assert_eq!((&scale.body["kind"], &scale.body["spec"]["replicas"]), (&json!("Scale"), &json!(3)), "{}", scale.body);
+    let w = s.admin_call("GET", &format!("{WIDGETS}/w"), None).await;
+    assert_eq!((&w.body["spec"]["replicas"], &w.body["metadata"]["generation"]), (&json!(3), &json!(2)));
+    let too_many = s
+        .admin_call(
+            "PUT",
+            &format!("{WIDGETS}/w/scale"),
+            Some(&json!({"apiVersion": "autoscaling/v1",
+        "kind": "Scale", "metadata": {"name": "w", "namespace": "default"}, "spec": {"replicas": 11}})),
+        )
+        .await;
+    assert_eq!(too_many.code, 422, "the schema's maximum holds through /scale: {}", too_many.body);
+}
+
+#[actix_web::test]
+async fn a_name_taken_in_the_group_is_refused_in_the_conditions() {
+    let s = TestServer::start();
+    create_crd(&s, &widgets_crd(), WIDGETS).await;
+    let mut gizmos = widgets_crd();
+    gizmos["metadata"]["name"] = "gizmos.example.com".into();
+    gizmos["spec"]["names"] = json!({"plural": "gizmos", "kind": "Gizmo", "shortNames": ["wd"]});
+    let c = s.admin_call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", Some(&gizmos)).await;
+    assert_eq!(c.code, 201, "{}", c.body);
+    let path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gizmos.example.com";
+    let crd = wait_for("the conflict reported", async || {
+        let crd = s.admin_call("GET", path, None).await.body;
+        (condition(&crd, "NamesAccepted")["status"] == "False").then_some(crd)
+    })
+    .await;
+    let accepted = condition(&crd, "NamesAccepted");
+    assert_eq!(
+        (&accepted["reason"], &accepted["message"]),
+        (&json!("ShortNamesConflict"), &json!("\"wd\" is already in use"))
+    );
+    let established = condition(&crd, "Established");
+    assert_eq!((&established["status"], &established["reason"]), (&json!("False"), &json!("NotAccepted")));
+    assert_eq!(
+        s.admin_call("GET", "/apis/example.com/v1/namespaces/default/gizmos", None).await.code,
+        404,
+        "not served while its names are refused"
+    );
+
+    // Freed when the CRD holding it goes.
+    s.kubectl_ok(&["delete", "crd", "widgets.example.com"]);
+    wait_for("gizmos served once their names are free", async || {
+        (s.admin_call("GET", "/apis/example.com/v1/namespaces/default/gizmos", None).await.code == 200).then_some(())
+    })
+    .await;
+}
+
+/// Polls `check` until it gives a value, for at most 10 s.
+async fn wait_for<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
+    let started = Instant::now();
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "never: {what}");
+        actix_web::rt::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[actix_web::test]
+async fn several_versions_share_one_store_and_convert_by_api_version() {
+    let s = TestServer::start();
+    let mut crd = widgets_crd();
+    let mut beta = crd["spec"]["versions"][0].clone();
+    beta["name"] = "v1beta1".into();
+    beta["storage"] = false.into();
+    crd["spec"]["versions"].as_array_mut().unwrap().push(beta);
+    create_crd(&s, &crd, WIDGETS).await;
+    let beta_path = "/apis/example.com/v1beta1/namespaces/default/widgets";
+    let mut old = widget("old", json!({"replicas": 1}));
+    old["apiVersion"] = "example.com/v1beta1".into();
+    let c = s.admin_call("POST", beta_path, Some(&old)).await;
+    assert_eq!((c.code, &c.body["apiVersion"]), (201, &json!("example.com/v1beta1")), "{}", c.body);
+    let v1 = s.admin_call("GET", &format!("{WIDGETS}/old"), None).await;
+    assert_eq!(v1.body["apiVersion"], "example.com/v1");
+    let beta = s.admin_call("GET", &format!("{beta_path}/old"), None).await;
+    assert_eq!(beta.body["apiVersion"], "example.com/v1beta1", "{}", beta.body);
+    let list = s.admin_call("GET", beta_path, None).await;
+    assert_eq!(list.body["apiVersion"], "example.com/v1beta1", "{}", list.body);
+    let discovery = s.admin_call("GET", "/apis/example.com", None).await;
+    assert_eq!(discovery.body["preferredVersion"]["version"], "v1", "{}", discovery.body);
+}
+
+#[actix_web::test]
+async fn deleting_a_crd_deletes_its_objects_and_stops_serving_them() {
+    let s = TestServer::start();
+    create_crd(&s, &widgets_crd(), WIDGETS).await;
+    for name in ["a", "b"] {
+        assert_eq!(s.admin_call("POST", WIDGETS, Some(&widget(name, json!({})))).await.code, 201);
+    }
+    let other_ns = "/apis/example.com/v1/namespaces/kube-system/widgets";
+    assert_eq!(s.admin_call("POST", other_ns, Some(&widget("c", json!({})))).await.code, 201);
+    let watch = s.request(Caller::Admin, "GET", &format!("{WIDGETS}?watch=1&timeoutSeconds=20")).send();
+    let deleted = async {
+        actix_web::rt::time::sleep(Duration::from_millis(300)).await;
+        s.kubectl_ok(&["delete", "crd", "widgets.example.com", "--timeout=20s"])
+    };
+    let (watched, out) = futures_util::join!(watch, deleted);
+    assert!(out.contains("deleted"), "{out}");
+    let events: Vec<String> = watched
+        .text()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|e| format!("{} {}", e["type"].as_str().unwrap(), e["object"]["metadata"]["name"].as_str().unwrap_or("")))
+        .collect();
+    assert!(events.contains(&"DELETED a".to_string()) && events.contains(&"DELETED b".to_string()), "{events:?}");
+
+    assert_eq!(s.admin_call("GET", WIDGETS, None).await.code, 404);
+    let groups = s.admin_call("GET", "/apis", None).await;
+    assert!(!groups.body.to_string().contains("example.com"), "gone from discovery");
+    // Created again, it starts empty.
+    create_crd(&s, &widgets_crd(), WIDGETS).await;
+    let list = s.admin_call("GET", "/apis/example.com/v1/widgets", None).await;
+    assert_eq!(list.body["items"], json!([]), "{}", list.body);
+}
