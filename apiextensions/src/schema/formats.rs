@@ -273,7 +273,7 @@ fn is_isbn10(s: &str) -> bool {
     }
     let mut sum: u32 = (0..9).map(|i| (i as u32 + 1) * u32::from(b[i] - b'0')).sum();
     sum += 10 * if b[9] == b'X' { 10 } else { u32::from(b[9] - b'0') };
-    sum % 11 == 0
+    sum.is_multiple_of(11)
 }
 
 /// govalidator's `IsISBN13`: 13 digits, weights 1 and 3, check digit.

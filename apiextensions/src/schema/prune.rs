@@ -180,10 +180,10 @@ fn coerce_embedded(x: &mut Value, s: Option<Node<'_>>, p: &Path, out: &mut Vec<S
     }
     match x {
         Value::Object(m) => {
-            if s.embedded_resource() {
-                if let Some(meta) = m.get_mut("metadata") {
-                    objectmeta::coerce(meta, p.child("metadata").as_str(), out);
-                }
+            if s.embedded_resource()
+                && let Some(meta) = m.get_mut("metadata")
+            {
+                objectmeta::coerce(meta, p.child("metadata").as_str(), out);
             }
             for (k, v) in m.iter_mut() {
                 if let Some(prop) = s.property(k) {

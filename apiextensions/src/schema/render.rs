@@ -24,17 +24,6 @@ pub(crate) fn num(n: &Number) -> Num {
     }
 }
 
-impl Num {
-    /// The value as `float64` (Go's `valueHelp.asFloat64`).
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) fn as_f64(self) -> f64 {
-        match self {
-            Num::Int(i) => i as f64,
-            Num::Float(f) => f,
-        }
-    }
-}
-
 /// `%v` of a `float64`: strconv's shortest `'g'`, exponent form when the decimal exponent is
 /// below -4 or at least 6 (`1e+06`, `1e-05`, `1.5`).
 pub(crate) fn float_v(f: f64) -> String {

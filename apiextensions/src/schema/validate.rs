@@ -151,13 +151,13 @@ fn type_check(s: Node<'_>, name: &str, data: &Value) -> Res {
         && types.contains(&"integer");
     let int_float = json_type == "integer" && types.contains(&"number");
     let stringish = data.is_string() || data.is_array();
-    if !stringish
-        && !format.is_empty()
-        && !(types.contains(&json_type) || data_format == format || float_int || int_float)
-    {
+    let formatted = !format.is_empty();
+    let matches_type = types.contains(&json_type) || data_format == format || float_int || int_float;
+    if formatted && !stringish && !matches_type {
         return Res::err(invalid_type(name, format, data_format));
     }
-    if !(types.contains(&"number") || types.contains(&"integer")) && !format.is_empty() && stringish {
+    let numeric = types.contains(&"number") || types.contains(&"integer");
+    if formatted && stringish && !numeric {
         return ok;
     }
     if !(types.contains(&json_type) || float_int || int_float) {
@@ -240,10 +240,10 @@ fn composites(s: Node<'_>, name: &str, data: &Value, depth: usize) -> Res {
             main.add(composite(format!("{} must validate all the schemas (allOf){detail}", go_quote(name))));
         }
     }
-    if let Some(not) = s.get("not").and_then(Node::of) {
-        if node(not, name, data, depth + 1).valid() {
-            main.add(composite(format!("{} must not validate the schema (not)", go_quote(name))));
-        }
+    if let Some(not) = s.get("not").and_then(Node::of)
+        && node(not, name, data, depth + 1).valid()
+    {
+        main.add(composite(format!("{} must not validate the schema (not)", go_quote(name))));
     }
     main.count += 1;
     main
@@ -332,17 +332,17 @@ fn number_check(s: Node<'_>, name: &str, n: Num) -> Res {
                     multiple = Some(field::invalid(&p, Bad::Int(v), &message));
                 }
             }
-            if let Some(max) = s.f64("maximum").map(go_i64) {
-                if (!excl_max && v > max) || (excl_max && v >= max) {
-                    let message = format!("{name} in body should be {} {max}", less(excl_max));
-                    maximum = Some(field::invalid(&p, Bad::Int(v), &message));
-                }
+            if let Some(max) = s.f64("maximum").map(go_i64)
+                && ((!excl_max && v > max) || (excl_max && v >= max))
+            {
+                let message = format!("{name} in body should be {} {max}", less(excl_max));
+                maximum = Some(field::invalid(&p, Bad::Int(v), &message));
             }
-            if let Some(min) = s.f64("minimum").map(go_i64) {
-                if (!excl_min && v < min) || (excl_min && v <= min) {
-                    let message = format!("{name} in body should be {} {min}", greater(excl_min));
-                    minimum = Some(field::invalid(&p, Bad::Int(v), &message));
-                }
+            if let Some(min) = s.f64("minimum").map(go_i64)
+                && ((!excl_min && v < min) || (excl_min && v <= min))
+            {
+                let message = format!("{name} in body should be {} {min}", greater(excl_min));
+                minimum = Some(field::invalid(&p, Bad::Int(v), &message));
             }
         }
         Num::Float(v) => {
@@ -360,17 +360,17 @@ fn number_check(s: Node<'_>, name: &str, n: Num) -> Res {
                     }
                 }
             }
-            if let Some(max) = s.f64("maximum") {
-                if (!excl_max && v > max) || (excl_max && v >= max) {
-                    let message = format!("{name} in body should be {} {}", less(excl_max), float_v(max));
-                    maximum = Some(field::invalid(&p, value(), &message));
-                }
+            if let Some(max) = s.f64("maximum")
+                && ((!excl_max && v > max) || (excl_max && v >= max))
+            {
+                let message = format!("{name} in body should be {} {}", less(excl_max), float_v(max));
+                maximum = Some(field::invalid(&p, value(), &message));
             }
-            if let Some(min) = s.f64("minimum") {
-                if (!excl_min && v < min) || (excl_min && v <= min) {
-                    let message = format!("{name} in body should be {} {}", greater(excl_min), float_v(min));
-                    minimum = Some(field::invalid(&p, value(), &message));
-                }
+            if let Some(min) = s.f64("minimum")
+                && ((!excl_min && v < min) || (excl_min && v <= min))
+            {
+                let message = format!("{name} in body should be {} {}", greater(excl_min), float_v(min));
+                minimum = Some(field::invalid(&p, value(), &message));
             }
         }
     }
