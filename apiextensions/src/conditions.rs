@@ -92,9 +92,9 @@ fn fresh(requested: &str, accepted: &str, used: &[String]) -> Result<(), String>
 /// What kube's naming controller decides for `crd` among `all` (every CRD, `crd` included):
 /// the new `acceptedNames`, `NamesAccepted`, and `Established` as it stands before the
 /// establishing controller acts (`Installing` once the names are accepted).
-pub fn accept_names(crd: &Value, all: &[Value]) -> (Value, Condition, Condition) {
+pub fn accept_names<'a>(crd: &Value, all: impl IntoIterator<Item = &'a Value>) -> (Value, Condition, Condition) {
     let group = crd.pointer("/spec/group").and_then(Value::as_str).unwrap_or("");
-    let (resources, kinds) = used_names(group, all.iter());
+    let (resources, kinds) = used_names(group, all.into_iter());
     let requested = &crd["spec"]["names"];
     let accepted = &crd["status"]["acceptedNames"];
     let mut names: Map<String, Value> = accepted.as_object().cloned().unwrap_or_default();

@@ -78,7 +78,7 @@ pub(crate) fn json_kind(value: &serde_json::Value) -> &'static str {
 
 /// `time.ParseDuration`: `[-+]?([0-9]*(\.[0-9]*)?[a-z]+)+` in nanoseconds, with Go's error
 /// messages (`time: invalid duration "x"`, `time: missing unit in duration "5"`).
-pub(crate) fn parse_duration(orig: &str) -> Result<i128, String> {
+pub fn parse_duration(orig: &str) -> Result<i128, String> {
     let invalid = || format!("time: invalid duration {}", quote(orig));
     let mut s = orig;
     let mut neg = false;

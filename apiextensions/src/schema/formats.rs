@@ -155,7 +155,7 @@ fn is_date_time(s: &str) -> bool {
 /// strfmt's `ParseDuration`: Go's `time.ParseDuration`, else `<n> <unit>` pairs with units
 /// like `ns`, `ms`, `sec`, `min`, `hour`, `day`, `week` (any case, prefix of the long name).
 fn is_duration(s: &str) -> bool {
-    if go_duration(s) {
+    if apimachinery::gofmt::parse_duration(s).is_ok() {
         return true;
     }
     const UNITS: &[&[&str]] = &[
@@ -184,39 +184,6 @@ fn is_duration(s: &str) -> bool {
         }
     }
     ok
-}
-
-/// Go's `time.ParseDuration` grammar: `[-+]?([0-9]*(\.[0-9]*)?unit)+` or `0`.
-fn go_duration(s: &str) -> bool {
-    let s = s.strip_prefix(['-', '+']).unwrap_or(s);
-    if s == "0" {
-        return true;
-    }
-    if s.is_empty() {
-        return false;
-    }
-    let mut rest = s;
-    while !rest.is_empty() {
-        let int_len = rest.bytes().take_while(u8::is_ascii_digit).count();
-        let mut consumed = int_len;
-        let mut frac_len = 0;
-        if rest[consumed..].starts_with('.') {
-            consumed += 1;
-            frac_len = rest[consumed..].bytes().take_while(u8::is_ascii_digit).count();
-            consumed += frac_len;
-        }
-        if int_len == 0 && frac_len == 0 {
-            return false;
-        }
-        rest = &rest[consumed..];
-        // Go reads the unit as everything up to the next digit or `.`.
-        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
-        if !["ns", "us", "µs", "μs", "ms", "s", "m", "h"].contains(&&rest[..unit_len]) {
-            return false;
-        }
-        rest = &rest[unit_len..];
-    }
-    true
 }
 
 /// `netutils.ParseCIDRSloppy`: an address (IPv4 octets may have leading zeros), `/`, a

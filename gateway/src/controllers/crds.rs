@@ -119,8 +119,7 @@ impl Controller {
             }
             return;
         }
-        let all: Vec<Value> = self.crds.values().cloned().collect();
-        let (names, accepted, established) = conditions::accept_names(&crd, &all);
+        let (names, accepted, established) = conditions::accept_names(&crd, self.crds.values());
         let mut desired = crd.clone();
         if !desired["status"].is_object() {
             desired["status"] = json!({});
