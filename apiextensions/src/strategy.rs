@@ -6,7 +6,6 @@ use std::sync::Arc;
 use apimachinery::error::{ApiError, Cause};
 use apimachinery::kinds::{ResourceDef, Strategy, meta_update};
 use apimachinery::scale::ScalePaths;
-use apimachinery::schema::FieldReport;
 use apimachinery::table::Printer;
 use serde_json::Value;
 
@@ -56,20 +55,19 @@ impl Strategy for CustomResource {
         self.scale.clone().unwrap_or_default()
     }
 
-    fn patch_types(&self) -> &'static [&'static str] {
-        apimachinery::patch::CUSTOM_RESOURCE_PATCH_CONTENT_TYPES
+    fn takes_strategic_merge_patch(&self) -> bool {
+        false
     }
 
     fn defaults_on_read(&self) -> bool {
         self.schema.is_some()
     }
 
-    fn decode_fields(&self, _def: &ResourceDef, obj: &mut Value) -> FieldReport {
-        let unknown = match &self.schema {
+    fn prune_unknown_fields(&self, obj: &mut Value) -> Option<Vec<String>> {
+        Some(match &self.schema {
             Some(s) => schema::prune(s, obj),
             None => Vec::new(),
-        };
-        FieldReport { unknown, ..FieldReport::default() }
+        })
     }
 
     fn prepare_for_create(&self, obj: &mut Value) {

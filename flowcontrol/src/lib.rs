@@ -11,6 +11,7 @@
 //!
 //! # Layout
 //! - [`config`]: FlowSchemas and levels compiled from the stored objects; classification.
+//! - [`exempt`]: seats held by exempt requests, counted without asking the actor.
 //! - [`estimate`]: a request's width in seats from the objects and watchers it touches.
 //! - [`shuffle`]: kube's shuffle-sharding dealer and flow hash: which queues a flow may use.
 //! - [`queueset`]: one priority level's queues, seats and virtual-time fair queuing, a pure
@@ -24,10 +25,12 @@
 pub mod bootstrap;
 pub mod config;
 pub mod estimate;
+pub mod exempt;
 pub mod limits;
 pub mod queueset;
 pub mod shuffle;
 pub mod stage;
 
 pub use config::SharedConfig;
+pub use exempt::{ExemptHold, ExemptSeats};
 pub use stage::{FlowControlActor, FlowControlView};

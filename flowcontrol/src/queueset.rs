@@ -418,6 +418,9 @@ pub struct QueueSet {
     /// Counters since creation, for metrics.
     dispatched: u64,
     rejected: RejectCounts,
+    /// Seats held by requests that never came through this queue set: an exempt level's
+    /// requests pass the actor by ([`QueueSet::set_seats_outside`]).
+    seats_outside: u64,
     /// Seats in use plus seats waiting over time, for the borrowing adjustment.
     seat_demand: SeatDemandIntegrator,
 }
@@ -446,6 +449,7 @@ impl QueueSet {
             seats_in_use: 0,
             dispatched: 0,
             rejected: RejectCounts::default(),
+            seats_outside: 0,
             seat_demand: SeatDemandIntegrator::new(now),
         };
         qs.set_config(now, config)?;
@@ -662,6 +666,18 @@ impl QueueSet {
         self.waiting == 0 && self.executing == 0
     }
 
+    /// Seats held by requests the caller dispatched without this queue set (an exempt level's,
+    /// sampled by the actor): counted in the seat demand and in the stats' seats in use.
+    /// Whether the count changed.
+    pub fn set_seats_outside(&mut self, now: Instant, seats: u64) -> bool {
+        if seats == self.seats_outside {
+            return false;
+        }
+        self.seats_outside = seats;
+        self.note_demand(now);
+        true
+    }
+
     /// The seat demand integrated since the last call (or since creation), for
     /// [`crate::limits::adjust_borrowing`]; starts a new period.
     pub fn take_seat_demand(&mut self, now: Instant) -> IntegratorResults {
@@ -686,7 +702,7 @@ impl QueueSet {
             waiting: self.waiting,
             seats_waiting: self.seats_waiting,
             executing: self.executing,
-            seats_in_use: self.seats_in_use,
+            seats_in_use: self.seats_in_use + self.seats_outside,
             dispatched: self.dispatched,
             rejected: self.rejected,
         }
@@ -971,7 +987,7 @@ impl QueueSet {
     }
 
     fn note_demand(&mut self, now: Instant) {
-        self.seat_demand.set(now, (self.seats_in_use + self.seats_waiting) as f64);
+        self.seat_demand.set(now, (self.seats_in_use + self.seats_waiting + self.seats_outside) as f64);
     }
 }
 
@@ -1448,6 +1464,18 @@ mod tests {
         // A new period starts from the current value.
         let d = qs.take_seat_demand(t0 + Duration::from_secs(3));
         assert_eq!((d.duration, d.average, d.deviation, d.min, d.max), (1.0, 2.0, 0.0, 2.0, 2.0));
+    }
+
+    #[test]
+    fn seats_held_outside_count_in_the_demand_and_the_stats() {
+        let t0 = Instant::now();
+        let mut qs = QueueSet::new(t0, QueueSetConfig { queuing: Queuing::Exempt, concurrency_limit: 0 }).unwrap();
+        let _a = dispatched(&mut qs, t0, req(0, 1, t0 + FAR));
+        qs.set_seats_outside(t0, 3);
+        assert_eq!(qs.stats().seats_in_use, 4);
+        qs.set_seats_outside(t0 + Duration::from_secs(1), 0);
+        let d = qs.take_seat_demand(t0 + Duration::from_secs(2));
+        assert_eq!((d.average, d.max), (2.5, 4.0));
     }
 
     #[test]

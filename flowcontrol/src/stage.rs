@@ -24,6 +24,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::config::{Compiled, SharedConfig};
+use crate::exempt::ExemptSeats;
 use crate::limits::{self, LevelBorrowing, LevelShares};
 use crate::queueset::{NewRequest, Outcome, QueueSet, QueueSetConfig, QueueSetStats, Queuing, RejectReason, RequestId};
 use crate::{estimate, shuffle};
@@ -143,6 +144,8 @@ pub struct FlowControlActor {
     view: FlowControlView,
     /// Whether anything changed since the view was refreshed.
     dirty: bool,
+    /// Seats of exempt requests, which pass the actor by: sampled every tick.
+    exempt_seats: ExemptSeats,
     /// The (level, schema) pairs whose request gauges have been published.
     series: std::collections::HashSet<(String, String)>,
 }
@@ -164,6 +167,7 @@ impl FlowControlActor {
             release_rx: Some(release_rx),
             view: FlowControlView::default(),
             dirty: true,
+            exempt_seats: ExemptSeats::default(),
             series: Default::default(),
         };
         let current = actor.config.current();
@@ -174,6 +178,11 @@ impl FlowControlActor {
     /// What the stage shows of itself.
     pub fn view(&self) -> FlowControlView {
         self.view.clone()
+    }
+
+    /// Where the gateway counts the exempt requests it lets through without asking.
+    pub fn exempt_seats(&self) -> ExemptSeats {
+        self.exempt_seats.clone()
     }
 
     /// Builds, reconfigures or drops queue sets for the levels of `compiled`.
@@ -293,6 +302,10 @@ impl FlowControlActor {
         let names: Vec<String> = self.levels.keys().cloned().collect();
         for name in names {
             let Some(level) = self.levels.get_mut(&name) else { continue };
+            if level.exempt {
+                let seats = self.exempt_seats.in_use(&name);
+                self.dirty |= level.queues.set_seats_outside(now, seats);
+            }
             let expired = level.queues.tick(now);
             for id in expired.timed_out {
                 let ticket = SeatTicket { level: name.clone(), id: id.value() };

@@ -11,11 +11,20 @@ use std::time::Duration;
 use actors::{ActorDirectory, Deadline, MailboxSpec, StageArbiter, StageHandle, WhenFull};
 use apimachinery::error::ApiError;
 use apimachinery::kinds::ResourceDef;
-use cacher::{CacherActor, CacherOptions, StopCaching};
+use apimachinery::messages::WatchObjects;
+use cacher::{CacheReader, CacherActor, CacherOptions, StopCaching};
 use storage::router::StorageRouter;
 
 use crate::config::ServeOptions;
-use crate::state::Reads;
+
+/// Handles to one resource's cacher.
+#[derive(Clone)]
+pub struct Reads {
+    /// Gets and lists, answered from the cacher's snapshots without its mailbox.
+    pub reader: CacheReader,
+    /// Watches.
+    pub watch: StageHandle<WatchObjects>,
+}
 
 /// One running cacher.
 #[derive(Clone)]

@@ -288,12 +288,13 @@ async fn serve(
     *classification = Some(class.clone());
     // Held until the handler answers: dropping the grant gives its seats back, whatever ends
     // the request (a watch gives them back once it is set up, as kube's do).
-    let _seats = if exempt {
-        None
+    // An exempt request is never queued, but its seat counts in the exempt level's demand.
+    let (_exempt_seat, _granted_seats) = if exempt {
+        (Some(server.apf_exempt.hold(&class.priority_level)), None)
     } else {
         let work = crate::work::request_work(server, info, &query);
         let start = StartRequest { user: user.clone(), request: info.clone(), classification: class, work };
-        Some(stages.flow_control.ask(start, deadline).await?)
+        (None, Some(stages.flow_control.ask(start, deadline).await?))
     };
     let decision = stages.authorize.ask(Authorize { user: user.clone(), request: info.clone() }, deadline).await?;
     if let Some(a) = audit.as_mut() {

@@ -15,7 +15,7 @@ use apimachinery::messages::{
     UpdateObject, WriteResult, Written,
 };
 use apimachinery::options::{DeleteOptions, GetOptions, ListOptions, WriteOptions, WriteVerb};
-use apimachinery::patch::{PatchType, unsupported_patch_type_of};
+use apimachinery::patch::{PatchType, accepted_content_types, unsupported_patch_type_of};
 use apimachinery::table;
 use serde_json::{Value, json};
 
@@ -374,7 +374,7 @@ async fn patch(
     target: Target,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let accepted = def.strategy.patch_types();
+    let accepted = accepted_content_types(def.strategy.takes_strategic_merge_patch());
     let patch_type = PatchType::from_content_type(ctx.header("Content-Type").unwrap_or(""))
         .filter(|t| *t != PatchType::Apply && accepted.contains(&t.content_type()))
         .ok_or_else(|| unsupported_patch_type_of(accepted))?;

@@ -309,6 +309,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     );
     let apf_stage = FlowControlActor::new(server_seats, apf.clone(), Some(objects.clone()));
     let apf_view = apf_stage.view();
+    let apf_exempt = apf_stage.exempt_seats();
     // Requests APF queues hold their mailbox slot while they wait: the bound must exceed what
     // the queues hold, or a flood would fill the mailbox and turn away every flow alike.
     let mut apf_spec = spec("flowcontrol", "", &options, shed);
@@ -373,6 +374,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         started: Instant::now(),
         apf,
         apf_view,
+        apf_exempt,
     });
     let workers = if options.workers == 0 {
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)

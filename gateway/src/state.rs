@@ -9,24 +9,13 @@ use apimachinery::error::ApiError;
 use apimachinery::kinds::{Catalogue, ResourceDef};
 use apimachinery::messages::{
     Authenticate, Authorize, CreateObject, DeleteCollection, DeleteObject, PatchObject, StartRequest, UpdateObject,
-    WatchObjects,
 };
-use cacher::CacheReader;
 use metrics_exporter_prometheus::PrometheusHandle;
 use storage::faults::Faults;
 use storage::router::StorageRouter;
 
-use crate::caches::Caches;
+use crate::caches::{Caches, Reads};
 use crate::config::ServeOptions;
-
-/// Handles to one resource's cacher.
-#[derive(Clone)]
-pub struct Reads {
-    /// Gets and lists, answered from the cacher's snapshots without its mailbox.
-    pub reader: CacheReader,
-    /// Watches.
-    pub watch: StageHandle<WatchObjects>,
-}
 
 /// Handles to every stage, shared by the HTTP workers.
 #[derive(Clone)]
@@ -89,4 +78,7 @@ pub struct ServerState {
     pub apf: flowcontrol::SharedConfig,
     /// What the APF stage shows of itself (kube's debug dumps).
     pub apf_view: flowcontrol::FlowControlView,
+    /// Where exempt requests hold their seat: they never ask the APF stage, but their demand
+    /// counts in its borrowing.
+    pub apf_exempt: flowcontrol::ExemptSeats,
 }

@@ -96,7 +96,10 @@ fn check_fields(
         .map(|v| v.rsplit_once('/').map_or(v, |(_, version)| version))
         .unwrap_or(&def.version)
         .to_string();
-    let mut report = def.strategy.decode_fields(def, obj);
+    let mut report = match def.strategy.prune_unknown_fields(obj) {
+        Some(unknown) => schema::FieldReport { unknown, ..schema::FieldReport::default() },
+        None => schema::check_fields(&def.group, &def.version, &def.kind, obj),
+    };
     report.set_body_keys(&options.body_keys);
     report.set_yaml_repeats(&options.yaml_repeats);
     if let Some(err) = &report.decode_error {

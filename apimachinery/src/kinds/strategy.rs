@@ -32,10 +32,10 @@ pub trait Strategy: Send + Sync {
         crate::scale::ScalePaths::default()
     }
 
-    /// The patch content types the kind takes: custom resources take no strategic merge
-    /// patch.
-    fn patch_types(&self) -> &'static [&'static str] {
-        crate::patch::SUPPORTED_PATCH_CONTENT_TYPES
+    /// Whether the kind takes strategic merge patches: custom resources do not (kube has no
+    /// Go struct to read their merge keys from).
+    fn takes_strategic_merge_patch(&self) -> bool {
+        true
     }
 
     /// Whether objects read back from storage get [`Strategy::defaults`] again: custom
@@ -45,11 +45,13 @@ pub trait Strategy: Send + Sync {
         false
     }
 
-    /// What decoding a body into the kind does to it: unknown fields dropped and reported, and
-    /// the first type error (kube decodes built-in kinds into Go structs; custom resources are
-    /// pruned by their structural schema). By default, from the kind's OpenAPI schema.
-    fn decode_fields(&self, def: &ResourceDef, obj: &mut Value) -> crate::schema::FieldReport {
-        crate::schema::check_fields(&def.group, &def.version, &def.kind, obj)
+    /// Custom resources' decoding: the unknown fields their structural schema prunes, removed
+    /// from `obj` and named by path. `None`, the default, decodes by the kind's OpenAPI schema
+    /// as kube decodes built-in kinds into Go structs (the registry asks
+    /// `schema::check_fields`): kept out of this trait so the kinds stay below the schemas
+    /// built from them.
+    fn prune_unknown_fields(&self, _obj: &mut Value) -> Option<Vec<String>> {
+        None
     }
 
     /// `PrepareForCreate`, once the uid and name are assigned: status reset, generated fields.

@@ -58,6 +58,13 @@ pub const SUPPORTED_PATCH_CONTENT_TYPES: &[&str] =
 pub const CUSTOM_RESOURCE_PATCH_CONTENT_TYPES: &[&str] =
     &["application/json-patch+json", "application/merge-patch+json"];
 
+/// The patch content types a kind takes, by [`Strategy::takes_strategic_merge_patch`].
+///
+/// [`Strategy::takes_strategic_merge_patch`]: crate::kinds::Strategy::takes_strategic_merge_patch
+pub fn accepted_content_types(strategic: bool) -> &'static [&'static str] {
+    if strategic { SUPPORTED_PATCH_CONTENT_TYPES } else { CUSTOM_RESOURCE_PATCH_CONTENT_TYPES }
+}
+
 /// kube-apiserver's cap on JSON patch operations (`maxJSONPatchOperations`).
 pub const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
 
