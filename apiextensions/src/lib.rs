@@ -11,10 +11,12 @@
 //! - [`served`]: the definitions a CRD serves, in kube's version priority.
 //! - [`strategy`]: how one served version behaves (kube's `customResourceStrategy`).
 //! - [`printer`]: `additionalPrinterColumns` as a table printer.
+//! - [`openapi`]: a CRD's versions in the OpenAPI documents, as kube's CRD builder shapes them.
 //! - [`conditions`]: accepted names and the CRD's conditions, as kube's controllers set them.
 
 pub mod conditions;
 mod intern;
+pub mod openapi;
 pub mod printer;
 pub mod schema;
 pub mod served;

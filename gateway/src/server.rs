@@ -336,7 +336,8 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let material = tls::prepare(&data_dir, &tls_opts)?;
     bootstrap(&stages, range.first().to_string(), objects.as_ref()).await?;
     crate::rbac_feed::start(stages.clone(), catalogue.clone(), policy.clone()).await?;
-    crate::controllers::crds::start(stages.clone(), catalogue.clone()).await;
+    let openapi = crate::openapi::CustomOpenApi::default();
+    crate::controllers::crds::start(stages.clone(), catalogue.clone(), openapi.clone()).await;
     spawn_apf_upkeep(stages.clone(), objects.clone());
     spawn_controllers(&options, &stages, &catalogue, &objects, &issuer, &material);
     crate::backends::spawn_object_counts(
@@ -362,6 +363,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let server = web::Data::new(ServerState {
         stages,
         catalogue,
+        openapi,
         authorizers,
         auditor,
         tokens: issuer.clone(),

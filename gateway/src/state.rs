@@ -54,6 +54,8 @@ pub struct ServerState {
     pub stages: Stages,
     /// The served resources.
     pub catalogue: Arc<Catalogue>,
+    /// The custom resources' OpenAPI documents, kept by the CRD controller.
+    pub openapi: crate::openapi::CustomOpenApi,
     /// The authorizers the authorization stage decides with, for the access reviews.
     pub authorizers: Arc<auth::authz::Authorizers>,
     /// Records audit events, when `--audit-policy-file` and a backend are given.

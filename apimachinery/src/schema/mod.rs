@@ -33,8 +33,9 @@ pub use build::{definition, definition_names, kind_definition_name};
 pub use cel::cel_type;
 pub use fields::{FieldReport, body_keys, cannot_be_handled, check_fields, duplicate_fields, repeats_a_key};
 pub use openapi::{
-    OPENAPI_V2_PROTOBUF, OPENAPI_V2_PROTOBUF_ACCEPT, openapi_v2, openapi_v2_protobuf, openapi_v3_document,
-    openapi_v3_hash, openapi_v3_index,
+    CustomDocuments, CustomResourceDoc, OPENAPI_V2_PROTOBUF, OPENAPI_V2_PROTOBUF_ACCEPT, digest, openapi_v2,
+    openapi_v2_protobuf, openapi_v2_protobuf_with, openapi_v2_with, openapi_v3_document, openapi_v3_hash,
+    openapi_v3_index, openapi_v3_index_with,
 };
 
 /// The schema accepting anything, returned for `additionalProperties: true` and for

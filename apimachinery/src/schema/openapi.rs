@@ -43,6 +43,9 @@ const PATCH_TYPES: [&str; 4] = [
     "application/merge-patch+json",
     "application/strategic-merge-patch+json",
 ];
+/// The PATCH request body media types kube accepts for custom resources.
+const CUSTOM_PATCH_TYPES: [&str; 3] =
+    ["application/apply-patch+yaml", "application/json-patch+json", "application/merge-patch+json"];
 /// What every operation produces (JSON and YAML; no protobuf here).
 const PRODUCES: [&str; 2] = ["application/json", "application/yaml"];
 /// What a list operation produces besides: watch streams.
@@ -149,13 +152,13 @@ const DELETE_COLLECTION_PARAMS: &[Param] = &[
 ];
 
 /// What a request body holds.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 enum Body {
     None,
     /// The named definition, any media type.
-    Object(&'static str),
-    /// A `Patch`, in one of [`PATCH_TYPES`].
-    Patch,
+    Object(String),
+    /// A `Patch`, in one of these media types.
+    Patch(&'static [&'static str]),
 }
 
 /// One operation, rendered as Swagger 2.0 or OpenAPI 3.0.
@@ -164,11 +167,11 @@ struct Op {
     operation_id: String,
     description: String,
     action: &'static str,
-    gvk: Option<(&'static str, &'static str, &'static str)>,
+    gvk: Option<(String, String, String)>,
     params: &'static [Param],
     body: Body,
     /// (status code, definition of the response body).
-    responses: Vec<(&'static str, &'static str)>,
+    responses: Vec<(&'static str, String)>,
     watchable: bool,
 }
 
@@ -223,19 +226,43 @@ fn path_param(name: &'static str, description: &'static str) -> Param {
     Param { name, location: "path", ty: Ty::Str, description }
 }
 
+/// The schemas one resource's operations name, and how kube documents the resource.
+struct Documented<'a> {
+    def: &'a ResourceDef,
+    /// The definition of its kind and of its list.
+    kind_def: String,
+    list_def: String,
+    /// Served from a CustomResourceDefinition: kube's CRD builder words and shapes a few
+    /// operations differently (no watch in the list description, a body-less deletecollection
+    /// with list options, no strategic merge patch).
+    custom: bool,
+}
+
+impl Documented<'static> {
+    /// A built-in resource, with the definitions of the built-in store.
+    fn builtin(d: &'static ResourceDef) -> Self {
+        let kind_def = build::kind_definition_name(&d.group, &d.version, &d.kind).expect("served kind has a schema");
+        let list_kind = format!("{}List", d.kind);
+        // Unstored resources (`bindings`) have no list kind, and no list operation to name one.
+        let list_def = build::kind_definition_name(&d.group, &d.version, &list_kind).unwrap_or(kind_def);
+        Documented { def: d, kind_def: kind_def.to_string(), list_def: list_def.to_string(), custom: false }
+    }
+}
+
 /// The paths of one resource: collection, item, all-namespaces list, subresources.
-fn resource_paths(d: &'static ResourceDef) -> Vec<PathItem> {
-    let kind_def = build::kind_definition_name(&d.group, &d.version, &d.kind).expect("served kind has a schema");
-    let list_kind = format!("{}List", d.kind);
-    // Unstored resources (`bindings`) have no list kind, and no list operation to name one.
-    let list_def = build::kind_definition_name(&d.group, &d.version, &list_kind).unwrap_or(kind_def);
-    let gvk = Some((d.group.as_str(), d.version.as_str(), d.kind.as_str()));
+fn resource_paths(doc: &Documented<'_>) -> Vec<PathItem> {
+    let d = doc.def;
+    let (kind_def, list_def) = (doc.kind_def.as_str(), doc.list_def.as_str());
+    let object = || Body::Object(kind_def.to_string());
+    let patch = Body::Patch(if doc.custom { &CUSTOM_PATCH_TYPES } else { &PATCH_TYPES });
+    let gvk = Some((d.group.clone(), d.version.clone(), d.kind.clone()));
     let prefix = gv_prefix(&d.group, &d.version);
     let ns_seg = if d.namespaced { "/namespaces/{namespace}" } else { "" };
     let gv_token = format!("{}{}", group_token(&d.group), capitalize(&d.version));
     let scope = if d.namespaced { "Namespaced" } else { "" };
     let tag = format!("{}_{}", group_tag(&d.group), d.version);
     let id = |verb: &str, suffix: &str| format!("{verb}{gv_token}{scope}{}{suffix}", d.kind);
+    let list_description = if doc.custom { "list objects of kind" } else { "list or watch objects of kind" };
     let mut base_params = Vec::new();
     if d.namespaced {
         base_params.push(path_param("namespace", "object name and auth scope, such as for teams and projects"));
@@ -249,12 +276,12 @@ fn resource_paths(d: &'static ResourceDef) -> Vec<PathItem> {
         Op {
             method: "get",
             operation_id: id("list", ""),
-            description: format!("list or watch objects of kind {}", d.kind),
+            description: format!("{list_description} {}", d.kind),
             action: "list",
-            gvk,
+            gvk: gvk.clone(),
             params: LIST_PARAMS,
             body: Body::None,
-            responses: vec![("200", list_def)],
+            responses: vec![("200", list_def.to_string())],
             watchable: true,
         },
         Op {
@@ -262,23 +289,28 @@ fn resource_paths(d: &'static ResourceDef) -> Vec<PathItem> {
             operation_id: id("create", ""),
             description: format!("create a {}", d.kind),
             action: "post",
-            gvk,
+            gvk: gvk.clone(),
             params: WRITE_PARAMS,
-            body: Body::Object(kind_def),
-            responses: vec![("200", kind_def), ("201", kind_def), ("202", kind_def)],
+            body: object(),
+            responses: vec![("200", kind_def.into()), ("201", kind_def.into()), ("202", kind_def.into())],
             watchable: false,
         },
     ];
     if d.deletecollection {
+        let (params, body) = if doc.custom {
+            (LIST_PARAMS, Body::None)
+        } else {
+            (DELETE_COLLECTION_PARAMS, Body::Object(build::DELETE_OPTIONS.into()))
+        };
         collection.push(Op {
             method: "delete",
             operation_id: format!("delete{gv_token}Collection{scope}{}", d.kind),
             description: format!("delete collection of {}", d.kind),
             action: "deletecollection",
-            gvk,
-            params: DELETE_COLLECTION_PARAMS,
-            body: Body::Object(build::DELETE_OPTIONS),
-            responses: vec![("200", build::STATUS)],
+            gvk: gvk.clone(),
+            params,
+            body,
+            responses: vec![("200", build::STATUS.into())],
             watchable: false,
         });
     }
@@ -298,10 +330,10 @@ fn resource_paths(d: &'static ResourceDef) -> Vec<PathItem> {
                 operation_id: id("read", ""),
                 description: format!("read the specified {}", d.kind),
                 action: "get",
-                gvk,
+                gvk: gvk.clone(),
                 params: &[],
                 body: Body::None,
-                responses: vec![("200", kind_def)],
+                responses: vec![("200", kind_def.into())],
                 watchable: false,
             },
             Op {
@@ -309,10 +341,10 @@ fn resource_paths(d: &'static ResourceDef) -> Vec<PathItem> {
                 operation_id: id("replace", ""),
                 description: format!("replace the specified {}", d.kind),
                 action: "put",
-                gvk,
+                gvk: gvk.clone(),
                 params: WRITE_PARAMS,
-                body: Body::Object(kind_def),
-                responses: vec![("200", kind_def), ("201", kind_def)],
+                body: object(),
+                responses: vec![("200", kind_def.into()), ("201", kind_def.into())],
                 watchable: false,
             },
             Op {
@@ -320,10 +352,10 @@ fn resource_paths(d: &'static ResourceDef) -> Vec<PathItem> {
                 operation_id: id("delete", ""),
                 description: format!("delete a {}", d.kind),
                 action: "delete",
-                gvk,
+                gvk: gvk.clone(),
                 params: DELETE_PARAMS,
-                body: Body::Object(build::DELETE_OPTIONS),
-                responses: vec![("200", build::STATUS), ("202", build::STATUS)],
+                body: Body::Object(build::DELETE_OPTIONS.into()),
+                responses: vec![("200", build::STATUS.into()), ("202", build::STATUS.into())],
                 watchable: false,
             },
             Op {
@@ -331,10 +363,10 @@ fn resource_paths(d: &'static ResourceDef) -> Vec<PathItem> {
                 operation_id: id("patch", ""),
                 description: format!("partially update the specified {}", d.kind),
                 action: "patch",
-                gvk,
+                gvk: gvk.clone(),
                 params: PATCH_PARAMS,
-                body: Body::Patch,
-                responses: vec![("200", kind_def), ("201", kind_def)],
+                body: patch.clone(),
+                responses: vec![("200", kind_def.into()), ("201", kind_def.into())],
                 watchable: false,
             },
         ],
@@ -348,12 +380,12 @@ fn resource_paths(d: &'static ResourceDef) -> Vec<PathItem> {
             ops: vec![Op {
                 method: "get",
                 operation_id: format!("list{gv_token}{}ForAllNamespaces", d.kind),
-                description: format!("list or watch objects of kind {}", d.kind),
+                description: format!("{list_description} {}", d.kind),
                 action: "list",
-                gvk,
+                gvk: gvk.clone(),
                 params: LIST_PARAMS,
                 body: Body::None,
-                responses: vec![("200", list_def)],
+                responses: vec![("200", list_def.into())],
                 watchable: true,
             }],
             tag: tag.clone(),
@@ -368,14 +400,16 @@ fn resource_paths(d: &'static ResourceDef) -> Vec<PathItem> {
     out.retain(|item| !item.ops.is_empty());
 
     // Only the views of the object are documented; the actions (eviction, binding) and the
-    // kubelet's subresources are not described here yet.
+    // kubelet's subresources are not described here yet. kube's CRD builder names the custom
+    // kind on a `/scale` operation too.
+    let scale_gvk = if doc.custom { gvk.clone() } else { Some(("autoscaling".into(), "v1".into(), "Scale".into())) };
     for sub in d.subresources.iter().copied().filter(|s| s.is_view()) {
         let (suffix, def, sub_gvk, what) = match sub {
-            Subresource::Status => ("Status", kind_def, gvk, "status"),
-            Subresource::Scale => ("Scale", build::SCALE, Some(("autoscaling", "v1", "Scale")), "scale"),
-            Subresource::Finalize => ("Finalize", kind_def, gvk, "finalize"),
-            Subresource::Approval => ("Approval", kind_def, gvk, "approval"),
-            Subresource::EphemeralContainers => ("EphemeralContainers", kind_def, gvk, "ephemeralcontainers"),
+            Subresource::Status => ("Status", kind_def, gvk.clone(), "status"),
+            Subresource::Scale => ("Scale", build::SCALE, scale_gvk.clone(), "scale"),
+            Subresource::Finalize => ("Finalize", kind_def, gvk.clone(), "finalize"),
+            Subresource::Approval => ("Approval", kind_def, gvk.clone(), "approval"),
+            Subresource::EphemeralContainers => ("EphemeralContainers", kind_def, gvk.clone(), "ephemeralcontainers"),
             _ => continue,
         };
         let mut ops = vec![
@@ -384,10 +418,10 @@ fn resource_paths(d: &'static ResourceDef) -> Vec<PathItem> {
                 operation_id: id("read", suffix),
                 description: format!("read {what} of the specified {}", d.kind),
                 action: "get",
-                gvk: sub_gvk,
+                gvk: sub_gvk.clone(),
                 params: &[],
                 body: Body::None,
-                responses: vec![("200", def)],
+                responses: vec![("200", def.into())],
                 watchable: false,
             },
             Op {
@@ -395,10 +429,10 @@ fn resource_paths(d: &'static ResourceDef) -> Vec<PathItem> {
                 operation_id: id("replace", suffix),
                 description: format!("replace {what} of the specified {}", d.kind),
                 action: "put",
-                gvk: sub_gvk,
+                gvk: sub_gvk.clone(),
                 params: WRITE_PARAMS,
-                body: Body::Object(def),
-                responses: vec![("200", def), ("201", def)],
+                body: Body::Object(def.into()),
+                responses: vec![("200", def.into()), ("201", def.into())],
                 watchable: false,
             },
             Op {
@@ -408,8 +442,8 @@ fn resource_paths(d: &'static ResourceDef) -> Vec<PathItem> {
                 action: "patch",
                 gvk: sub_gvk,
                 params: PATCH_PARAMS,
-                body: Body::Patch,
-                responses: vec![("200", def), ("201", def)],
+                body: patch.clone(),
+                responses: vec![("200", def.into()), ("201", def.into())],
                 watchable: false,
             },
         ];
@@ -446,7 +480,7 @@ fn resources_path(group: &str, version: &str) -> PathItem {
             gvk: None,
             params: &[],
             body: Body::None,
-            responses: vec![("200", build::API_RESOURCE_LIST)],
+            responses: vec![("200", build::API_RESOURCE_LIST.into())],
             watchable: false,
         }],
         tag: format!("{}_{}", group_tag(group), version),
@@ -457,7 +491,7 @@ fn resources_path(group: &str, version: &str) -> PathItem {
 fn gv_paths(group: &str, version: &str) -> Vec<PathItem> {
     let mut out = vec![resources_path(group, version)];
     for d in builtin::resources().iter().filter(|d| d.group == group && d.version == version) {
-        out.extend(resource_paths(d));
+        out.extend(resource_paths(&Documented::builtin(d)));
     }
     out
 }
@@ -512,13 +546,13 @@ fn render_v2(item: &PathItem) -> Value {
     let mut path = Map::new();
     for op in &item.ops {
         let mut params: Vec<Value> = Vec::new();
-        match op.body {
+        match &op.body {
             Body::None => {}
             Body::Object(def) => params.push(json!({
                 "name": "body", "in": "body", "required": true,
                 "schema": {"$ref": format!("{DEFINITIONS}{def}")},
             })),
-            Body::Patch => params.push(json!({
+            Body::Patch(_) => params.push(json!({
                 "name": "body", "in": "body", "required": true,
                 "schema": {"$ref": format!("{DEFINITIONS}{}", build::PATCH)},
             })),
@@ -537,7 +571,7 @@ fn render_v2(item: &PathItem) -> Value {
             produces.extend(PRODUCES_WATCH);
         }
         let consumes: Vec<&str> = match op.body {
-            Body::Patch => PATCH_TYPES.to_vec(),
+            Body::Patch(types) => types.to_vec(),
             _ => vec!["*/*"],
         };
         let mut o = json!({
@@ -566,8 +600,8 @@ fn mark_kube_extensions(o: &mut Value, op: &Op) {
     if !op.action.is_empty() {
         o["x-kubernetes-action"] = op.action.into();
     }
-    if let Some(gvk) = op.gvk {
-        o["x-kubernetes-group-version-kind"] = gvk_object(gvk);
+    if let Some((g, v, k)) = &op.gvk {
+        o["x-kubernetes-group-version-kind"] = gvk_object((g, v, k));
     }
 }
 
@@ -600,15 +634,15 @@ fn render_v3(item: &PathItem) -> Value {
         if !op.params.is_empty() {
             o["parameters"] = op.params.iter().map(v3_param).collect();
         }
-        match op.body {
+        match &op.body {
             Body::None => {}
             Body::Object(def) => {
                 let schema = json!({"$ref": format!("{COMPONENTS}{def}")});
                 o["requestBody"] = json!({"content": media(&["*/*"], &schema), "required": true});
             }
-            Body::Patch => {
+            Body::Patch(types) => {
                 let schema = json!({"$ref": format!("{COMPONENTS}{}", build::PATCH)});
-                o["requestBody"] = json!({"content": media(&PATCH_TYPES, &schema), "required": true});
+                o["requestBody"] = json!({"content": media(types, &schema), "required": true});
             }
         }
         mark_kube_extensions(&mut o, op);
@@ -734,6 +768,94 @@ fn closure(roots: Vec<String>) -> BTreeSet<String> {
     seen
 }
 
+/// One custom resource's served version as its documents name it.
+pub struct CustomResourceDoc<'a> {
+    /// The served resource.
+    pub def: &'a ResourceDef,
+    /// The definition name of its kind (`com.example.v1.Widget`) and of its list.
+    pub kind_definition: String,
+    /// The definition name of its list (`com.example.v1.WidgetList`).
+    pub list_definition: String,
+}
+
+/// What one group version of custom resources adds to the OpenAPI documents.
+#[derive(Clone, Debug, Default)]
+pub struct CustomDocuments {
+    /// Its key in the `/openapi/v3` index: `apis/<group>/<version>`.
+    pub v3_key: String,
+    /// `/openapi/v3/apis/<group>/<version>` (shared bytes: each response clones a handle).
+    pub v3: bytes::Bytes,
+    /// Its [`digest`], the `hash` of its index entry.
+    pub v3_hash: String,
+    /// Paths added to `/openapi/v2`, each as JSON text.
+    pub v2_paths: Vec<(String, String)>,
+    /// Definitions added to `/openapi/v2`, each as JSON text.
+    pub v2_definitions: Vec<(String, String)>,
+}
+
+impl CustomDocuments {
+    /// The documents of `resources`, all of `group`/`version`. Definitions are given in the
+    /// canonical form (`$ref: "#/definitions/<name>"`), once as v3 keeps them and once as v2
+    /// does (kube drops defaults, `anyOf` and friends from v2); the meta definitions they and
+    /// the operations refer to are added from the built-in store.
+    pub fn build(
+        group: &str,
+        version: &str,
+        resources: &[CustomResourceDoc<'_>],
+        v3_definitions: &[(String, Value)],
+        v2_definitions: &[(String, Value)],
+    ) -> CustomDocuments {
+        let mut items = Vec::new();
+        for r in resources {
+            let doc = Documented {
+                def: r.def,
+                kind_def: r.kind_definition.clone(),
+                list_def: r.list_definition.clone(),
+                custom: true,
+            };
+            items.extend(resource_paths(&doc));
+        }
+        let mut v3_paths = Map::new();
+        let mut roots = Vec::new();
+        for item in &items {
+            let rendered = render_v3(item);
+            collect_refs(&rendered, &mut roots);
+            v3_paths.insert(item.path.clone(), rendered);
+        }
+        let mut schemas = Map::new();
+        for (name, def) in v3_definitions {
+            collect_refs(def, &mut roots);
+            schemas.insert(name.clone(), to_v3(def));
+        }
+        for name in closure(roots) {
+            if !schemas.contains_key(&name)
+                && let Some(def) = STORE.defs.get(&name)
+            {
+                schemas.insert(name.clone(), v3_definition(&name, def));
+            }
+        }
+        let v3 = serde_json::to_vec(&json!({
+            "components": {"schemas": schemas},
+            "info": {"title": "Kubernetes CRD Swagger", "version": "v0.1.0"},
+            "openapi": "3.0.0",
+            "paths": v3_paths,
+        }))
+        .expect("a Value serializes");
+        CustomDocuments {
+            v3_key: gv_key(group, version),
+            v3_hash: digest(&v3),
+            v3: v3.into(),
+            v2_paths: items.iter().map(|i| (i.path.clone(), render_v2(i).to_string())).collect(),
+            v2_definitions: v2_definitions.iter().map(|(n, d)| (n.clone(), d.to_string())).collect(),
+        }
+    }
+
+    /// The bytes it adds to `/openapi/v2`, roughly.
+    fn v2_size(&self) -> usize {
+        self.v2_paths.iter().chain(&self.v2_definitions).map(|(k, v)| k.len() + v.len() + 4).sum()
+    }
+}
+
 /// The Swagger 2.0 document as a `Value`, for both encodings.
 fn build_v2_value() -> Value {
     let mut paths = Map::new();
@@ -827,7 +949,7 @@ fn build_v3() -> V3 {
 
 /// A stable 128-bit FNV-1a digest in upper-case hex: the document's version in its URL, so
 /// clients may cache a document by URL for as long as it is listed in the index.
-fn digest(bytes: &[u8]) -> String {
+pub fn digest(bytes: &[u8]) -> String {
     const OFFSET: u128 = 0x6c62272e07bb014262b821756295c58d;
     const PRIME: u128 = 0x0000000001000000000000000000013B;
     let mut h = OFFSET;
@@ -838,11 +960,30 @@ fn digest(bytes: &[u8]) -> String {
     format!("{h:032X}")
 }
 
-/// Built at the first `/openapi/v2` JSON request: few clients ask for it, and it is the
-/// largest document.
-static V2: LazyLock<Vec<u8>> = LazyLock::new(|| serde_json::to_vec(&build_v2_value()).expect("a Value serializes"));
+/// The built-in Swagger 2.0 document, built at the first `/openapi/v2` request: few clients
+/// ask for it, and it is the largest document.
+static V2_VALUE: LazyLock<Value> = LazyLock::new(build_v2_value);
+/// Its paths and definitions serialized one by one, so a document with custom resources merged
+/// in is spliced together rather than serialized whole.
+static V2_PARTS: LazyLock<V2Parts> = LazyLock::new(|| {
+    let serialize = |key: &str| -> BTreeMap<String, String> {
+        V2_VALUE[key]
+            .as_object()
+            .map(|m| m.iter().map(|(k, v)| (k.clone(), v.to_string())).collect())
+            .unwrap_or_default()
+    };
+    V2Parts { paths: serialize("paths"), definitions: serialize("definitions") }
+});
+/// The built-in document alone, as served while no custom resource adds to it.
+static V2: LazyLock<Vec<u8>> = LazyLock::new(|| openapi_v2_with(&[]));
 /// Built at the first protobuf `/openapi/v2` request (kubectl's fallbacks).
-static V2_PROTOBUF: LazyLock<Vec<u8>> = LazyLock::new(|| super::proto::encode_document(&build_v2_value()));
+static V2_PROTOBUF: LazyLock<Vec<u8>> = LazyLock::new(|| super::proto::encode_document(&V2_VALUE));
+
+/// The built-in `/openapi/v2` paths and definitions, each as JSON text.
+struct V2Parts {
+    paths: BTreeMap<String, String>,
+    definitions: BTreeMap<String, String>,
+}
 
 /// The `Content-Type` to serve [`openapi_v2_protobuf`] with. kube answers with this spelling
 /// whichever of [`OPENAPI_V2_PROTOBUF_ACCEPT`] was asked for: client-go parses the response's
@@ -873,11 +1014,85 @@ pub fn openapi_v2() -> &'static [u8] {
     &V2
 }
 
+/// `/openapi/v2` with custom group versions merged in. Entries are keyed by path and by
+/// definition name; a built-in entry wins a clash, as kube's merge keeps the static spec's.
+/// Keys come out sorted (as serde_json writes maps), so the same inputs give the same bytes.
+pub fn openapi_v2_with(custom: &[&CustomDocuments]) -> Vec<u8> {
+    fn splice<'a>(
+        out: &mut Vec<u8>,
+        builtin: &'a BTreeMap<String, String>,
+        custom: impl Iterator<Item = &'a (String, String)>,
+    ) {
+        let mut all: BTreeMap<&str, &str> = custom.map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        all.extend(builtin.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        out.push(b'{');
+        for (i, (k, v)) in all.into_iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(Value::String(k.to_string()).to_string().as_bytes());
+            out.push(b':');
+            out.extend_from_slice(v.as_bytes());
+        }
+        out.push(b'}');
+    }
+    let parts = &*V2_PARTS;
+    let size: usize = custom.iter().map(|c| c.v2_size()).sum();
+    let mut out = Vec::with_capacity((4 << 20) + size);
+    out.extend_from_slice(b"{\"definitions\":");
+    splice(&mut out, &parts.definitions, custom.iter().flat_map(|c| &c.v2_definitions));
+    out.extend_from_slice(b",\"info\":");
+    out.extend_from_slice(V2_VALUE["info"].to_string().as_bytes());
+    out.extend_from_slice(b",\"paths\":");
+    splice(&mut out, &parts.paths, custom.iter().flat_map(|c| &c.v2_paths));
+    out.extend_from_slice(b",\"security\":");
+    out.extend_from_slice(V2_VALUE["security"].to_string().as_bytes());
+    out.extend_from_slice(b",\"securityDefinitions\":");
+    out.extend_from_slice(V2_VALUE["securityDefinitions"].to_string().as_bytes());
+    out.extend_from_slice(b",\"swagger\":\"2.0\"}");
+    out
+}
+
+/// [`openapi_v2_with`] as protobuf (kubectl asks for it to validate `kind: List` files).
+pub fn openapi_v2_protobuf_with(custom: &[&CustomDocuments]) -> Vec<u8> {
+    if custom.is_empty() {
+        return V2_PROTOBUF.clone();
+    }
+    let mut doc = V2_VALUE.clone();
+    for (key, entries) in [
+        ("paths", custom.iter().flat_map(|c| &c.v2_paths).collect::<Vec<_>>()),
+        ("definitions", custom.iter().flat_map(|c| &c.v2_definitions).collect()),
+    ] {
+        let Some(map) = doc[key].as_object_mut() else { continue };
+        for (name, text) in entries {
+            if !map.contains_key(name)
+                && let Ok(v) = serde_json::from_str(text)
+            {
+                map.insert(name.clone(), v);
+            }
+        }
+    }
+    super::proto::encode_document(&doc)
+}
+
 /// `GET /openapi/v2` with an `Accept` of [`OPENAPI_V2_PROTOBUF_ACCEPT`]: the same document as
 /// gnostic's `openapi.v2.Document` protobuf, served as [`OPENAPI_V2_PROTOBUF`].
 /// kubectl needs it to validate `kind: List` files under the default `--validate=strict`.
 pub fn openapi_v2_protobuf() -> &'static [u8] {
     &V2_PROTOBUF
+}
+
+/// The `/openapi/v3` index with custom group versions added: `(key, hash)` pairs such as
+/// `("apis/example.com/v1", "<HASH>")`. A built-in group version keeps its own entry.
+pub fn openapi_v3_index_with<'a>(custom: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<u8> {
+    let mut index: Map<String, Value> = Map::new();
+    for (key, hash) in custom {
+        index.insert(key.to_string(), json!({"serverRelativeURL": format!("/openapi/v3/{key}?hash={hash}")}));
+    }
+    for (key, (_, hash)) in &V3_DOCS.docs {
+        index.insert(key.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{key}?hash={hash}")}));
+    }
+    serde_json::to_vec(&json!({"paths": index})).expect("a Value serializes")
 }
 
 /// `GET /openapi/v3`: the index, `{"paths": {"api/v1": {"serverRelativeURL":

@@ -9,12 +9,13 @@
 //! stops. Unlike the other controllers this one is part of the API itself: it cannot be
 //! turned off.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use actors::Deadline;
 use apiextensions::conditions;
+use apiextensions::openapi::ServedVersion;
 use apiextensions::served::{self, CLEANUP_FINALIZER};
 use apimachinery::encoded::WatchEventType;
 use apimachinery::kinds::{Catalogue, ResourceDef, Subresource};
@@ -25,6 +26,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::{WRITE_TIMEOUT, events, identity};
+use crate::openapi::CustomOpenApi;
 use crate::state::Stages;
 
 /// The CRD resource, if served.
@@ -41,12 +43,17 @@ struct Serving {
     storage_path: String,
     /// The spec and accepted names it was served from: a change re-serves it.
     fingerprint: Value,
+    /// The CRD as served (its accepted names in its status): its OpenAPI is built from it.
+    crd: Value,
+    /// The group versions it serves, whose OpenAPI documents it is part of.
+    group_versions: Vec<(String, String)>,
 }
 
 /// The controller's view: every CRD, and what each serves.
 struct Controller {
     stages: Stages,
     catalogue: Arc<Catalogue>,
+    openapi: CustomOpenApi,
     def: Arc<ResourceDef>,
     crds: BTreeMap<String, Value>,
     serving: HashMap<String, Serving>,
@@ -86,13 +93,39 @@ impl Controller {
             let caches = self.stages.caches.clone();
             actix_web::rt::spawn(async move { caches.stop(&old).await });
         }
-        self.serving.insert(name, Serving { storage_path, fingerprint });
+        let group_versions: Vec<(String, String)> =
+            served::definitions(crd).into_iter().map(|d| (d.group, d.version)).collect();
+        let before = self.serving.insert(
+            name,
+            Serving { storage_path, fingerprint, crd: crd.clone(), group_versions: group_versions.clone() },
+        );
+        self.refresh_openapi(before.map(|b| b.group_versions).unwrap_or_default().into_iter().chain(group_versions));
+    }
+
+    /// Rebuilds the OpenAPI documents of these group versions (each once) from the CRDs
+    /// serving them.
+    fn refresh_openapi(&self, group_versions: impl Iterator<Item = (String, String)>) {
+        let wanted: BTreeSet<(String, String)> = group_versions.collect();
+        for (group, version) in wanted {
+            let mut defs = Vec::new();
+            for s in self.serving.values().filter(|s| s.group_versions.contains(&(group.clone(), version.clone()))) {
+                let resource = s.crd.pointer("/status/acceptedNames/plural").and_then(Value::as_str).unwrap_or("");
+                if let Some(def) = self.catalogue.find(&group, &version, resource) {
+                    defs.push((&s.crd, def));
+                }
+            }
+            let versions: Vec<ServedVersion<'_>> =
+                defs.iter().map(|(crd, def)| ServedVersion { crd, def: def.as_ref() }).collect();
+            let docs = (!versions.is_empty()).then(|| apiextensions::openapi::documents(&versions));
+            self.openapi.set(&group, &version, docs);
+        }
     }
 
     /// Stops serving what `name` served.
     fn unserve(&mut self, name: &str) {
         let Some(gone) = self.serving.remove(name) else { return };
         let _ = self.catalogue.replace(|d| d.storage_path == gone.storage_path, Vec::new());
+        self.refresh_openapi(gone.group_versions.into_iter());
         let caches = self.stages.caches.clone();
         actix_web::rt::spawn(async move { caches.stop(&gone.storage_path).await });
         tracing::info!(crd = %name, "no longer serving custom resources");
@@ -235,12 +268,13 @@ async fn delete_all(stages: &Stages, resource: &Arc<ResourceDef>) -> usize {
 
 /// Serves the CRDs stored now, then follows them on the current arbiter. Returns once the
 /// stored CRDs are served, so the server answers for their resources from its first request.
-pub async fn start(stages: Stages, catalogue: Arc<Catalogue>) {
+pub async fn start(stages: Stages, catalogue: Arc<Catalogue>, openapi: CustomOpenApi) {
     let Some(def) = crd_definition(&catalogue) else { return };
     let (cleaned, mut cleaned_rx) = mpsc::unbounded_channel();
     let mut controller = Controller {
         stages: stages.clone(),
         catalogue,
+        openapi,
         def: def.clone(),
         crds: BTreeMap::new(),
         serving: HashMap::new(),

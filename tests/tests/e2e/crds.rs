@@ -305,3 +305,44 @@ async fn deleting_a_crd_deletes_its_objects_and_stops_serving_them() {
     let list = s.admin_call("GET", "/apis/example.com/v1/widgets", None).await;
     assert_eq!(list.body["items"], json!([]), "{}", list.body);
 }
+
+#[actix_web::test]
+async fn kubectl_explains_a_custom_resource_and_leaves_unknown_fields_to_the_server() {
+    let s = TestServer::start();
+    create_crd(&s, &widgets_crd(), WIDGETS).await;
+    let index = s.admin_call("GET", "/openapi/v3", None).await;
+    let url = index.body["paths"]["apis/example.com/v1"]["serverRelativeURL"].as_str().unwrap().to_string();
+    assert!(url.starts_with("/openapi/v3/apis/example.com/v1?hash="), "{url}");
+    assert!(index.body["paths"]["api/v1"].is_object(), "the built-in group versions stay listed");
+
+    let explained = s.kubectl_ok(&["explain", "widgets.spec"]);
+    assert!(explained.contains("GROUP:      example.com"), "{explained}");
+    assert!(explained.contains("KIND:       Widget"), "{explained}");
+    assert!(explained.contains("replicas\t<integer>"), "{explained}");
+    assert!(explained.contains("color\t<string>"), "{explained}");
+    let meta = s.kubectl_ok(&["explain", "widgets.metadata.labels"]);
+    assert!(meta.contains("map[string]string"), "metadata is ObjectMeta: {meta}");
+
+    // kubectl finds fieldValidation on the PATCH operation, so the server reports unknown
+    // fields (as a strict decoding error) instead of kubectl refusing them client-side.
+    let mut bad = widget("typo", json!({"replicas": 1}));
+    bad["spec"]["colour"] = json!("red");
+    let out = s.kubectl_stdin(&["create", "-f", "-"], &bad.to_string());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(err.contains("strict decoding error: unknown field \"spec.colour\""), "{err}");
+
+    // The merged v2 document carries the definitions; deleting the CRD takes them away.
+    let v2 = s.admin_call("GET", "/openapi/v2", None).await;
+    assert_eq!(v2.body["definitions"]["com.example.v1.Widget"]["x-kubernetes-group-version-kind"][0]["kind"], "Widget");
+    assert!(v2.body["definitions"]["io.k8s.api.apps.v1.Deployment"].is_object());
+    assert!(v2.body["paths"]["/apis/example.com/v1/namespaces/{namespace}/widgets/{name}"].is_object());
+    // A stale hash is redirected (and the client follows) to the current document.
+    let stale = s.admin_call("GET", "/openapi/v3/apis/example.com/v1?hash=0", None).await;
+    assert_eq!(stale.body["components"]["schemas"]["com.example.v1.Widget"]["type"], "object");
+    s.kubectl_ok(&["delete", "crd", "widgets.example.com"]);
+    let index = s.admin_call("GET", "/openapi/v3", None).await;
+    assert!(index.body["paths"].get("apis/example.com/v1").is_none(), "{}", index.body);
+    let v2 = s.admin_call("GET", "/openapi/v2", None).await;
+    assert!(v2.body["definitions"].get("com.example.v1.Widget").is_none());
+}
