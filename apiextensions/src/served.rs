@@ -8,6 +8,7 @@ use apimachinery::kinds::{ResourceDef, Subresource};
 use apimachinery::scale::{ScalePaths, Selector, pointer_of};
 use serde_json::Value;
 
+use crate::intern::{field_labels, intern};
 use crate::printer::ColumnPrinter;
 use crate::strategy::CustomResource;
 
@@ -73,7 +74,22 @@ pub fn definitions(crd: &Value) -> Vec<ResourceDef> {
             if v.pointer("/subresources/status").is_some() {
                 subresources.push(Subresource::Status);
             }
+            let selectable: Vec<&'static str> = v
+                .get("selectableFields")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|f| f.get("jsonPath").and_then(Value::as_str))
+                .map(|p| intern(p.trim_start_matches('.')))
+                .collect();
+            let mut labels = vec!["metadata.name"];
+            if namespaced {
+                labels.push("metadata.namespace");
+            }
+            labels.extend(selectable.iter().copied());
             let strategy = CustomResource {
+                field_labels: field_labels(&labels),
+                selectable,
                 schema: v.pointer("/schema/openAPIV3Schema").cloned().map(Arc::new),
                 status: subresources.contains(&Subresource::Status),
                 api_version: format!("{group}/{version}"),
@@ -88,6 +104,7 @@ pub fn definitions(crd: &Value) -> Vec<ResourceDef> {
             def.namespaced = namespaced;
             def.short_names = strings(crd, &format!("{names}/shortNames"));
             def.categories = strings(crd, &format!("{names}/categories"));
+            def.deprecation = deprecation(crd, v, group, kind);
             if several {
                 def.stored_as = Some((group.to_string(), storage.clone()));
             }
@@ -96,6 +113,34 @@ pub fn definitions(crd: &Value) -> Vec<ResourceDef> {
         .collect();
     defs.sort_by(|a, b| compare_versions(&a.version, &b.version));
     defs
+}
+
+/// The warning a deprecated version gives, as kube words it: its `deprecationWarning`, else
+/// `<group>/<version> <Kind> is deprecated`, pointing to the newest served version that is not
+/// deprecated when one ranks above it.
+fn deprecation(crd: &Value, version: &Value, group: &str, kind: &str) -> Option<String> {
+    if version.get("deprecated").and_then(Value::as_bool) != Some(true) {
+        return None;
+    }
+    if let Some(w) = version.get("deprecationWarning").and_then(Value::as_str) {
+        return Some(w.to_string());
+    }
+    let name = text(version, "/name");
+    let mut text = format!("{group}/{name} {kind} is deprecated");
+    let newer = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|v| v.get("served").and_then(Value::as_bool) == Some(true))
+        .filter(|v| v.get("deprecated").and_then(Value::as_bool) != Some(true))
+        .map(|v| v.get("name").and_then(Value::as_str).unwrap_or(""))
+        .filter(|v| compare_versions(v, name) == Ordering::Less)
+        .min_by(|a, b| compare_versions(a, b));
+    if let Some(newer) = newer {
+        text.push_str(&format!("; use {group}/{newer} {kind}"));
+    }
+    Some(text)
 }
 
 /// A version's `subresources.scale` as the paths its Scale view reads and writes.
@@ -160,6 +205,27 @@ mod tests {
             {"name": "v1", "served": true, "storage": true, "subresources": {"status": {}, "scale": {}}},
             {"name": "v1alpha1", "served": false, "storage": false},
         ]}})
+    }
+
+    #[test]
+    fn deprecated_versions_warn_as_kube_words_it() {
+        let crd = json!({"spec": {"group": "tests.example.com", "names": {"plural": "deps", "kind": "Dep"},
+        "versions": [
+            {"name": "v1alpha1", "served": true, "deprecated": true},
+            {"name": "v1alpha2", "served": true, "deprecated": true, "deprecationWarning": "custom deprecation warning"},
+            {"name": "v1beta3", "served": true},
+            {"name": "v1beta2", "served": true},
+            {"name": "v1", "served": false, "storage": true},
+        ]}});
+        let warnings: Vec<(String, Option<String>)> =
+            definitions(&crd).into_iter().map(|d| (d.version, d.deprecation)).collect();
+        let of = |v: &str| warnings.iter().find(|(n, _)| n == v).unwrap().1.clone();
+        assert_eq!(
+            of("v1alpha1").as_deref(),
+            Some("tests.example.com/v1alpha1 Dep is deprecated; use tests.example.com/v1beta3 Dep")
+        );
+        assert_eq!(of("v1alpha2").as_deref(), Some("custom deprecation warning"));
+        assert_eq!(of("v1beta3"), None);
     }
 
     #[test]

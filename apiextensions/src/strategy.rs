@@ -6,6 +6,8 @@ use std::sync::Arc;
 use apimachinery::error::{ApiError, Cause};
 use apimachinery::kinds::{ResourceDef, Strategy, meta_update};
 use apimachinery::scale::ScalePaths;
+use apimachinery::selector::fields::FieldLabels;
+use apimachinery::selector::selectable;
 use apimachinery::table::Printer;
 use serde_json::Value;
 
@@ -28,6 +30,10 @@ pub struct CustomResource {
     pub(crate) printer: ColumnPrinter,
     /// Where `/scale` reads and writes, when the version serves it.
     pub(crate) scale: Option<ScalePaths>,
+    /// The version's `selectableFields`, as field labels (`spec.color`).
+    pub(crate) selectable: Vec<&'static str>,
+    /// What field selectors may name: the metadata labels and `selectable`.
+    pub(crate) field_labels: &'static FieldLabels,
 }
 
 impl CustomResource {
@@ -98,6 +104,15 @@ impl Strategy for CustomResource {
 
     fn printer(&self) -> Option<&dyn Printer> {
         Some(&self.printer)
+    }
+
+    fn field_labels(&self) -> &'static FieldLabels {
+        self.field_labels
+    }
+
+    /// kube renders a selectable field with `fmt.Sprint` of the value found, `""` when absent.
+    fn selectable_fields(&self, obj: &Value, out: &mut Vec<(&'static str, String)>) {
+        out.extend(self.selectable.iter().map(|f| (*f, selectable::text(obj, f))));
     }
 
     fn to_storage(&self, mut obj: Value) -> Result<Value, ApiError> {

@@ -190,6 +190,17 @@ pub async fn dispatch(req: HttpRequest, payload: web::Payload, server: web::Data
     let accept = req.headers().get("Accept").and_then(|a| a.to_str().ok());
     let mut response = outcome.unwrap_or_else(|e| error_response(&e, accept));
     drop(inflight);
+    // A deprecated version warns on every request that got past authentication, as kube's
+    // CRD handler does.
+    if classification.is_some()
+        && info.is_resource_request
+        && let Some(warning) = server
+            .catalogue
+            .find(&info.api_group, &info.api_version, &info.resource)
+            .and_then(|d| d.deprecation.clone())
+    {
+        crate::rest::add_warning(&mut response, &warning);
+    }
     let headers = response.headers_mut();
     headers.insert("audit-id".parse().expect("header name"), audit_id.parse().expect("uuid is a header value"));
     headers.insert("cache-control".parse().expect("header name"), "no-cache, private".parse().expect("value"));

@@ -13,8 +13,6 @@ use serde_json::{Value, json};
 use crate::context::RequestContext;
 use crate::negotiate::{Offer, View, negotiate, partial_metadata, respond, table_options};
 
-const WARNING: &str = "299 - \"v1 ComponentStatus is deprecated in v1.19+\"";
-
 /// What `GET /healthz` on a component's secure port reports, as a Healthy condition.
 async fn probe_http(name: &str, port: u16) -> Value {
     let address = format!("127.0.0.1:{port}");
@@ -62,7 +60,7 @@ pub async fn serve(ctx: &RequestContext<'_>) -> Result<HttpResponse, ApiError> {
     let output = negotiate(ctx.header("Accept"), Offer { tables: true, metadata: true, protobuf: true })?;
     let all = statuses(ctx).await;
     let now = chrono::Utc::now();
-    let mut response = if info.name.is_empty() {
+    let response = if info.name.is_empty() {
         match output.view {
             View::Table => {
                 let refs: Vec<&Value> = all.iter().collect();
@@ -108,8 +106,5 @@ pub async fn serve(ctx: &RequestContext<'_>) -> Result<HttpResponse, ApiError> {
             _ => respond(StatusCode::OK, output, &one, ctx.pretty()),
         }
     };
-    if let Ok(v) = WARNING.parse() {
-        response.headers_mut().append("warning".parse().expect("header name"), v);
-    }
     Ok(response)
 }

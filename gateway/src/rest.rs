@@ -308,6 +308,14 @@ fn strip_type_meta(obj: &Value) -> Value {
     o
 }
 
+/// Adds a `Warning: 299 - "<text>"` header, as kube's warning recorder writes them.
+pub fn add_warning(response: &mut HttpResponse, text: &str) {
+    let value = format!("299 - \"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""));
+    if let Ok(v) = value.parse() {
+        response.headers_mut().append("warning".parse().expect("header name"), v);
+    }
+}
+
 fn write_response(
     ctx: &RequestContext<'_>,
     def: &ResourceDef,
@@ -324,10 +332,7 @@ fn write_response(
         response.extensions_mut().insert(crate::auditing::AuditAnnotations(result.audit_annotations));
     }
     for w in &result.warnings {
-        let value = format!("299 - \"{}\"", w.replace('\\', "\\\\").replace('"', "\\\""));
-        if let Ok(v) = value.parse() {
-            response.headers_mut().append("warning".parse().expect("header name"), v);
-        }
+        add_warning(&mut response, w);
     }
     Ok(response)
 }

@@ -10,5 +10,6 @@ pub(super) fn definition() -> ResourceDef {
         .cluster_scoped()
         .short_names(&["cs"])
         .by_gateway(&["get", "list"])
+        .deprecated("v1 ComponentStatus is deprecated in v1.19+")
         .schema::<ComponentStatus>()
 }

@@ -73,8 +73,8 @@ impl Strategy for CustomResourceDefinitions {
         defaults::prepare_custom_resource_definition_for_create(obj);
     }
 
-    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
-        defaults::prepare_custom_resource_definition_for_update(new, old);
+    fn prepare_for_update(&self, new: &mut Value, _old: &Value) {
+        defaults::prepare_custom_resource_definition_for_update(new);
     }
 
     fn validate(&self, _: &ResourceDef, obj: &Value) -> Vec<Cause> {

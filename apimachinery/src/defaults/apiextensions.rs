@@ -6,8 +6,9 @@
 //! `preserveUnknownFields`; the v1beta1 defaults (scope, a version list, `preserveUnknownFields:
 //! true`, `[v1beta1]` review versions) do not apply.
 //!
-//! `CustomResourceFieldSelectors` is alpha and off in 1.30: the strategy drops
-//! `selectableFields` unless the stored object already had some.
+//! `selectableFields` are kept: this server serves them as kube 1.30 does with the
+//! `CustomResourceFieldSelectors` gate on (its default from 1.31), where the gate's default
+//! (off, alpha) would drop them at create.
 
 use serde_json::{Value, json};
 
@@ -67,25 +68,6 @@ pub fn default_custom_resource_definition(obj: &mut Value) {
     }
 }
 
-/// Drops `selectableFields` (top level and per version), as kube does while
-/// `CustomResourceFieldSelectors` is off.
-fn drop_selectable_fields(obj: &mut Value) {
-    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else { return };
-    spec.remove("selectableFields");
-    for v in spec.get_mut("versions").and_then(Value::as_array_mut).into_iter().flatten() {
-        if let Some(v) = v.as_object_mut() {
-            v.remove("selectableFields");
-        }
-    }
-}
-
-/// Whether any version of a stored CRD has `selectableFields` (then kube keeps them on update).
-fn has_selectable_fields(obj: &Value) -> bool {
-    obj.pointer("/spec/versions")
-        .and_then(Value::as_array)
-        .is_some_and(|vs| vs.iter().any(|v| v.get("selectableFields").is_some_and(|f| !f.is_null())))
-}
-
 /// The CRD strategy's `PrepareForCreate`: an empty status whose `storedVersions` is the
 /// storage version, generation 1. Go writes the status' members and `acceptedNames`' plural
 /// and kind even when empty (`conditions: null`).
@@ -97,18 +79,14 @@ pub fn prepare_custom_resource_definition_for_create(obj: &mut Value) {
     if let Some(v) = storage_version(obj) {
         obj["status"]["storedVersions"] = json!([v]);
     }
-    drop_selectable_fields(obj);
 }
 
 /// The CRD strategy's `PrepareForUpdate`, once the stored status is carried over: the storage
 /// version joins `storedVersions` when it is not there yet.
-pub fn prepare_custom_resource_definition_for_update(new: &mut Value, old: &Value) {
+pub fn prepare_custom_resource_definition_for_update(new: &mut Value) {
     if let Some(v) = storage_version(new)
         && !is_stored(new, &v)
     {
         add_stored_version(new, v);
-    }
-    if !has_selectable_fields(old) {
-        drop_selectable_fields(new);
     }
 }

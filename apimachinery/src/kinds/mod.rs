@@ -173,6 +173,8 @@ pub struct ResourceDef {
     pub strategy: Arc<dyn Strategy>,
     /// Whether objects are stored, or the gateway answers the resource itself.
     pub served: Served,
+    /// The warning every request to a deprecated version gets (a `Warning` header).
+    pub deprecation: Option<String>,
 }
 
 /// How a resource's requests are answered.
@@ -212,7 +214,14 @@ impl ResourceDef {
             schema: None,
             strategy: Arc::new(strategy),
             served: Served::Stored,
+            deprecation: None,
         }
+    }
+
+    /// Every request to the resource gets `warning` (kube's deprecated APIs).
+    pub fn deprecated(mut self, warning: &str) -> Self {
+        self.deprecation = Some(warning.to_string());
+        self
     }
 
     /// Nothing is stored: the gateway answers `verbs` itself.

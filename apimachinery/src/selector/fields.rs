@@ -358,6 +358,13 @@ impl FieldLabels {
     pub const CERTIFICATE_SIGNING_REQUESTS: FieldLabels =
         FieldLabels { accepted: same!("metadata.name", "spec.signerName"), reject: not_supported };
 
+    /// A custom resource version's labels (`metadata.name`, `metadata.namespace` when
+    /// namespaced, its `selectableFields`), any other refused as kube's custom resource
+    /// converter refuses it: `field label not supported: <field>`.
+    pub const fn custom(accepted: LabelMap) -> FieldLabels {
+        FieldLabels { accepted, reject: not_supported }
+    }
+
     /// The canonical labels accepted, each once, in the table's order.
     pub fn canonical(&self) -> impl Iterator<Item = &'static str> + '_ {
         let accepted = self.accepted;

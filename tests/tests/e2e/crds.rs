@@ -346,3 +346,54 @@ async fn kubectl_explains_a_custom_resource_and_leaves_unknown_fields_to_the_ser
     let v2 = s.admin_call("GET", "/openapi/v2", None).await;
     assert!(v2.body["definitions"].get("com.example.v1.Widget").is_none());
 }
+
+#[actix_web::test]
+async fn a_deprecated_version_warns_selectable_fields_select_and_stored_versions_grow() {
+    let s = TestServer::start();
+    let mut crd = widgets_crd();
+    crd["spec"]["versions"][0]["selectableFields"] = json!([{"jsonPath": ".spec.color"}]);
+    let mut beta = crd["spec"]["versions"][0].clone();
+    beta["name"] = "v1beta1".into();
+    beta["storage"] = false.into();
+    beta["deprecated"] = true.into();
+    crd["spec"]["versions"].as_array_mut().unwrap().push(beta);
+    create_crd(&s, &crd, WIDGETS).await;
+    for (name, color) in [("r", "red"), ("b", "blue"), ("r2", "red")] {
+        assert_eq!(s.admin_call("POST", WIDGETS, Some(&widget(name, json!({"color": color})))).await.code, 201);
+    }
+
+    let out = s.kubectl(&["get", "widgets.v1beta1.example.com"]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("Warning: example.com/v1beta1 Widget is deprecated; use example.com/v1 Widget"), "{err}");
+    let out = s.kubectl(&["get", "widgets.v1.example.com"]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("deprecated"), "v1 is not deprecated");
+
+    let red = s.kubectl_ok(&["get", "widgets", "--field-selector", "spec.color=red", "-o", "name"]);
+    assert_eq!(red.lines().collect::<Vec<_>>(), ["widget.example.com/r", "widget.example.com/r2"], "{red}");
+    let not_red =
+        s.kubectl_ok(&["get", "widgets", "--field-selector", "spec.color!=red,metadata.name!=x", "-o", "name"]);
+    assert_eq!(not_red.trim(), "widget.example.com/b");
+    let refused = s.admin_call("GET", &format!("{WIDGETS}?fieldSelector=spec.size%3Dbig"), None).await;
+    assert_eq!((refused.code, &refused.body["reason"]), (400, &json!("BadRequest")));
+    assert_eq!(refused.body["message"], "field label not supported: spec.size");
+    let watch = s
+        .request(Caller::Admin, "GET", &format!("{WIDGETS}?watch=1&timeoutSeconds=1&fieldSelector=spec.color%3Dblue"))
+        .send()
+        .await;
+    let names: Vec<String> = watch
+        .text()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["object"]["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["b"]);
+
+    // Moving storage to v1beta1 records it beside v1.
+    let path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com";
+    let mut stored = s.admin_call("GET", path, None).await.body;
+    stored["spec"]["versions"][0]["storage"] = false.into();
+    stored["spec"]["versions"][1]["storage"] = true.into();
+    let updated = s.admin_call("PUT", path, Some(&stored)).await;
+    assert_eq!(updated.code, 200, "{}", updated.body);
+    assert_eq!(updated.body["status"]["storedVersions"], json!(["v1", "v1beta1"]));
+}

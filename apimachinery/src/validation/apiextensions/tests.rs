@@ -120,9 +120,10 @@ fn create_resets_status_and_records_the_storage_version() {
         json!({"conditions": null, "acceptedNames": {"plural": "", "kind": ""}, "storedVersions": ["v1"]})
     );
     assert_eq!(obj["metadata"]["generation"], 1);
-    assert!(
-        obj["spec"]["versions"][0].get("selectableFields").is_none(),
-        "CustomResourceFieldSelectors is off in 1.30"
+    assert_eq!(
+        obj["spec"]["versions"][0]["selectableFields"],
+        json!([{"jsonPath": ".spec.size"}]),
+        "served as with CustomResourceFieldSelectors on"
     );
     assert_eq!(validate(d(), &obj), vec![]);
 }
