@@ -12,9 +12,11 @@
 //! - [`strategy`]: how one served version behaves (kube's `customResourceStrategy`).
 //! - [`printer`]: `additionalPrinterColumns` as a table printer.
 //! - [`openapi`]: a CRD's versions in the OpenAPI documents, as kube's CRD builder shapes them.
+//! - [`conversion`]: a CRD's conversion webhook (ConversionReview), checked as kube checks it.
 //! - [`conditions`]: accepted names and the CRD's conditions, as kube's controllers set them.
 
 pub mod conditions;
+pub mod conversion;
 mod intern;
 pub mod openapi;
 pub mod printer;

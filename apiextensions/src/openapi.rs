@@ -285,7 +285,7 @@ mod tests {
 
     fn docs() -> (Value, Value) {
         let crd = crd();
-        let defs = served::definitions(&crd);
+        let defs = served::definitions(&crd, None);
         let d = documents(&[ServedVersion { crd: &crd, def: &defs[0] }]);
         let v3: Value = serde_json::from_slice(&d.v3).unwrap();
         let v2: Map<String, Value> =

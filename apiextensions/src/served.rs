@@ -4,10 +4,12 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use apimachinery::kinds::{ResourceDef, Subresource};
+use apimachinery::kinds::{Converter, ResourceDef, Subresource};
+use apimachinery::lookup::ObjectLookup;
 use apimachinery::scale::{ScalePaths, Selector, pointer_of};
 use serde_json::Value;
 
+use crate::conversion::WebhookConverter;
 use crate::intern::{field_labels, intern};
 use crate::printer::ColumnPrinter;
 use crate::strategy::CustomResource;
@@ -42,8 +44,11 @@ pub fn storage_version(crd: &Value) -> Option<&str> {
 }
 
 /// The served versions' definitions, preferred first. The names are the accepted ones
-/// (`status.acceptedNames`) where set, as kube serves them.
-pub fn definitions(crd: &Value) -> Vec<ResourceDef> {
+/// (`status.acceptedNames`) where set, as kube serves them. A conversion webhook reaches a
+/// Service through `services`; without it, versions convert as with strategy `None`.
+pub fn definitions(crd: &Value, services: Option<&Arc<dyn ObjectLookup>>) -> Vec<ResourceDef> {
+    let converter: Option<Arc<dyn Converter>> =
+        services.and_then(|s| WebhookConverter::of(crd, s.clone())).map(|c| Arc::new(c) as Arc<dyn Converter>);
     let group = text(crd, "/spec/group");
     let names = match crd.pointer("/status/acceptedNames/plural").and_then(Value::as_str) {
         Some(p) if !p.is_empty() => "/status/acceptedNames",
@@ -88,6 +93,7 @@ pub fn definitions(crd: &Value) -> Vec<ResourceDef> {
             }
             labels.extend(selectable.iter().copied());
             let strategy = CustomResource {
+                converter: converter.clone(),
                 field_labels: field_labels(&labels),
                 selectable,
                 schema: v.pointer("/schema/openAPIV3Schema").cloned().map(Arc::new),
@@ -218,7 +224,7 @@ mod tests {
             {"name": "v1", "served": false, "storage": true},
         ]}});
         let warnings: Vec<(String, Option<String>)> =
-            definitions(&crd).into_iter().map(|d| (d.version, d.deprecation)).collect();
+            definitions(&crd, None).into_iter().map(|d| (d.version, d.deprecation)).collect();
         let of = |v: &str| warnings.iter().find(|(n, _)| n == v).unwrap().1.clone();
         assert_eq!(
             of("v1alpha1").as_deref(),
@@ -230,7 +236,7 @@ mod tests {
 
     #[test]
     fn a_crd_serves_each_served_version_preferred_first_in_one_store() {
-        let defs = definitions(&crd());
+        let defs = definitions(&crd(), None);
         let versions: Vec<_> = defs.iter().map(|d| d.version.as_str()).collect();
         assert_eq!(versions, ["v1", "v1beta1"]);
         let v1 = &defs[0];

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use apimachinery::error::{ApiError, Cause};
-use apimachinery::kinds::{ResourceDef, Strategy, meta_update};
+use apimachinery::kinds::{Converter, ResourceDef, Strategy, meta_update};
 use apimachinery::scale::ScalePaths;
 use apimachinery::selector::fields::FieldLabels;
 use apimachinery::selector::selectable;
@@ -34,6 +34,8 @@ pub struct CustomResource {
     pub(crate) selectable: Vec<&'static str>,
     /// What field selectors may name: the metadata labels and `selectable`.
     pub(crate) field_labels: &'static FieldLabels,
+    /// The CRD's conversion webhook, when its strategy is `Webhook` (shared by its versions).
+    pub(crate) converter: Option<Arc<dyn Converter>>,
 }
 
 impl CustomResource {
@@ -122,6 +124,10 @@ impl Strategy for CustomResource {
             obj["apiVersion"] = storage.clone().into();
         }
         Ok(obj)
+    }
+
+    fn converter(&self) -> Option<Arc<dyn Converter>> {
+        self.converter.clone()
     }
 
     fn to_served(&self, obj: &Value) -> Option<Value> {

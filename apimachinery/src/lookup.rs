@@ -124,3 +124,48 @@ pub trait AccessCheck: Send + Sync {
     /// Whether `user` may do what `attributes` describe (verb, group, resource, name).
     async fn allowed(&self, user: &UserInfo, attributes: RequestInfo) -> Result<bool, ApiError>;
 }
+
+/// `https://<endpoint address>:<target port><path>` for a client of a Service (a webhook, a
+/// conversion webhook, an aggregated API server): one of the Service's endpoint addresses, as
+/// kube dials with `--enable-aggregator-routing`, since no cluster network routes Service
+/// addresses here. The errors are kube's resolver's.
+pub async fn service_url(
+    objects: &dyn ObjectLookup,
+    namespace: &str,
+    name: &str,
+    path: &str,
+    port: i64,
+) -> Result<String, String> {
+    let missing = || format!("service \"{name}\" not found");
+    let svc = objects.get("", "services", namespace, name).await.map_err(|e| e.message)?.ok_or_else(missing)?;
+    let ports = svc.pointer("/spec/ports").and_then(Value::as_array).cloned().unwrap_or_default();
+    let svc_port = ports
+        .iter()
+        .find(|p| p["port"].as_i64() == Some(port))
+        .ok_or_else(|| format!("no service port {port} found for service \"{name}\""))?;
+    let port_name = svc_port["name"].as_str().unwrap_or("");
+    let endpoints = objects
+        .get("", "endpoints", namespace, name)
+        .await
+        .map_err(|e| e.message)?
+        .ok_or_else(|| format!("endpoints \"{name}\" not found"))?;
+    for subset in endpoints["subsets"].as_array().into_iter().flatten() {
+        let Some(target) = subset["ports"]
+            .as_array()
+            .and_then(|ps| ps.iter().find(|p| p["name"].as_str().unwrap_or("") == port_name))
+            .and_then(|p| p["port"].as_i64())
+        else {
+            continue;
+        };
+        if let Some(ip) = subset["addresses"].as_array().and_then(|a| a.first()).and_then(|a| a["ip"].as_str()) {
+            let host = if ip.contains(':') { format!("[{ip}]") } else { ip.to_string() };
+            return Ok(format!("https://{host}:{target}{}", slash_prefixed(path)));
+        }
+    }
+    Err(format!("no endpoints available for service \"{name}\""))
+}
+
+/// `path` with a leading `/`.
+pub fn slash_prefixed(path: &str) -> String {
+    if path.starts_with('/') { path.to_string() } else { format!("/{path}") }
+}

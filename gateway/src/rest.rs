@@ -14,8 +14,8 @@ use apimachinery::messages::{
     CreateObject, DeleteCollection, DeleteObject, GetObject, ListObjects, ObjectList, PatchObject, Target,
     UpdateObject, WriteResult, Written,
 };
-use apimachinery::options::{DeleteOptions, GetOptions, ListOptions, WriteOptions, WriteVerb};
-use apimachinery::patch::{PatchType, accepted_content_types, unsupported_patch_type_of};
+use apimachinery::options::{DeleteOptions, GetOptions, ListOptions, ReadAt, WriteOptions, WriteVerb};
+use apimachinery::patch::{PatchType, accepted_content_types, apply_patch, unsupported_patch_type_of};
 use apimachinery::table;
 use serde_json::{Value, json};
 
@@ -113,7 +113,7 @@ async fn get(ctx: &RequestContext<'_>, def: &Arc<ResourceDef>, target: Target) -
         body.extend_from_slice(raw);
         return Ok(HttpResponse::Ok().content_type(protobuf::CONTENT_TYPE).body(body));
     }
-    let obj = served(def, encoded.value());
+    let obj = served_one(def, encoded.value()).await?;
     if subresource == Some(Subresource::Scale) {
         return Ok(respond(StatusCode::OK, output, &def.to_scale(&obj), ctx.pretty()));
     }
@@ -151,7 +151,7 @@ async fn list(ctx: &RequestContext<'_>, def: &Arc<ResourceDef>, target: Target) 
     } else {
         list
     };
-    let items: Vec<Value> = list.items.iter().map(|o| served(def, o.value())).collect();
+    let items = def.served_objects(list.items.iter().map(|o| o.value()).collect()).await?;
     match output.view {
         View::Table => {
             let refs: Vec<&Value> = items.iter().collect();
@@ -316,7 +316,15 @@ pub fn add_warning(response: &mut HttpResponse, text: &str) {
     }
 }
 
-fn write_response(
+/// A stored object in `def`'s served form, through its conversion webhook if it has one.
+async fn served_one(def: &ResourceDef, stored: Value) -> Result<Value, ApiError> {
+    if def.strategy.converter().is_none() {
+        return Ok(served(def, stored));
+    }
+    def.served_objects(vec![stored]).await?.pop().ok_or_else(|| ApiError::internal("conversion returned no object"))
+}
+
+async fn write_response(
     ctx: &RequestContext<'_>,
     def: &ResourceDef,
     status: StatusCode,
@@ -324,7 +332,7 @@ fn write_response(
 ) -> Result<HttpResponse, ApiError> {
     let output = negotiate(ctx.header("Accept"), Offer::writes(def))?;
     let object = match result.object {
-        Written::Object(o) => served(def, o),
+        Written::Object(o) => served_one(def, o).await?,
         Written::Scale(v) | Written::Status(v) => v,
     };
     let mut response = respond(status, output, &object, ctx.pretty());
@@ -348,10 +356,10 @@ async fn create(
     let body = ctx.read_body(payload).await?;
     let (object, keys) = decode_body_keys(format, &body)?;
     keys.record(&mut options);
-    let object = def.strategy.to_storage(object)?;
+    let object = def.storage_object(object).await?;
     let msg = CreateObject { target, object, user: ctx.user.clone(), options };
     let result = ctx.server.stages.create.ask(msg, ctx.deadline).await?;
-    write_response(ctx, def, StatusCode::CREATED, result)
+    write_response(ctx, def, StatusCode::CREATED, result).await
 }
 
 async fn update(
@@ -366,11 +374,11 @@ async fn update(
     let (object, keys) = decode_body_keys(format, &body)?;
     keys.record(&mut options);
     let object =
-        if target.subresource == Some(Subresource::Scale) { object } else { def.strategy.to_storage(object)? };
+        if target.subresource == Some(Subresource::Scale) { object } else { def.storage_object(object).await? };
     let msg = UpdateObject { target, object, user: ctx.user.clone(), options };
     let result = ctx.server.stages.update.ask(msg, ctx.deadline).await?;
     let status = if result.created { StatusCode::CREATED } else { StatusCode::OK };
-    write_response(ctx, def, status, result)
+    write_response(ctx, def, status, result).await
 }
 
 async fn patch(
@@ -385,9 +393,49 @@ async fn patch(
         .ok_or_else(|| unsupported_patch_type_of(accepted))?;
     let options = WriteOptions::parse(&ctx.query, WriteVerb::Patch)?;
     let body = ctx.read_body(payload).await?;
+    if def.strategy.converter().is_some() && def.stored_as.is_some() && target.subresource.is_none() {
+        return patch_through_conversion(ctx, def, target, patch_type, &body, options).await;
+    }
     let msg = PatchObject { target, patch_type, patch: body.to_vec(), user: ctx.user.clone(), options };
     let result = ctx.server.stages.patch.ask(msg, ctx.deadline).await?;
-    write_response(ctx, def, StatusCode::OK, result)
+    write_response(ctx, def, StatusCode::OK, result).await
+}
+
+/// A patch of a custom resource served in another version than stored, through its conversion
+/// webhook: kube applies a patch to the object in the request's version, so the stored object
+/// is converted, patched, converted back and written as an update guarded by the revision it
+/// was read at, again from a fresh read when another write got there first.
+async fn patch_through_conversion(
+    ctx: &RequestContext<'_>,
+    def: &ResourceDef,
+    target: Target,
+    patch_type: PatchType,
+    body: &[u8],
+    options: WriteOptions,
+) -> Result<HttpResponse, ApiError> {
+    let reads = ctx.server.stages.reads(def)?;
+    let gvk = (def.group.as_str(), def.version.as_str(), def.kind.as_str());
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let get = GetObject { target: target.clone(), options: GetOptions { read_at: ReadAt::Latest } };
+        let current = served_one(def, reads.reader.get(get).await?.value()).await?;
+        let mut patched = apply_patch(patch_type, &current, body, gvk)?;
+        if !patched.is_object() {
+            return Err(ApiError::bad_request("the patched object must be an object"));
+        }
+        let guarded = patched.pointer("/metadata/resourceVersion") != current.pointer("/metadata/resourceVersion");
+        if !guarded {
+            patched["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
+        }
+        let object = def.storage_object(patched).await?;
+        let msg = UpdateObject { target: target.clone(), object, user: ctx.user.clone(), options: options.clone() };
+        match ctx.server.stages.update.ask(msg, ctx.deadline).await {
+            Err(e) if e.reason == apimachinery::Reason::Conflict && !guarded && attempts < 5 => continue,
+            Err(e) => return Err(e),
+            Ok(result) => return write_response(ctx, def, StatusCode::OK, result).await,
+        }
+    }
 }
 
 /// `DeleteOptions` from the body when there is one, else from the query, as kube reads them.
@@ -416,7 +464,7 @@ async fn delete(
     let result = ctx.server.stages.delete.ask(msg, ctx.deadline).await?;
     // kube answers 202 only when the object stays and the client asked for cascading deletion.
     let status = if !result.deleted && foreground { StatusCode::ACCEPTED } else { StatusCode::OK };
-    write_response(ctx, def, status, result)
+    write_response(ctx, def, status, result).await
 }
 
 async fn delete_collection(
@@ -429,7 +477,7 @@ async fn delete_collection(
     let options = delete_options(ctx, payload).await?;
     let msg = DeleteCollection { target, list, user: ctx.user.clone(), options };
     let deleted = ctx.server.stages.delete_collection.ask(msg, ctx.deadline).await?;
-    let items: Vec<Value> = deleted.into_iter().map(|o| served(def, o)).collect();
+    let items = def.served_objects(deleted).await?;
     let list = ObjectList {
         items: Vec::new(),
         resource_version: String::new(),

@@ -337,7 +337,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     bootstrap(&stages, range.first().to_string(), objects.as_ref()).await?;
     crate::rbac_feed::start(stages.clone(), catalogue.clone(), policy.clone()).await?;
     let openapi = crate::openapi::CustomOpenApi::default();
-    crate::controllers::crds::start(stages.clone(), catalogue.clone(), openapi.clone()).await;
+    crate::controllers::crds::start(stages.clone(), catalogue.clone(), openapi.clone(), objects.clone()).await;
     spawn_apf_upkeep(stages.clone(), objects.clone());
     spawn_controllers(&options, &stages, &catalogue, &objects, &issuer, &material);
     crate::backends::spawn_object_counts(

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::HttpResponse;
+use apimachinery::encoded::EncodedObject;
 use apimachinery::error::ApiError;
-use apimachinery::kinds::ResourceDef;
+use apimachinery::kinds::{Converter, ResourceDef};
 use apimachinery::messages::{Target, WatchEvent, WatchEventType, WatchObjects};
 use apimachinery::options::{Params, WatchOptions};
 use apimachinery::selector::fields::escape_value;
@@ -86,8 +87,12 @@ pub async fn serve(
     let api_version = def.api_version();
     let deadline = tokio::time::sleep(duration);
     let def = def.clone();
-    let stream = tokio_stream::wrappers::ReceiverStream::new(receiver.0)
-        .take_until(deadline)
+    let events = tokio_stream::wrappers::ReceiverStream::new(receiver.0).take_until(deadline);
+    let events = match def.strategy.converter().filter(|_| def.stored_as.is_some()) {
+        Some(converter) => converted(events, converter, api_version.clone()).boxed_local(),
+        None => events.boxed_local(),
+    };
+    let stream = events
         .map(move |event: WatchEvent| {
             let _keep = &guard;
             if let Some(received) = event.received {
@@ -143,6 +148,37 @@ pub async fn serve(
         .content_type(output.content_type(true))
         .insert_header(("Transfer-Encoding", "chunked"))
         .streaming(stream))
+}
+
+/// Events whose objects went through the kind's conversion webhook (bookmarks and errors need
+/// none). A failed conversion ends the watch with an ERROR event carrying its Status, as kube's
+/// watcher sends the decode error and closes.
+fn converted(
+    events: impl futures_util::Stream<Item = WatchEvent> + 'static,
+    converter: Arc<dyn Converter>,
+    api_version: String,
+) -> impl futures_util::Stream<Item = WatchEvent> + 'static {
+    events
+        .then(move |event| {
+            let (converter, api_version) = (converter.clone(), api_version.clone());
+            async move {
+                if matches!(event.kind, WatchEventType::Bookmark | WatchEventType::Error) {
+                    return (event, false);
+                }
+                match converter.convert(vec![event.object.value()], &api_version).await {
+                    Ok(mut objects) => {
+                        let object = objects.pop().unwrap_or_default();
+                        (WatchEvent::new(event.kind, EncodedObject::encode(&object)), false)
+                    }
+                    Err(e) => (WatchEvent::new(WatchEventType::Error, EncodedObject::encode(&e.to_status())), true),
+                }
+            }
+        })
+        .scan(false, |ended, (event, failed)| {
+            let next = (!*ended).then_some(event);
+            *ended |= failed;
+            futures_util::future::ready(next)
+        })
 }
 
 fn event_name(kind: WatchEventType) -> &'static str {

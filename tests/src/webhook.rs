@@ -18,22 +18,38 @@ pub struct Reply {
     pub response: Value,
     /// How long the server waits before answering.
     pub delay: Duration,
+    /// The whole body to answer, instead of an AdmissionReview around `response` (a
+    /// ConversionReview).
+    pub body: Option<Value>,
+}
+
+/// Answers `body` as it is.
+pub fn body(body: Value) -> Reply {
+    Reply { response: Value::Null, delay: Duration::ZERO, body: Some(body) }
 }
 
 /// Allowed.
 pub fn allow() -> Reply {
-    Reply { response: json!({"allowed": true}), delay: Duration::ZERO }
+    Reply { response: json!({"allowed": true}), delay: Duration::ZERO, body: None }
 }
 
 /// Denied with `code` and `message`.
 pub fn deny(code: u16, message: &str) -> Reply {
-    Reply { response: json!({"allowed": false, "status": {"code": code, "message": message}}), delay: Duration::ZERO }
+    Reply {
+        response: json!({"allowed": false, "status": {"code": code, "message": message}}),
+        delay: Duration::ZERO,
+        body: None,
+    }
 }
 
 /// Allowed with a JSONPatch.
 pub fn patch(ops: Value) -> Reply {
     let encoded = base64::engine::general_purpose::STANDARD.encode(ops.to_string());
-    Reply { response: json!({"allowed": true, "patchType": "JSONPatch", "patch": encoded}), delay: Duration::ZERO }
+    Reply {
+        response: json!({"allowed": true, "patchType": "JSONPatch", "patch": encoded}),
+        delay: Duration::ZERO,
+        body: None,
+    }
 }
 
 /// One review a webhook server got: the path and query it was posted to, and the body.
@@ -128,6 +144,9 @@ impl WebhookServer {
                                 answer(req.path(), &review)
                             };
                             actix_web::rt::time::sleep(reply.delay).await;
+                            if let Some(body) = reply.body {
+                                return HttpResponse::Ok().json(body);
+                            }
                             let mut response = reply.response;
                             response["uid"] = review["request"]["uid"].clone();
                             HttpResponse::Ok().json(

@@ -83,6 +83,52 @@ pub enum CallError {
     Failed(String),
 }
 
+/// Where a webhook configured by a Kubernetes `clientConfig` (admission webhooks, CRD
+/// conversion webhooks) is reached.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `clientConfig.url`.
+    Url(String),
+    /// `clientConfig.service`, resolved to one of the Service's endpoints per call.
+    Service {
+        /// The Service's namespace.
+        namespace: String,
+        /// The Service's name.
+        name: String,
+        /// The path to post to (`/` when unset).
+        path: String,
+        /// The Service port (443 when unset).
+        port: i64,
+    },
+}
+
+/// A `clientConfig` (`url` or `service`, and `caBundle`) read as kube's webhook clients read
+/// it: the endpoint, and a client trusting the bundle (or the public roots) that checks a
+/// Service's certificate for `<name>.<namespace>.svc` whatever address is dialled.
+pub fn from_client_config(cc: &Value) -> (Endpoint, Result<WebhookClient, String>) {
+    let ca = cc
+        .get("caBundle")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(|b| base64::engine::general_purpose::STANDARD.decode(b).map_err(|e| format!("caBundle: {e}")))
+        .transpose();
+    match cc.get("service").filter(|s| s.is_object()) {
+        Some(svc) => {
+            let text = |k: &str| svc.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+            let (namespace, name) = (text("namespace"), text("name"));
+            let verify = format!("{name}.{namespace}.svc");
+            let client = ca.and_then(|ca| WebhookClient::for_endpoints(ca, Some(verify)));
+            let path = svc.get("path").and_then(Value::as_str).unwrap_or("/").to_string();
+            let port = svc.get("port").and_then(Value::as_i64).unwrap_or(443);
+            (Endpoint::Service { namespace, name, path, port }, client)
+        }
+        None => {
+            let url = cc.get("url").and_then(Value::as_str).unwrap_or("").to_string();
+            (Endpoint::Url(url), ca.and_then(|ca| WebhookClient::for_endpoints(ca, None)))
+        }
+    }
+}
+
 impl WebhookClient {
     /// Reads the kubeconfig at `path` and the files it names.
     pub fn from_kubeconfig(path: &Path) -> Result<WebhookClient, String> {

@@ -7,9 +7,8 @@ use std::time::Duration;
 
 use apimachinery::lookup::ObjectLookup;
 use apimachinery::object::ObjectExt;
-use base64::Engine;
 use serde_json::Value;
-use webhook_client::WebhookClient;
+use webhook_client::{Endpoint, WebhookClient};
 
 use crate::matching::{Rule, Selectors};
 
@@ -41,24 +40,6 @@ impl HookKind {
             HookKind::Validating => "validating",
         }
     }
-}
-
-/// Where a webhook is reached.
-#[derive(Clone, Debug)]
-pub enum Endpoint {
-    /// `clientConfig.url`.
-    Url(String),
-    /// `clientConfig.service`, resolved to one of the Service's endpoints per call.
-    Service {
-        /// The Service's namespace.
-        namespace: String,
-        /// The Service's name.
-        name: String,
-        /// The path to post to (`/` when unset).
-        path: String,
-        /// The Service port (443 when unset).
-        port: i64,
-    },
 }
 
 /// A CEL match condition, compiled when the configuration is read.
@@ -103,32 +84,7 @@ pub struct Hook {
 fn parse_hook(configuration: &str, kind: HookKind, w: &Value) -> Hook {
     let rules =
         w.get("rules").and_then(Value::as_array).map(|r| r.iter().map(Rule::parse).collect()).unwrap_or_default();
-    let cc = w.get("clientConfig").cloned().unwrap_or(Value::Null);
-    let ca = cc
-        .get("caBundle")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map(|b| base64::engine::general_purpose::STANDARD.decode(b).map_err(|e| format!("caBundle: {e}")))
-        .transpose();
-    let (endpoint, client) = match cc.get("service").filter(|s| s.is_object()) {
-        Some(svc) => {
-            let namespace = svc.get("namespace").and_then(Value::as_str).unwrap_or("").to_string();
-            let name = svc.get("name").and_then(Value::as_str).unwrap_or("").to_string();
-            let verify = format!("{name}.{namespace}.svc");
-            let client = ca.and_then(|ca| WebhookClient::for_endpoints(ca, Some(verify)));
-            let endpoint = Endpoint::Service {
-                namespace,
-                name,
-                path: svc.get("path").and_then(Value::as_str).unwrap_or("/").to_string(),
-                port: svc.get("port").and_then(Value::as_i64).unwrap_or(443),
-            };
-            (endpoint, client)
-        }
-        None => {
-            let url = cc.get("url").and_then(Value::as_str).unwrap_or("").to_string();
-            (Endpoint::Url(url), ca.and_then(|ca| WebhookClient::for_endpoints(ca, None)))
-        }
-    };
+    let (endpoint, client) = webhook_client::from_client_config(w.get("clientConfig").unwrap_or(&Value::Null));
     let side_effects = w.get("sideEffects").and_then(Value::as_str).unwrap_or("");
     let match_conditions = w
         .get("matchConditions")

@@ -31,8 +31,9 @@ use crate::matching::Rule;
 use crate::versions::{self, Seen};
 use crate::{AdmissionPlugin, Review};
 use apimachinery::kinds::{Catalogue, ResourceDef};
-use config::{Endpoint, Hook, HookKind, HookSource};
+use config::{Hook, HookKind, HookSource};
 use review::{Answer, CallFailure};
+use webhook_client::Endpoint;
 
 /// What the mutating webhooks remember between the two runs of the mutating plugins.
 #[derive(Debug, Default)]
@@ -111,8 +112,13 @@ impl WebhookPlugin {
         let (base, shown) = match &hook.endpoint {
             Endpoint::Url(url) => (url.clone(), url.clone()),
             Endpoint::Service { namespace, name, path, port } => {
-                let dialled = self.service_url(namespace, name, path, *port).await.map_err(CallFailure::Setup)?;
-                (dialled, format!("https://{name}.{namespace}.svc:{port}{}", slash_prefixed(path)))
+                let dialled = apimachinery::lookup::service_url(self.objects.as_ref(), namespace, name, path, *port)
+                    .await
+                    .map_err(CallFailure::Setup)?;
+                (
+                    dialled,
+                    format!("https://{name}.{namespace}.svc:{port}{}", apimachinery::lookup::slash_prefixed(path)),
+                )
             }
         };
         let timeout = review.deadline.remaining().map_or(hook.timeout, |left| left.min(hook.timeout));
@@ -129,41 +135,6 @@ impl WebhookPlugin {
         };
         self.record(hook, request, &answer, elapsed);
         answer.map_err(|failure| failure.at(review::with_timeout(&shown, hook.timeout)))
-    }
-
-    /// `https://<endpoint address>:<target port><path>` for a webhook behind a Service: kube
-    /// with `--enable-aggregator-routing`, since no cluster network routes Service addresses
-    /// here.
-    async fn service_url(&self, namespace: &str, name: &str, path: &str, port: i64) -> Result<String, String> {
-        let missing = || format!("service \"{name}\" not found");
-        let svc =
-            self.objects.get("", "services", namespace, name).await.map_err(|e| e.message)?.ok_or_else(missing)?;
-        let ports = svc.pointer("/spec/ports").and_then(Value::as_array).cloned().unwrap_or_default();
-        let svc_port = ports
-            .iter()
-            .find(|p| p["port"].as_i64() == Some(port))
-            .ok_or_else(|| format!("no service port {port} found for service \"{name}\""))?;
-        let port_name = svc_port["name"].as_str().unwrap_or("");
-        let endpoints = self
-            .objects
-            .get("", "endpoints", namespace, name)
-            .await
-            .map_err(|e| e.message)?
-            .ok_or_else(|| format!("endpoints \"{name}\" not found"))?;
-        for subset in endpoints["subsets"].as_array().into_iter().flatten() {
-            let Some(target) = subset["ports"]
-                .as_array()
-                .and_then(|ps| ps.iter().find(|p| p["name"].as_str().unwrap_or("") == port_name))
-                .and_then(|p| p["port"].as_i64())
-            else {
-                continue;
-            };
-            if let Some(ip) = subset["addresses"].as_array().and_then(|a| a.first()).and_then(|a| a["ip"].as_str()) {
-                let host = if ip.contains(':') { format!("[{ip}]") } else { ip.to_string() };
-                return Ok(format!("https://{host}:{target}{}", slash_prefixed(path)));
-            }
-        }
-        Err(format!("no endpoints available for service \"{name}\""))
     }
 
     fn record(&self, hook: &Hook, request: &Admit, answer: &Result<Answer, CallFailure>, elapsed: Duration) {
@@ -355,9 +326,6 @@ fn patched(hook: &Hook, request: &Admit, seen: &Seen<'_>, patch: &[u8]) -> Resul
 }
 
 /// A Service reference's path as a URL path.
-fn slash_prefixed(path: &str) -> String {
-    if path.starts_with('/') { path.to_string() } else { format!("/{path}") }
-}
 
 #[async_trait(?Send)]
 impl AdmissionPlugin for WebhookPlugin {

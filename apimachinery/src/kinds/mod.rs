@@ -28,7 +28,7 @@ use crate::selector::FieldLabels;
 use crate::table::Printer;
 
 pub use crate::validation::names::NameRule;
-pub use strategy::{ClusterIp, DefaultStrategy, Strategy, meta_update};
+pub use strategy::{ClusterIp, Converter, DefaultStrategy, Strategy, meta_update};
 
 /// A subresource served beside the main resource.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -215,6 +215,28 @@ impl ResourceDef {
             strategy: Arc::new(strategy),
             served: Served::Stored,
             deprecation: None,
+        }
+    }
+
+    /// Stored objects in this version: by the strategy, or through the kind's conversion
+    /// webhook (all the objects needing it in one call).
+    pub async fn served_objects(&self, stored: Vec<Value>) -> Result<Vec<Value>, crate::error::ApiError> {
+        match self.strategy.converter() {
+            Some(c) if self.stored_as.is_some() => c.convert(stored, &self.api_version()).await,
+            _ => Ok(stored.into_iter().map(|o| self.strategy.to_served(&o).unwrap_or(o)).collect()),
+        }
+    }
+
+    /// A body of this version in the stored version: by the strategy, or through the kind's
+    /// conversion webhook.
+    pub async fn storage_object(&self, obj: Value) -> Result<Value, crate::error::ApiError> {
+        match (self.strategy.converter(), &self.stored_as) {
+            (Some(c), Some((group, version))) => {
+                let stored = if group.is_empty() { version.clone() } else { format!("{group}/{version}") };
+                let mut out = c.convert(vec![obj], &stored).await?;
+                out.pop().ok_or_else(|| crate::error::ApiError::internal("conversion returned no object"))
+            }
+            _ => self.strategy.to_storage(obj),
         }
     }
 

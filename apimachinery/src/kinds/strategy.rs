@@ -5,6 +5,8 @@
 //! update, delete behaviour) and its printer. Every method has kube's generic behaviour as its
 //! default, so a kind overrides only what it does differently.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::ResourceDef;
@@ -175,6 +177,24 @@ pub trait Strategy: Send + Sync {
     fn to_served(&self, _obj: &Value) -> Option<Value> {
         None
     }
+
+    /// The conversion webhook of a custom resource whose CRD names one: it converts in place
+    /// of [`Strategy::to_storage`] and [`Strategy::to_served`] (see
+    /// [`ResourceDef::served_objects`](super::ResourceDef::served_objects)).
+    fn converter(&self) -> Option<Arc<dyn Converter>> {
+        None
+    }
+}
+
+/// Converts objects between a kind's versions by calling out (a CRD's conversion webhook).
+/// Async, so it runs where requests wait anyway (the gateway, around the stages), never inside
+/// a stage's synchronous steps; not `Send`, as the HTTP client's futures stay on the worker
+/// thread that made them.
+#[async_trait::async_trait(?Send)]
+pub trait Converter: Send + Sync {
+    /// `objects` in `api_version`, in their order. Objects already in it come back unchanged;
+    /// a failure is the error the client sees.
+    async fn convert(&self, objects: Vec<Value>, api_version: &str) -> Result<Vec<Value>, ApiError>;
 }
 
 /// kube's `ValidateObjectMetaUpdate`, what every kind's update validation starts with.

@@ -19,6 +19,7 @@ use apiextensions::openapi::ServedVersion;
 use apiextensions::served::{self, CLEANUP_FINALIZER};
 use apimachinery::encoded::WatchEventType;
 use apimachinery::kinds::{Catalogue, ResourceDef, Subresource};
+use apimachinery::lookup::ObjectLookup;
 use apimachinery::messages::{DeleteCollection, ListObjects, Target, UpdateObject};
 use apimachinery::object::{ObjectExt, now_rfc3339};
 use apimachinery::options::{DeleteOptions, ListOptions, ReadAt, WriteOptions};
@@ -54,6 +55,8 @@ struct Controller {
     stages: Stages,
     catalogue: Arc<Catalogue>,
     openapi: CustomOpenApi,
+    /// Reads Services and Endpoints for conversion webhooks.
+    objects: Arc<dyn ObjectLookup>,
     def: Arc<ResourceDef>,
     crds: BTreeMap<String, Value>,
     serving: HashMap<String, Serving>,
@@ -73,7 +76,8 @@ impl Controller {
         }
         let storage_path = served::storage_path(crd);
         let old_path = self.serving.get(&name).map(|s| s.storage_path.clone());
-        let defs = served::definitions(crd);
+        let defs = served::definitions(crd, Some(&self.objects));
+        let group_versions: Vec<(String, String)> = defs.iter().map(|d| (d.group.clone(), d.version.clone())).collect();
         let replaced = self
             .catalogue
             .replace(|d| Some(&d.storage_path) == old_path.as_ref() || d.storage_path == storage_path, defs);
@@ -93,8 +97,6 @@ impl Controller {
             let caches = self.stages.caches.clone();
             actix_web::rt::spawn(async move { caches.stop(&old).await });
         }
-        let group_versions: Vec<(String, String)> =
-            served::definitions(crd).into_iter().map(|d| (d.group, d.version)).collect();
         let before = self.serving.insert(
             name,
             Serving { storage_path, fingerprint, crd: crd.clone(), group_versions: group_versions.clone() },
@@ -268,13 +270,14 @@ async fn delete_all(stages: &Stages, resource: &Arc<ResourceDef>) -> usize {
 
 /// Serves the CRDs stored now, then follows them on the current arbiter. Returns once the
 /// stored CRDs are served, so the server answers for their resources from its first request.
-pub async fn start(stages: Stages, catalogue: Arc<Catalogue>, openapi: CustomOpenApi) {
+pub async fn start(stages: Stages, catalogue: Arc<Catalogue>, openapi: CustomOpenApi, objects: Arc<dyn ObjectLookup>) {
     let Some(def) = crd_definition(&catalogue) else { return };
     let (cleaned, mut cleaned_rx) = mpsc::unbounded_channel();
     let mut controller = Controller {
         stages: stages.clone(),
         catalogue,
         openapi,
+        objects,
         def: def.clone(),
         crds: BTreeMap::new(),
         serving: HashMap::new(),

@@ -491,10 +491,7 @@ async fn a_webhook_behind_a_service_whose_certificate_is_for_another_name_is_not
 async fn the_admission_review_describes_the_request_and_its_warnings_reach_the_client() {
     let hooks = WebhookServer::start(&["127.0.0.1"], |_, review| {
         let op = review["request"]["operation"].as_str().unwrap_or("").to_lowercase();
-        Reply {
-            response: json!({"allowed": true, "warnings": [format!("the webhook saw a {op}")]}),
-            delay: Duration::ZERO,
-        }
+        Reply { response: json!({"allowed": true, "warnings": [format!("the webhook saw a {op}")]}), ..allow() }
     });
     let s = TestServer::start();
     configure(
