@@ -30,7 +30,7 @@ use crate::auditing::{self, BodySlot, RequestAudit};
 use crate::context::RequestContext;
 use crate::negotiate::{Output, error_response, respond};
 use crate::state::ServerState;
-use crate::{discovery, health, rest};
+use crate::{discovery, health, openapi, rest};
 
 /// The verified client certificate of a TLS connection.
 #[derive(Clone)]
@@ -388,7 +388,10 @@ async fn non_resource(ctx: &RequestContext<'_>) -> Result<HttpResponse, ApiError
                 _ => return Err(resource_not_found()),
             }
         }
-        p if p == "/openapi/v2" || p.starts_with("/openapi/v3") => crate::openapi::serve(ctx, p)?,
+        p if p == "/openapi/v2" || p.starts_with("/openapi/v3") => {
+            let asked = openapi::Asked { accept: ctx.header("Accept").unwrap_or(""), hash: ctx.query.get("hash") };
+            openapi::serve(&ctx.server.openapi, p, asked)?
+        }
         p if p.starts_with("/api/") => return Err(resource_not_found()),
         _ => not_found_page(),
     })

@@ -2,9 +2,11 @@
 //! the custom resources' group versions added as their CRDs come and go.
 //!
 //! The built-in documents are built once. Each custom group version's documents are built by
-//! the CRD controller when one of its CRDs changes (only that group version's), and kept here;
-//! the merged `/openapi/v2` and the `/openapi/v3` index are spliced from the parts at the first
-//! request after a change and kept until the next.
+//! the CRD controller when one of its CRDs changes (only that group version's), and kept here.
+//! The merged `/openapi/v2` is spliced from the parts per request (a copy of bytes already
+//! serialized, not kept: it is the largest document and few clients ask for it); its protobuf
+//! form and the `/openapi/v3` index are built at the first request after a change and kept
+//! until the next.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
@@ -14,8 +16,6 @@ use actix_web::http::StatusCode;
 use apimachinery::error::ApiError;
 use apimachinery::schema::{self, CustomDocuments};
 use bytes::Bytes;
-
-use crate::context::RequestContext;
 
 /// The custom resources' part of the documents, shared by the handlers and the CRD controller.
 #[derive(Clone, Default)]
@@ -29,7 +29,6 @@ struct Inner {
     /// `apis/<group>/<version>` to its documents.
     groups: BTreeMap<String, Arc<CustomDocuments>>,
     /// The merged documents, built at the first request after a change.
-    v2: Option<Bytes>,
     v2_protobuf: Option<Bytes>,
     v3_index: Option<Bytes>,
 }
@@ -43,7 +42,6 @@ impl CustomOpenApi {
             Some(d) => inner.groups.insert(key, Arc::new(d)),
             None => inner.groups.remove(&key),
         };
-        inner.v2 = None;
         inner.v2_protobuf = None;
         inner.v3_index = None;
     }
@@ -86,16 +84,22 @@ impl CustomOpenApi {
     }
 }
 
+/// What a request for an OpenAPI document asks beyond its path.
+pub struct Asked<'a> {
+    /// The `Accept` header: `/openapi/v2` is served as protobuf when it names it.
+    pub accept: &'a str,
+    /// A v3 document's `hash` query parameter.
+    pub hash: Option<&'a str>,
+}
+
 /// Serves the OpenAPI documents.
-pub fn serve(ctx: &RequestContext<'_>, path: &str) -> Result<HttpResponse, ApiError> {
+pub fn serve(custom: &CustomOpenApi, path: &str, asked: Asked<'_>) -> Result<HttpResponse, ApiError> {
     let not_found =
         || ApiError::new(apimachinery::Reason::NotFound, "the server could not find the requested resource");
-    let custom = &ctx.server.openapi;
     let json = |body: Bytes| HttpResponse::Ok().content_type("application/json").body(body);
     if path == "/openapi/v2" {
         // kubectl's client-go asks for protobuf only and cannot parse JSON here.
-        let accept = ctx.header("Accept").unwrap_or("");
-        if schema::OPENAPI_V2_PROTOBUF_ACCEPT.iter().any(|p| accept.contains(p)) {
+        if schema::OPENAPI_V2_PROTOBUF_ACCEPT.iter().any(|p| asked.accept.contains(p)) {
             let doc = if custom.is_empty() {
                 Bytes::from_static(schema::openapi_v2_protobuf())
             } else {
@@ -106,7 +110,9 @@ pub fn serve(ctx: &RequestContext<'_>, path: &str) -> Result<HttpResponse, ApiEr
         if custom.is_empty() {
             return Ok(json(Bytes::from_static(schema::openapi_v2())));
         }
-        return Ok(json(custom.merged(|i| &mut i.v2, schema::openapi_v2_with)));
+        let groups: Vec<Arc<CustomDocuments>> = custom.read().groups.values().cloned().collect();
+        let docs: Vec<&CustomDocuments> = groups.iter().map(Arc::as_ref).collect();
+        return Ok(json(Bytes::from(schema::openapi_v2_with(&docs))));
     }
     let rest = path.trim_start_matches("/openapi/v3").trim_start_matches('/');
     if rest.is_empty() {
@@ -127,7 +133,7 @@ pub fn serve(ctx: &RequestContext<'_>, path: &str) -> Result<HttpResponse, ApiEr
         }
     };
     // A stale hash is sent to the current document, as kube does: clients cache by URL.
-    if let Some(asked) = ctx.query.get("hash")
+    if let Some(asked) = asked.hash
         && asked != hash
     {
         return Ok(HttpResponse::build(StatusCode::MOVED_PERMANENTLY)
