@@ -42,10 +42,9 @@ fn writer() -> apimachinery::request::UserInfo {
 /// What a served CRD put in the catalogue.
 struct Serving {
     storage_path: String,
-    /// The spec and accepted names it was served from: a change re-serves it.
-    fingerprint: Value,
-    /// The CRD as served (its accepted names in its status): its OpenAPI is built from it.
-    crd: Value,
+    /// A hash of the spec and accepted names it was served from: a change re-serves it (a
+    /// hash, not a copy: a CRD's schema is most of its size).
+    fingerprint: u64,
     /// The group versions it serves, whose OpenAPI documents it is part of.
     group_versions: Vec<(String, String)>,
 }
@@ -70,7 +69,13 @@ impl Controller {
     /// Serves `crd`'s versions from its spec and accepted names, unless served so already.
     fn serve(&mut self, crd: &Value) {
         let name = crd.name().to_string();
-        let fingerprint = json!([crd["spec"], crd["status"]["acceptedNames"]]);
+        let fingerprint = {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            crd["spec"].to_string().hash(&mut h);
+            crd["status"]["acceptedNames"].to_string().hash(&mut h);
+            h.finish()
+        };
         if self.serving.get(&name).is_some_and(|s| s.fingerprint == fingerprint) {
             return;
         }
@@ -97,10 +102,8 @@ impl Controller {
             let caches = self.stages.caches.clone();
             actix_web::rt::spawn(async move { caches.stop(&old).await });
         }
-        let before = self.serving.insert(
-            name,
-            Serving { storage_path, fingerprint, crd: crd.clone(), group_versions: group_versions.clone() },
-        );
+        let before =
+            self.serving.insert(name, Serving { storage_path, fingerprint, group_versions: group_versions.clone() });
         self.refresh_openapi(before.map(|b| b.group_versions).unwrap_or_default().into_iter().chain(group_versions));
     }
 
@@ -109,11 +112,12 @@ impl Controller {
     fn refresh_openapi(&self, group_versions: impl Iterator<Item = (String, String)>) {
         let wanted: BTreeSet<(String, String)> = group_versions.collect();
         for (group, version) in wanted {
+            let served_here = self.catalogue.resources_of(&group, &version);
             let mut defs = Vec::new();
-            for s in self.serving.values().filter(|s| s.group_versions.contains(&(group.clone(), version.clone()))) {
-                let resource = s.crd.pointer("/status/acceptedNames/plural").and_then(Value::as_str).unwrap_or("");
-                if let Some(def) = self.catalogue.find(&group, &version, resource) {
-                    defs.push((&s.crd, def));
+            for (name, s) in &self.serving {
+                let def = served_here.iter().find(|d| d.storage_path == s.storage_path);
+                if let (Some(crd), Some(def)) = (self.crds.get(name), def) {
+                    defs.push((crd, def.clone()));
                 }
             }
             let versions: Vec<ServedVersion<'_>> =
