@@ -138,7 +138,27 @@ fn build() -> Store {
     }
 
     apply_tables(&mut defs);
+    untype_free_form(&mut defs);
     Store { defs, kinds }
+}
+
+/// The apiextensions types that hold any JSON, or one of several shapes (`default`, `enum`,
+/// `items`, `additionalProperties` of a JSONSchemaProps): kube publishes them with a
+/// description only, since their Go types declare no OpenAPI type. k8s-openapi's schemas give
+/// them a type (`JSON` as an object), and kubectl's client-side validation then refuses a
+/// CRD whose schema has an integer `default` or a string `enum`.
+fn untype_free_form(defs: &mut BTreeMap<String, Value>) {
+    const FREE_FORM: [&str; 4] = [
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON",
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrArray",
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrBool",
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrStringArray",
+    ];
+    for name in FREE_FORM {
+        if let Some(Value::Object(o)) = defs.get_mut(name) {
+            o.retain(|k, _| k == "description");
+        }
+    }
 }
 
 /// k8s-openapi marks `metadata` required because its Rust field is not optional; kube's schema
