@@ -9,8 +9,10 @@
 //! conversion webhook's client under `spec.conversion.webhookClientConfig`. [`Spec`] is that
 //! view of the v1 JSON.
 //!
-//! Schemas are checked in [`schema`]; what kube's CEL compilation adds is not checked.
+//! Schemas are checked in [`schema`], their `x-kubernetes-validations` rules compiled in
+//! [`rules`].
 
+mod rules;
 mod schema;
 
 use serde_json::{Map, Value};
@@ -759,7 +761,7 @@ fn selectable_fields(fields: &[Value], schema: &Value, path: &Path) -> Vec<Cause
             out.push(field::required(&jp, ""));
             continue;
         }
-        let found = match schema::valid_field_path(json_path, schema, false) {
+        let found = match crate::cel::rules::valid_field_path(json_path, schema, false) {
             Ok(found) => found,
             Err(e) => {
                 out.push(field::invalid(&jp, Bad::s(json_path), &format!("is an invalid path: {e}")));
