@@ -9,6 +9,7 @@ use apimachinery::scale::{ScalePaths, Selector, pointer_of};
 use serde_json::Value;
 
 use crate::printer::ColumnPrinter;
+use crate::schema::cel::Validator;
 use crate::strategy::CustomResource;
 
 /// The CRD finalizer that deletes a CRD's objects before the CRD goes.
@@ -73,8 +74,10 @@ pub fn definitions(crd: &Value) -> Vec<ResourceDef> {
             if v.pointer("/subresources/status").is_some() {
                 subresources.push(Subresource::Status);
             }
+            let schema = v.pointer("/schema/openAPIV3Schema");
             let strategy = CustomResource {
-                schema: v.pointer("/schema/openAPIV3Schema").cloned().map(Arc::new),
+                schema: schema.cloned().map(Arc::new),
+                rules: schema.and_then(Validator::new),
                 status: subresources.contains(&Subresource::Status),
                 api_version: format!("{group}/{version}"),
                 storage_version: several.then(|| format!("{group}/{storage}")),

@@ -72,13 +72,7 @@ pub trait Strategy: Send + Sync {
     /// `Validate` on create: by default, kube's `ValidateObjectMeta`, then the kind's own rules
     /// ([`Strategy::validate_kind`]).
     fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
-        let mut out = meta::validate_object_meta(
-            obj.get("metadata").and_then(Value::as_object),
-            def.namespaced,
-            def.name_rule.check(),
-            &Path::new("metadata"),
-            true,
-        );
+        let mut out = meta_create(def, obj);
         out.extend(self.validate_kind(obj));
         out
     }
@@ -175,6 +169,18 @@ pub trait Strategy: Send + Sync {
     fn to_served(&self, _obj: &Value) -> Option<Value> {
         None
     }
+}
+
+/// kube's `ValidateObjectMeta` with the kind's name rule, what every kind's create validation
+/// starts with.
+pub fn meta_create(def: &ResourceDef, obj: &Value) -> Vec<Cause> {
+    meta::validate_object_meta(
+        obj.get("metadata").and_then(Value::as_object),
+        def.namespaced,
+        def.name_rule.check(),
+        &Path::new("metadata"),
+        true,
+    )
 }
 
 /// kube's `ValidateObjectMetaUpdate`, what every kind's update validation starts with.
