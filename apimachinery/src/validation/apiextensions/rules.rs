@@ -51,12 +51,14 @@ impl TotalCost {
 pub(super) struct CelContext<'a> {
     cardinality: Option<u64>,
     total: &'a RefCell<TotalCost>,
+    /// Whether the per-expression limit is waived (an unchanged schema on update).
+    suppress_expression_cost: bool,
 }
 
 impl<'a> CelContext<'a> {
     /// The context of a schema's root.
-    pub(super) fn root(total: &'a RefCell<TotalCost>) -> Self {
-        CelContext { cardinality: Some(1), total }
+    pub(super) fn root(total: &'a RefCell<TotalCost>, suppress_expression_cost: bool) -> Self {
+        CelContext { cardinality: Some(1), total, suppress_expression_cost }
     }
 
     /// The context of the children (properties, items, values) of node `s`.
@@ -68,7 +70,7 @@ impl<'a> CelContext<'a> {
             _ => Some(1),
         };
         let cardinality = self.cardinality.zip(factor).map(|(a, b)| a.saturating_mul(b));
-        CelContext { cardinality, total: self.total }
+        CelContext { cardinality, ..*self }
     }
 }
 
@@ -130,7 +132,7 @@ pub(super) fn compile_errors(
         let cardinality = ctx.cardinality.unwrap_or(c.max_cardinality);
         let cost = |max: u64| if max == 0 { 0 } else { max.saturating_mul(cardinality) };
         let rule_cost = cost(c.max_cost);
-        if rule_cost > EXPRESSION_COST_LIMIT {
+        if rule_cost > EXPRESSION_COST_LIMIT && !ctx.suppress_expression_cost {
             out.push(field::forbidden(
                 &rp.child("rule"),
                 &cost_error("estimated rule cost", rule_cost, EXPRESSION_COST_LIMIT),
@@ -144,7 +146,7 @@ pub(super) fn compile_errors(
             Some(Err(e)) => out.push(field::invalid(&rp.child("messageExpression"), go_rule(&c.rule), &e.0)),
             Some(Ok(_)) => {
                 let message_cost = cost(c.message_expression_max_cost);
-                if message_cost > EXPRESSION_COST_LIMIT {
+                if message_cost > EXPRESSION_COST_LIMIT && !ctx.suppress_expression_cost {
                     out.push(field::forbidden(
                         &rp.child("messageExpression"),
                         &cost_error("estimated messageExpression cost", message_cost, EXPRESSION_COST_LIMIT),

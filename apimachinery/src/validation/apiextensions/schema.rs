@@ -31,6 +31,8 @@ pub(super) struct Options {
     pub require_pruned_defaults: bool,
     pub require_atomic_set_type: bool,
     pub require_map_list_keys_map_set_validation: bool,
+    /// Whether rules are spared the per-expression cost limit (their schema is unchanged).
+    pub suppress_expression_cost: bool,
 }
 
 const OPENAPI_V3_TYPES: [&str; 6] = ["array", "boolean", "integer", "number", "object", "string"];
@@ -979,7 +981,14 @@ pub(super) fn validate_validation(
         forbid_old_self: None,
     };
     let total = RefCell::new(TotalCost::default());
-    let found = openapi_schema(schema, &sp, &ssv, true, opts, cel.then(|| CelContext::root(&total)));
+    let found = openapi_schema(
+        schema,
+        &sp,
+        &ssv,
+        true,
+        opts,
+        cel.then(|| CelContext::root(&total, opts.suppress_expression_cost)),
+    );
     out.extend(found.schema);
     out.extend(found.cel);
     if out.is_empty() {

@@ -854,6 +854,24 @@ fn rules_whose_estimated_cost_exceeds_the_budget_are_refused() {
 }
 
 #[test]
+fn an_unchanged_schema_keeps_its_costly_rules_on_update() {
+    // About 12.6M units: over the per-rule limit, within the schema's.
+    let names = json!({"names": {"type": "array", "items": {"type": "string", "maxLength": 20}}});
+    let costly = spec_with_rules(names, json!([{"rule": "self.names.all(x, x.contains('ab'))"}]));
+    let old = stored(crd_with(costly));
+    let mut relabeled = old.clone();
+    relabeled["metadata"]["labels"] = json!({"team": "a"});
+    let (_, causes) = update(relabeled, &old);
+    assert_eq!(pairs(&causes), vec![]);
+    let per_rule = |c: &Cause| c.message.starts_with("Forbidden: estimated rule cost exceeds budget by factor of 1.");
+    let mut changed = old.clone();
+    changed["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["other"] =
+        json!({"type": "string"});
+    let (_, causes) = update(changed, &old);
+    assert!(causes.iter().any(per_rule), "{causes:?}");
+}
+
+#[test]
 fn the_status_subresource_restricts_the_root() {
     let mut o = crd_with(json!({"type": "object", "nullable": true, "properties": {"status": {"type": "object"}}}));
     o["spec"]["versions"][0]["subresources"] = json!({"status": {}});
