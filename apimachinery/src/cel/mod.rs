@@ -1,5 +1,7 @@
 //! CEL for the API: webhook `matchConditions` and ValidatingAdmissionPolicy expressions, checked
-//! when their objects are validated and evaluated by admission.
+//! when their objects are validated and evaluated by admission; CustomResourceDefinitions'
+//! `x-kubernetes-validations` rules ([`rules`]), checked and costed when a CRD is written and
+//! evaluated on its objects' writes.
 //!
 //! Expressions are parsed and evaluated by the `cel` crate (a maintained CEL parser and
 //! interpreter) in one environment: the standard library with `matches` (RE2-compatible
@@ -13,7 +15,9 @@
 //! reports in cel-go's words (`undeclared reference to 'x' (in container '')`, `undefined field
 //! 'x'`, `found no matching overload for '_+_' applied to '(int, string)'`).
 //!
-//! Values are JSON (`serde_json::Value`) in both directions, as admission holds objects.
+//! Values are JSON (`serde_json::Value`) in both directions, as admission holds objects; a
+//! [`Val`] is a value converted once for several evaluations, typed by a schema declaration
+//! where it has one ([`decl`]).
 //!
 //! # Layout
 //! - this module: [`Program`] (compile, evaluate) and cel-go's report format ([`Issue`]).
