@@ -238,9 +238,13 @@ fn default_message(rule: &Rule) -> String {
     }
 }
 
-/// A map list item's key values, as one string to look items up by.
+/// A map list item's key values, as one string to look items up by; `None` (no old value) for
+/// an item missing a key or keyed by something other than a scalar, as kube's `MapList`.
 fn map_key(keys: &[String], item: &Value) -> Option<String> {
-    let values: Vec<&Value> = keys.iter().map(|k| item.get(k).unwrap_or(&Value::Null)).collect();
+    let values = keys
+        .iter()
+        .map(|k| item.get(k).filter(|v| v.is_string() || v.is_number() || v.is_boolean()))
+        .collect::<Option<Vec<&Value>>>()?;
     serde_json::to_string(&values).ok()
 }
 
