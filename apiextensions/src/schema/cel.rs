@@ -33,6 +33,7 @@ use apimachinery::cel::decl::escape;
 use apimachinery::cel::rules::{self, Compiled, OLD_SELF, Rule, SELF};
 use apimachinery::cel::{DeclType, EvalError, Val};
 use apimachinery::error::Cause;
+use apimachinery::validation::apiextensions::valid_field_path;
 use apimachinery::validation::field::{self, Bad, Path};
 use serde_json::Value;
 
@@ -45,7 +46,8 @@ pub struct Validator {
     /// The node's `type`, which kube prints as the bad value (`Invalid value: "object"`).
     ty: String,
     decl: Arc<DeclType>,
-    rules: Vec<Compiled>,
+    /// Each rule, with its `fieldPath` as a path under the node when it is a valid one.
+    rules: Vec<(Compiled, Option<Path>)>,
     /// The keys of a map list, by which items find their old values.
     map_keys: Option<Vec<String>>,
     /// Whether an object's fields find their old values by name (kube's `MapIsCorrelatable`).
@@ -80,7 +82,14 @@ impl Validator {
                 Validator::node(p, d).map(|v| (name.clone(), v))
             })
             .collect();
-        let rules = if Rule::list(s).is_empty() { Vec::new() } else { rules::compile(s, &decl) };
+        let rules: Vec<(Compiled, Option<Path>)> = rules::compile(s, &decl)
+            .into_iter()
+            .map(|c| {
+                let path = Some(c.rule.field_path.as_str()).filter(|f| !f.is_empty());
+                let path = path.and_then(|f| valid_field_path(f, s, true).ok()).map(|f| f.path);
+                (c, path)
+            })
+            .collect();
         if rules.is_empty() && items.is_none() && additional.is_none() && properties.is_empty() {
             return None;
         }
@@ -165,7 +174,7 @@ impl Validator {
         let self_val = Val::typed(obj, &self.decl);
         let old_val = old.map(|o| Val::typed(o, &self.decl));
         let optional_old = Val::optional(old_val.clone());
-        for c in &self.rules {
+        for (c, field_path) in &self.rules {
             let rule = &c.rule;
             let program = match &c.program {
                 None => continue,
@@ -204,7 +213,7 @@ impl Validator {
             if passed || (unchanged && !c.uses_old_self) {
                 continue;
             }
-            let p = at(&c.field_path.as_ref().map_or_else(|| path.clone(), |f| path.child(f.as_str())));
+            let p = at(&field_path.as_ref().map_or_else(|| path.clone(), |f| path.child(f.as_str())));
             let message = c
                 .message_expression
                 .as_ref()

@@ -1,6 +1,7 @@
 //! `x-kubernetes-validations` rules compiled against the schema node they sit on, as kube's
-//! `apiextensions-apiserver/pkg/apiserver/schema/cel` compiles them (`Compile`,
-//! `ValidFieldPath`): `self` is the node's value, typed by its declaration; `oldSelf` its value
+//! `apiextensions-apiserver/pkg/apiserver/schema/cel` compiles them (`Compile`; its
+//! `ValidFieldPath`, for `fieldPath`, is `crate::validation::apiextensions::valid_field_path`,
+//! beside the CRD validation that uses it most): `self` is the node's value, typed by its declaration; `oldSelf` its value
 //! before an update (a rule naming it is a transition rule; with `optionalOldSelf` it is an
 //! optional that may be `optional.none()`). Both the CRD's validation (which refuses what does
 //! not compile or costs too much) and the custom resources' validation (which evaluates) use
@@ -13,7 +14,6 @@ use serde_json::Value;
 use super::cost::{self, Estimate};
 use super::decl::{DeclType, MAX_REQUEST_SIZE_BYTES};
 use super::{Declarations, Program, Type, check, format_issues};
-use crate::validation::field::Path;
 
 /// The variable a rule's node value is bound to.
 pub const SELF: &str = "self";
@@ -92,8 +92,6 @@ pub struct Compiled {
     pub message_expression: Option<Result<Program, CompileError>>,
     /// The estimated worst case of one evaluation of the message expression.
     pub message_expression_max_cost: u64,
-    /// `fieldPath` as a path relative to the node, when it is a valid one.
-    pub field_path: Option<Path>,
 }
 
 /// Compiles the rules of schema node `s`, whose values are declared by `decl`.
@@ -107,12 +105,12 @@ pub fn compile(s: &Value, decl: &Arc<DeclType>) -> Vec<Compiled> {
         .into_iter()
         .map(|rule| {
             let decls = if rule.optional_old_self == Some(true) { &optional } else { &plain };
-            compile_rule(s, rule, decl, decls, max_cardinality)
+            compile_rule(rule, decl, decls, max_cardinality)
         })
         .collect()
 }
 
-fn compile_rule(s: &Value, rule: Rule, decl: &DeclType, decls: &Declarations, max_cardinality: u64) -> Compiled {
+fn compile_rule(rule: Rule, decl: &DeclType, decls: &Declarations, max_cardinality: u64) -> Compiled {
     let mut out = Compiled { max_cardinality, ..Compiled::default() };
     if rule.rule.trim().is_empty() {
         out.rule = rule;
@@ -142,9 +140,6 @@ fn compile_rule(s: &Value, rule: Rule, decl: &DeclType, decls: &Declarations, ma
             }
         }
     }
-    if !rule.field_path.is_empty() {
-        out.field_path = valid_field_path(&rule.field_path, s, true).ok().map(|f| f.path);
-    }
     out.rule = rule;
     out
 }
@@ -170,147 +165,6 @@ fn typed(
     }
     let cost = cost::estimate(&program, &checked, roots);
     Ok((program, cost))
-}
-
-// ---------------------------------------------------------------------------------------------
-// Field paths into a schema (`ValidFieldPath`).
-
-fn prop<'a>(s: &'a Value, name: &str) -> Option<&'a Value> {
-    s.get("properties").and_then(|p| p.get(name)).filter(|p| !p.is_null())
-}
-
-fn has_props(s: &Value) -> bool {
-    s.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty())
-}
-
-/// `unescapeSingleQuote`.
-fn unescape_single_quote(s: &str) -> Result<String, String> {
-    let mut out = String::new();
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        let Some(d) = chars.next() else {
-            out.push('\\');
-            break;
-        };
-        out.push(match d {
-            'a' => '\u{7}',
-            'b' => '\u{8}',
-            'f' => '\u{c}',
-            'n' => '\n',
-            'r' => '\r',
-            't' => '\t',
-            'v' => '\u{b}',
-            '\'' => '\'',
-            '\\' => '\\',
-            other => return Err(format!("invalid escape char \\{other}")),
-        });
-    }
-    Ok(out)
-}
-
-/// The tokens of a field path: `.`, `[`, `]`, single-quoted strings and names between them.
-fn path_tokens(path: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let b = path.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\'' {
-            let mut j = i + 1;
-            while j < b.len() && !(b[j] == b'\'' && b[j - 1] != b'\\') {
-                j += 1;
-            }
-            let end = (j + 1).min(b.len());
-            out.push(&path[i..end]);
-            i = end;
-            continue;
-        }
-        if matches!(b[i], b'.' | b'[' | b']') {
-            out.push(&path[i..i + 1]);
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < b.len() && !matches!(b[i], b'.' | b'[' | b']') {
-            i += 1;
-        }
-        out.push(&path[start..i]);
-    }
-    out
-}
-
-/// A field path resolved against a schema: kube's path, its first segment, and the schema
-/// it reaches (`None` past an `additionalProperties: true`).
-pub struct FieldPath<'a> {
-    /// The path as kube prints it (`spec.labels[app]`).
-    pub path: Path,
-    /// Its first field, when that is a property (`metadata`).
-    pub root: String,
-    /// The schema it reaches.
-    pub schema: Option<&'a Value>,
-}
-
-/// `cel.ValidFieldPath`: `.a.b` (and, with `allow_array`, `['a']`) resolved through
-/// properties and additionalProperties, with kube's errors.
-pub fn valid_field_path<'a>(json_path: &str, schema: &'a Value, allow_array: bool) -> Result<FieldPath<'a>, String> {
-    let mut out = FieldPath { path: Path::new(""), root: String::new(), schema: Some(schema) };
-    let mut first = true;
-    let mut step = |out: &mut FieldPath<'a>, name: &str| -> Result<(), String> {
-        let s = out.schema.ok_or_else(|| "does not refer to a valid field".to_string())?;
-        if has_props(s) {
-            out.path = out.path.child(name);
-            out.schema = Some(prop(s, name).ok_or_else(|| "does not refer to a valid field".to_string())?);
-        } else if get(s, "additionalProperties").is_some() {
-            out.path = out.path.key(name);
-            out.schema = sub_schema(s, "additionalProperties");
-        } else {
-            return Err("does not refer to a valid field".to_string());
-        }
-        if first {
-            out.root = if has_props(s) { name.to_string() } else { String::new() };
-            first = false;
-        }
-        Ok(())
-    };
-    let tokens = path_tokens(json_path);
-    let mut it = tokens.into_iter();
-    while let Some(tok) = it.next() {
-        match tok {
-            "[" => {
-                if !allow_array {
-                    return Err("array notation is not allowed".to_string());
-                }
-                let tok = it.next().ok_or("unexpected end of JSON path")?;
-                if tok.len() < 2 || !tok.starts_with('\'') || !tok.ends_with('\'') {
-                    return Err(format!("expected single quoted string but got {tok}"));
-                }
-                let name = unescape_single_quote(&tok[1..tok.len() - 1])
-                    .map_err(|e| format!("invalid string literal: {e}"))?;
-                step(&mut out, &name)?;
-                let tok = it.next().ok_or("unexpected end of JSON path")?;
-                if tok != "]" {
-                    return Err(format!("expected ] but got {tok}"));
-                }
-            }
-            "." => {
-                let tok = it.next().ok_or("unexpected end of JSON path")?;
-                step(&mut out, tok)?;
-            }
-            other => return Err(format!("expected [ or . but got: {other}")),
-        }
-    }
-    Ok(out)
-}
-
-fn get<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
-    v.get(key).filter(|x| !x.is_null())
-}
-
-fn sub_schema<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
-    get(v, key).filter(|a| a.is_object())
 }
 
 #[cfg(test)]
@@ -638,7 +492,7 @@ mod tests {
             {"rule": "self.b > 0"},
             {"rule": "self.a"},
             {"rule": "self.a > oldSelf.a", "messageExpression": "self.a"},
-            {"rule": "self.a > 0", "messageExpression": "'a is ' + string(self.a)", "fieldPath": ".a"},
+            {"rule": "self.a > 0", "messageExpression": "'a is ' + string(self.a)"},
             {"rule": " "},
         ]});
         let got = compile(&s, &DeclType::of(&s, false).unwrap());
@@ -654,7 +508,6 @@ mod tests {
             "messageExpression must evaluate to a string"
         );
         assert!(matches!(got[3].message_expression, Some(Ok(_))));
-        assert_eq!(got[3].field_path.as_ref().map(Path::as_str), Some("a"));
         assert!(got[4].program.is_none(), "an empty rule is not compiled");
     }
 }

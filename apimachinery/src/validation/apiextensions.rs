@@ -20,6 +20,7 @@ use serde_json::{Map, Value};
 use super::field::{self, Bad, Path};
 use super::{meta, names, webhook};
 use crate::error::Cause;
+pub use schema::{FieldPath, valid_field_path};
 use schema::{Options, get};
 
 const SCOPES: [&str; 2] = ["Cluster", "Namespaced"];
@@ -783,7 +784,7 @@ fn selectable_fields(fields: &[Value], schema: &Value, path: &Path) -> Vec<Cause
             out.push(field::required(&jp, ""));
             continue;
         }
-        let found = match crate::cel::rules::valid_field_path(json_path, schema, false) {
+        let found = match schema::valid_field_path(json_path, schema, false) {
             Ok(found) => found,
             Err(e) => {
                 out.push(field::invalid(&jp, Bad::s(json_path), &format!("is an invalid path: {e}")));
