@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::conversion::WebhookConverter;
 use crate::intern::{field_labels, intern};
 use crate::printer::ColumnPrinter;
+use crate::schema::cel::Validator;
 use crate::strategy::CustomResource;
 
 /// The CRD finalizer that deletes a CRD's objects before the CRD goes.
@@ -79,6 +80,7 @@ pub fn definitions(crd: &Value, services: Option<&Arc<dyn ObjectLookup>>) -> Vec
             if v.pointer("/subresources/status").is_some() {
                 subresources.push(Subresource::Status);
             }
+            let schema = v.pointer("/schema/openAPIV3Schema");
             let selectable: Vec<&'static str> = v
                 .get("selectableFields")
                 .and_then(Value::as_array)
@@ -96,7 +98,8 @@ pub fn definitions(crd: &Value, services: Option<&Arc<dyn ObjectLookup>>) -> Vec
                 converter: converter.clone(),
                 field_labels: field_labels(&labels),
                 selectable,
-                schema: v.pointer("/schema/openAPIV3Schema").cloned().map(Arc::new),
+                schema: schema.cloned().map(Arc::new),
+                rules: schema.and_then(Validator::new),
                 status: subresources.contains(&Subresource::Status),
                 api_version: format!("{group}/{version}"),
                 storage_version: several.then(|| format!("{group}/{storage}")),

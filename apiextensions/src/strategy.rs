@@ -4,15 +4,22 @@
 use std::sync::Arc;
 
 use apimachinery::error::{ApiError, Cause};
-use apimachinery::kinds::{Converter, ResourceDef, Strategy, meta_update};
+use apimachinery::kinds::{Converter, ResourceDef, Strategy, meta_create, meta_update};
 use apimachinery::scale::ScalePaths;
 use apimachinery::selector::fields::FieldLabels;
 use apimachinery::selector::selectable;
 use apimachinery::table::Printer;
+use apimachinery::validation::field::{self, Bad, Path};
 use serde_json::Value;
 
 use crate::printer::ColumnPrinter;
 use crate::schema;
+use crate::schema::cel::Validator;
+
+/// The cause types after which kube leaves the rules unchecked (`hasBlockingErr`): the object
+/// is not of the shape the rules were compiled for.
+const BLOCKING: [&str; 5] =
+    ["FieldValueNotSupported", "FieldValueRequired", "FieldValueTooLong", "FieldValueTooMany", "FieldValueTypeInvalid"];
 
 /// How one version of a custom resource behaves.
 pub struct CustomResource {
@@ -36,11 +43,29 @@ pub struct CustomResource {
     pub(crate) field_labels: &'static FieldLabels,
     /// The CRD's conversion webhook, when its strategy is `Webhook` (shared by its versions).
     pub(crate) converter: Option<Arc<dyn Converter>>,
+    /// The schema's `x-kubernetes-validations` rules, compiled once for every request.
+    pub(crate) rules: Option<Validator>,
 }
 
 impl CustomResource {
     fn schema_causes(&self, obj: &Value) -> Vec<Cause> {
         self.schema.as_deref().map(|s| schema::validate(s, obj)).unwrap_or_default()
+    }
+
+    /// `out`, the causes found so far, and then those of the rules, which kube checks last
+    /// and only on an object whose shape is right.
+    fn with_rules(&self, mut out: Vec<Cause>, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+        let Some(rules) = &self.rules else { return out };
+        if out.iter().any(|c| BLOCKING.contains(&c.reason.as_str())) {
+            out.push(field::invalid(
+                &Path::new("<nil>"),
+                Bad::s("null"),
+                "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+            ));
+        } else {
+            out.extend(rules.validate(obj, old));
+        }
+        out
     }
 }
 
@@ -86,14 +111,20 @@ impl Strategy for CustomResource {
         }
     }
 
-    fn validate_kind(&self, obj: &Value) -> Vec<Cause> {
-        self.schema_causes(obj)
+    fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
+        let mut out = meta_create(def, obj);
+        out.extend(self.schema_causes(obj));
+        self.with_rules(out, obj, None)
     }
 
-    fn validate_status_update(&self, _def: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
+    fn validate_update(&self, _def: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
         let mut out = meta_update(new, old);
         out.extend(self.schema_causes(new));
-        out
+        self.with_rules(out, new, Some(old))
+    }
+
+    fn validate_status_update(&self, def: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
+        self.validate_update(def, new, old)
     }
 
     fn tracks_generation(&self) -> bool {
@@ -137,5 +168,73 @@ impl Strategy for CustomResource {
         let mut out = obj.clone();
         out["apiVersion"] = self.api_version.clone().into();
         Some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use crate::served::definitions;
+
+    fn crd() -> Value {
+        json!({"metadata": {"name": "widgets.example.com"}, "spec": {"group": "example.com", "scope": "Cluster",
+        "names": {"plural": "widgets", "kind": "Widget"},
+        "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+            "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                "spec": {"type": "object", "properties": {"size": {"type": "integer", "maximum": 10}},
+                    "x-kubernetes-validations": [{"rule": "self.size % 2 == 0", "message": "size must be even"}]},
+                "status": {"type": "object", "properties": {"ready": {"type": "integer"}},
+                    "x-kubernetes-validations": [{"rule": "!has(oldSelf.ready) || self.ready >= oldSelf.ready",
+                        "message": "ready may not go down"}]},
+            }}}}]}})
+    }
+
+    fn widget(spec: Value) -> Value {
+        json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": spec})
+    }
+
+    fn messages(causes: Vec<apimachinery::error::Cause>) -> Vec<String> {
+        causes.into_iter().map(|c| format!("{}: {}", c.field, c.message)).collect()
+    }
+
+    #[test]
+    fn rules_run_after_the_schema_and_not_on_an_object_of_the_wrong_shape() {
+        let def = &definitions(&crd(), None)[0];
+        assert_eq!(
+            messages(def.validate(&widget(json!({"size": 3})))),
+            ["spec: Invalid value: \"object\": size must be even"]
+        );
+        assert_eq!(
+            messages(def.validate(&widget(json!({"size": 11})))),
+            [
+                "spec.size: Invalid value: 11: spec.size in body should be less than or equal to 10",
+                "spec: Invalid value: \"object\": size must be even"
+            ],
+            "a value out of range is no reason to skip the rules"
+        );
+        assert_eq!(
+            messages(def.validate(&widget(json!({"size": "big"})))),
+            [
+                "spec.size: Invalid value: \"string\": spec.size in body must be of type integer: \"string\"",
+                "<nil>: Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
+            ]
+        );
+    }
+
+    #[test]
+    fn status_updates_run_transition_rules_against_the_old_object() {
+        let def = &definitions(&crd(), None)[0];
+        let mut old = widget(json!({"size": 2}));
+        old["metadata"]["resourceVersion"] = "1".into();
+        old["status"] = json!({"ready": 2});
+        let mut new = old.clone();
+        new["status"]["ready"] = 1.into();
+        assert_eq!(
+            messages(def.validate_status_update(&new, &old)),
+            ["status: Invalid value: \"object\": ready may not go down"]
+        );
+        new["status"]["ready"] = 3.into();
+        assert!(def.validate_status_update(&new, &old).is_empty());
     }
 }

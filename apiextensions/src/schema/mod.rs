@@ -7,7 +7,8 @@
 //! - [`validate`]: kube-openapi's schema validation, then the embedded-resource and
 //!   list-type checks, as kube's custom resource strategy runs them.
 //!
-//! kube decodes, then prunes, then defaults, then validates; callers do the same.
+//! kube decodes, then prunes, then defaults, then validates; callers do the same. The CEL
+//! rules of `x-kubernetes-validations` are checked last, by [`cel::Validator`].
 //!
 //! # Depth
 //! Go's stacks grow; ours do not. Every walk here stops at [`MAX_DEPTH`] levels of nesting (an
@@ -27,6 +28,7 @@
 //! - `render`: Go's printing of decoded values in messages.
 //! - `node`: reading schema nodes.
 
+pub mod cel;
 mod defaults;
 mod formats;
 mod listtype;

@@ -7,7 +7,7 @@
 //! a loosely typed extension function), the node is [`Type::Unknown`] and nothing downstream
 //! is reported: a finding here is one cel-go would make too, worded as cel-go words it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use cel::common::ast::{CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, LiteralValue, SelectExpr};
 
@@ -50,13 +50,16 @@ pub struct Checked {
     pub output: Type,
     /// What is wrong, in cel-go's words.
     pub issues: Vec<Issue>,
+    /// The type of every node, by id: the cost estimator picks overloads and sizes by them, as
+    /// cel-go's estimator reads its checked AST's type map.
+    pub types: HashMap<u64, Type>,
 }
 
 /// Checks `program` against `decls`.
 pub fn check(program: &Program, decls: &Declarations) -> Checked {
-    let mut checker = Checker { program, decls, scopes: Vec::new(), issues: Vec::new() };
+    let mut checker = Checker { program, decls, scopes: Vec::new(), issues: Vec::new(), types: HashMap::new() };
     let output = checker.expr(program.expression());
-    Checked { output, issues: checker.issues }
+    Checked { output, issues: checker.issues, types: checker.types }
 }
 
 /// Type names an identifier may be (`type(x) == string`).
@@ -81,6 +84,7 @@ struct Checker<'a> {
     /// Comprehension variables in scope, innermost last.
     scopes: Vec<(String, Type)>,
     issues: Vec<Issue>,
+    types: HashMap<u64, Type>,
 }
 
 impl Checker<'_> {
@@ -104,6 +108,12 @@ impl Checker<'_> {
     }
 
     fn expr(&mut self, e: &IdedExpr) -> Type {
+        let t = self.infer(e);
+        self.types.insert(e.id, t.clone());
+        t
+    }
+
+    fn infer(&mut self, e: &IdedExpr) -> Type {
         match &e.expr {
             Expr::Literal(l) => match l {
                 LiteralValue::Boolean(_) => Type::Bool,

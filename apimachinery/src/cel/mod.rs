@@ -1,5 +1,7 @@
 //! CEL for the API: webhook `matchConditions` and ValidatingAdmissionPolicy expressions, checked
-//! when their objects are validated and evaluated by admission.
+//! when their objects are validated and evaluated by admission; CustomResourceDefinitions'
+//! `x-kubernetes-validations` rules ([`rules`]), checked and costed when a CRD is written and
+//! evaluated on its objects' writes.
 //!
 //! Expressions are parsed and evaluated by the `cel` crate (a maintained CEL parser and
 //! interpreter) in one environment: the standard library with `matches` (RE2-compatible
@@ -13,7 +15,9 @@
 //! reports in cel-go's words (`undeclared reference to 'x' (in container '')`, `undefined field
 //! 'x'`, `found no matching overload for '_+_' applied to '(int, string)'`).
 //!
-//! Values are JSON (`serde_json::Value`) in both directions, as admission holds objects.
+//! Values are JSON (`serde_json::Value`) in both directions, as admission holds objects; a
+//! [`Val`] is a value converted once for several evaluations, typed by a schema declaration
+//! where it has one ([`decl`]).
 //!
 //! # Layout
 //! - this module: [`Program`] (compile, evaluate) and cel-go's report format ([`Issue`]).
@@ -23,7 +27,10 @@
 //! - [`check`]: the checker.
 
 pub mod check;
+pub mod cost;
+pub mod decl;
 mod functions;
+pub mod rules;
 pub mod types;
 
 use std::collections::BTreeSet;
@@ -34,6 +41,7 @@ use cel::{Context, Env};
 use serde_json::Value;
 
 pub use check::{Declarations, check};
+pub use decl::DeclType;
 pub use types::Type;
 
 /// The one environment every expression compiles and runs in.
@@ -112,6 +120,12 @@ impl Program {
         if source.trim().is_empty() {
             return Err("compilation failed: expression is empty".into());
         }
+        Program::parse(source).map_err(|issues| format!("compilation failed: {issues}"))
+    }
+
+    /// Parses `source`; the error is cel-go's report of its issues, for callers that word the
+    /// failure their own way (kube's `messageExpression compilation failed: ...`).
+    pub fn parse(source: &str) -> Result<Program, String> {
         match ENV.compile(source) {
             Ok(program) => Ok(Program { program, source: source.to_string() }),
             Err(errors) => {
@@ -124,7 +138,7 @@ impl Program {
                         message: e.msg.clone(),
                     })
                     .collect();
-                Err(format!("compilation failed: {}", format_issues(source, &issues)))
+                Err(format_issues(source, &issues))
             }
         }
     }
@@ -195,7 +209,7 @@ impl Program {
     fn run(&self, vars: &[(&str, &Value)]) -> Result<cel::Value, String> {
         let mut context = Context::with_env(ENV.clone());
         for (name, value) in vars {
-            context.add_variable_from_value(*name, to_cel(value));
+            context.add_variable_from_value(*name, json_to_cel(value));
         }
         self.program.execute(&context).map_err(|e| e.to_string())
     }
@@ -239,10 +253,110 @@ impl Program {
     }
 }
 
+/// A value bound to a variable, converted once (a rule's `self` serves every rule of its node).
+#[derive(Clone, Debug)]
+pub struct Val(cel::Value);
+
+impl Val {
+    /// Plain JSON ([`json_to_cel`]'s typing).
+    pub fn json(v: &Value) -> Val {
+        Val(json_to_cel(v))
+    }
+
+    /// JSON typed by a schema node's declaration, as kube's `UnstructuredToVal`.
+    pub fn typed(v: &Value, decl: &DeclType) -> Val {
+        Val(decl.to_cel(v))
+    }
+
+    /// `optional.of(v)`, or `optional.none()`.
+    pub fn optional(v: Option<Val>) -> Val {
+        let o = match v {
+            Some(Val(v)) => cel::objects::OptionalValue::of(v),
+            None => cel::objects::OptionalValue::none(),
+        };
+        Val(cel::Value::Opaque(Arc::new(o)))
+    }
+
+    /// The bool it holds.
+    pub fn as_bool(&self) -> Option<bool> {
+        match self.0 {
+            cel::Value::Bool(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// The string it holds.
+    pub fn as_str(&self) -> Option<&str> {
+        match &self.0 {
+            cel::Value::String(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// Why an evaluation failed, in cel-go's words (`no such key: x`, `division by zero`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EvalError {
+    /// No overload takes the values the expression met at run time: what the checker cannot
+    /// see through `dyn` (an int-or-string compared with a string).
+    #[error("no such overload")]
+    NoSuchOverload,
+    /// Any other failure.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl From<cel::ExecutionError> for EvalError {
+    fn from(e: cel::ExecutionError) -> Self {
+        use cel::ExecutionError as E;
+        match e {
+            E::NoSuchOverload(_)
+            | E::UnsupportedBinaryOperator(..)
+            | E::ValuesNotComparable(..)
+            | E::UnexpectedType { .. }
+            | E::UnsupportedTargetType { .. }
+            | E::NotSupportedAsMethod { .. } => EvalError::NoSuchOverload,
+            E::NoSuchKey(k) => EvalError::Failed(format!("no such key: {k}")),
+            E::DivisionByZero(_) => EvalError::Failed("division by zero".into()),
+            E::RemainderByZero(_) => EvalError::Failed("modulus by zero".into()),
+            E::Overflow(..) => EvalError::Failed("integer overflow".into()),
+            E::IndexOutOfBounds(i) => EvalError::Failed(format!("index out of bounds: {}", cel_go_value(&i))),
+            other => EvalError::Failed(other.to_string()),
+        }
+    }
+}
+
+/// A scalar as cel-go prints it in errors.
+fn cel_go_value(v: &cel::Value) -> String {
+    match v {
+        cel::Value::Int(i) => i.to_string(),
+        cel::Value::UInt(u) => u.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+impl Program {
+    /// Evaluates with `vars` bound.
+    pub fn evaluate(&self, vars: &[(&str, &Val)]) -> Result<Val, EvalError> {
+        let mut context = Context::with_env(ENV.clone());
+        for (name, value) in vars {
+            context.add_variable_from_value(*name, value.0.clone());
+        }
+        self.program.execute(&context).map(Val).map_err(EvalError::from)
+    }
+}
+
+/// A CEL map with string keys.
+fn cel_map(entries: impl Iterator<Item = (String, cel::Value)>) -> cel::Value {
+    let map: std::collections::HashMap<cel::objects::Key, cel::Value> =
+        entries.map(|(k, v)| (cel::objects::Key::String(Arc::new(k)), v)).collect();
+    cel::Value::Map(cel::objects::Map { map: Arc::new(map) })
+}
+
 /// JSON as CEL sees unstructured objects in kube: integers are `int` (the crate's own
 /// conversion makes every non-negative one a `uint`, which `+ 1` would then refuse), other
 /// numbers `double`, objects maps with string keys.
-fn to_cel(v: &Value) -> cel::Value {
+fn json_to_cel(v: &Value) -> cel::Value {
     match v {
         Value::Null => cel::Value::Null,
         Value::Bool(b) => cel::Value::Bool(*b),
@@ -252,12 +366,8 @@ fn to_cel(v: &Value) -> cel::Value {
             _ => cel::Value::Float(n.as_f64().unwrap_or(f64::NAN)),
         },
         Value::String(s) => cel::Value::String(Arc::new(s.clone())),
-        Value::Array(items) => cel::Value::List(Arc::new(items.iter().map(to_cel).collect())),
-        Value::Object(fields) => {
-            let map: std::collections::HashMap<cel::objects::Key, cel::Value> =
-                fields.iter().map(|(k, v)| (cel::objects::Key::String(Arc::new(k.clone())), to_cel(v))).collect();
-            cel::Value::Map(cel::objects::Map { map: Arc::new(map) })
-        }
+        Value::Array(items) => cel::Value::List(Arc::new(items.iter().map(json_to_cel).collect())),
+        Value::Object(fields) => cel_map(fields.iter().map(|(k, v)| (k.clone(), json_to_cel(v)))),
     }
 }
 

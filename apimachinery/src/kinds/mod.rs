@@ -28,7 +28,7 @@ use crate::selector::FieldLabels;
 use crate::table::Printer;
 
 pub use crate::validation::names::NameRule;
-pub use strategy::{ClusterIp, Converter, DefaultStrategy, Strategy, meta_update};
+pub use strategy::{ClusterIp, Converter, DefaultStrategy, Strategy, meta_create, meta_update};
 
 /// A subresource served beside the main resource.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]

@@ -74,13 +74,7 @@ pub trait Strategy: Send + Sync {
     /// `Validate` on create: by default, kube's `ValidateObjectMeta`, then the kind's own rules
     /// ([`Strategy::validate_kind`]).
     fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
-        let mut out = meta::validate_object_meta(
-            obj.get("metadata").and_then(Value::as_object),
-            def.namespaced,
-            def.name_rule.check(),
-            &Path::new("metadata"),
-            true,
-        );
+        let mut out = meta_create(def, obj);
         out.extend(self.validate_kind(obj));
         out
     }
@@ -195,6 +189,18 @@ pub trait Converter: Send + Sync {
     /// `objects` in `api_version`, in their order. Objects already in it come back unchanged;
     /// a failure is the error the client sees.
     async fn convert(&self, objects: Vec<Value>, api_version: &str) -> Result<Vec<Value>, ApiError>;
+}
+
+/// kube's `ValidateObjectMeta` with the kind's name rule, what every kind's create validation
+/// starts with.
+pub fn meta_create(def: &ResourceDef, obj: &Value) -> Vec<Cause> {
+    meta::validate_object_meta(
+        obj.get("metadata").and_then(Value::as_object),
+        def.namespaced,
+        def.name_rule.check(),
+        &Path::new("metadata"),
+        true,
+    )
 }
 
 /// kube's `ValidateObjectMetaUpdate`, what every kind's update validation starts with.

@@ -9,8 +9,10 @@
 //! conversion webhook's client under `spec.conversion.webhookClientConfig`. [`Spec`] is that
 //! view of the v1 JSON.
 //!
-//! Schemas are checked in [`schema`]; what kube's CEL compilation adds is not checked.
+//! Schemas are checked in [`schema`], their `x-kubernetes-validations` rules compiled in
+//! [`rules`].
 
+mod rules;
 mod schema;
 
 use serde_json::{Map, Value};
@@ -18,6 +20,7 @@ use serde_json::{Map, Value};
 use super::field::{self, Bad, Path};
 use super::{meta, names, webhook};
 use crate::error::Cause;
+pub use schema::{FieldPath, valid_field_path};
 use schema::{Options, get};
 
 const SCOPES: [&str; 2] = ["Cluster", "Namespaced"];
@@ -197,6 +200,11 @@ impl<'a> Spec<'a> {
             .filter_map(|v| get(v, "openAPIV3Schema"))
     }
 
+    /// `GetSchemaForVersion`: the shared `CustomResourceValidation`, else the version's.
+    fn schema_for(&self, version: &str) -> Option<&'a Value> {
+        self.validation.or_else(|| self.versions.iter().find(|v| v.name == version).and_then(|v| v.schema))
+    }
+
     /// `HasSchemaWith`.
     fn has_schema_with(&self, pred: impl Fn(&Value) -> bool) -> bool {
         self.schemas().any(pred)
@@ -307,6 +315,7 @@ impl Opts {
                 require_pruned_defaults: true,
                 require_atomic_set_type: true,
                 require_map_list_keys_map_set_validation: true,
+                suppress_expression_cost: false,
             },
             require_recognized_conversion_review_version: true,
             require_immutable_names: false,
@@ -328,6 +337,7 @@ impl Opts {
                 require_atomic_set_type: !old.has_schema_with(schema::has_non_atomic_set_type),
                 require_map_list_keys_map_set_validation: !old
                     .has_schema_with(schema::has_invalid_map_list_keys_map_set),
+                suppress_expression_cost: false,
             },
             require_recognized_conversion_review_version: old.conversion.as_ref().is_none_or(|c| {
                 let versions: Vec<&str> = c
@@ -353,7 +363,7 @@ impl Opts {
 pub fn custom_resource_definition(obj: &Value) -> Vec<Cause> {
     let spec = Spec::of(obj);
     let mut out = validate_metadata(obj, &spec);
-    out.extend(validate_spec(&spec, Opts::create(), &Path::new("spec")));
+    out.extend(validate_spec(&spec, Opts::create(), &[], &Path::new("spec")));
     out.extend(validate_status_and_stored_versions(obj, &spec));
     out.extend(validate_api_approval(obj, &spec, None));
     out.extend(validate_preserve_unknown_fields(obj, None));
@@ -368,7 +378,16 @@ pub fn custom_resource_definition_update(new: &Value, old: &Value) -> Vec<Cause>
     let opts = Opts::update(old, &old_spec);
     let mut out = meta::validate_object_meta_update(md(new), md(old), &Path::new("metadata"), false);
     let sp = Path::new("spec");
-    out.extend(validate_spec(&spec, opts, &sp));
+    let unchanged: Vec<&str> = spec
+        .versions
+        .iter()
+        .map(|v| v.name)
+        .filter(|name| match (spec.schema_for(name), old_spec.schema_for(name)) {
+            (Some(a), Some(b)) => semantic(a) == semantic(b),
+            _ => false,
+        })
+        .collect();
+    out.extend(validate_spec(&spec, opts, &unchanged, &sp));
     let immutable = |out: &mut Vec<Cause>, new: &str, old: &str, path: Path| {
         if new != old {
             out.push(field::invalid(&path, Bad::s(new), super::IMMUTABLE));
@@ -585,7 +604,10 @@ fn enum_string(path: &Path, value: &str, accepted: &[&str]) -> Vec<Cause> {
 }
 
 /// `validateCustomResourceDefinitionSpec`.
-fn validate_spec(spec: &Spec<'_>, mut opts: Opts, path: &Path) -> Vec<Cause> {
+/// `unchanged` names the versions whose schema an update leaves as it was: their rules are
+/// not held to the per-expression cost limit again (kube's `versionsWithUnchangedSchemas`), so
+/// a CRD accepted before stays updatable when the estimate changes.
+fn validate_spec(spec: &Spec<'_>, mut opts: Opts, unchanged: &[&str], path: &Path) -> Vec<Cause> {
     let mut out = Vec::new();
     let gp = path.child("group");
     if spec.group.is_empty() {
@@ -641,7 +663,9 @@ fn validate_spec(spec: &Spec<'_>, mut opts: Opts, path: &Path) -> Vec<Cause> {
         if !errs.is_empty() {
             out.push(field::invalid(&vp.child("name"), Bad::s(v.name), &errs.join(",")));
         }
-        out.extend(validate_version(v, status_enabled(spec.subresources_for(v)), &opts, &vp));
+        let mut version_opts = opts;
+        version_opts.schema.suppress_expression_cost = unchanged.contains(&v.name);
+        out.extend(validate_version(v, status_enabled(spec.subresources_for(v)), &version_opts, &vp));
     }
     // The v1 conversion never sets a top-level field beside per-version ones, nor identical
     // per-version ones, so kube's rules against those cannot fire here.
@@ -668,10 +692,11 @@ fn validate_spec(spec: &Spec<'_>, mut opts: Opts, path: &Path) -> Vec<Cause> {
         }
     }
     out.extend(custom_resource_definition_names(spec.names, &np));
+    let shared_opts = schema::Options { suppress_expression_cost: unchanged.contains(&spec.version), ..opts.schema };
     out.extend(schema::validate_validation(
         spec.validation,
         spec.any_status_enabled(),
-        &opts.schema,
+        &shared_opts,
         &path.child("validation"),
     ));
     out.extend(validate_subresources(spec.subresources, &path.child("subresources")));

@@ -135,6 +135,11 @@ pub fn not_supported(path: &Path, value: Bad, valid: &[&str]) -> Cause {
     cause("FieldValueNotSupported", path, with_detail(format!("Unsupported value: {}", value.render()), &detail))
 }
 
+/// `field.InternalError`: `Internal error: <detail>`.
+pub fn internal_error(path: &Path, detail: &str) -> Cause {
+    cause("InternalError", path, with_detail("Internal error".to_string(), detail))
+}
+
 /// `field.TooLong`: `Too long: must have at most N bytes` (the value is not printed).
 pub fn too_long(path: &Path, max: usize) -> Cause {
     cause("FieldValueTooLong", path, format!("Too long: must have at most {max} bytes"))

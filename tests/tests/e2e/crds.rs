@@ -1,8 +1,9 @@
 //! CustomResourceDefinitions as kubectl and a raw client see them: a CRD served at once with
 //! its names, printer columns and categories; its objects validated, pruned and defaulted
-//! from the schema; conflicting names refused in its conditions; several versions in one
-//! store; the status subresource and watches; and the CRD's deletion taking its objects and
-//! its resource with it.
+//! from the schema; its CEL rules (`x-kubernetes-validations`) compiled when it is written and
+//! evaluated on its objects' writes; conflicting names refused in its conditions; several
+//! versions in one store; the status subresource and watches; and the CRD's deletion taking
+//! its objects and its resource with it.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -52,10 +53,11 @@ fn widget(name: &str, spec: Value) -> Value {
 }
 
 const WIDGETS: &str = "/apis/example.com/v1/namespaces/default/widgets";
+const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 
 /// Creates `crd` and waits until its resource answers; returns how long that took.
 async fn create_crd(s: &TestServer, crd: &Value, probe: &str) -> Duration {
-    let created = s.admin_call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", Some(crd)).await;
+    let created = s.admin_call("POST", CRDS, Some(crd)).await;
     assert_eq!(created.code, 201, "{}", created.body);
     let started = Instant::now();
     loop {
@@ -203,6 +205,96 @@ async fn the_status_subresource_and_watches_of_custom_resources() {
     assert_eq!(too_many.code, 422, "the schema's maximum holds through /scale: {}", too_many.body);
 }
 
+/// `widgets_crd()` with CEL rules: one on `spec`, a transition rule on `spec.color`.
+fn widgets_crd_with_rules() -> Value {
+    let mut crd = widgets_crd();
+    let spec = &mut crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    spec["properties"]["minReplicas"] = json!({"type": "integer"});
+    spec["x-kubernetes-validations"] = json!([{"rule": "!has(self.minReplicas) || self.replicas >= self.minReplicas",
+        "message": "replicas must be at least minReplicas"}]);
+    spec["properties"]["color"]["x-kubernetes-validations"] =
+        json!([{"rule": "self == oldSelf", "message": "color is immutable"}]);
+    crd
+}
+
+#[actix_web::test]
+async fn cel_rules_and_transition_rules_deny_writes_as_kube_words_it() {
+    let s = TestServer::start();
+    create_crd(&s, &widgets_crd_with_rules(), WIDGETS).await;
+
+    let bad = s.admin_call("POST", WIDGETS, Some(&widget("bad", json!({"replicas": 1, "minReplicas": 3})))).await;
+    assert_eq!(bad.code, 422, "{}", bad.body);
+    assert_eq!(
+        bad.body["message"],
+        "Widget.example.com \"bad\" is invalid: spec: Invalid value: \"object\": replicas must be at least minReplicas"
+    );
+    assert_eq!(
+        bad.body["details"]["causes"],
+        json!([{"reason": "FieldValueInvalid", "field": "spec",
+            "message": "Invalid value: \"object\": replicas must be at least minReplicas"}])
+    );
+    // Schema errors that leave the object's shape in doubt come first, and the rules wait.
+    let pink = s
+        .admin_call("POST", WIDGETS, Some(&widget("pink", json!({"replicas": 1, "minReplicas": 3, "color": "pink"}))))
+        .await;
+    assert_eq!(pink.code, 422, "{}", pink.body);
+    let causes = pink.body["details"]["causes"].as_array().unwrap();
+    assert_eq!(causes[0]["field"], "spec.color", "{}", pink.body);
+    assert_eq!(causes[1]["field"], "<nil>", "{}", pink.body);
+    assert!(causes[1]["message"].as_str().unwrap().ends_with(
+        "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
+    ));
+
+    // The transition rule holds on updates only: any color on create, none changed after.
+    let w = widget("w", json!({"replicas": 2, "color": "red"}));
+    s.kubectl_stdin(&["apply", "-f", "-"], &w.to_string());
+    let mut blue = w.clone();
+    blue["spec"]["color"] = "blue".into();
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], &blue.to_string());
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("\"w\" is invalid: spec.color: Invalid value: \"string\": color is immutable"), "{stderr}");
+    let mut more = w.clone();
+    more["spec"]["replicas"] = 4.into();
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], &more.to_string());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[actix_web::test]
+async fn a_crd_whose_rule_does_not_compile_is_refused() {
+    let s = TestServer::start();
+    let mut crd = widgets_crd();
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] =
+        json!([{"rule": "self.replicaz > 0"}]);
+    let refused = s.admin_call("POST", CRDS, Some(&crd)).await;
+    assert_eq!(refused.code, 422, "{}", refused.body);
+    let field = "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule";
+    let detail = "Invalid value: apiextensions.ValidationRule{Rule:\"self.replicaz > 0\", Message:\"\", MessageExpression:\"\", \
+        Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}: compilation failed: \
+        ERROR: <input>:1:5: undefined field 'replicaz'\n | self.replicaz > 0\n | ....^";
+    assert_eq!(
+        refused.body["message"],
+        format!("CustomResourceDefinition.apiextensions.k8s.io \"widgets.example.com\" is invalid: {field}: {detail}")
+    );
+    assert_eq!(
+        refused.body["details"]["causes"],
+        json!([{"reason": "FieldValueInvalid", "field": field, "message": detail}])
+    );
+
+    // An unbounded quadratic rule is refused for its estimated cost.
+    let mut crd = widgets_crd();
+    let spec = &mut crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    spec["properties"]["names"] = json!({"type": "array", "items": {"type": "string"}});
+    spec["x-kubernetes-validations"] = json!([{"rule": "self.names.all(x, self.names.exists_one(y, x == y))"}]);
+    let costly = s.admin_call("POST", CRDS, Some(&crd)).await;
+    assert_eq!(costly.code, 422, "{}", costly.body);
+    assert_eq!(
+        costly.body["details"]["causes"][0]["message"],
+        "Forbidden: estimated rule cost exceeds budget by factor of more than 100x (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"
+    );
+    assert_eq!(s.admin_call("GET", &format!("{CRDS}/widgets.example.com"), None).await.code, 404);
+}
+
 #[actix_web::test]
 async fn a_name_taken_in_the_group_is_refused_in_the_conditions() {
     let s = TestServer::start();
@@ -210,7 +302,7 @@ async fn a_name_taken_in_the_group_is_refused_in_the_conditions() {
     let mut gizmos = widgets_crd();
     gizmos["metadata"]["name"] = "gizmos.example.com".into();
     gizmos["spec"]["names"] = json!({"plural": "gizmos", "kind": "Gizmo", "shortNames": ["wd"]});
-    let c = s.admin_call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", Some(&gizmos)).await;
+    let c = s.admin_call("POST", CRDS, Some(&gizmos)).await;
     assert_eq!(c.code, 201, "{}", c.body);
     let path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gizmos.example.com";
     let crd = wait_for("the conflict reported", async || {

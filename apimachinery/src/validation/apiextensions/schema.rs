@@ -4,14 +4,20 @@
 //! rules of `apiserver/schema` (`NewStructural`, `ValidateStructural`) and, of
 //! `defaulting.ValidateDefaults`, the pruning of default values.
 //!
+//! The rules of `x-kubernetes-validations` are compiled by [`super::rules`] as the walk reaches
+//! them.
+//!
 //! Not checked: whether a default validates against its schema (that needs the custom
-//! resource validator) or yields valid metadata inside an embedded resource, and anything that
-//! compiles CEL (rules, message expressions, their costs, `oldSelf` use).
+//! resource validator, CEL rules included) or yields valid metadata inside an embedded
+//! resource.
 //!
 //! kube walks Go maps (properties, definitions) in random order; here keys are walked sorted.
 
 use serde_json::{Map, Value};
 
+use std::cell::RefCell;
+
+use super::rules::{self, CelContext, TotalCost};
 use crate::error::Cause;
 use crate::validation::field::{self, Bad, Path};
 
@@ -25,6 +31,8 @@ pub(super) struct Options {
     pub require_pruned_defaults: bool,
     pub require_atomic_set_type: bool,
     pub require_map_list_keys_map_set_validation: bool,
+    /// Whether rules are spared the per-expression cost limit (their schema is unchanged).
+    pub suppress_expression_cost: bool,
 }
 
 const OPENAPI_V3_TYPES: [&str; 6] = ["array", "boolean", "integer", "number", "object", "string"];
@@ -501,19 +509,18 @@ fn path_tokens(path: &str) -> Vec<&str> {
 
 /// A field path resolved against a schema: kube's path, its first segment, and the schema
 /// it reaches (`None` past an `additionalProperties: true`).
-pub(super) struct FieldPath<'a> {
+pub struct FieldPath<'a> {
+    /// The path as kube prints it (`spec.labels[app]`).
     pub path: Path,
+    /// Its first field, when that is a property (`metadata`).
     pub root: String,
+    /// The schema it reaches.
     pub schema: Option<&'a Value>,
 }
 
 /// `cel.ValidFieldPath`: `.a.b` (and, with `allow_array`, `['a']`) resolved through
 /// properties and additionalProperties, with kube's errors.
-pub(super) fn valid_field_path<'a>(
-    json_path: &str,
-    schema: &'a Value,
-    allow_array: bool,
-) -> Result<FieldPath<'a>, String> {
+pub fn valid_field_path<'a>(json_path: &str, schema: &'a Value, allow_array: bool) -> Result<FieldPath<'a>, String> {
     let mut out = FieldPath { path: Path::new(""), root: String::new(), schema: Some(schema) };
     let mut first = true;
     let mut step = |out: &mut FieldPath<'a>, name: &str| -> Result<(), String> {
@@ -1075,6 +1082,8 @@ pub(super) fn validate_validation(
         out.push(field::forbidden(&path.child("openAPIV3Schema.nullable"), "nullable cannot be true at the root"));
     }
     let mut init_errors = Vec::new();
+    // Rules are compiled only against a structural schema whose defaults are fine.
+    let mut cel = false;
     if opts.require_structural_schema {
         if let Some(e) = new_structural_error(schema) {
             init_errors.push(field::invalid(&sp, Bad::s(""), &e));
@@ -1083,7 +1092,9 @@ pub(super) fn validate_validation(
             if !structural.is_empty() {
                 out.extend(structural);
             } else {
-                out.extend(validate_defaults(&sp, schema, opts.require_pruned_defaults));
+                let defaults = validate_defaults(&sp, schema, opts.require_pruned_defaults);
+                cel = defaults.is_empty();
+                out.extend(defaults);
             }
         }
     }
@@ -1092,11 +1103,23 @@ pub(super) fn validate_validation(
         disallow_reason: String::new(),
         inside_meta: false,
         valid_types: opts.require_valid_property_type,
+        forbid_old_self: None,
     };
-    out.extend(openapi_schema(schema, &sp, &ssv, true, opts));
+    let total = RefCell::new(TotalCost::default());
+    let found = openapi_schema(
+        schema,
+        &sp,
+        &ssv,
+        true,
+        opts,
+        cel.then(|| CelContext::root(&total, opts.suppress_expression_cost)),
+    );
+    out.extend(found.schema);
+    out.extend(found.cel);
     if out.is_empty() {
         out.extend(init_errors);
     }
+    out.extend(rules::total_cost_errors(&total.into_inner(), &sp));
     out
 }
 
@@ -1107,9 +1130,16 @@ struct Ssv {
     disallow_reason: String,
     inside_meta: bool,
     valid_types: bool,
+    /// The highest node under which values cannot be correlated with their old values, so
+    /// rules there may not use `oldSelf`.
+    forbid_old_self: Option<Path>,
 }
 
 impl Ssv {
+    fn forbidding_old_self(&self, path: &Path) -> Ssv {
+        Ssv { forbid_old_self: Some(self.forbid_old_self.clone().unwrap_or_else(|| path.clone())), ..self.clone() }
+    }
+
     fn forbidding_defaults(&self, reason: String) -> Ssv {
         Ssv { allow_defaults: false, disallow_reason: reason, ..self.clone() }
     }
@@ -1170,12 +1200,38 @@ impl Ssv {
     }
 }
 
-/// `ValidateCustomResourceDefinitionOpenAPISchema`, without what compiles CEL.
-fn openapi_schema(s: &Value, path: &Path, ssv: &Ssv, is_root: bool, opts: &Options) -> Vec<Cause> {
-    let mut out = Vec::new();
-    if !s.is_object() {
-        return out;
+/// What `ValidateCustomResourceDefinitionOpenAPISchema` finds, schema errors apart from CEL
+/// errors: kube reports every schema error of the whole schema before any CEL error, and
+/// compiles a node's rules only when nothing is wrong with the schema at or under it.
+#[derive(Default)]
+struct Found {
+    schema: Vec<Cause>,
+    cel: Vec<Cause>,
+}
+
+impl Found {
+    fn append(&mut self, other: Found) {
+        self.schema.extend(other.schema);
+        self.cel.extend(other.cel);
     }
+}
+
+/// `ValidateCustomResourceDefinitionOpenAPISchema`. `cel` is kube's `CELSchemaContext`: `None`
+/// where rules are not compiled (a schema that is not structural, inside junctors).
+fn openapi_schema(
+    s: &Value,
+    path: &Path,
+    ssv: &Ssv,
+    is_root: bool,
+    opts: &Options,
+    cel: Option<CelContext<'_>>,
+) -> Found {
+    let mut found = Found::default();
+    if !s.is_object() {
+        return found;
+    }
+    let child_cel = cel.map(|c| c.child(s));
+    let out = &mut found.schema;
     out.extend(ssv.validate(s, path));
     if flag(s, "uniqueItems") {
         out.push(field::forbidden(
@@ -1183,6 +1239,7 @@ fn openapi_schema(s: &Value, path: &Path, ssv: &Ssv, is_root: bool, opts: &Optio
             "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
         ));
     }
+    let mut nested = Found::default();
     if let Some(ap) = get(s, "additionalProperties") {
         if has_props(s) && (!allows(ap) || ap.is_object()) {
             out.push(field::forbidden(
@@ -1196,42 +1253,56 @@ fn openapi_schema(s: &Value, path: &Path, ssv: &Ssv, is_root: bool, opts: &Optio
             ssv.clone()
         };
         if let Some(ap) = sub_schema(s, "additionalProperties") {
-            out.extend(openapi_schema(ap, &path.child("additionalProperties"), &sub, false, opts));
+            nested.append(openapi_schema(ap, &path.child("additionalProperties"), &sub, false, opts, child_cel));
         }
     }
     let embedded = flag(s, "x-kubernetes-embedded-resource");
     for (k, p) in entries(s, "properties") {
         let mut sub = ssv.clone();
+        // Old and new values of a map whose type is neither granular nor atomic cannot be
+        // told apart field by field.
+        if get(s, "x-kubernetes-map-type").is_some_and(|t| !matches!(t.as_str(), Some("granular" | "atomic"))) {
+            sub = sub.forbidding_old_self(path);
+        }
         if (is_root || embedded) && META_FIELDS.contains(&k.as_str()) {
             sub = sub.inside_meta();
             if is_root {
                 sub = sub.forbidding_defaults(format!("in top-level {k}"));
             }
         }
-        out.extend(openapi_schema(p, &path.child("properties").key(k), &sub, false, opts));
+        nested.append(openapi_schema(p, &path.child("properties").key(k), &sub, false, opts, child_cel));
     }
     if let Some(n) = get(s, "not") {
-        out.extend(openapi_schema(n, &path.child("not"), ssv, false, opts));
+        nested.append(openapi_schema(n, &path.child("not"), ssv, false, opts, None));
     }
     for key in ["allOf", "oneOf", "anyOf"] {
         for (i, n) in list(s, key).iter().enumerate() {
-            out.extend(openapi_schema(n, &path.child(key).index(i), ssv, false, opts));
+            nested.append(openapi_schema(n, &path.child(key).index(i), ssv, false, opts, None));
         }
     }
     for (k, d) in entries(s, "definitions") {
-        out.extend(openapi_schema(d, &path.child("definitions").key(k), ssv, false, opts));
+        nested.append(openapi_schema(d, &path.child("definitions").key(k), ssv, false, opts, None));
     }
+    // Only the items of a map list can be correlated with their old values (by key); set
+    // items have no identity CEL could use.
+    let items_ssv = if s.get("x-kubernetes-list-type").and_then(Value::as_str) == Some("map") {
+        ssv.clone()
+    } else {
+        ssv.forbidding_old_self(path)
+    };
     if let Some(i) = items_schema(s) {
-        out.extend(openapi_schema(i, &path.child("items"), ssv, false, opts));
+        nested.append(openapi_schema(i, &path.child("items"), &items_ssv, false, opts, child_cel));
     }
     for (i, n) in items_array(s).into_iter().flatten().enumerate() {
-        out.extend(openapi_schema(n, &path.child("items").index(i), ssv, false, opts));
+        nested.append(openapi_schema(n, &path.child("items").index(i), &items_ssv, false, opts, child_cel));
     }
     for (k, d) in entries(s, "dependencies") {
         if d.is_object() {
-            out.extend(openapi_schema(d, &path.child("dependencies").key(k), ssv, false, opts));
+            nested.append(openapi_schema(d, &path.child("dependencies").key(k), ssv, false, opts, None));
         }
     }
+    let out = &mut found.schema;
+    out.extend(std::mem::take(&mut nested.schema));
     if s.get("x-kubernetes-preserve-unknown-fields").and_then(Value::as_bool) == Some(false) {
         out.push(field::invalid(
             &path.child("x-kubernetes-preserve-unknown-fields"),
@@ -1244,7 +1315,13 @@ fn openapi_schema(s: &Value, path: &Path, ssv: &Ssv, is_root: bool, opts: &Optio
         out.extend(validate_map_list_keys_map_set(s, path));
     }
     out.extend(validation_rules(s, path));
-    out
+    found.cel = nested.cel;
+    if let Some(cel) = cel
+        && found.schema.is_empty()
+    {
+        found.cel.extend(rules::compile_errors(s, path, is_root, cel, ssv.forbid_old_self.as_ref()));
+    }
+    found
 }
 
 /// The `x-kubernetes-map-type`, `x-kubernetes-list-type` and `x-kubernetes-list-map-keys`
@@ -1405,7 +1482,7 @@ fn validate_map_list_keys_map_set(s: &Value, path: &Path) -> Vec<Cause> {
     out
 }
 
-/// The `x-kubernetes-validations` entries' own fields (their CEL is not compiled here).
+/// The `x-kubernetes-validations` entries' own fields (their CEL is compiled in [`rules`]).
 fn validation_rules(s: &Value, path: &Path) -> Vec<Cause> {
     let mut out = Vec::new();
     for (i, rule) in list(s, "x-kubernetes-validations").iter().enumerate() {

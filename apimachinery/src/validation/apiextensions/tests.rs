@@ -703,6 +703,175 @@ fn validation_rules_fields_are_checked_without_compiling() {
     );
 }
 
+/// A schema whose `spec` has `props` and the rules `rules`.
+fn spec_with_rules(props: Value, rules: Value) -> Value {
+    json!({"type": "object", "properties": {"spec": {"type": "object", "properties": props,
+        "x-kubernetes-validations": rules}}})
+}
+
+const NO_RULE_FIELDS: &str = "Message:\"\", MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}";
+
+#[test]
+fn rules_are_compiled_with_self_typed_from_their_node() {
+    let got = schema_causes(spec_with_rules(
+        json!({"replicas": {"type": "integer"}}),
+        json!([{"rule": "self.replicas > 0"}, {"rule": "self.replicaz > 0"}, {"rule": "self.replicas"}]),
+    ));
+    let p = format!("{S}.properties[spec].x-kubernetes-validations");
+    assert_eq!(
+        got,
+        vec![
+            (
+                format!("{p}[1].rule"),
+                format!(
+                    "Invalid value: apiextensions.ValidationRule{{Rule:\"self.replicaz > 0\", {NO_RULE_FIELDS}: compilation failed: ERROR: <input>:1:5: undefined field 'replicaz'\n | self.replicaz > 0\n | ....^"
+                )
+            ),
+            (
+                format!("{p}[2].rule"),
+                format!(
+                    "Invalid value: apiextensions.ValidationRule{{Rule:\"self.replicas\", {NO_RULE_FIELDS}: cel expression must evaluate to a bool"
+                )
+            ),
+        ]
+    );
+    // A syntax error, at the root, where kind, apiVersion and metadata.name are declared too.
+    let root = json!({"type": "object", "properties": {"spec": {"type": "object"}},
+        "x-kubernetes-validations": [{"rule": "self.metadata.name.startsWith('a') && self.kind == 'Widget'"},
+            {"rule": "self.spec >"}]});
+    let got = schema_causes(root);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].0, format!("{S}.x-kubernetes-validations[1].rule"));
+    assert!(got[0].1.contains(": compilation failed: ERROR: <input>:1:12: Syntax error: "), "{}", got[0].1);
+}
+
+#[test]
+fn rules_of_per_version_schemas_are_reported_under_their_version() {
+    let mut obj = crd_with(spec_with_rules(json!({"a": {"type": "string"}}), json!([{"rule": "self.a == 1"}])));
+    let mut v2 = obj["spec"]["versions"][0].clone();
+    v2["name"] = json!("v2");
+    v2["storage"] = json!(false);
+    v2["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["a"] = json!({"type": "integer"});
+    obj["spec"]["versions"].as_array_mut().unwrap().push(v2);
+    let got = create(obj);
+    assert_eq!(
+        pairs(&got).iter().map(|(f, m)| (*f, m.rsplit(": ").next().unwrap())).collect::<Vec<_>>(),
+        vec![(
+            "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule",
+            "found no matching overload for '_==_' applied to '(string, int)'\n | self.a == 1\n | .......^"
+        )]
+    );
+}
+
+#[test]
+fn message_expressions_reasons_and_field_paths_are_checked() {
+    let got = schema_causes(spec_with_rules(
+        json!({"a": {"type": "string"}}),
+        json!([
+            {"rule": "self.a != ''", "messageExpression": "self.a.size()", "reason": "FieldValueForbidden"},
+            {"rule": "self.a != ''", "messageExpression": "'a is ' + self.a", "fieldPath": ".a"},
+        ]),
+    ));
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].0, format!("{S}.properties[spec].x-kubernetes-validations[0].messageExpression"));
+    assert!(
+        got[0].1.starts_with("Invalid value: apiextensions.ValidationRule{Rule:\"self.a != ''\", Message:\"\", MessageExpression:\"self.a.size()\", Reason:(*apiextensions.FieldValueErrorReason)(0xc000000000),"),
+        "{}",
+        got[0].1
+    );
+    assert!(got[0].1.ends_with(": messageExpression must evaluate to a string"), "{}", got[0].1);
+}
+
+#[test]
+fn old_self_is_refused_where_old_values_cannot_be_correlated() {
+    let item = |rule: &str| {
+        json!({"type": "object", "properties": {"k": {"type": "string", "maxLength": 8}},
+        "required": ["k"], "x-kubernetes-validations": [{"rule": rule}]})
+    };
+    let got = schema_causes(json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "plain": {"type": "array", "maxItems": 8, "items": item("self.k == oldSelf.k")},
+        "keyed": {"type": "array", "maxItems": 8, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["k"],
+            "items": item("self.k == oldSelf.k")},
+        "ratcheted": {"type": "string", "x-kubernetes-validations": [
+            {"rule": "self == 'a'", "optionalOldSelf": true},
+            {"rule": "!oldSelf.hasValue() || self == oldSelf.value()", "optionalOldSelf": true}]},
+    }}}}));
+    assert_eq!(
+        got,
+        vec![
+            (
+                format!("{S}.properties[spec].properties[plain].items.x-kubernetes-validations[0].rule"),
+                format!(
+                    "Invalid value: \"self.k == oldSelf.k\": oldSelf cannot be used on the uncorrelatable portion of the schema within {S}.properties[spec].properties[plain]"
+                )
+            ),
+            (
+                format!("{S}.properties[spec].properties[ratcheted].x-kubernetes-validations[0].optionalOldSelf"),
+                "Invalid value: true: may not be set if oldSelf is not used in rule".to_string()
+            ),
+        ]
+    );
+}
+
+#[test]
+fn rules_whose_estimated_cost_exceeds_the_budget_are_refused() {
+    let list = |max: Option<i64>| {
+        let mut l = json!({"type": "array", "items": {"type": "string", "maxLength": 64}});
+        if let Some(m) = max {
+            l["maxItems"] = json!(m);
+        }
+        l
+    };
+    let rule = json!([{"rule": "self.names.all(x, self.names.exists(y, x != y))"}]);
+    let got = schema_causes(spec_with_rules(json!({"names": list(None)}), rule.clone()));
+    let hint = "(try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)";
+    let rp = format!("{S}.properties[spec].x-kubernetes-validations[0].rule");
+    assert_eq!(
+        got,
+        vec![
+            (rp.clone(), format!("Forbidden: estimated rule cost exceeds budget by factor of more than 100x {hint}")),
+            (
+                rp,
+                "Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema"
+                    .to_string()
+            ),
+            (
+                S.to_string(),
+                format!(
+                    "Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of more than 100x {hint}"
+                )
+            ),
+        ]
+    );
+    assert_eq!(schema_causes(spec_with_rules(json!({"names": list(Some(100))}), rule.clone())), vec![]);
+
+    // Under an unbounded list, a rule runs once per item: its cost is multiplied.
+    let under = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "groups": {"type": "array", "items": {"type": "object", "properties": {"names": list(Some(100))},
+            "x-kubernetes-validations": rule}}}}}});
+    let got = schema_causes(under);
+    assert_eq!(got[0].0, format!("{S}.properties[spec].properties[groups].items.x-kubernetes-validations[0].rule"));
+    assert!(got[0].1.starts_with("Forbidden: estimated rule cost exceeds budget by factor of "), "{}", got[0].1);
+}
+
+#[test]
+fn an_unchanged_schema_keeps_its_costly_rules_on_update() {
+    // About 12.6M units: over the per-rule limit, within the schema's.
+    let names = json!({"names": {"type": "array", "items": {"type": "string", "maxLength": 20}}});
+    let costly = spec_with_rules(names, json!([{"rule": "self.names.all(x, x.contains('ab'))"}]));
+    let old = stored(crd_with(costly));
+    let mut relabeled = old.clone();
+    relabeled["metadata"]["labels"] = json!({"team": "a"});
+    let (_, causes) = update(relabeled, &old);
+    assert_eq!(pairs(&causes), vec![]);
+    let per_rule = |c: &Cause| c.message.starts_with("Forbidden: estimated rule cost exceeds budget by factor of 1.");
+    let mut changed = old.clone();
+    changed["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["other"] =
+        json!({"type": "string"});
+    let (_, causes) = update(changed, &old);
+    assert!(causes.iter().any(per_rule), "{causes:?}");
+}
+
 #[test]
 fn the_status_subresource_restricts_the_root() {
     let mut o = crd_with(json!({"type": "object", "nullable": true, "properties": {"status": {"type": "object"}}}));
