@@ -3,7 +3,7 @@
 //! beside the same operations on the storage trait directly, so the pipeline's cost shows as a
 //! ratio measured in the same run on the same machine.
 //!
-//! Usage: `cargo run --release -p tests --bin loadgen -- [seconds-per-phase] [embedded|etcd|startup|watch|watch-matrix|watch=WxR,...|cache|cache=N,...|protobuf|rbac|apf|admission|all]`
+//! Usage: `cargo run --release -p tests --bin loadgen -- [seconds-per-phase] [embedded|etcd|startup|watch|watch-matrix|watch=WxR,...|cache|cache=N,...|protobuf|rbac|apf|admission|crds|crds=N|all]`
 //! (default 5 seconds, all). `etcd` runs the same phases on a real etcd started for the run (the
 //! storage-trait rows are then etcd's own put/get rate through our client); `startup` times a
 //! server start on a store already holding 100,000 objects; `watch` measures watch delivery with
@@ -12,7 +12,9 @@
 //! N objects on the embedded store only); `apf` times APF classification and dispatch per
 //! request in process beside a bare stage hop (see `apf.rs`); `admission` measures creates/s
 //! without admission plugins, with the default chain, and with one local webhook (see
-//! `admission.rs`). HTTPS rows show the server's CPU time per request,
+//! `admission.rs`); `crds` (or `crds=N`) creates 1,000 (N) CRDs and prints the time each
+//! took to be served, memory per CRD, discovery and OpenAPI times after, and custom resource
+//! creates and lists beside ConfigMap ones (see `crds.rs`). HTTPS rows show the server's CPU time per request,
 //! which other load on a shared machine disturbs far less than rates. `APISERVER_BIN` picks the
 //! server binary, so two builds can be compared by one load generator. Needs the release apiserver binary
 //! (`cargo build --release -p gateway --bin apiserver`).
@@ -30,6 +32,7 @@ use tests::TestServer;
 mod admission;
 mod apf;
 mod cache;
+mod crds;
 mod protobuf;
 mod rbac;
 mod watch;
@@ -305,6 +308,12 @@ fn main() {
         }
         if what == "admission" || what == "all" {
             admission::run_all(seconds).await;
+        }
+        if what == "crds" || what == "all" {
+            crds::run(1_000, seconds).await;
+        }
+        if let Some(n) = what.strip_prefix("crds=") {
+            crds::run(n.parse().expect("a CRD count"), seconds).await;
         }
         if what == "rbac" || what == "all" {
             rbac::run();
