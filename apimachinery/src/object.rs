@@ -121,6 +121,29 @@ pub fn random_suffix() -> String {
     bytes[..5].iter().map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char).collect()
 }
 
+/// The deepest nesting of arrays and objects an API object may have: what the server's JSON
+/// decoder reads back (serde_json stops at 128 levels), so everything stored can be decoded
+/// again. A request body deeper than this fails to decode; a patch whose result is deeper is
+/// refused (kube's decoder allows 10,000 levels, so kube has no such bound).
+pub const MAX_NESTING: usize = 127;
+
+/// How deeply `v`'s arrays and objects nest (a scalar is 0, `{}` is 1), counted without
+/// recursion so any value can be measured.
+pub fn nesting(v: &Value) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(v, 1usize)];
+    while let Some((v, depth)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match v {
+            Value::Array(a) => Box::new(a.iter()),
+            Value::Object(m) => Box::new(m.values()),
+            _ => continue,
+        };
+        deepest = deepest.max(depth);
+        stack.extend(children.filter(|c| c.is_array() || c.is_object()).map(|c| (c, depth + 1)));
+    }
+    deepest
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,5 +169,17 @@ mod tests {
         let mut v = json!({"metadata": {"name": "a", "labels": {}, "uid": null, "finalizers": []}});
         normalize_metadata(&mut v);
         assert_eq!(v, json!({"metadata": {"name": "a"}}));
+    }
+
+    #[test]
+    fn nesting_counts_containers_to_the_deepest() {
+        assert_eq!(super::nesting(&json!(1)), 0);
+        assert_eq!(super::nesting(&json!({})), 1);
+        assert_eq!(super::nesting(&json!({"a": [1, {"b": []}], "c": {}})), 4);
+        let mut deep = json!(1);
+        for _ in 0..1_000 {
+            deep = json!([deep]);
+        }
+        assert_eq!(super::nesting(&deep), 1_000);
     }
 }

@@ -15,8 +15,8 @@
 //! `anyOf`/`allOf`/`oneOf`/`not` branch counts as a level too): [`validate`] rejects an object
 //! nested deeper with a single `Forbidden` cause (it checks the depth first, without
 //! recursion), and [`prune`] and [`apply_defaults`] leave whatever is deeper untouched. kube
-//! itself has no such bound below its JSON decoder's 10,000 levels; bodies decoded by
-//! serde_json never nest deeper than 128 anyway.
+//! itself has no such bound below its JSON decoder's 10,000 levels; objects here never nest
+//! deeper than [`apimachinery::object::MAX_NESTING`] (what a body may, and what a patch may make) anyway.
 //!
 //! # Layout
 //! - `validate`: kube-openapi's validators and kube's conversion of their errors.
@@ -53,21 +53,9 @@ fn too_deep(path: &Path) -> Cause {
     field::forbidden(path, &format!("must not nest deeper than {MAX_DEPTH} levels"))
 }
 
-/// Whether `v` nests deeper than [`MAX_DEPTH`] (checked with an explicit stack).
+/// Whether `v` nests deeper than [`MAX_DEPTH`] (the root at depth 0).
 fn too_deeply_nested(v: &Value) -> bool {
-    let mut stack = vec![(v, 0usize)];
-    while let Some((v, depth)) = stack.pop() {
-        if depth > MAX_DEPTH {
-            return true;
-        }
-        let children: Box<dyn Iterator<Item = &Value>> = match v {
-            Value::Array(a) => Box::new(a.iter()),
-            Value::Object(m) => Box::new(m.values()),
-            _ => continue,
-        };
-        stack.extend(children.filter(|c| c.is_array() || c.is_object()).map(|c| (c, depth + 1)));
-    }
-    false
+    apimachinery::object::nesting(v) > MAX_DEPTH + 1
 }
 
 /// Validation of a custom resource against its schema, as kube's apiextensions-apiserver does

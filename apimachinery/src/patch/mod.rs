@@ -22,7 +22,9 @@
 //! - more than 10,000 JSON patch operations: 413;
 //! - strategic merge errors: see [`strategic`];
 //! - a patch that turns the object into something other than a JSON object: 422 Invalid on
-//!   field `patch`, as kube's decode of the result fails.
+//!   field `patch`, as kube's decode of the result fails;
+//! - a patched object nesting deeper than [`MAX_NESTING`] (what a body may): 422 Invalid on
+//!   field `patch` (this server's bound; kube's decoder reads 10,000 levels).
 //!
 //! The result is the patched object only: checking that name, kind and apiVersion are
 //! unchanged, defaulting, validation and pruning are the caller's steps, as in kube.
@@ -35,6 +37,7 @@ use serde_json::Value;
 pub use strategic::{PatchSchema, strategic_merge_patch};
 
 use crate::error::{ApiError, Cause, Reason};
+use crate::object::MAX_NESTING;
 
 /// How a PATCH body is to be applied, chosen by its `Content-Type`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -130,7 +133,17 @@ pub fn apply_patch(
     if !patched.is_object() {
         return Err(not_an_object(&patched));
     }
+    if crate::object::nesting(&patched) > MAX_NESTING {
+        return Err(too_deep());
+    }
     Ok(patched)
+}
+
+/// The 422 for a patch whose result nests deeper than a body may: such an object could be
+/// stored but never decoded again (a JSON patch can add a deep value at a deep path).
+fn too_deep() -> ApiError {
+    let message = format!("Forbidden: the patched object must not nest deeper than {MAX_NESTING} levels");
+    ApiError::invalid("", "", "", vec![Cause { reason: "FieldValueForbidden".into(), message, field: "patch".into() }])
 }
 
 /// 422 with kube's generic message: how kube reports a JSON patch operation that fails.

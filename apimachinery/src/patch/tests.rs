@@ -282,3 +282,22 @@ fn service_ports_merge_by_port() {
         json!([{"port": 80, "protocol": "TCP", "targetPort": 9090}, {"port": 443, "protocol": "TCP"}])
     );
 }
+
+#[test]
+fn a_patch_whose_result_nests_deeper_than_a_body_may_is_invalid() {
+    let nested = |levels: usize| (0..levels).fold(json!(1), |v, _| json!({ "a": v }));
+    // 100 levels under `data` (101 with the object), 60 added in place of its last two: each
+    // part decodes, the result (160 levels) would not.
+    let mut deep = configmap();
+    deep["data"] = nested(100);
+    let path = format!("/data{}", "/a".repeat(99));
+    let patch = json!([{"op": "add", "path": path, "value": nested(60)}]).to_string();
+    let e = apply(PatchType::Json, &deep, &patch).unwrap_err();
+    assert_eq!((e.code, e.reason), (422, Reason::Invalid));
+    assert_eq!(e.causes[0].field, "patch");
+    assert_eq!(e.causes[0].message, "Forbidden: the patched object must not nest deeper than 127 levels");
+    // Up to the bound is fine.
+    let patch = json!([{"op": "add", "path": path, "value": nested(27)}]).to_string();
+    let patched = apply(PatchType::Json, &deep, &patch).unwrap();
+    assert_eq!(crate::object::nesting(&patched), 127);
+}

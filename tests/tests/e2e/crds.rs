@@ -609,3 +609,60 @@ async fn versions_convert_through_a_conversion_webhook_including_a_list_of_mixed
         "conversion webhook for example.com/v2, Kind=Widget failed: no converting today"
     );
 }
+
+/// Preserved-unknown content is bounded: a body nesting deeper than the decoder reads is 400,
+/// a patch that would make an object deeper than a body may is 422 naming the patch, a body
+/// over the request limit is 413, an object over the storage limit is 413; the resource's
+/// objects stay readable through it all.
+#[actix_web::test]
+async fn deep_or_large_preserved_unknown_content_is_refused_and_the_resource_stays_readable() {
+    let s = TestServer::start();
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "blobs.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "blobs", "singular": "blob", "kind": "Blob"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                "type": "object",
+                "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}]},
+    });
+    const BLOBS: &str = "/apis/example.com/v1/namespaces/default/blobs";
+    create_crd(&s, &crd, BLOBS).await;
+    let nested = |levels: usize| (0..levels).fold(json!(1), |v, _| json!({ "a": v }));
+    let blob = |name: &str, spec: Value| json!({"apiVersion": "example.com/v1", "kind": "Blob", "metadata": {"name": name}, "spec": spec});
+
+    let deep = s.admin_call("POST", BLOBS, Some(&blob("deep", nested(100)))).await;
+    assert_eq!(deep.code, 201, "{}", deep.body);
+    let deeper = s.admin_call("POST", BLOBS, Some(&blob("deeper", nested(200)))).await;
+    assert_eq!((deeper.code, &deeper.body["reason"]), (400, &json!("BadRequest")), "{}", deeper.body);
+
+    // Each part of this JSON patch decodes; the object it makes (159 levels) would not.
+    let path = format!("/spec{}", "/a".repeat(98));
+    let patch = json!([{"op": "add", "path": path, "value": nested(60)}]);
+    let patched = s
+        .request(Caller::Admin, "PATCH", &format!("{BLOBS}/deep"))
+        .body_with_type(patch.to_string().into_bytes(), "application/json-patch+json")
+        .send()
+        .await;
+    assert_eq!(patched.code, 422, "{}", patched.body);
+    let cause = &patched.body["details"]["causes"][0];
+    assert_eq!(cause["field"], "patch", "{}", patched.body);
+    assert_eq!(cause["message"], "Forbidden: the patched object must not nest deeper than 127 levels");
+
+    // 4 MiB of preserved content: over the request limit.
+    let huge = s.admin_call("POST", BLOBS, Some(&blob("huge", json!({"data": "x".repeat(4 << 20)})))).await;
+    assert_eq!(huge.code, 413, "{}", huge.body);
+    assert_eq!(huge.body["message"], "Request entity too large: limit is 3145728");
+    // 2 MiB: a body the server reads, an object over what storage keeps.
+    let large = s.admin_call("POST", BLOBS, Some(&blob("large", json!({"data": "x".repeat(2 << 20)})))).await;
+    assert_eq!((large.code, &large.body["reason"]), (413, &json!("RequestEntityTooLarge")), "{}", large.body);
+
+    let list = s.admin_call("GET", BLOBS, None).await;
+    assert_eq!(list.code, 200, "{}", list.body);
+    let names: Vec<&str> =
+        list.body["items"].as_array().unwrap().iter().filter_map(|i| i["metadata"]["name"].as_str()).collect();
+    assert_eq!(names, ["deep"]);
+    let got = s.admin_call("GET", &format!("{BLOBS}/deep"), None).await;
+    assert_eq!(got.body["spec"], nested(100), "the stored object is unchanged");
+}
