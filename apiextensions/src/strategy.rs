@@ -92,6 +92,10 @@ impl Strategy for CustomResource {
         false
     }
 
+    fn list_items_keep_type(&self) -> bool {
+        true
+    }
+
     fn defaults_on_read(&self) -> bool {
         self.schema.is_some()
     }

@@ -231,6 +231,8 @@ impl Iterator for ProtobufListChunks {
 struct ListChunks {
     head: Option<Vec<u8>>,
     items: std::vec::IntoIter<EncodedObject>,
+    /// Items written whole, `apiVersion` and `kind` included (custom resources).
+    keep_type: bool,
     first: bool,
     done: bool,
 }
@@ -247,7 +249,8 @@ impl ListChunks {
         head.extend_from_slice(b",\"metadata\":");
         serde_json::to_writer(&mut head, &list_metadata(&list)).expect("vec write");
         head.extend_from_slice(b",\"items\":[");
-        ListChunks { head: Some(head), items: list.items.into_iter(), first: true, done: false }
+        let keep_type = def.strategy.list_items_keep_type();
+        ListChunks { head: Some(head), items: list.items.into_iter(), keep_type, first: true, done: false }
     }
 }
 
@@ -266,7 +269,11 @@ impl Iterator for ListChunks {
                         out.push(b',');
                     }
                     self.first = false;
-                    item.write_item(&mut out);
+                    if self.keep_type {
+                        out.extend_from_slice(item.json());
+                    } else {
+                        item.write_item(&mut out);
+                    }
                 }
                 None => {
                     out.extend_from_slice(b"]}");
@@ -295,7 +302,11 @@ fn list_value(def: &ResourceDef, list: &ObjectList, items: &[Value]) -> Value {
         "kind": format!("{}List", def.kind),
         "apiVersion": def.api_version(),
         "metadata": list_metadata(list),
-        "items": items.iter().map(strip_type_meta).collect::<Vec<_>>(),
+        "items": if def.strategy.list_items_keep_type() {
+            items.to_vec()
+        } else {
+            items.iter().map(strip_type_meta).collect::<Vec<_>>()
+        },
     })
 }
 

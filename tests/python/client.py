@@ -6,6 +6,7 @@ Each scenario asserts what a user of the client sees and exits non-zero on the f
 
 import sys
 import threading
+import time
 
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
@@ -235,11 +236,106 @@ def new_kinds():
     print("ok")
 
 
+def custom_resources():
+    """A CRD created and used through the typed apiextensions API and CustomObjectsApi."""
+    config.load_kube_config(config_file=sys.argv[1])
+    ext = client.ApiextensionsV1Api()
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gizmos.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo", "shortNames": ["gz"]},
+            "versions": [{
+                "name": "v1", "served": True, "storage": True,
+                "subresources": {"status": {}, "scale": {
+                    "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}},
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {
+                        "replicas": {"type": "integer", "minimum": 0, "maximum": 10},
+                        "color": {"type": "string", "enum": ["red", "blue"]},
+                        "size": {"type": "string", "default": "medium"},
+                    }},
+                    "status": {"type": "object", "properties": {"replicas": {"type": "integer"}}},
+                }}},
+            }],
+        },
+    }
+    created = ext.create_custom_resource_definition(crd)
+    assert created.status.stored_versions == ["v1"], created.status
+    for _ in range(100):
+        got = ext.read_custom_resource_definition("gizmos.example.com")
+        conditions = {c.type: c.status for c in (got.status.conditions or [])}
+        if conditions.get("Established") == "True":
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError(f"never Established: {got.status}")
+    assert got.status.accepted_names.short_names == ["gz"], got.status.accepted_names
+
+    client.CoreV1Api().create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name="pycr")))
+    co = client.CustomObjectsApi()
+    g, v, ns, plural = "example.com", "v1", "pycr", "gizmos"
+
+    def gizmo(name, spec):
+        return {"apiVersion": "example.com/v1", "kind": "Gizmo", "metadata": {"name": name}, "spec": spec}
+
+    # The resource may answer a moment after Established on a busy machine.
+    for _ in range(100):
+        try:
+            made = co.create_namespaced_custom_object(g, v, ns, plural, gizmo("g1", {"replicas": 1, "color": "red"}))
+            break
+        except ApiException as e:
+            assert e.status == 404, (e.status, e.body)
+            time.sleep(0.05)
+    assert made["spec"]["size"] == "medium", made
+    try:
+        co.create_namespaced_custom_object(g, v, ns, plural, gizmo("bad", {"replicas": 20}))
+        raise AssertionError("an invalid gizmo was created")
+    except ApiException as e:
+        assert e.status == 422, (e.status, e.body)
+        assert "spec.replicas: Invalid value: 20: spec.replicas in body should be less than or equal to 10" in e.body, e.body
+
+    patched = co.patch_namespaced_custom_object(g, v, ns, plural, "g1", {"spec": {"replicas": 3}})
+    assert (patched["spec"]["replicas"], patched["metadata"]["generation"]) == (3, 2), patched
+    co.patch_namespaced_custom_object_status(g, v, ns, plural, "g1", {"status": {"replicas": 3}})
+    scale = co.get_namespaced_custom_object_scale(g, v, ns, plural, "g1")
+    assert (scale["spec"]["replicas"], scale["status"]["replicas"]) == (3, 3), scale
+
+    listed = co.list_namespaced_custom_object(g, v, ns, plural)
+    assert [(i["kind"], i["metadata"]["name"]) for i in listed["items"]] == [("Gizmo", "g1")], listed
+    rv = listed["metadata"]["resourceVersion"]
+    co.create_namespaced_custom_object(g, v, ns, plural, gizmo("g2", {"color": "blue"}))
+    co.delete_namespaced_custom_object(g, v, ns, plural, "g1")
+    seen = []
+    w = watch.Watch()
+    for event in w.stream(co.list_namespaced_custom_object, g, v, ns, plural, resource_version=rv, timeout_seconds=10):
+        seen.append((event["type"], event["object"]["metadata"]["name"]))
+        if len(seen) == 2:
+            w.stop()
+    assert seen == [("ADDED", "g2"), ("DELETED", "g1")], seen
+
+    ext.delete_custom_resource_definition("gizmos.example.com")
+    for _ in range(100):
+        try:
+            co.list_namespaced_custom_object(g, v, ns, plural)
+        except ApiException as e:
+            assert e.status == 404, (e.status, e.body)
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("gizmos still served after their CRD was deleted")
+    print("ok")
+
+
 SCENARIOS = {
     "crud_and_selectors": crud_and_selectors,
     "watch_in_order": watch_in_order,
     "concurrent_updates": concurrent_updates,
     "new_kinds": new_kinds,
+    "custom_resources": custom_resources,
 }
 
 if __name__ == "__main__":

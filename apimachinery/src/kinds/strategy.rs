@@ -40,6 +40,12 @@ pub trait Strategy: Send + Sync {
         true
     }
 
+    /// Whether list items keep `apiVersion` and `kind`: a custom resource list is unstructured
+    /// in kube and its items carry them; a built-in kind's typed list drops them.
+    fn list_items_keep_type(&self) -> bool {
+        false
+    }
+
     /// Whether objects read back from storage get [`Strategy::defaults`] again: custom
     /// resources do, so a default added to a CRD's schema shows on objects stored before it
     /// (built-in kinds' defaults are applied on every write and never change).

@@ -578,6 +578,8 @@ async fn versions_convert_through_a_conversion_webhook_including_a_list_of_mixed
     assert_eq!(colors, [("new", "blue"), ("old", "red")], "{}", list.body);
     let list = s.admin_call("GET", v2_path, None).await;
     assert_eq!(list.body["items"][1]["spec"]["colour"], "red", "{}", list.body);
+    // A custom resource list's items carry their type, as kube's unstructured lists do.
+    assert_eq!(list.body["items"][1]["apiVersion"], "example.com/v2", "{}", list.body);
     assert!(hook.calls("/convert").len() <= calls + 2, "one review per list, not per item");
 
     // A merge patch in v2 terms.
@@ -663,6 +665,91 @@ async fn deep_or_large_preserved_unknown_content_is_refused_and_the_resource_sta
     let names: Vec<&str> =
         list.body["items"].as_array().unwrap().iter().filter_map(|i| i["metadata"]["name"].as_str()).collect();
     assert_eq!(names, ["deep"]);
+    assert_eq!(
+        (&list.body["items"][0]["apiVersion"], &list.body["items"][0]["kind"]),
+        (&json!("example.com/v1"), &json!("Blob"))
+    );
     let got = s.admin_call("GET", &format!("{BLOBS}/deep"), None).await;
     assert_eq!(got.body["spec"], nested(100), "the stored object is unchanged");
+}
+
+/// kube-rs as an operator uses a CRD: it creates the CRD with k8s-openapi's type and waits for
+/// `Established` with kube-runtime's condition, finds the resource through discovery, and
+/// drives it as a `DynamicObject` (create, merge and JSON patches, `/status`) while a watcher
+/// sees each change in order; a write the schema refuses comes back as kube's 422.
+#[test]
+fn kube_rs_creates_discovers_and_watches_a_custom_resource() {
+    use futures_util::StreamExt;
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::api::{Api, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
+    use kube::discovery::{Discovery, Scope};
+    use kube::runtime::wait::{await_condition, conditions};
+    use kube::runtime::watcher;
+
+    let s = TestServer::start();
+    s.kubectl_ok(&["create", "namespace", "krs"]);
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    runtime.block_on(async {
+        let client = crate::watch_sync::client(&s.kubeconfig).await;
+        let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+        let crd: CustomResourceDefinition = serde_json::from_value(widgets_crd()).expect("a typed CRD");
+        crds.create(&PostParams::default(), &crd).await.expect("CRD created");
+        let established = await_condition(crds.clone(), "widgets.example.com", conditions::is_crd_established());
+        tokio::time::timeout(Duration::from_secs(10), established).await.expect("Established in time").unwrap();
+
+        let discovery = Discovery::new(client.clone()).filter(&["example.com"]).run().await.expect("discovery");
+        let (resource, caps) =
+            discovery.resolve_gvk(&GroupVersionKind::gvk("example.com", "v1", "Widget")).expect("Widget discovered");
+        assert_eq!((resource.plural.as_str(), caps.scope.clone()), ("widgets", Scope::Namespaced));
+        let mut subresources: Vec<&str> = caps.subresources.iter().map(|(r, _)| r.plural.as_str()).collect();
+        subresources.sort();
+        assert_eq!(subresources, ["scale", "status"]);
+
+        let widgets: Api<DynamicObject> = Api::namespaced_with(client, "krs", &resource);
+        let (tx, mut seen) = tokio::sync::mpsc::unbounded_channel();
+        let watched = widgets.clone();
+        let watcher = tokio::spawn(async move {
+            let mut stream = watcher::watcher(watched, watcher::Config::default()).boxed();
+            while let Some(event) = stream.next().await {
+                if let Ok(watcher::Event::Apply(o)) = event {
+                    let _ = tx.send((o.data["spec"]["replicas"].clone(), o.data["status"]["ready"].clone()));
+                }
+            }
+        });
+
+        let mut w1: DynamicObject = serde_json::from_value(widget("w1", json!({"replicas": 1}))).unwrap();
+        w1.metadata.namespace = Some("krs".into());
+        let made = widgets.create(&PostParams::default(), &w1).await.expect("created");
+        assert_eq!(made.data["spec"]["size"], "medium", "defaulted from the schema");
+        let params = PatchParams::default();
+        widgets.patch("w1", &params, &Patch::Merge(json!({"spec": {"replicas": 2}}))).await.expect("merge patch");
+        let replace: json_patch::Patch =
+            serde_json::from_value(json!([{"op": "replace", "path": "/spec/replicas", "value": 4}])).unwrap();
+        widgets.patch("w1", &params, &Patch::<()>::Json(replace)).await.expect("JSON patch");
+        widgets.patch_status("w1", &params, &Patch::Merge(json!({"status": {"ready": true}}))).await.expect("status");
+
+        let mut bad: DynamicObject = serde_json::from_value(widget("bad", json!({"replicas": 20}))).unwrap();
+        bad.metadata.namespace = Some("krs".into());
+        match widgets.create(&PostParams::default(), &bad).await {
+            Err(kube::Error::Api(status)) => {
+                assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
+                assert!(
+                    status.message.contains("spec.replicas in body should be less than or equal to 10"),
+                    "{}",
+                    status.message
+                );
+            }
+            other => panic!("expected 422, got {other:?}"),
+        }
+
+        let mut changes = Vec::new();
+        while changes.len() < 4 {
+            let next = tokio::time::timeout(Duration::from_secs(10), seen.recv()).await;
+            changes.push(next.expect("the watcher sees every change").expect("watcher running"));
+        }
+        watcher.abort();
+        let replicas: Vec<Value> = changes.iter().map(|(r, _)| r.clone()).collect();
+        assert_eq!(replicas, [json!(1), json!(2), json!(4), json!(4)]);
+        assert_eq!(changes[3].1, json!(true), "the status change is the last event");
+    });
 }

@@ -28,3 +28,8 @@ fn python_concurrent_read_modify_write_loses_no_update() {
 fn python_typed_apis_of_the_newer_kinds() {
     scenario("new_kinds");
 }
+
+#[test]
+fn python_custom_resources_through_a_crd() {
+    scenario("custom_resources");
+}
