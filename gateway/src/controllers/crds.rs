@@ -17,7 +17,7 @@ use actors::Deadline;
 use apiextensions::conditions;
 use apiextensions::openapi::ServedVersion;
 use apiextensions::served::{self, CLEANUP_FINALIZER};
-use apimachinery::encoded::WatchEventType;
+use apimachinery::encoded::{EncodedObject, WatchEventType};
 use apimachinery::kinds::{Catalogue, ResourceDef, Subresource};
 use apimachinery::lookup::ObjectLookup;
 use apimachinery::messages::{DeleteCollection, ListObjects, Target, UpdateObject};
@@ -26,7 +26,7 @@ use apimachinery::options::{DeleteOptions, ListOptions, ReadAt, WriteOptions};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::{WRITE_TIMEOUT, events, identity};
+use super::{WRITE_TIMEOUT, encoded_events, identity};
 use crate::openapi::CustomOpenApi;
 use crate::state::Stages;
 
@@ -57,7 +57,9 @@ struct Controller {
     /// Reads Services and Endpoints for conversion webhooks.
     objects: Arc<dyn ObjectLookup>,
     def: Arc<ResourceDef>,
-    crds: BTreeMap<String, Value>,
+    /// Every CRD as the cacher holds it (the same bytes, not a decoded copy: a CRD is mostly
+    /// its schema), decoded when looked at.
+    crds: BTreeMap<String, EncodedObject>,
     serving: HashMap<String, Serving>,
     /// CRDs whose objects a cleanup task is deleting.
     cleaning: HashSet<String>,
@@ -117,7 +119,7 @@ impl Controller {
             for (name, s) in &self.serving {
                 let def = served_here.iter().find(|d| d.storage_path == s.storage_path);
                 if let (Some(crd), Some(def)) = (self.crds.get(name), def) {
-                    defs.push((crd, def.clone()));
+                    defs.push((crd.value(), def.clone()));
                 }
             }
             let versions: Vec<ServedVersion<'_>> =
@@ -137,9 +139,16 @@ impl Controller {
         tracing::info!(crd = %name, "no longer serving custom resources");
     }
 
+    /// The CRDs of `group`, decoded: a CRD's name is `<plural>.<group>`, so only names with
+    /// that suffix are (a few more, of subgroups, which the callers' group checks drop).
+    fn group_members(&self, group: &str) -> Vec<Value> {
+        let suffix = format!(".{group}");
+        self.crds.iter().filter(|(name, _)| name.ends_with(&suffix)).map(|(_, crd)| crd.value()).collect()
+    }
+
     /// Brings one CRD to its desired state.
     async fn reconcile(&mut self, name: &str) {
-        let Some(crd) = self.crds.get(name).cloned() else {
+        let Some(crd) = self.crds.get(name).map(EncodedObject::value) else {
             self.unserve(name);
             return;
         };
@@ -158,7 +167,9 @@ impl Controller {
             }
             return;
         }
-        let (names, accepted, established) = conditions::accept_names(&crd, self.crds.values());
+        let group = crd.pointer("/spec/group").and_then(Value::as_str).unwrap_or("");
+        let peers = self.group_members(group);
+        let (names, accepted, established) = conditions::accept_names(&crd, peers.iter());
         let mut desired = crd.clone();
         if !desired["status"].is_object() {
             desired["status"] = json!({});
@@ -295,20 +306,21 @@ pub async fn start(stages: Stages, catalogue: Arc<Catalogue>, openapi: CustomOpe
     if let Ok(reads) = stages.reads(&def)
         && let Ok(list) = reads.reader.list(list).await
     {
-        for crd in list.items.iter().map(|o| o.value()) {
-            controller.crds.insert(crd.name().to_string(), crd);
+        for crd in list.items {
+            controller.crds.insert(crd.value().name().to_string(), crd);
         }
         let names: Vec<String> = controller.crds.keys().cloned().collect();
         for name in names {
             controller.reconcile(&name).await;
         }
     }
-    let mut rx = events(&stages, &def);
+    let mut rx = encoded_events(&stages, &def);
     actix_web::rt::spawn(async move {
         loop {
             tokio::select! {
                 event = rx.recv() => {
-                    let Some((kind, crd)) = event else { return };
+                    let Some((kind, encoded)) = event else { return };
+                    let crd = encoded.value();
                     let name = crd.name().to_string();
                     let group = crd.pointer("/spec/group").and_then(Value::as_str).unwrap_or("").to_string();
                     if kind == WatchEventType::Deleted {
@@ -316,17 +328,17 @@ pub async fn start(stages: Stages, catalogue: Arc<Catalogue>, openapi: CustomOpe
                         controller.reconcile(&name).await;
                         // Names it held may now be free for another CRD of its group.
                         let waiting: Vec<String> = controller
-                            .crds
+                            .group_members(&group)
                             .iter()
-                            .filter(|(_, c)| c.pointer("/spec/group").and_then(Value::as_str) == Some(&group))
-                            .filter(|(_, c)| !conditions::is_true(c, "NamesAccepted"))
-                            .map(|(n, _)| n.clone())
+                            .filter(|c| c.pointer("/spec/group").and_then(Value::as_str) == Some(&group))
+                            .filter(|c| !conditions::is_true(c, "NamesAccepted"))
+                            .map(|c| c.name().to_string())
                             .collect();
                         for other in waiting {
                             controller.reconcile(&other).await;
                         }
                     } else {
-                        controller.crds.insert(name.clone(), crd);
+                        controller.crds.insert(name.clone(), encoded);
                         controller.reconcile(&name).await;
                     }
                 }

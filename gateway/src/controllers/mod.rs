@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actors::Deadline;
-use apimachinery::encoded::WatchEventType;
+use apimachinery::encoded::{EncodedObject, WatchEventType};
 use apimachinery::kinds::ResourceDef;
 use apimachinery::messages::{Target, WatchObjects};
 use apimachinery::options::{ReadAt, WatchOptions};
@@ -60,6 +60,24 @@ pub(crate) fn active(namespace: &Value) -> bool {
 /// change; a watch that ends is started again the same way, so a controller that acts on
 /// state rather than on transitions misses nothing.
 pub(crate) fn events(stages: &Stages, def: &Arc<ResourceDef>) -> mpsc::Receiver<(WatchEventType, Value)> {
+    let mut encoded = encoded_events(stages, def);
+    let (tx, rx) = mpsc::channel(1024);
+    actix_web::rt::spawn(async move {
+        while let Some((kind, object)) = encoded.recv().await {
+            if tx.send((kind, object.value())).await.is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// [`events`] with the objects as the cacher holds them (shared, not decoded), for a
+/// controller that keeps every object and decodes few.
+pub(crate) fn encoded_events(
+    stages: &Stages,
+    def: &Arc<ResourceDef>,
+) -> mpsc::Receiver<(WatchEventType, EncodedObject)> {
     let (tx, rx) = mpsc::channel(1024);
     let (stages, def) = (stages.clone(), def.clone());
     actix_web::rt::spawn(async move {
@@ -75,7 +93,7 @@ pub(crate) fn events(stages: &Stages, def: &Arc<ResourceDef>) -> mpsc::Receiver<
                         if matches!(event.kind, WatchEventType::Bookmark | WatchEventType::Error) {
                             continue;
                         }
-                        if tx.send((event.kind, event.object.value())).await.is_err() {
+                        if tx.send((event.kind, event.object)).await.is_err() {
                             return;
                         }
                     }
