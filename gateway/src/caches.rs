@@ -105,6 +105,23 @@ impl Caches {
         reads
     }
 
+    /// Replaces the cacher of `def`'s store by one built from `def`, as kube rebuilds a CRD's
+    /// storage when its spec changes: what objects read back as (their schema's defaults)
+    /// changed with it. The old cacher's watchers end and resume on the new one from their
+    /// last resourceVersion (or get 410 and re-list, as kube's do).
+    pub fn restart(&self, def: Arc<ResourceDef>) -> Reads {
+        let old = self.running.write().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&def.storage_path);
+        let reads = self.start(def);
+        if let Some(old) = old {
+            actix_web::rt::spawn(async move {
+                if let Err(e) = old.stop.ask(StopCaching, Deadline::after(Duration::from_secs(10))).await {
+                    tracing::warn!(error = %e, "stopping a replaced cacher");
+                }
+            });
+        }
+        reads
+    }
+
     /// Stops the cacher of a storage path: its watches end, and it leaves the admin listing.
     pub async fn stop(&self, storage_path: &str) {
         let gone = self.running.write().unwrap_or_else(std::sync::PoisonError::into_inner).remove(storage_path);

@@ -91,7 +91,11 @@ impl Controller {
         match replaced {
             Ok(added) => {
                 if let Some(first) = added.into_iter().next() {
-                    self.stages.caches.start(first);
+                    if old_path.as_ref() == Some(&storage_path) {
+                        self.stages.caches.restart(first);
+                    } else {
+                        self.stages.caches.start(first);
+                    }
                 }
                 tracing::info!(crd = %name, "serving custom resources");
             }

@@ -112,6 +112,26 @@ async fn a_crd_is_served_at_once_with_its_names_columns_and_categories() {
     let small = s.admin_call("GET", &format!("{WIDGETS}/small"), None).await;
     assert_eq!(small.body["spec"]["size"], "medium");
     assert_eq!(small.body["metadata"]["generation"], 1);
+
+    // Defaulted when read from storage: a default added to the schema later shows on objects
+    // stored before it, in gets, lists and watches, without a write.
+    let crd_path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com";
+    let mut crd = s.admin_call("GET", crd_path, None).await.body;
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["shape"] =
+        json!({"type": "string", "default": "round"});
+    assert_eq!(s.admin_call("PUT", crd_path, Some(&crd)).await.code, 200);
+    let got = wait_for("the new default read back", async || {
+        let got = s.admin_call("GET", &format!("{WIDGETS}/small"), None).await;
+        (got.body["spec"]["shape"] == "round").then_some(got)
+    })
+    .await;
+    assert_eq!(got.body["metadata"]["resourceVersion"], small.body["metadata"]["resourceVersion"], "no write");
+    let list = s.admin_call("GET", WIDGETS, None).await;
+    assert_eq!(list.body["items"][0]["spec"]["shape"], "round", "{}", list.body);
+    let watch = s.admin_call("GET", &format!("{WIDGETS}?watch=1&timeoutSeconds=1"), None).await;
+    let events: Vec<Value> = watch.text().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["object"]["spec"]["shape"], "round", "{events:?}");
 }
 
 #[actix_web::test]
