@@ -95,37 +95,39 @@ fn has_type_and_object_meta(s: &Value) -> bool {
         && ty(meta_prop("generateName"), "string")
 }
 
+/// CEL's reserved words: never identifiers (kube's `celReservedSymbols`).
+pub const RESERVED_WORDS: [&str; 21] = [
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+];
+
 /// kube's `cel.Escape`: a property name as a CEL identifier, or `None` if it cannot be one
 /// (then CEL does not see the property).
 pub fn escape(name: &str) -> Option<String> {
-    const RESERVED: [&str; 21] = [
-        "true",
-        "false",
-        "null",
-        "in",
-        "as",
-        "break",
-        "const",
-        "continue",
-        "else",
-        "for",
-        "function",
-        "if",
-        "import",
-        "let",
-        "loop",
-        "package",
-        "namespace",
-        "return",
-        "var",
-        "void",
-        "while",
-    ];
     let first = name.chars().next()?;
     if first.is_ascii_digit() {
         return None;
     }
-    if RESERVED.contains(&name) {
+    if RESERVED_WORDS.contains(&name) {
         return Some(format!("__{name}__"));
     }
     if !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/')) {
