@@ -727,15 +727,27 @@ fn kube_rs_creates_discovers_and_watches_a_custom_resource() {
 
         let widgets: Api<DynamicObject> = Api::namespaced_with(client, "krs", &resource);
         let (tx, mut seen) = tokio::sync::mpsc::unbounded_channel();
+        let (listed, initial_list) = tokio::sync::oneshot::channel();
         let watched = widgets.clone();
         let watcher = tokio::spawn(async move {
             let mut stream = watcher::watcher(watched, watcher::Config::default()).boxed();
+            let mut listed = Some(listed);
             while let Some(event) = stream.next().await {
-                if let Ok(watcher::Event::Apply(o)) = event {
-                    let _ = tx.send((o.data["spec"]["replicas"].clone(), o.data["status"]["ready"].clone()));
+                match event {
+                    Ok(watcher::Event::InitDone) => {
+                        if let Some(l) = listed.take() {
+                            let _ = l.send(());
+                        }
+                    }
+                    Ok(watcher::Event::Apply(o)) => {
+                        let _ = tx.send((o.data["spec"]["replicas"].clone(), o.data["status"]["ready"].clone()));
+                    }
+                    _ => {}
                 }
             }
         });
+        // Writes start once the watcher has listed, so each one reaches it as a watch event.
+        tokio::time::timeout(Duration::from_secs(10), initial_list).await.expect("listed in time").unwrap();
 
         let mut w1: DynamicObject = serde_json::from_value(widget("w1", json!({"replicas": 1}))).unwrap();
         w1.metadata.namespace = Some("krs".into());
