@@ -7,6 +7,7 @@ use std::sync::Arc;
 use apimachinery::kinds::{Converter, ResourceDef, Subresource};
 use apimachinery::lookup::ObjectLookup;
 use apimachinery::scale::{ScalePaths, Selector, pointer_of};
+use apimachinery::version::compare_kube_aware_versions;
 use serde_json::Value;
 
 use crate::conversion::WebhookConverter;
@@ -120,7 +121,7 @@ pub fn definitions(crd: &Value, services: Option<&Arc<dyn ObjectLookup>>) -> Vec
             def
         })
         .collect();
-    defs.sort_by(|a, b| compare_versions(&a.version, &b.version));
+    defs.sort_by(|a, b| compare_kube_aware_versions(&a.version, &b.version));
     defs
 }
 
@@ -144,8 +145,8 @@ fn deprecation(crd: &Value, version: &Value, group: &str, kind: &str) -> Option<
         .filter(|v| v.get("served").and_then(Value::as_bool) == Some(true))
         .filter(|v| v.get("deprecated").and_then(Value::as_bool) != Some(true))
         .map(|v| v.get("name").and_then(Value::as_str).unwrap_or(""))
-        .filter(|v| compare_versions(v, name) == Ordering::Less)
-        .min_by(|a, b| compare_versions(a, b));
+        .filter(|v| compare_kube_aware_versions(v, name) == Ordering::Less)
+        .min_by(|a, b| compare_kube_aware_versions(a, b));
     if let Some(newer) = newer {
         text.push_str(&format!("; use {group}/{newer} {kind}"));
     }
@@ -162,48 +163,10 @@ fn scale_paths(scale: &Value) -> ScalePaths {
     }
 }
 
-/// kube's version priority (`version.CompareKubeAwareVersionStrings`): GA before beta before
-/// alpha, higher numbers first, and versions that are not Kubernetes-like last, by name.
-pub fn compare_versions(a: &str, b: &str) -> Ordering {
-    fn parse(v: &str) -> Option<(u64, u8, u64)> {
-        let rest = v.strip_prefix('v')?;
-        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
-        let major: u64 = rest[..digits].parse().ok()?;
-        let tail = &rest[digits..];
-        if tail.is_empty() {
-            return Some((major, 2, 0));
-        }
-        let (stage, minor) = if let Some(m) = tail.strip_prefix("beta") {
-            (1, m)
-        } else if let Some(m) = tail.strip_prefix("alpha") {
-            (0, m)
-        } else {
-            return None;
-        };
-        if minor.is_empty() || !minor.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        Some((major, stage, minor.parse().ok()?))
-    }
-    match (parse(a), parse(b)) {
-        (Some((ma, sa, na)), Some((mb, sb, nb))) => sb.cmp(&sa).then(mb.cmp(&ma)).then(nb.cmp(&na)),
-        (Some(_), None) => Ordering::Less,
-        (None, Some(_)) => Ordering::Greater,
-        (None, None) => a.cmp(b),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn versions_sort_as_kube_prefers_them() {
-        let mut v = vec!["v1alpha1", "foo1", "v1", "v2beta1", "v11alpha2", "v2", "v1beta2", "v10", "foo10"];
-        v.sort_by(|a, b| compare_versions(a, b));
-        assert_eq!(v, ["v10", "v2", "v1", "v2beta1", "v1beta2", "v11alpha2", "v1alpha1", "foo1", "foo10"]);
-    }
 
     fn crd() -> Value {
         json!({"metadata": {"name": "widgets.example.com"}, "spec": {"group": "example.com", "scope": "Cluster",

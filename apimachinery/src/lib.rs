@@ -23,10 +23,14 @@
 //! - [`scale`]: the `autoscaling/v1` Scale view of `/scale`.
 //! - [`quota`]: what objects charge resource quotas, shared by quota admission and its
 //!   controller.
+//! - [`apiregistration`]: what an APIService says (priorities, availability), shared by its
+//!   kind and the gateway's aggregator.
+//! - [`version`]: kube's order of API versions.
 //!
 //! Nothing here knows HTTP, a storage backend or a concrete actor: stages depend on this crate
 //! and on the actor runtime, never on each other.
 
+pub mod apiregistration;
 pub mod builtin;
 pub mod cel;
 pub mod defaults;
@@ -48,5 +52,6 @@ pub mod table;
 #[cfg(test)]
 mod test_kinds;
 pub mod validation;
+pub mod version;
 
 pub use error::{ApiError, Reason};

@@ -57,6 +57,81 @@ pub trait ObjectLookup: Send + Sync {
     }
 }
 
+/// Why a Service could not be resolved to one of its endpoints, worded as the admission
+/// webhooks' errors quote it; the aggregator turns each into its own condition reason.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum EndpointError {
+    /// The Service does not exist.
+    #[error("service \"{0}\" not found")]
+    ServiceNotFound(String),
+    /// The Service has no port `port`.
+    #[error("no service port {port} found for service \"{name}\"")]
+    NoServicePort {
+        /// The Service.
+        name: String,
+        /// The port asked for.
+        port: i64,
+    },
+    /// The Service has no Endpoints object.
+    #[error("endpoints \"{0}\" not found")]
+    EndpointsNotFound(String),
+    /// No Endpoints subset has an address for the Service port's name.
+    #[error("no endpoints available for service \"{name}\"")]
+    NoAddresses {
+        /// The Service.
+        name: String,
+        /// The name of the Service port (`""` for an unnamed one).
+        port_name: String,
+    },
+    /// The Service or its Endpoints could not be read.
+    #[error("{0}")]
+    Lookup(String),
+}
+
+/// `host:port` of one endpoint of Service `namespace/name` serving its port `port`, for a
+/// client of a Service (a webhook, a conversion webhook, an aggregated API server): the first
+/// address of the first Endpoints subset with that port's name, as kube dials with
+/// `--enable-aggregator-routing`, since no cluster network routes Service addresses here. An
+/// IPv6 address is bracketed.
+pub async fn service_endpoint(
+    objects: &dyn ObjectLookup,
+    namespace: &str,
+    name: &str,
+    port: i64,
+) -> Result<String, EndpointError> {
+    let lookup = |e: ApiError| EndpointError::Lookup(e.message);
+    let svc = objects
+        .get("", "services", namespace, name)
+        .await
+        .map_err(lookup)?
+        .ok_or_else(|| EndpointError::ServiceNotFound(name.into()))?;
+    let ports = svc.pointer("/spec/ports").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+    let svc_port = ports
+        .iter()
+        .find(|p| p["port"].as_i64() == Some(port))
+        .ok_or_else(|| EndpointError::NoServicePort { name: name.into(), port })?;
+    let port_name = svc_port["name"].as_str().unwrap_or("");
+    let endpoints = objects
+        .get("", "endpoints", namespace, name)
+        .await
+        .map_err(lookup)?
+        .ok_or_else(|| EndpointError::EndpointsNotFound(name.into()))?;
+    for subset in endpoints["subsets"].as_array().into_iter().flatten() {
+        let Some(target) = subset["ports"]
+            .as_array()
+            .and_then(|ps| ps.iter().find(|p| p["name"].as_str().unwrap_or("") == port_name))
+            .and_then(|p| p["port"].as_i64())
+        else {
+            continue;
+        };
+        if let Some(ip) = subset["addresses"].as_array().and_then(|a| a.first()).and_then(|a| a["ip"].as_str()) {
+            let host = if ip.contains(':') { format!("[{ip}]") } else { ip.to_string() };
+            return Ok(format!("{host}:{target}"));
+        }
+    }
+    Err(EndpointError::NoAddresses { name: name.into(), port_name: port_name.into() })
+}
+
 /// Where a kind is served: [`ObjectLookup::resource_for_kind`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KindResource {
@@ -126,9 +201,8 @@ pub trait AccessCheck: Send + Sync {
 }
 
 /// `https://<endpoint address>:<target port><path>` for a client of a Service (a webhook, a
-/// conversion webhook, an aggregated API server): one of the Service's endpoint addresses, as
-/// kube dials with `--enable-aggregator-routing`, since no cluster network routes Service
-/// addresses here. The errors are kube's resolver's.
+/// conversion webhook): [`service_endpoint`] with the path, its errors worded as kube's
+/// resolver's.
 pub async fn service_url(
     objects: &dyn ObjectLookup,
     namespace: &str,
@@ -136,33 +210,8 @@ pub async fn service_url(
     path: &str,
     port: i64,
 ) -> Result<String, String> {
-    let missing = || format!("service \"{name}\" not found");
-    let svc = objects.get("", "services", namespace, name).await.map_err(|e| e.message)?.ok_or_else(missing)?;
-    let ports = svc.pointer("/spec/ports").and_then(Value::as_array).cloned().unwrap_or_default();
-    let svc_port = ports
-        .iter()
-        .find(|p| p["port"].as_i64() == Some(port))
-        .ok_or_else(|| format!("no service port {port} found for service \"{name}\""))?;
-    let port_name = svc_port["name"].as_str().unwrap_or("");
-    let endpoints = objects
-        .get("", "endpoints", namespace, name)
-        .await
-        .map_err(|e| e.message)?
-        .ok_or_else(|| format!("endpoints \"{name}\" not found"))?;
-    for subset in endpoints["subsets"].as_array().into_iter().flatten() {
-        let Some(target) = subset["ports"]
-            .as_array()
-            .and_then(|ps| ps.iter().find(|p| p["name"].as_str().unwrap_or("") == port_name))
-            .and_then(|p| p["port"].as_i64())
-        else {
-            continue;
-        };
-        if let Some(ip) = subset["addresses"].as_array().and_then(|a| a.first()).and_then(|a| a["ip"].as_str()) {
-            let host = if ip.contains(':') { format!("[{ip}]") } else { ip.to_string() };
-            return Ok(format!("https://{host}:{target}{}", slash_prefixed(path)));
-        }
-    }
-    Err(format!("no endpoints available for service \"{name}\""))
+    let endpoint = service_endpoint(objects, namespace, name, port).await.map_err(|e| e.to_string())?;
+    Ok(format!("https://{endpoint}{}", slash_prefixed(path)))
 }
 
 /// `path` with a leading `/`.

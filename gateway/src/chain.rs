@@ -10,7 +10,8 @@
 //! 5. API Priority and Fairness: classified here, on the worker's task; requests APF exempts
 //!    skip its stage, the rest ask it for a seat;
 //! 6. authorization;
-//! 7. the handler: REST and watch for resources, or a non-resource endpoint.
+//! 7. the handler: REST and watch for resources, or a non-resource endpoint; a remote group
+//!    version's requests are passed on to its extension server instead (`aggregator`).
 
 use std::any::Any;
 use std::time::Instant;
@@ -314,6 +315,19 @@ async fn serve(
     if !decision.allowed {
         return Err(refusal(&user, info, &decision));
     }
+    // A remote group version is its extension server's to answer (admission included).
+    if let Some(service) = server.aggregator.route(req.path()) {
+        let forwarded = crate::aggregator::proxy::forward(
+            &server.aggregator,
+            &service,
+            req,
+            payload,
+            &user,
+            deadline,
+            request.audit_id,
+        );
+        return forwarded.await.map_err(ApiError::from);
+    }
     let audit_body = audit.as_ref().map(|_| request.body);
     let ctx = RequestContext { req, info, query, user, deadline, server, audit_body };
     if info.is_resource_request { rest::serve(&ctx, payload).await } else { non_resource(&ctx).await }
@@ -350,6 +364,8 @@ async fn non_resource(ctx: &RequestContext<'_>) -> Result<HttpResponse, ApiError
     }
     let accept = ctx.header("Accept");
     let catalogue = &ctx.server.catalogue;
+    let aggregator = &ctx.server.aggregator;
+    let remote = aggregator.registry();
     Ok(match path {
         "/version" => json_ok(ctx, &version()),
         "/debug/api_priority_and_fairness/dump_priority_levels" => HttpResponse::Ok()
@@ -369,18 +385,20 @@ async fn non_resource(ctx: &RequestContext<'_>) -> Result<HttpResponse, ApiError
             health::report(ctx, endpoint, Some(check)).await
         }
         "/api" => match discovery::wants_aggregated(accept) {
-            Some(media) => aggregated(media, discovery::aggregated(catalogue, true, media)),
+            Some(media) => aggregated(media, discovery::aggregated_core(catalogue, media)),
             None => json_ok(ctx, &discovery::api_versions(&ctx.server.address)),
         },
         "/apis" => match discovery::wants_aggregated(accept) {
-            Some(media) => aggregated(media, discovery::aggregated(catalogue, false, media)),
-            None => json_ok(ctx, &discovery::api_group_list(catalogue)),
+            Some(media) => aggregated(media, discovery::aggregated(catalogue, &remote, &aggregator.discovery, media)),
+            None => json_ok(ctx, &discovery::api_group_list(catalogue, &remote)),
         },
         "/api/v1" => json_ok(ctx, &discovery::api_resource_list(catalogue, "", "v1").ok_or_else(resource_not_found)?),
         p if p.starts_with("/apis/") => {
             let parts: Vec<&str> = p.trim_start_matches("/apis/").split('/').collect();
             match parts.as_slice() {
-                [group] => json_ok(ctx, &discovery::api_group(catalogue, group).ok_or_else(resource_not_found)?),
+                [group] => {
+                    json_ok(ctx, &discovery::api_group(catalogue, &remote, group).ok_or_else(resource_not_found)?)
+                }
                 [group, version] => json_ok(
                     ctx,
                     &discovery::api_resource_list(catalogue, group, version).ok_or_else(resource_not_found)?,

@@ -110,6 +110,34 @@ pub struct ServeOptions {
     /// `claim=value` every OIDC token must carry (repeatable).
     #[arg(long, value_parser = parse_key_value)]
     pub oidc_required_claim: Vec<(String, String)>,
+    /// Client certificate (PEM) presented to extension API servers: requests passed on to
+    /// remote APIServices, their availability probes and discovery fetches.
+    #[arg(long)]
+    pub proxy_client_cert_file: Option<PathBuf>,
+    /// The key of `--proxy-client-cert-file`.
+    #[arg(long)]
+    pub proxy_client_key_file: Option<PathBuf>,
+    /// CA of front-proxy client certificates, published for extension API servers in
+    /// `kube-system/extension-apiserver-authentication` (this server does not authenticate
+    /// requests by front-proxy headers itself).
+    #[arg(long)]
+    pub requestheader_client_ca_file: Option<PathBuf>,
+    /// Common names a front-proxy certificate may have (comma-separated; any when empty).
+    #[arg(long, value_delimiter = ',')]
+    pub requestheader_allowed_names: Vec<String>,
+    /// Headers naming the user behind a front proxy (kubeadm's `X-Remote-User`).
+    #[arg(long, value_delimiter = ',')]
+    pub requestheader_username_headers: Vec<String>,
+    /// Headers naming the user's groups (kubeadm's `X-Remote-Group`).
+    #[arg(long, value_delimiter = ',')]
+    pub requestheader_group_headers: Vec<String>,
+    /// Prefixes of headers carrying the user's extra attributes (kubeadm's `X-Remote-Extra-`).
+    #[arg(long, value_delimiter = ',')]
+    pub requestheader_extra_headers_prefix: Vec<String>,
+    /// Answer 502 when an extension API server redirects a request passed on to it, rather
+    /// than passing the redirect back.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub aggregator_reject_forwarding_redirects: bool,
     /// kubeconfig of a service answering TokenReviews for tokens nothing else recognises.
     #[arg(long)]
     pub authentication_token_webhook_config_file: Option<PathBuf>,

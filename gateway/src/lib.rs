@@ -16,13 +16,16 @@
 //! - [`unstored`]: resources stored nowhere, answered by the gateway (`bindings`);
 //!   [`componentstatuses`], the deprecated read-only component health list, is one.
 //! - [`discovery`], [`openapi`], [`health`], [`admin`]: the non-resource endpoints.
+//! - [`aggregator`]: API aggregation: remote group versions' requests passed on to their
+//!   extension servers, their availability probes and cached discovery.
 //! - [`negotiate`]: representations (JSON, YAML, protobuf; tables and metadata views).
 //! - [`reviews`]: the access and token review APIs, answered in process.
 //! - [`escalation`]: RBAC escalation prevention, first in the admission chain.
 //! - [`status_writer`]: how admission plugins write other objects' status (quota charges).
 //! - [`rbac_feed`]: keeps the authorizer's RBAC policy current from the RBAC cachers.
 //! - [`controllers`]: what kube-controller-manager would do for a standalone server: namespace
-//!   finalization, default ServiceAccounts, legacy tokens, ClusterRole aggregation, quota usage.
+//!   finalization, default ServiceAccounts, legacy tokens, ClusterRole aggregation, quota usage;
+//!   and the API's own: CRDs served, APIServices registered and kept available.
 //! - [`tokens`]: the TokenRequest subresource and the token issuer's discovery documents.
 //! - [`tls`]: serving certificates, the generated PKI, client-certificate identities.
 //!
@@ -30,6 +33,7 @@
 //! composition root knows every other one.
 
 pub mod admin;
+pub mod aggregator;
 pub mod auditing;
 pub mod backends;
 pub mod caches;

@@ -338,6 +338,14 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     crate::rbac_feed::start(stages.clone(), catalogue.clone(), policy.clone()).await?;
     let openapi = crate::openapi::CustomOpenApi::default();
     crate::controllers::crds::start(stages.clone(), catalogue.clone(), openapi.clone(), objects.clone()).await;
+    let (aggregator, rechecks) = crate::aggregator::Aggregator::new(objects.clone(), aggregator_options(&options)?);
+    let aggregator = Arc::new(aggregator);
+    crate::controllers::apiservice_registration::start(stages.clone(), catalogue.clone()).await;
+    crate::controllers::apiservices::start(stages.clone(), catalogue.clone(), aggregator.clone(), rechecks).await;
+    let trust = authentication_trust(&options, &material)?;
+    if let Err(e) = crate::controllers::authentication_trust::publish(&stages, &catalogue, &trust).await {
+        tracing::warn!("publishing the extension API servers' authentication: {e}");
+    }
     spawn_apf_upkeep(stages.clone(), objects.clone());
     spawn_controllers(&options, &stages, &catalogue, &objects, &issuer, &material);
     crate::backends::spawn_object_counts(
@@ -377,6 +385,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         apf,
         apf_view,
         apf_exempt,
+        aggregator,
     });
     let workers = if options.workers == 0 {
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
@@ -406,6 +415,55 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let result = main.await.map_err(|e| e.to_string());
     admin_handle.stop(true).await;
     result
+}
+
+/// The aggregator's flags: the proxy client certificate read once (kube reloads it when the
+/// files change).
+fn aggregator_options(options: &ServeOptions) -> Result<crate::aggregator::AggregatorOptions, String> {
+    let read = |p: &std::path::Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
+    let client_cert = match (&options.proxy_client_cert_file, &options.proxy_client_key_file) {
+        (Some(cert), Some(key)) => Some((read(cert)?, read(key)?)),
+        (None, None) => None,
+        _ => return Err("--proxy-client-cert-file and --proxy-client-key-file must be given together".into()),
+    };
+    Ok(crate::aggregator::AggregatorOptions {
+        client_cert,
+        reject_redirects: options.aggregator_reject_forwarding_redirects,
+    })
+}
+
+/// What `kube-system/extension-apiserver-authentication` publishes, warning as kube does when
+/// the front-proxy headers leave out the ones the aggregator sends.
+fn authentication_trust(
+    options: &ServeOptions,
+    material: &tls::TlsMaterial,
+) -> Result<crate::controllers::authentication_trust::AuthenticationTrust, String> {
+    use crate::controllers::authentication_trust::{AuthenticationTrust, RequestHeader};
+    let requestheader = match &options.requestheader_client_ca_file {
+        None => None,
+        Some(file) => {
+            let client_ca = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+            for (flag, values, standard) in [
+                ("username-headers", &options.requestheader_username_headers, "X-Remote-User"),
+                ("group-headers", &options.requestheader_group_headers, "X-Remote-Group"),
+                ("extra-headers-prefix", &options.requestheader_extra_headers_prefix, "X-Remote-Extra-"),
+            ] {
+                if !values.is_empty() && !values.iter().any(|v| v.eq_ignore_ascii_case(standard)) {
+                    tracing::warn!(
+                        "--requestheader-{flag} is set without specifying the standard {standard} header - API aggregation will not work"
+                    );
+                }
+            }
+            Some(RequestHeader {
+                client_ca,
+                allowed_names: options.requestheader_allowed_names.clone(),
+                username_headers: options.requestheader_username_headers.clone(),
+                group_headers: options.requestheader_group_headers.clone(),
+                extra_headers_prefix: options.requestheader_extra_headers_prefix.clone(),
+            })
+        }
+    };
+    Ok(AuthenticationTrust { client_ca: material.client_ca_pem.clone(), requestheader })
 }
 
 /// `--authorization-mode`'s authorizers.

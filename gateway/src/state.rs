@@ -83,4 +83,7 @@ pub struct ServerState {
     /// Where exempt requests hold their seat: they never ask the APF stage, but their demand
     /// counts in its borrowing.
     pub apf_exempt: flowcontrol::ExemptSeats,
+    /// The APIServices, remote groups' cached discovery, and how requests reach extension
+    /// servers.
+    pub aggregator: Arc<crate::aggregator::Aggregator>,
 }

@@ -41,6 +41,9 @@ pub struct TlsMaterial {
     pub serving_ca_pem: Option<String>,
     /// PEM certificate and key of the admin client, if we can sign client certificates.
     pub admin_client: Option<(String, String)>,
+    /// PEM of the CA client certificates are verified with (published for extension API
+    /// servers).
+    pub client_ca_pem: String,
 }
 
 fn io_err(path: &Path, e: impl std::fmt::Display) -> String {
@@ -191,7 +194,7 @@ pub fn prepare(data_dir: &Path, opts: &TlsOptions) -> Result<TlsMaterial, String
         .with_client_cert_verifier(verifier)
         .with_single_cert(certs_from_pem(&cert_pem, "serving certificate")?, key)
         .map_err(|e| format!("serving certificate: {e}"))?;
-    Ok(TlsMaterial { server_config, serving_ca_pem, admin_client })
+    Ok(TlsMaterial { server_config, serving_ca_pem, admin_client, client_ca_pem })
 }
 
 /// The identity in a verified client certificate: CN is the user, each O a group.

@@ -7,9 +7,12 @@
 //! `$KUBECTL`, Python from `$APISERVER_PYTHON` (`deploy/install-tools.sh` prints both). A missing
 //! tool fails the test with a message saying how to install it: nothing is skipped silently.
 //! [`http`] sends raw requests as a chosen caller; [`webhook`] runs admission webhook servers
-//! for the tests and the load generator.
+//! for the tests and the load generator, [`extension`] an extension API server, [`pki`] the
+//! certificates of both.
 
+pub mod extension;
 pub mod http;
+pub mod pki;
 pub mod webhook;
 
 pub use http::{Answer, Caller};
@@ -28,6 +31,17 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 /// A free loopback port (bound once, released for the server to take).
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+}
+
+/// This machine's address on its default route: Endpoints may not point at loopback (kube's
+/// validation refuses 127.0.0.0/8), so a server reached through a Service listens here.
+pub fn host_ip() -> String {
+    let probe = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+    // Connecting a UDP socket sends nothing; it only picks the route and the local address.
+    probe.connect("10.255.255.255:9").expect("a route off this machine (for a non-loopback address)");
+    let ip = probe.local_addr().unwrap().ip();
+    assert!(!ip.is_loopback() && !ip.is_unspecified(), "a non-loopback address for the Endpoints: {ip}");
+    ip.to_string()
 }
 
 /// The apiserver binary under test.

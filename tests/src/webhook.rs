@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use base64::Engine;
-use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 use serde_json::{Value, json};
 
 /// What a webhook answers: the `response` fields besides `uid`, after `delay`.
@@ -97,29 +96,8 @@ impl WebhookServer {
         names: &[&str],
         answer: impl Fn(&str, &Value) -> Reply + Send + Sync + 'static,
     ) -> WebhookServer {
-        let ca_key = rcgen::KeyPair::generate().unwrap();
-        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        // Every server's CA has a name of its own: a CA of the same name would be taken for the
-        // issuer of another's certificates (and fail on the signature, not as unknown).
-        static SERVERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = SERVERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        ca_params.distinguished_name.push(rcgen::DnType::CommonName, format!("webhook test CA {n}"));
-        let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).unwrap();
-        let key = rcgen::KeyPair::generate().unwrap();
-        let leaf = rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
-            .unwrap()
-            .signed_by(&key, &ca)
-            .unwrap();
-        let tls = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(
-                vec![leaf.der().clone()],
-                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
-            )
-            .unwrap();
+        let ca = crate::pki::TestCa::new("webhook");
+        let tls = ca.server_config(names, None);
         let listener = TcpListener::bind((ip, 0)).unwrap();
         let port = listener.local_addr().unwrap().port();
         let calls: Arc<Mutex<Vec<Call>>> = Arc::default();
@@ -165,8 +143,7 @@ impl WebhookServer {
             })
         });
         let handle = rx.recv_timeout(Duration::from_secs(10)).expect("webhook server started");
-        let ca_bundle = base64::engine::general_purpose::STANDARD.encode(ca.pem());
-        WebhookServer { port, ca_bundle, calls, handle }
+        WebhookServer { port, ca_bundle: ca.bundle(), calls, handle }
     }
 
     /// `https://127.0.0.1:<port><path>`.

@@ -58,6 +58,9 @@ struct Target {
     tls: Option<Arc<rustls::ClientConfig>>,
     /// The `Authorization` header value, if the user has credentials besides a certificate.
     authorization: Option<String>,
+    /// Built for passing requests on ([`WebhookClient::for_proxy`]): redirects are not
+    /// followed, and there is no default timeout or header.
+    proxy: bool,
 }
 
 impl std::fmt::Debug for WebhookClient {
@@ -139,6 +142,7 @@ impl WebhookClient {
             server: resolved.server,
             tls,
             authorization: resolved.authorization,
+            proxy: false,
         };
         Ok(WebhookClient { target: Arc::new(target) })
     }
@@ -148,9 +152,12 @@ impl WebhookClient {
     pub fn for_server(server: &str, ca_pem: Option<Vec<u8>>) -> Result<WebhookClient, String> {
         let resolved = Resolved { server: server.to_string(), ca_pem, ..Default::default() };
         let tls = tls_config(&resolved)?;
-        let target =
-            Target { id: NEXT_ID.fetch_add(1, Ordering::Relaxed), server: resolved.server, tls, authorization: None };
-        Ok(WebhookClient { target: Arc::new(target) })
+        Ok(Self::with_tls(resolved.server, tls, false))
+    }
+
+    fn with_tls(server: String, tls: Option<Arc<rustls::ClientConfig>>, proxy: bool) -> WebhookClient {
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        WebhookClient { target: Arc::new(Target { id, server, tls, authorization: None, proxy }) }
     }
 
     /// A client for URLs given per call ([`WebhookClient::post_json_to`]), trusting `ca_pem`
@@ -160,10 +167,31 @@ impl WebhookClient {
     /// `<service>.<namespace>.svc`, as kube checks it.
     pub fn for_endpoints(ca_pem: Option<Vec<u8>>, verify_name: Option<String>) -> Result<WebhookClient, String> {
         let resolved = Resolved { ca_pem, verify_name, ..Default::default() };
-        let tls = tls_config(&resolved)?;
-        let target =
-            Target { id: NEXT_ID.fetch_add(1, Ordering::Relaxed), server: String::new(), tls, authorization: None };
-        Ok(WebhookClient { target: Arc::new(target) })
+        Ok(Self::with_tls(String::new(), tls_config(&resolved)?, false))
+    }
+
+    /// A client for requests passed on as they came, to URLs given per request: the
+    /// aggregator's proxy and its availability probes. TLS is as `trust` says; redirects are
+    /// not followed (the caller decides what a redirect means), and there is no default
+    /// timeout or header (the caller sets each request's). Streamed through
+    /// [`WebhookClient::http`].
+    pub fn for_proxy(trust: Trust) -> Result<WebhookClient, String> {
+        // Skipping verification makes the roots and the name moot.
+        let (ca_pem, verify_name) = if trust.insecure { (None, None) } else { (trust.ca_pem, trust.server_name) };
+        let resolved = Resolved {
+            ca_pem,
+            verify_name,
+            insecure: trust.insecure,
+            client_cert: trust.client_cert,
+            ..Default::default()
+        };
+        Ok(Self::with_tls(String::new(), tls_config(&resolved)?, true))
+    }
+
+    /// This thread's pooled awc client for the target, for requests the helpers here do not
+    /// cover (streamed bodies). Must be used on the thread it was taken on.
+    pub fn http(&self) -> awc::Client {
+        self.awc_client()
     }
 
     /// GETs `url` (on the same trust as the server) and returns the status and the JSON body
@@ -213,13 +241,7 @@ impl WebhookClient {
         }
         let payload = serde_json::to_vec(body).map_err(|e| CallError::Failed(e.to_string()))?;
         let exchange = async {
-            let mut response = request.send_body(payload).await.map_err(|e| match e {
-                awc::error::SendRequestError::Timeout => CallError::DeadlineExceeded,
-                awc::error::SendRequestError::Connect(awc::error::ConnectError::Io(e)) => {
-                    CallError::Failed(connect_error(url, &e))
-                }
-                e => CallError::Failed(e.to_string()),
-            })?;
+            let mut response = request.send_body(payload).await.map_err(|e| send_error(url, &e))?;
             let bytes =
                 response.body().limit(MAX_RESPONSE_BYTES).await.map_err(|e| CallError::Failed(e.to_string()))?;
             Ok((response.status().as_u16(), serde_json::from_slice(&bytes).unwrap_or(Value::Null)))
@@ -237,6 +259,18 @@ impl WebhookClient {
             }
             cache.1.entry(self.target.id).or_insert_with(|| build_awc(&self.target)).clone()
         })
+    }
+}
+
+/// Why a request to `url` got no response, in Go's words where kube quotes them (see
+/// [`connect_error`]).
+pub fn send_error(url: &str, e: &awc::error::SendRequestError) -> CallError {
+    match e {
+        awc::error::SendRequestError::Timeout => CallError::DeadlineExceeded,
+        awc::error::SendRequestError::Connect(awc::error::ConnectError::Io(e)) => {
+            CallError::Failed(connect_error(url, e))
+        }
+        e => CallError::Failed(e.to_string()),
     }
 }
 
@@ -273,7 +307,27 @@ fn build_awc(target: &Target) -> awc::Client {
         Some(config) => awc::Connector::new().rustls_0_23(config.clone()),
         None => awc::Connector::new(),
     };
-    awc::Client::builder().connector(connector).finish()
+    let builder = awc::Client::builder().connector(connector);
+    if target.proxy {
+        builder.disable_redirects().disable_timeout().no_default_headers().finish()
+    } else {
+        builder.finish()
+    }
+}
+
+/// How a server dialled by address is trusted and how the client proves itself: kube's
+/// `rest.TLSClientConfig` as the aggregator builds it for an APIService.
+#[derive(Clone, Debug, Default)]
+pub struct Trust {
+    /// PEM roots to trust (an APIService's `caBundle`).
+    pub ca_pem: Option<Vec<u8>>,
+    /// Accept any server certificate (`insecureSkipTLSVerify`).
+    pub insecure: bool,
+    /// The name the server certificate must be valid for, whatever address is dialled
+    /// (`<service>.<namespace>.svc`).
+    pub server_name: Option<String>,
+    /// PEM certificate chain and key presented to the server (`--proxy-client-cert-file`).
+    pub client_cert: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 /// What a kubeconfig says about one endpoint, files read and data decoded.
@@ -508,7 +562,7 @@ fn tls_config(r: &Resolved) -> Result<Option<Arc<rustls::ClientConfig>>, String>
             }
         }
         None if r.verify_name.is_some() => {
-            return Err("a webhook reached through a Service needs a caBundle".into());
+            return Err("a server reached through a Service needs a caBundle".into());
         }
         None if r.insecure => {
             builder.dangerous().with_custom_certificate_verifier(Arc::new(SkipServerVerification(algorithms)))

@@ -7,6 +7,7 @@
 //! `lease.rs` is the example of a kind whose whole behaviour lives in its file; the others call
 //! the shared defaulting, validation and printing code kube shares between kinds.
 
+mod apiservice;
 mod binding;
 mod certificatesigningrequest;
 mod componentstatus;
@@ -85,6 +86,8 @@ fn definitions() -> Vec<ResourceDef> {
         resourcequota::definition(),
         limitrange::definition(),
         event::core(),
+        // kube lists its aggregator's own group first of /apis.
+        apiservice::definition(),
         deployment::definition(),
         replicaset::definition(),
         statefulset::definition(),

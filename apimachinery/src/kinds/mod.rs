@@ -428,10 +428,11 @@ impl ResourceDef {
     }
 
     /// The `/status` flavour: identity and spec from `old`, only status and metadata changes
-    /// taken from `new`.
+    /// taken from `new`, then the strategy's own status preparation.
     pub fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
         if new.is_object() {
             crate::defaults::prepare_for_status_update(new, old);
+            self.strategy.prepare_for_status_update(new, old);
         }
     }
 
@@ -528,15 +529,36 @@ impl Index {
 /// The served resources. Readers clone an `Arc` of the current index under a read lock held
 /// for a lookup, so adding or removing a resource (rare: custom resources) never blocks a
 /// request for longer than that.
-#[derive(Default)]
 pub struct Catalogue {
     index: RwLock<Arc<Index>>,
+    /// Counts changes, for whoever follows what is served (the registration of the group
+    /// versions' APIServices): a watch channel keeps only the latest count, so a slow follower
+    /// sees one change however many happened.
+    changes: tokio::sync::watch::Sender<u64>,
+}
+
+impl Default for Catalogue {
+    fn default() -> Self {
+        Catalogue::new([])
+    }
 }
 
 impl Catalogue {
     /// A catalogue serving `defs`, in that order.
     pub fn new(defs: impl IntoIterator<Item = Arc<ResourceDef>>) -> Self {
-        Catalogue { index: RwLock::new(Arc::new(Index::build(defs.into_iter().collect()))) }
+        Catalogue {
+            index: RwLock::new(Arc::new(Index::build(defs.into_iter().collect()))),
+            changes: tokio::sync::watch::Sender::new(0),
+        }
+    }
+
+    /// Wakes whenever the served resources change.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    fn changed(&self) {
+        self.changes.send_modify(|n| *n += 1);
     }
 
     fn index(&self) -> Arc<Index> {
@@ -605,6 +627,8 @@ impl Catalogue {
         let mut all = index.all.clone();
         all.push(def.clone());
         *index = Arc::new(Index::build(all));
+        drop(index);
+        self.changed();
         Ok(def)
     }
 
@@ -628,6 +652,8 @@ impl Catalogue {
             added.push(def);
         }
         *index = Arc::new(Index::build(all));
+        drop(index);
+        self.changed();
         Ok(added)
     }
 
@@ -638,6 +664,8 @@ impl Catalogue {
         let mut all = index.all.clone();
         let gone = all.remove(pos);
         *index = Arc::new(Index::build(all));
+        drop(index);
+        self.changed();
         Some(gone)
     }
 }
@@ -667,8 +695,10 @@ mod tests {
         assert!(c.add(widgets()).is_err(), "one definition per group, version and resource");
         assert_eq!(c.find_kind("example.com", "v1", "Widget").unwrap().resource, "widgets");
         assert_eq!(c.groups().iter().map(|g| g.name.as_str()).collect::<Vec<_>>(), ["example.com"]);
+        let changes = c.subscribe();
         assert!(c.remove("example.com", "v1", "widgets").is_some());
         assert!(c.find("example.com", "v1", "widgets").is_none());
+        assert!(changes.has_changed().unwrap(), "followers hear of the change");
         assert_eq!(held.short_names, ["wd"], "a request holding the definition keeps it");
     }
 

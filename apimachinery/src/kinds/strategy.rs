@@ -77,6 +77,10 @@ pub trait Strategy: Send + Sync {
     /// `PrepareForUpdate` of the main resource, after identity and status are carried over.
     fn prepare_for_update(&self, _new: &mut Value, _old: &Value) {}
 
+    /// The status strategy's `PrepareForUpdate`, after spec and identity are carried over
+    /// from `old`: what else a `/status` write may not change.
+    fn prepare_for_status_update(&self, _new: &mut Value, _old: &Value) {}
+
     /// `Validate` on create: by default, kube's `ValidateObjectMeta`, then the kind's own rules
     /// ([`Strategy::validate_kind`]).
     fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {

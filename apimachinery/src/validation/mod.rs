@@ -19,7 +19,7 @@
 //! - [`webhook`]: where a webhook is reached (URL or Service), as `k8s.io/apiserver` checks it.
 //! - [`cel`]: the hook where CEL expressions are compiled.
 //! - `pod`, `apps`, `batch`, `core`, `rbac`, `certificates`, `cluster`, `networking`, `quota`, `storage`,
-//!   `admissionregistration`, `flowcontrol`, `apiextensions`: the kinds.
+//!   `admissionregistration`, `flowcontrol`, `apiextensions`, `apiregistration`: the kinds.
 
 pub mod cel;
 pub mod field;
@@ -29,6 +29,7 @@ pub mod webhook;
 
 pub mod admissionregistration;
 pub mod apiextensions;
+pub mod apiregistration;
 pub mod apps;
 pub mod batch;
 pub mod certificates;

@@ -12,6 +12,11 @@
 //! - [`policy_status`]: ValidatingAdmissionPolicies' `status.typeChecking`.
 //! - [`crds`]: CustomResourceDefinitions served, their names and conditions kept, their
 //!   objects deleted with them (part of the API, not of kube-controller-manager: always on).
+//! - [`apiservice_registration`]: an APIService for every group version served here.
+//! - [`apiservices`]: the aggregator's routes, the `Available` condition and the discovery of
+//!   remote APIServices (the API's too: always on).
+//! - [`authentication_trust`]: the `extension-apiserver-authentication` ConfigMap extension
+//!   servers authenticate passed-on requests by.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +32,9 @@ use tokio::sync::mpsc;
 
 use crate::state::Stages;
 
+pub mod apiservice_registration;
+pub mod apiservices;
+pub mod authentication_trust;
 pub mod crds;
 pub mod namespace_finalizer;
 pub mod policy_status;

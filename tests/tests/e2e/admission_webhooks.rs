@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tests::webhook::{Call, Reply, WebhookServer, allow, deny, patch};
-use tests::{TestServer, command_outcome as out, free_port, within};
+use tests::{TestServer, command_outcome as out, free_port, host_ip, within};
 
 /// A webhook named `name` called at `url` for CREATE and UPDATE of core `resources`, with the
 /// caBundle of `server`; `extra` fields are merged in (`null` removes one).
@@ -421,17 +421,6 @@ async fn a_server_side_dry_run_reaches_side_effect_free_webhooks_marked_dry_run_
         "MutatingWebhookConfiguration.admissionregistration.k8s.io \"effects\" is invalid: webhooks[0].sideEffects: \
          Unsupported value: \"Some\": supported values: \"None\", \"NoneOnDryRun\""
     );
-}
-
-/// This machine's address on its default route: Endpoints may not point at loopback (kube's
-/// validation refuses 127.0.0.0/8), so a webhook reached through a Service listens here.
-fn host_ip() -> String {
-    let probe = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
-    // Connecting a UDP socket sends nothing; it only picks the route and the local address.
-    probe.connect("10.255.255.255:9").expect("a route off this machine (for a non-loopback address)");
-    let ip = probe.local_addr().unwrap().ip();
-    assert!(!ip.is_loopback() && !ip.is_unspecified(), "a non-loopback address for the Endpoints: {ip}");
-    ip.to_string()
 }
 
 /// Service `webhooks/hooks` (port 443, named https) with Endpoints at `ip` and `port`, and a

@@ -427,6 +427,7 @@ validatingadmissionpolicies admissionregistration.k8s.io/v1 false ValidatingAdmi
 validatingadmissionpolicybindings admissionregistration.k8s.io/v1 false ValidatingAdmissionPolicyBinding create,delete,deletecollection,get,list,patch,update,watch api-extensions
 validatingwebhookconfigurations admissionregistration.k8s.io/v1 false ValidatingWebhookConfiguration create,delete,deletecollection,get,list,patch,update,watch api-extensions
 customresourcedefinitions crd,crds apiextensions.k8s.io/v1 false CustomResourceDefinition create,delete,deletecollection,get,list,patch,update,watch api-extensions
+apiservices apiregistration.k8s.io/v1 false APIService create,delete,deletecollection,get,list,patch,update,watch api-extensions
 controllerrevisions apps/v1 true ControllerRevision create,delete,deletecollection,get,list,patch,update,watch
 daemonsets ds apps/v1 true DaemonSet create,delete,deletecollection,get,list,patch,update,watch all
 deployments deploy apps/v1 true Deployment create,delete,deletecollection,get,list,patch,update,watch all

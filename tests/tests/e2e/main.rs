@@ -3,6 +3,7 @@
 mod admin;
 mod admission_policies;
 mod admission_webhooks;
+mod aggregation;
 mod audit;
 mod backpressure;
 mod bad_input;
