@@ -424,7 +424,12 @@ async fn deleting_a_crd_deletes_its_objects_and_stops_serving_them() {
 async fn kubectl_explains_a_custom_resource_and_leaves_unknown_fields_to_the_server() {
     let s = TestServer::start();
     create_crd(&s, &widgets_crd(), WIDGETS).await;
-    let index = s.admin_call("GET", "/openapi/v3", None).await;
+    // The documents are published just after the resource is served (kube's lag by seconds).
+    let index = wait_for("the group version in the OpenAPI index", async || {
+        let index = s.admin_call("GET", "/openapi/v3", None).await;
+        index.body["paths"]["apis/example.com/v1"].is_object().then_some(index)
+    })
+    .await;
     let url = index.body["paths"]["apis/example.com/v1"]["serverRelativeURL"].as_str().unwrap().to_string();
     assert!(url.starts_with("/openapi/v3/apis/example.com/v1?hash="), "{url}");
     assert!(index.body["paths"]["api/v1"].is_object(), "the built-in group versions stay listed");
