@@ -61,6 +61,7 @@ actors::stage_handler!(TestAdmission => Admit);
 struct Registry {
     store: RegistryStore,
     storage: Arc<dyn Storage>,
+    ips: Arc<ClusterIpAllocator>,
     _arbiter: StageArbiter,
 }
 
@@ -77,8 +78,8 @@ fn registry_over(storage: Arc<dyn Storage>, range: &str) -> Registry {
     let admission = actors::start(&arbiter, &ActorDirectory::default(), &spec, TestAdmission);
     let range = ServiceRange::parse(range).unwrap();
     let ips = Arc::new(ClusterIpAllocator::new(range, router.clone(), catalogue.clone(), "/registry"));
-    let store = RegistryStore::new(catalogue, router, "/registry", admission.handle(), ips);
-    Registry { store, storage, _arbiter: arbiter }
+    let store = RegistryStore::new(catalogue, router, "/registry", admission.handle(), ips.clone());
+    Registry { store, storage, ips, _arbiter: arbiter }
 }
 
 fn registry(range: &str) -> Registry {
@@ -439,7 +440,12 @@ async fn a_create_dropped_mid_write_gives_its_address_back() {
     // The request goes away (its deadline, its client) while the Service's write waits.
     let dropped = tokio::time::timeout(Duration::from_millis(200), r.service("dropped")).await;
     assert!(dropped.is_err(), "the create was still writing");
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The address is given back by a task of its own once the write is abandoned.
+    let waited = std::time::Instant::now();
+    while r.ips.used().await.unwrap() > 0 {
+        assert!(waited.elapsed() < Duration::from_secs(5), "the dropped create's address was never given back");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert_eq!(ip(&r.service("next").await.unwrap()), "10.0.0.1", "the dropped create's address came back");
 }
 
