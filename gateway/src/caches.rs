@@ -33,6 +33,15 @@ struct Running {
     stop: StageHandle<StopCaching>,
 }
 
+impl Running {
+    /// Stops the cacher (its watchers' streams end).
+    async fn stop(self, storage_path: &str) {
+        if let Err(e) = self.stop.ask(StopCaching, Deadline::after(Duration::from_secs(10))).await {
+            tracing::warn!(storage_path, error = %e, "stopping a cacher");
+        }
+    }
+}
+
 /// What starting a cacher needs.
 struct Starter {
     arbiter: StageArbiter,
@@ -110,14 +119,12 @@ impl Caches {
     /// changed with it. The old cacher's watchers end and resume on the new one from their
     /// last resourceVersion (or get 410 and re-list, as kube's do).
     pub fn restart(&self, def: Arc<ResourceDef>) -> Reads {
-        let old = self.running.write().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&def.storage_path);
+        let def_path = def.storage_path.clone();
+        let old = self.running.write().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&def_path);
         let reads = self.start(def);
         if let Some(old) = old {
-            actix_web::rt::spawn(async move {
-                if let Err(e) = old.stop.ask(StopCaching, Deadline::after(Duration::from_secs(10))).await {
-                    tracing::warn!(error = %e, "stopping a replaced cacher");
-                }
-            });
+            let path = def_path;
+            actix_web::rt::spawn(async move { old.stop(&path).await });
         }
         reads
     }
@@ -126,10 +133,7 @@ impl Caches {
     pub async fn stop(&self, storage_path: &str) {
         let gone = self.running.write().unwrap_or_else(std::sync::PoisonError::into_inner).remove(storage_path);
         if let Some(gone) = gone {
-            let deadline = Deadline::after(Duration::from_secs(10));
-            if let Err(e) = gone.stop.ask(StopCaching, deadline).await {
-                tracing::warn!(storage_path, error = %e, "stopping a cacher");
-            }
+            gone.stop(storage_path).await;
         }
     }
 

@@ -68,16 +68,7 @@ pub(crate) fn active(namespace: &Value) -> bool {
 /// change; a watch that ends is started again the same way, so a controller that acts on
 /// state rather than on transitions misses nothing.
 pub(crate) fn events(stages: &Stages, def: &Arc<ResourceDef>) -> mpsc::Receiver<(WatchEventType, Value)> {
-    let mut encoded = encoded_events(stages, def);
-    let (tx, rx) = mpsc::channel(1024);
-    actix_web::rt::spawn(async move {
-        while let Some((kind, object)) = encoded.recv().await {
-            if tx.send((kind, object.value())).await.is_err() {
-                return;
-            }
-        }
-    });
-    rx
+    follow(stages, def, |object| object.value())
 }
 
 /// [`events`] with the objects as the cacher holds them (shared, not decoded), for a
@@ -86,6 +77,15 @@ pub(crate) fn encoded_events(
     stages: &Stages,
     def: &Arc<ResourceDef>,
 ) -> mpsc::Receiver<(WatchEventType, EncodedObject)> {
+    follow(stages, def, |object| object)
+}
+
+/// The watch loop of [`events`] and [`encoded_events`], each object passed through `map`.
+fn follow<T: Send + 'static>(
+    stages: &Stages,
+    def: &Arc<ResourceDef>,
+    map: fn(EncodedObject) -> T,
+) -> mpsc::Receiver<(WatchEventType, T)> {
     let (tx, rx) = mpsc::channel(1024);
     let (stages, def) = (stages.clone(), def.clone());
     actix_web::rt::spawn(async move {
@@ -101,7 +101,7 @@ pub(crate) fn encoded_events(
                         if matches!(event.kind, WatchEventType::Bookmark | WatchEventType::Error) {
                             continue;
                         }
-                        if tx.send((event.kind, event.object)).await.is_err() {
+                        if tx.send((event.kind, map(event.object))).await.is_err() {
                             return;
                         }
                     }
