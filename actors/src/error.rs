@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 /// Why a call to a stage failed without the stage's own answer.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum StageError {
     /// The mailbox stayed full for the whole wait.
     #[error("the {stage} stage is saturated: its mailbox stayed full for {waited:?}")]
@@ -26,8 +26,8 @@ pub enum StageError {
         /// Stage name.
         stage: String,
     },
-    /// The transport between caller and stage failed (a later, networked transport: connection
-    /// refused, reset, undecodable frame).
+    /// The network between caller and a stage in another process failed: connection refused,
+    /// reset, a certificate refused, an undecodable frame.
     #[error("the {stage} stage is unreachable: {message}")]
     Transport {
         /// Stage name.
@@ -38,6 +38,18 @@ pub enum StageError {
 }
 
 impl StageError {
+    /// The same error naming `stage` instead: a caller names a remote stage with its process
+    /// (`storage@events`), which the stage itself does not know.
+    pub fn renamed(self, stage: &str) -> Self {
+        let stage = stage.to_string();
+        match self {
+            StageError::Saturated { waited, .. } => StageError::Saturated { stage, waited },
+            StageError::Stopped { .. } => StageError::Stopped { stage },
+            StageError::DeadlineExceeded { .. } => StageError::DeadlineExceeded { stage },
+            StageError::Transport { message, .. } => StageError::Transport { stage, message },
+        }
+    }
+
     /// The stage the error names.
     pub fn stage(&self) -> &str {
         match self {

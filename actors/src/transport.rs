@@ -2,9 +2,10 @@
 //! the stage behind it.
 //!
 //! A transport carries a request and brings back its reply or a [`StageError`]. The local one
-//! delivers into an actor of this process; a networked one (a later step) will encode the
-//! request, and its receiving end will call [`deliver`] with what it decodes, so the stage's own
-//! mailbox admits every message wherever its caller runs and all callers share one bound.
+//! delivers into an actor of this process; the networked one ([`crate::remote`]) encodes the
+//! request, and its receiving end hands what it decodes to the stage's local handle, so the
+//! stage's own mailbox admits every message wherever its caller runs and all callers share one
+//! bound.
 
 use std::future::Future;
 use std::pin::Pin;
