@@ -499,7 +499,7 @@ impl<M: Request> Transport<M> for RemoteTransport<M> {
     }
 
     fn stage(&self) -> &str {
-        &self.stage.name
+        self.stage.name()
     }
 }
 
