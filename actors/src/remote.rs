@@ -214,6 +214,11 @@ fn network() -> &'static tokio::runtime::Runtime {
     })
 }
 
+/// Runs `future` on the runtime the connections to and from peers live on.
+pub fn spawn(future: impl std::future::Future<Output = ()> + Send + 'static) {
+    network().spawn(future);
+}
+
 /// Spawns hyper's connection tasks on [`network`].
 #[derive(Clone, Copy)]
 struct NetworkExecutor;

@@ -44,6 +44,7 @@ use tokio_stream::StreamExt;
 
 pub mod conformance;
 pub mod continuation;
+pub mod feed;
 mod reader;
 mod watchers;
 

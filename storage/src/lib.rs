@@ -42,7 +42,7 @@ pub mod router;
 pub type Revision = u64;
 
 /// One stored key at one revision.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeyValue {
     /// The full key, e.g. `/registry/configmaps/default/a`.
     pub key: String,
@@ -59,7 +59,7 @@ pub struct KeyValue {
 }
 
 /// What a write expects of the key's current state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Expect {
     /// The key must not exist (create).
     Absent,
@@ -70,7 +70,7 @@ pub enum Expect {
 }
 
 /// Options of a range read.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ListOptions {
     /// Read at this revision; `None` reads at the current revision.
     pub revision: Option<Revision>,
@@ -81,7 +81,7 @@ pub struct ListOptions {
 }
 
 /// The answer to a range read.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ListResult {
     /// Items in key order.
     pub items: Vec<KeyValue>,
@@ -105,7 +105,7 @@ pub enum EventType {
 }
 
 /// One change, in global revision order.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Event {
     /// What happened.
     pub kind: EventType,
@@ -117,7 +117,7 @@ pub struct Event {
 }
 
 /// What a watch stream carries.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum WatchItem {
     /// A change under the watched prefix.
     Event(Event),
@@ -144,7 +144,7 @@ pub struct WatchStream {
 
 /// Errors of the storage layer. Each names what failed; the registry maps them to Status per
 /// verb (`configmaps "a" not found`, 409, 410, 5xx naming the backend).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
 pub enum StorageError {
     /// No such key.
     #[error("key not found: {key}")]
