@@ -230,6 +230,10 @@ impl RemoteFeed {
         StorageError::Unavailable { backend: self.describe(), message }
     }
 
+    fn unreachable(&self, message: String) -> StorageError {
+        StorageError::StageUnreachable { stage: self.name.clone(), message }
+    }
+
     async fn call(&self, call: FeedCall) -> Result<FeedReply, StorageError> {
         let body = rmp_serde::to_vec_named(&call).map_err(|e| self.unavailable(e.to_string()))?;
         match self.peer.post("/feed/call", body, Deadline::after(CALL_TIMEOUT)).await {
@@ -238,8 +242,8 @@ impl RemoteFeed {
             Ok((status, bytes)) => {
                 Err(self.unavailable(format!("answered {status}: {}", String::from_utf8_lossy(&bytes))))
             }
-            Err(PeerError::Deadline) => Err(self.unavailable(format!("no answer within {CALL_TIMEOUT:?}"))),
-            Err(PeerError::Unreachable(why)) => Err(self.unavailable(format!("unreachable: {why}"))),
+            Err(PeerError::Deadline) => Err(self.unreachable(format!("no answer within {CALL_TIMEOUT:?}"))),
+            Err(PeerError::Unreachable(why)) => Err(self.unreachable(why)),
         }
     }
 
@@ -309,8 +313,8 @@ impl Storage for RemoteFeed {
         let body = rmp_serde::to_vec_named(&WatchCall { prefix: prefix.to_string(), after })
             .map_err(|e| self.unavailable(e.to_string()))?;
         let (status, mut frames) = self.peer.stream("/feed/watch", body).await.map_err(|e| match e {
-            PeerError::Unreachable(why) => self.unavailable(format!("unreachable: {why}")),
-            PeerError::Deadline => self.unavailable("the watch did not open".into()),
+            PeerError::Unreachable(why) => self.unreachable(why),
+            PeerError::Deadline => self.unreachable("the watch did not open".into()),
         })?;
         if status != 200 {
             return Err(self.unavailable(format!("the watch answered {status}")));

@@ -29,7 +29,12 @@ async fn actors(server: web::Data<ServerState>) -> HttpResponse {
             v
         })
         .collect();
-    HttpResponse::Ok().json(json!({ "uptimeSeconds": server.started.elapsed().as_secs(), "actors": actors }))
+    let peers: Vec<_> = server.remotes.peers().iter().map(|p| p.health()).collect();
+    HttpResponse::Ok().json(json!({
+        "uptimeSeconds": server.started.elapsed().as_secs(),
+        "actors": actors,
+        "stageProcesses": peers,
+    }))
 }
 
 /// Compacts every backend's history up to its current revision now, so tests and operators can

@@ -13,6 +13,7 @@ use apimachinery::error::ApiError;
 use apimachinery::kinds::ResourceDef;
 use apimachinery::messages::WatchObjects;
 use cacher::{CacheReader, CacherActor, CacherOptions, StopCaching};
+use storage::Storage;
 use storage::router::StorageRouter;
 
 use crate::config::ServeOptions;
@@ -47,6 +48,9 @@ struct Starter {
     arbiter: StageArbiter,
     directory: ActorDirectory,
     router: Arc<StorageRouter>,
+    /// What the cachers of resources stored by other processes follow instead of storage: the
+    /// feeds of their storage stage processes, by storage path.
+    feeds: HashMap<String, Arc<dyn Storage>>,
     options: ServeOptions,
 }
 
@@ -58,14 +62,17 @@ pub struct Caches {
 }
 
 impl Caches {
-    /// No cacher yet; cachers run on `arbiter`, read storage through `router`.
+    /// No cacher yet; cachers run on `arbiter`, read storage through `router`, or through
+    /// `feeds` for the storage paths other processes store.
     pub fn new(
         arbiter: StageArbiter,
         directory: ActorDirectory,
         router: Arc<StorageRouter>,
+        feeds: HashMap<String, Arc<dyn Storage>>,
         options: ServeOptions,
     ) -> Self {
-        Caches { running: Arc::default(), starter: Arc::new(Starter { arbiter, directory, router, options }) }
+        let starter = Starter { arbiter, directory, router, feeds, options };
+        Caches { running: Arc::default(), starter: Arc::new(starter) }
     }
 
     /// The cacher of `def`'s store.
@@ -99,7 +106,10 @@ impl Caches {
             slow_watcher_budget: s.options.slow_watcher_budget,
             ..CacherOptions::default()
         };
-        let backend = s.router.backend(&def.key_prefix(&s.options.etcd_prefix)).clone();
+        let backend = match s.feeds.get(&def.storage_path) {
+            Some(feed) => feed.clone(),
+            None => s.router.backend(&def.key_prefix(&s.options.etcd_prefix)).clone(),
+        };
         let path = def.storage_path.clone();
         let spec = MailboxSpec {
             stage: "cacher".to_string(),

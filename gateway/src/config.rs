@@ -26,6 +26,22 @@ pub struct Cli {
 pub enum Command {
     /// Run the API server.
     Serve(ServeOptions),
+    /// Run one shard's storage stage in its own process, reached by gateways through the
+    /// topology file (`--stage-topology`).
+    Stage(StageOptions),
+}
+
+/// Flags of `apiserver stage`: the shard to serve, and the server's own flags for its storage,
+/// admission and authorization.
+#[derive(Args, Debug, Clone)]
+pub struct StageOptions {
+    /// The shard of `--stage-topology` this process serves: it listens at the shard's URL and
+    /// stores the shard's resources.
+    #[arg(long)]
+    pub shard: String,
+    /// The server's flags.
+    #[command(flatten)]
+    pub serve: ServeOptions,
 }
 
 /// Flags of `apiserver serve`.
@@ -260,6 +276,21 @@ pub struct ServeOptions {
     /// Largest accepted request body, in bytes.
     #[arg(long, default_value_t = 3 * 1024 * 1024)]
     pub max_request_body_bytes: usize,
+    /// Which resources' storage stages run in other processes: a YAML file listing shards, each
+    /// with a `name`, the `url` its process listens at, and its `resources` (`events`,
+    /// `leases.coordination.k8s.io`). Gateways route those resources' writes, reads and watches
+    /// to them.
+    #[arg(long)]
+    pub stage_topology: Option<PathBuf>,
+    /// The CA every process of a deployment presents a certificate of, between processes.
+    #[arg(long)]
+    pub stage_ca_file: Option<PathBuf>,
+    /// This process's certificate between processes (for serving and as a client).
+    #[arg(long)]
+    pub stage_cert_file: Option<PathBuf>,
+    /// Its key.
+    #[arg(long)]
+    pub stage_key_file: Option<PathBuf>,
     /// Mailbox capacity of each stage actor.
     #[arg(long, default_value_t = 1024)]
     pub stage_mailbox_capacity: usize,

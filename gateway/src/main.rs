@@ -11,11 +11,12 @@ fn main() {
         )
         .with_writer(std::io::stderr)
         .init();
-    let options = match cli.command {
-        Some(Command::Serve(o)) => o,
-        None => cli.serve,
+    let system = actix_web::rt::System::new();
+    let result = match cli.command {
+        Some(Command::Serve(o)) => system.block_on(gateway::server::serve(o)),
+        Some(Command::Stage(o)) => system.block_on(gateway::stage_process::run(o)),
+        None => system.block_on(gateway::server::serve(cli.serve)),
     };
-    let result = actix_web::rt::System::new().block_on(gateway::server::serve(options));
     if let Err(e) = result {
         eprintln!("apiserver: {e}");
         std::process::exit(1);

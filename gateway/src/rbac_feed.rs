@@ -15,12 +15,12 @@ use apimachinery::options::{ListOptions, ReadAt, WatchOptions};
 use auth::SharedPolicy;
 use auth::rbac::RbacKind;
 
-use crate::state::Stages;
+use crate::caches::Caches;
 
 /// Lists `def` into `policy` (replacing what it held of `kind`); returns the list's revision.
-async fn load(stages: &Stages, def: &ResourceDef, kind: RbacKind, policy: &SharedPolicy) -> Result<u64, String> {
+async fn load(caches: &Caches, def: &ResourceDef, kind: RbacKind, policy: &SharedPolicy) -> Result<u64, String> {
     let list = ListObjects { target: Target::collection(def, ""), options: ListOptions::default() };
-    let list = stages.reads(def).map_err(|e| e.message)?.reader.list(list).await.map_err(|e| e.message)?;
+    let list = caches.reads(def).map_err(|e| e.message)?.reader.list(list).await.map_err(|e| e.message)?;
     let mut p = policy.write().unwrap_or_else(std::sync::PoisonError::into_inner);
     p.clear(kind);
     for item in &list.items {
@@ -30,7 +30,7 @@ async fn load(stages: &Stages, def: &ResourceDef, kind: RbacKind, policy: &Share
 }
 
 /// Follows `def` from `revision` until the watch is refused as too old or cannot start.
-async fn follow(stages: &Stages, def: &ResourceDef, kind: RbacKind, policy: &SharedPolicy, mut revision: u64) {
+async fn follow(caches: &Caches, def: &ResourceDef, kind: RbacKind, policy: &SharedPolicy, mut revision: u64) {
     loop {
         let watch = WatchObjects {
             target: Target::collection(def, ""),
@@ -40,7 +40,7 @@ async fn follow(stages: &Stages, def: &ResourceDef, kind: RbacKind, policy: &Sha
                 ..Default::default()
             },
         };
-        let mut rx = match async { stages.reads(def)?.watch.ask(watch, Deadline::NONE).await }.await {
+        let mut rx = match async { caches.reads(def)?.watch.ask(watch, Deadline::NONE).await }.await {
             Ok(rx) => rx.0,
             Err(e) => {
                 tracing::warn!(resource = def.resource, "RBAC feed cannot watch: {}", e.message);
@@ -66,21 +66,21 @@ async fn follow(stages: &Stages, def: &ResourceDef, kind: RbacKind, policy: &Sha
 
 /// Loads the RBAC resources into `policy`, then keeps them current from the cachers. Returns
 /// once the first lists are in, so no request is decided on an empty policy.
-pub async fn start(stages: Stages, catalogue: Arc<Catalogue>, policy: SharedPolicy) -> Result<(), String> {
+pub async fn start(caches: Caches, catalogue: Arc<Catalogue>, policy: SharedPolicy) -> Result<(), String> {
     for (resource, kind) in RbacKind::ALL {
         let def = catalogue
             .find("rbac.authorization.k8s.io", "v1", resource)
             .ok_or_else(|| format!("{resource} are not served"))?;
-        let revision = load(&stages, &def, kind, &policy).await?;
-        let (stages, policy) = (stages.clone(), policy.clone());
+        let revision = load(&caches, &def, kind, &policy).await?;
+        let (caches, policy) = (caches.clone(), policy.clone());
         actix_web::rt::spawn(async move {
             let mut revision = revision;
             loop {
-                follow(&stages, &def, kind, &policy, revision).await;
+                follow(&caches, &def, kind, &policy, revision).await;
                 // Too old or refused: start over from a fresh list.
                 loop {
                     tokio::time::sleep(Duration::from_millis(200)).await;
-                    match load(&stages, &def, kind, &policy).await {
+                    match load(&caches, &def, kind, &policy).await {
                         Ok(rv) => {
                             revision = rv;
                             break;

@@ -13,115 +13,28 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix_web::{App, HttpServer, web};
-use actors::{ActorDirectory, Deadline, MailboxSpec, StageArbiter, WhenFull};
-use admission::{AdmissionActor, PluginContext};
-use apimachinery::error::ApiError;
+use actors::{ActorDirectory, Deadline, StageArbiter, WhenFull};
 use apimachinery::kinds::Catalogue;
-use apimachinery::lookup::{AccessCheck, KindResource, LateWriter, ObjectLookup};
-use apimachinery::messages::{Authorize, CreateObject, DeleteObject, GetObject, ListObjects, Target, UpdateObject};
-use apimachinery::options::{DeleteOptions, GetOptions, ListOptions, ReadAt, WriteOptions};
-use apimachinery::request::{RequestInfo, UserInfo};
-use apimachinery::selector::FieldSelector;
-use async_trait::async_trait;
-use auth::{AuthenticationActor, AuthorizationActor};
+use apimachinery::lookup::ObjectLookup;
+use apimachinery::messages::{CreateObject, DeleteObject, GetObject, Target, UpdateObject};
+use apimachinery::options::{DeleteOptions, GetOptions, ReadAt, WriteOptions};
+use apimachinery::request::UserInfo;
+use auth::AuthenticationActor;
 use flowcontrol::FlowControlActor;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use registry::{ClusterIpAllocator, RegistryStore, StorageActor};
 use serde_json::{Value, json};
 use storage::faults::Faults;
 
 use crate::caches::Caches;
 use crate::config::ServeOptions;
 use crate::state::{ServerState, Stages};
-use crate::status_writer::StageStatusWriter;
 use crate::tls;
+use crate::topology::{RemoteStages, ShardedWrites, Topology};
 
 /// How long bootstrap writes may take.
 const BOOTSTRAP_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Looks namespaces up through the namespace cacher as kube's plugin uses its informer: the
-/// cache first, and a consistent read only when the cache does not know the namespace (one
-/// created a moment ago), so admission never waits on storage in the common case.
-/// Single-object reads for admission and authentication, from the cachers' snapshots (a read
-/// at the latest revision only when the snapshot lacks the object, so a just-created object is
-/// seen).
-struct CachedObjects {
-    catalogue: Arc<Catalogue>,
-    caches: Caches,
-}
-
-#[async_trait]
-impl ObjectLookup for CachedObjects {
-    async fn get(&self, group: &str, resource: &str, namespace: &str, name: &str) -> Result<Option<Value>, ApiError> {
-        let Some(def) = self.catalogue.find_any_version(group, resource) else {
-            return Err(ApiError::internal(format!("{resource}.{group} is not served")));
-        };
-        let Some(reads) = self.caches.get(&def.storage_path) else { return Ok(None) };
-        let target = Target::object(&def, namespace, name);
-        for read_at in [ReadAt::Any, ReadAt::Latest] {
-            match reads.reader.get(GetObject { target: target.clone(), options: GetOptions { read_at } }).await {
-                Ok(object) => return Ok(Some(object.value())),
-                Err(e) if e.reason == apimachinery::Reason::NotFound => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(None)
-    }
-
-    async fn list(&self, group: &str, resource: &str, namespace: &str, fields: &str) -> Result<Vec<Value>, ApiError> {
-        self.list_at(group, resource, namespace, fields, ReadAt::Any).await
-    }
-
-    async fn list_latest(&self, group: &str, resource: &str, namespace: &str) -> Result<Vec<Value>, ApiError> {
-        self.list_at(group, resource, namespace, "", ReadAt::Latest).await
-    }
-
-    fn changes(&self, group: &str, resource: &str) -> Option<u64> {
-        let def = self.catalogue.find_any_version(group, resource)?;
-        self.caches.get(&def.storage_path)?.reader.changes()
-    }
-
-    fn resource_for_kind(&self, group: &str, version: &str, kind: &str) -> Option<KindResource> {
-        let def = self.catalogue.find_kind(group, version, kind).filter(|d| d.stored())?;
-        Some(KindResource { resource: def.resource.clone(), namespaced: def.namespaced })
-    }
-}
-
-impl CachedObjects {
-    async fn list_at(
-        &self,
-        group: &str,
-        resource: &str,
-        namespace: &str,
-        fields: &str,
-        read_at: ReadAt,
-    ) -> Result<Vec<Value>, ApiError> {
-        let Some(def) = self.catalogue.find_any_version(group, resource) else {
-            return Err(ApiError::internal(format!("{resource}.{group} is not served")));
-        };
-        let Some(reads) = self.caches.get(&def.storage_path) else { return Ok(Vec::new()) };
-        let mut options = ListOptions { read_at, ..Default::default() };
-        options.selection.fields = FieldSelector::parse(fields)?;
-        let list = ListObjects { target: Target::collection(&def, namespace), options };
-        Ok(reads.reader.list(list).await?.items.iter().map(|o| o.value()).collect())
-    }
-}
-
-/// Admission's permission checks, asked of the authorization stage as any request is.
-struct StageAccess(actors::StageHandle<Authorize>);
-
-/// How long a permission check inside admission may take.
-const ACCESS_CHECK_TIMEOUT: Duration = Duration::from_secs(10);
-
-#[async_trait]
-impl AccessCheck for StageAccess {
-    async fn allowed(&self, user: &UserInfo, attributes: RequestInfo) -> Result<bool, ApiError> {
-        let ask = Authorize { user: user.clone(), request: attributes };
-        Ok(self.0.ask(ask, Deadline::after(ACCESS_CHECK_TIMEOUT)).await?.allowed)
-    }
-}
-
-fn install_metrics() -> PrometheusHandle {
+pub(crate) fn install_metrics() -> PrometheusHandle {
     const SECONDS: &[f64] =
         &[0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
     let handle = PrometheusBuilder::new()
@@ -146,7 +59,7 @@ fn install_metrics() -> PrometheusHandle {
 
 /// Copies every stage's queued and in-progress depth to its Prometheus gauges once a second
 /// (the counter pairs beside them catch what happens in between).
-fn publish_stage_gauges(directory: ActorDirectory) {
+pub(crate) fn publish_stage_gauges(directory: ActorDirectory) {
     std::thread::Builder::new()
         .name("stage-gauges".into())
         .spawn(move || {
@@ -156,15 +69,6 @@ fn publish_stage_gauges(directory: ActorDirectory) {
             }
         })
         .expect("spawn the stage gauge thread");
-}
-
-fn spec(stage: &str, resource: &str, options: &ServeOptions, when_full: WhenFull) -> MailboxSpec {
-    MailboxSpec {
-        stage: stage.to_string(),
-        resource: resource.to_string(),
-        capacity: options.stage_mailbox_capacity,
-        when_full,
-    }
 }
 
 /// How often the APF bootstrap objects and the FlowSchemas' `Dangling` conditions are kept.
@@ -196,61 +100,30 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let storage_arbiter = StageArbiter::new("storage");
     let cacher_arbiter = StageArbiter::new("cachers");
 
-    let caches = Caches::new(cacher_arbiter, directory.clone(), router.clone(), options.clone());
+    let topology = Topology::load(options.stage_topology.as_deref(), &catalogue)?;
+    let cluster_tls = match topology.shards.is_empty() {
+        true => None,
+        false => Some(crate::topology::cluster_tls(&options)?),
+    };
+    let remotes = RemoteStages::connect(&topology, cluster_tls.as_ref(), &directory)?;
+    for shard in &topology.shards {
+        tracing::info!(shard = shard.name, url = shard.url, resources = ?shard.resources, "storage stage in another process");
+    }
+    let caches = Caches::new(cacher_arbiter, directory.clone(), router.clone(), remotes.feeds(), options.clone());
     for def in catalogue.stores() {
         caches.start(def);
     }
 
-    let objects: Arc<dyn ObjectLookup> =
-        Arc::new(CachedObjects { catalogue: catalogue.clone(), caches: caches.clone() });
-    let policy = auth::SharedPolicy::default();
-    let escalation =
-        crate::escalation::RbacEscalation { modes: options.authorization_mode.0.clone(), policy: policy.clone() };
-    let authorizers = authorizers(&options, &policy, &objects)?;
-    let authorization = actors::start(
-        &front,
-        &directory,
-        &spec("authorization", "", &options, shed),
-        AuthorizationActor::new(authorizers.clone()),
-    );
-    let plugins = admission::enabled_plugins(&options.enable_admission_plugins, &options.disable_admission_plugins)?;
-    // Plugins write through the storage stage, which starts with the chain's handle: bound below.
-    let status_writer = LateWriter::default();
-    let context = PluginContext {
-        objects: objects.clone(),
+    let objects: Arc<dyn ObjectLookup> = Arc::new(crate::pipeline::CachedObjects {
         catalogue: catalogue.clone(),
-        access: Arc::new(StageAccess(authorization.handle())),
-        writer: Arc::new(status_writer.clone()),
-        toleration_seconds: admission::tolerations::DefaultTolerationSeconds {
-            not_ready_seconds: options.default_not_ready_toleration_seconds,
-            unreachable_seconds: options.default_unreachable_toleration_seconds,
-        },
-        configuration: Arc::new(match &options.admission_control_config_file {
-            Some(path) => admission::config::AdmissionConfiguration::load(path)?,
-            None => admission::config::AdmissionConfiguration::default(),
-        }),
-    };
-    let chain = admission::build_chain(&plugins, &context)?.first(Arc::new(escalation));
-    tracing::info!(plugins = ?chain.names(), "admission chain");
-    let admission = actors::start(
-        &admission_arbiter,
-        &directory,
-        &spec("admission", "", &options, shed),
-        AdmissionActor::new(chain),
-    );
-
+        caches: caches.clone(),
+        on_demand: false,
+    });
     let range = options.service_cluster_ip_range;
-    let cluster_ips = Arc::new(ClusterIpAllocator::new(range, router.clone(), catalogue.clone(), &options.etcd_prefix));
-    let store =
-        RegistryStore::new(catalogue.clone(), router.clone(), &options.etcd_prefix, admission.handle(), cluster_ips);
-    let storage = actors::start(
-        &storage_arbiter,
-        &directory,
-        &spec("storage", "", &options, shed),
-        StorageActor::new(Arc::new(store)),
-    );
-    status_writer.bind(Arc::new(StageStatusWriter { update: storage.handle(), catalogue: catalogue.clone() }));
-
+    let arbiters =
+        crate::pipeline::Arbiters { front: &front, admission: &admission_arbiter, storage: &storage_arbiter };
+    let crate::pipeline::WritePath { authorizers, policy, authorization, storage } =
+        crate::pipeline::start_write_path(&options, &catalogue, &router, &objects, &directory, &arbiters)?;
     let auditor = auth::audit::start(&audit_options(&options), &directory)?;
     let keys = Arc::new(auth::serviceaccount::KeySet::load(
         &data_dir,
@@ -299,7 +172,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let authentication = actors::start(
         &front,
         &directory,
-        &spec("authentication", "", &options, WhenFull::Wait),
+        &crate::pipeline::spec("authentication", "", &options, WhenFull::Wait),
         AuthenticationActor::new(authenticators, audiences, options.anonymous_auth),
     );
     let apf = flowcontrol::SharedConfig::default();
@@ -312,7 +185,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let apf_exempt = apf_stage.exempt_seats();
     // Requests APF queues hold their mailbox slot while they wait: the bound must exceed what
     // the queues hold, or a flood would fill the mailbox and turn away every flow alike.
-    let mut apf_spec = spec("flowcontrol", "", &options, shed);
+    let mut apf_spec = crate::pipeline::spec("flowcontrol", "", &options, shed);
     apf_spec.capacity = apf_spec.capacity.max(APF_MAILBOX_CAPACITY);
     let flow_control = actors::start(&front, &directory, &apf_spec, apf_stage);
 
@@ -320,11 +193,11 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         authenticate: authentication.handle(),
         authorize: authorization.handle(),
         flow_control: flow_control.handle(),
-        create: storage.handle(),
-        update: storage.handle(),
-        patch: storage.handle(),
-        delete: storage.handle(),
-        delete_collection: storage.handle(),
+        create: ShardedWrites::handle(storage.handle(), &remotes, catalogue.clone()),
+        update: ShardedWrites::handle(storage.handle(), &remotes, catalogue.clone()),
+        patch: ShardedWrites::handle(storage.handle(), &remotes, catalogue.clone()),
+        delete: ShardedWrites::handle(storage.handle(), &remotes, catalogue.clone()),
+        delete_collection: ShardedWrites::handle(storage.handle(), &remotes, catalogue.clone()),
         caches,
     };
     let tls_opts = tls::TlsOptions {
@@ -335,7 +208,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     };
     let material = tls::prepare(&data_dir, &tls_opts)?;
     bootstrap(&stages, range.first().to_string(), objects.as_ref()).await?;
-    crate::rbac_feed::start(stages.clone(), catalogue.clone(), policy.clone()).await?;
+    crate::rbac_feed::start(stages.caches.clone(), catalogue.clone(), policy.clone()).await?;
     let openapi = crate::openapi::CustomOpenApi::default();
     crate::controllers::crds::start(stages.clone(), catalogue.clone(), openapi.clone(), objects.clone()).await;
     let (aggregator, rechecks) = crate::aggregator::Aggregator::new(objects.clone(), aggregator_options(&options)?);
@@ -386,6 +259,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         apf_view,
         apf_exempt,
         aggregator,
+        remotes,
     });
     let workers = if options.workers == 0 {
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
@@ -464,29 +338,6 @@ fn authentication_trust(
         }
     };
     Ok(AuthenticationTrust { client_ca: material.client_ca_pem.clone(), requestheader })
-}
-
-/// `--authorization-mode`'s authorizers.
-fn authorizers(
-    options: &ServeOptions,
-    policy: &auth::SharedPolicy,
-    objects: &Arc<dyn ObjectLookup>,
-) -> Result<Arc<auth::authz::Authorizers>, String> {
-    use auth::AuthorizationMode;
-    let modes = options.authorization_mode.0.clone();
-    let node =
-        modes.contains(&AuthorizationMode::Node).then(|| Arc::new(auth::authz::NodeAuthorizer::new(objects.clone())));
-    let webhook = match (modes.contains(&AuthorizationMode::Webhook), &options.authorization_webhook_config_file) {
-        (false, _) => None,
-        (true, None) => return Err("--authorization-mode=Webhook needs --authorization-webhook-config-file".into()),
-        (true, Some(file)) => Some(Arc::new(auth::authz::WebhookAuthorizer::new(
-            webhook_client::WebhookClient::from_kubeconfig(file)?,
-            &options.authorization_webhook_version,
-            options.authorization_webhook_cache_authorized_ttl,
-            options.authorization_webhook_cache_unauthorized_ttl,
-        ))),
-    };
-    Ok(Arc::new(auth::authz::Authorizers { modes, policy: policy.clone(), node, webhook }))
 }
 
 fn audit_options(options: &ServeOptions) -> auth::audit::AuditOptions {

@@ -86,4 +86,6 @@ pub struct ServerState {
     /// The APIServices, remote groups' cached discovery, and how requests reach extension
     /// servers.
     pub aggregator: Arc<crate::aggregator::Aggregator>,
+    /// The storage stages other processes run (`--stage-topology`), shown with their health.
+    pub remotes: crate::topology::RemoteStages,
 }

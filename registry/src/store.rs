@@ -265,7 +265,10 @@ fn release_detached(allocator: Arc<ClusterIpAllocator>, ip: IpAddr) -> Option<to
 /// have committed it (etcd answers late), so the address it reserved is kept: a leaked address
 /// is harmless, one handed out twice is not.
 fn not_written(e: &StorageError) -> bool {
-    !matches!(e, StorageError::Unavailable { .. } | StorageError::Corrupt { .. })
+    !matches!(
+        e,
+        StorageError::Unavailable { .. } | StorageError::StageUnreachable { .. } | StorageError::Corrupt { .. }
+    )
 }
 
 /// A create that failed, and whether its write may have happened all the same.

@@ -1,7 +1,7 @@
 //! Storage errors as the API reports them, mapped once (kube's `storage/errors`
 //! `Interpret*Error`): a missing key is the object's 404, a taken key its 409, a guard that
 //! failed a stale-resourceVersion 409, a compacted revision 410, a backend failure a 500 naming
-//! the backend.
+//! the backend, a storage stage process out of reach a 503 naming the stage.
 
 use apimachinery::error::ApiError;
 use apimachinery::kinds::ResourceDef;
@@ -20,5 +20,6 @@ pub fn interpret(def: &ResourceDef, name: &str, e: StorageError) -> ApiError {
         StorageError::FutureRevision { requested, current } => ApiError::too_large_resource_version(requested, current),
         StorageError::TooLarge { .. } => ApiError::new(apimachinery::Reason::RequestEntityTooLarge, e.to_string()),
         StorageError::Unavailable { .. } | StorageError::Corrupt { .. } => ApiError::internal(e),
+        StorageError::StageUnreachable { .. } => ApiError::unavailable(e.to_string()),
     }
 }

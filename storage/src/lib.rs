@@ -200,6 +200,15 @@ pub enum StorageError {
         /// What went wrong.
         message: String,
     },
+    /// A backend in another process (a storage stage process's feed) cannot be reached: the
+    /// API answers 503 naming the stage, as for any stage that is down.
+    #[error("the {stage} stage is unreachable: {message}")]
+    StageUnreachable {
+        /// The stage, e.g. `storage@events`.
+        stage: String,
+        /// What the transport reported.
+        message: String,
+    },
     /// Stored bytes could not be decoded.
     #[error("stored object at {key} is corrupt: {message}")]
     Corrupt {

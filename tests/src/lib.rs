@@ -8,9 +8,10 @@
 //! tool fails the test with a message saying how to install it: nothing is skipped silently.
 //! [`http`] sends raw requests as a chosen caller; [`webhook`] runs admission webhook servers
 //! for the tests and the load generator, [`extension`] an extension API server, [`pki`] the
-//! certificates of both.
+//! certificates of both, [`fleet`] storage stage processes beside gateways.
 
 pub mod extension;
+pub mod fleet;
 pub mod http;
 pub mod pki;
 pub mod webhook;

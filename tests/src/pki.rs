@@ -72,6 +72,18 @@ impl TestCa {
             .unwrap()
     }
 
+    /// A certificate for `names` good both for serving and as a client, as each process of a
+    /// deployment presents to the others: the certificate and the key, PEM.
+    pub fn peer_cert(&self, names: &[&str]) -> (String, String) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params =
+            rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>()).unwrap();
+        params.extended_key_usages =
+            vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth, rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        (cert.pem(), key.serialize_pem())
+    }
+
     /// A client certificate for `common_name`: the certificate and the key, PEM.
     pub fn client_cert(&self, common_name: &str) -> (String, String) {
         let key = rcgen::KeyPair::generate().unwrap();

@@ -27,5 +27,6 @@ mod rbac;
 mod rest;
 mod serviceaccounts;
 mod services;
+mod stage_processes;
 mod watch_cache;
 mod watch_sync;
