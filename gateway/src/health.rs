@@ -64,9 +64,14 @@ pub async fn report(ctx: &RequestContext<'_>, endpoint: &str, only: Option<&str>
 }
 
 /// Whether every cacher has listed its resource and follows the storage watch: a read at
-/// `resourceVersion=0` answers only then.
+/// `resourceVersion=0` answers only then. The caches of resources another
+/// process stores are left out: a shard that is down makes its own resources answer 503, and
+/// must not take every gateway out of its balancer with it.
 async fn cachers_synced(ctx: &RequestContext<'_>) -> Result<(), String> {
     for (path, reads) in ctx.server.stages.caches.all() {
+        if ctx.server.remotes.storage(&path).is_some() {
+            continue;
+        }
         let probe = ListObjects {
             target: Target { namespace: "readyz-probe".into(), ..Default::default() },
             options: ListOptions::everything(ReadAt::Any),

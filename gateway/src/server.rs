@@ -435,18 +435,22 @@ async fn bootstrap(stages: &Stages, kubernetes_ip: String, lookup: &dyn ObjectLo
     for (target, object) in objects {
         // Created once: after a restart they exist (and the Service's address is taken).
         let path = match target.resource.as_str() {
-            "services" => "services/specs",
-            other => other,
+            "services" => "services/specs".to_string(),
+            other => other.to_string(),
         };
+        let path = path.as_str();
         let existing =
             Target { name: object["metadata"]["name"].as_str().unwrap_or_default().into(), ..target.clone() };
-        if stored(stages, path, existing).await.is_some() {
+        if stored(stages, path, existing.clone()).await.is_some() {
             continue;
         }
         let create = CreateObject { target, object, user: system.clone(), options: WriteOptions::default() };
         match stages.create.ask(create, Deadline::after(BOOTSTRAP_TIMEOUT)).await {
             Ok(_) => {}
             Err(e) if e.reason == apimachinery::Reason::AlreadyExists => {}
+            // Another replica starting at the same moment created it first: its create can fail
+            // otherwise than AlreadyExists (the Service's address is taken by the other's).
+            Err(_) if stored(stages, path, existing.clone()).await.is_some() => {}
             Err(e) => return Err(format!("bootstrap: {}", e.message)),
         }
     }

@@ -12,6 +12,7 @@ mod crds;
 mod durability;
 mod encryption;
 mod etcd;
+mod fleet;
 mod flowcontrol;
 mod helm;
 mod identities;
