@@ -7,7 +7,8 @@
 //! (default 5 seconds, all). `etcd` runs the same phases on a real etcd started for the run (the
 //! storage-trait rows are then etcd's own put/get rate through our client); `startup` times a
 //! server start on a store already holding 100,000 objects; `watch` measures watch delivery with
-//! 100 to 10,000 watchers (see `watch.rs`); `cache` measures memory per cached object and
+//! 100 to 10,000 watchers (see `watch.rs`), `watch-remote` the same through a storage stage
+//! process beside in process; `replicas` creates/s through 1 and 3 gateway replicas on one etcd; `cache` measures memory per cached object and
 //! LIST of 10,000 and 100,000 objects from the cache and from storage (see `cache.rs`; `cache=N` for
 //! N objects on the embedded store only); `apf` times APF classification and dispatch per
 //! request in process beside a bare stage hop (see `apf.rs`); `admission` measures creates/s
@@ -35,6 +36,7 @@ mod cache;
 mod crds;
 mod protobuf;
 mod rbac;
+mod replicas;
 mod watch;
 
 /// Latencies of one phase.
@@ -293,6 +295,12 @@ fn main() {
         }
         if what == "startup" || what == "all" {
             startup(100_000).await;
+        }
+        if what == "replicas" {
+            replicas::run_replicas(seconds).await;
+        }
+        if what == "watch-remote" {
+            watch::remote(seconds, &[(100, 100), (1_000, 20)]).await;
         }
         if what == "watch" || what == "all" {
             watch::run(seconds, &[(100, 100), (1_000, 20), (1_000, 100), (10_000, 10)]).await;

@@ -261,6 +261,41 @@ fn watch_client(mut tls: rustls::ClientConfig) -> awc::Client {
 /// Runs every phase on a fresh embedded-store server.
 pub async fn run(seconds: Duration, phases: &[(usize, u32)]) {
     let server = TestServer::start();
+    println!(
+        "== watch delivery (embedded store; objects of ~1 KiB; latency = write sent → event received, the write included)"
+    );
+    run_on(&server, seconds, phases).await;
+}
+
+/// Watch delivery with the ConfigMaps' storage stage in a process of its own (`apiserver stage`),
+/// the gateway's cache following its feed, beside the same server storing them itself; each on
+/// a fresh etcd of its own, in the same run.
+pub async fn remote(seconds: Duration, phases: &[(usize, u32)]) {
+    use storage::etcd::testing::EtcdProcess;
+    use tests::fleet::{Deployment, ShardSpec, StageProcess};
+    println!(
+        "== watch delivery, ConfigMaps stored by this server beside a storage stage process (etcd; latency = write sent → event received, the write included)"
+    );
+    {
+        let etcd = EtcdProcess::start();
+        let server = TestServer::start_with(&["--storage-backend", "etcd3", "--etcd-servers", etcd.endpoint()]);
+        println!("-- in process");
+        run_on(&server, seconds, phases).await;
+    }
+    let etcd = EtcdProcess::start();
+    let deployment = Deployment::new(&[ShardSpec::new("bench", &["configmaps"])]);
+    let _stage =
+        StageProcess::start(&deployment, "bench", &["--storage-backend", "etcd3", "--etcd-servers", etcd.endpoint()]);
+    let mut flags = deployment.flags();
+    flags.extend(["--storage-backend", "etcd3", "--etcd-servers", etcd.endpoint()].map(String::from));
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let server = TestServer::start_with(&flags);
+    println!("-- through a storage stage process (writes to it, the gateway's cache follows its feed)");
+    run_on(&server, seconds, phases).await;
+}
+
+/// Seeds the objects on `server`, then runs every phase.
+async fn run_on(server: &TestServer, seconds: Duration, phases: &[(usize, u32)]) {
     let client = server.client(true);
     let ns = json!({ "metadata": { "name": NAMESPACE } });
     let r = client.post(server.url("/api/v1/namespaces")).send_json(&ns).await.expect("namespace");
@@ -272,11 +307,8 @@ pub async fn run(seconds: Duration, phases: &[(usize, u32)]) {
         assert_eq!(r.status().as_u16(), 201);
     }
     let arbiters: Vec<Arbiter> = (0..CLIENT_THREADS).map(|_| Arbiter::new()).collect();
-    println!(
-        "== watch delivery (embedded store; objects of ~1 KiB; latency = write sent → event received, the write included)"
-    );
     for &(watchers, rate) in phases {
-        phase(&server, &client, &arbiters, watchers, rate, seconds).await;
+        phase(server, &client, &arbiters, watchers, rate, seconds).await;
     }
     for a in arbiters {
         a.stop();
