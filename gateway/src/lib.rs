@@ -16,6 +16,8 @@
 //! - [`unstored`]: resources stored nowhere, answered by the gateway (`bindings`);
 //!   [`componentstatuses`], the deprecated read-only component health list, is one.
 //! - [`discovery`], [`openapi`], [`health`], [`admin`]: the non-resource endpoints.
+//! - [`lifecycle`]: graceful termination in kube's steps: its signals, the requests it waits
+//!   for and turns away, the sequence from SIGTERM to exit.
 //! - [`aggregator`]: API aggregation: remote group versions' requests passed on to their
 //!   extension servers, their availability probes and cached discovery.
 //! - [`negotiate`]: representations (JSON, YAML, protobuf; tables and metadata views).
@@ -45,6 +47,7 @@ pub mod controllers;
 pub mod discovery;
 pub mod escalation;
 pub mod health;
+pub mod lifecycle;
 pub mod negotiate;
 pub mod openapi;
 pub mod rbac_feed;

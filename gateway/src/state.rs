@@ -86,4 +86,6 @@ pub struct ServerState {
     /// The APIServices, remote groups' cached discovery, and how requests reach extension
     /// servers.
     pub aggregator: Arc<crate::aggregator::Aggregator>,
+    /// Where the shutdown sequence stands, and the requests it waits for.
+    pub lifecycle: Arc<crate::lifecycle::Lifecycle>,
 }
