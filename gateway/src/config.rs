@@ -265,8 +265,9 @@ pub struct ServeOptions {
     /// new ones 429 with `Retry-After`, and close it only then (rather than at once).
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
     pub shutdown_send_retry_after: bool,
-    /// How long watches keep running during shutdown once new requests are refused, before
-    /// they are ended (cleanly: clients re-watch elsewhere from their last resourceVersion).
+    /// During shutdown, the longest time the watches take to end once new requests are refused:
+    /// they are ended one after the other (at 200 a second or faster), cleanly, so clients
+    /// re-watch elsewhere from their last resourceVersion; 0 ends them all at once.
     #[arg(long, default_value = "0s", value_parser = parse_duration)]
     pub shutdown_watch_termination_grace_period: Duration,
     /// Run the built-in controllers (and the APF configuration upkeep) only while holding the

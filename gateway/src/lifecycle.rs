@@ -13,21 +13,24 @@
 //!    new connections are refused, and HTTP/1 connections close once their request is
 //!    answered.
 //! 3. `NotAcceptingNewRequest`, at the same moment (kube waits for its pre-shutdown hooks
-//!    first; this server has none): a new request on a connection still open gets 503 `apiserver is shutting down` (or, with `--shutdown-send-retry-after`,
-//!    kube's 429 with `Retry-After: 5`); probes and `/metrics` are still answered.
+//!    first; this server has none): a new request on a connection still open gets 503
+//!    `apiserver is shutting down` (or, with `--shutdown-send-retry-after`, kube's 429 with
+//!    `Retry-After: 5`); probes and `/metrics` are still answered. Watches end now, cleanly, so
+//!    their clients re-watch elsewhere from their last resourceVersion: as in kube, at 200 a
+//!    second or faster, so that all have ended within `--shutdown-watch-termination-grace-period`
+//!    (with none, all at once; kube leaves them to be cut at exit).
 //! 4. `InFlightRequestsDrained`: every request that was being served has been answered in full
-//!    (each is bounded by its deadline), and every watch has ended cleanly
-//!    `--shutdown-watch-termination-grace-period` after step 3, so its client re-watches
-//!    elsewhere from its last resourceVersion.
+//!    (each is bounded by its deadline), and the watches have ended.
 //! 5. With `--shutdown-send-retry-after`, the listener closes only now
 //!    (`HTTPServerStoppedListening`). The composition root then closes storage and exits 0.
 //!
 //! Requests are counted in flight from the chain's entry until their response body is sent
-//! (or dropped), not only until the handler returns: a list streamed in chunks is still being
-//! answered after its handler is done.
+//! (or dropped) when it is streamed, not only until the handler returns: a list streamed in
+//! chunks is still being answered after its handler is done.
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -50,7 +53,11 @@ pub const RETRY_AFTER_MESSAGE: &str = "The apiserver is shutting down, please tr
 /// The `Retry-After` of kube's 429 during shutdown: time enough to reach another server.
 const RETRY_AFTER_SECONDS: u64 = 5;
 
-/// How long a watch ended at the grace period may take to send its last bytes.
+/// kube's floor on how fast watches are ended during shutdown (a watch every 5 ms at least),
+/// so a long grace period does not keep a few watches waiting for nothing.
+const MIN_WATCH_END_RATE: f64 = 200.0;
+
+/// How long ended watches may take to send their last bytes, past the grace period.
 const WATCH_CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// How long the HTTP workers may take to finish writing once everything has drained. Idle
@@ -107,11 +114,8 @@ pub struct LifecycleSignals {
     pub shutdown_initiated: Signal,
     /// `--shutdown-delay-duration` has passed since.
     pub after_shutdown_delay_duration: Signal,
-    /// New requests are refused.
+    /// New requests are refused, and watches end.
     pub not_accepting_new_request: Signal,
-    /// `--shutdown-watch-termination-grace-period` has passed since: watches end. Not one of
-    /// kube's signals, where the process exit ends them; here they end cleanly first.
-    pub watch_termination_grace_period_elapsed: Signal,
     /// Every request in flight has been answered and every watch has ended.
     pub in_flight_requests_drained: Signal,
     /// The serving listener is closed.
@@ -124,7 +128,6 @@ impl Default for LifecycleSignals {
             shutdown_initiated: Signal::new("ShutdownInitiated"),
             after_shutdown_delay_duration: Signal::new("AfterShutdownDelayDuration"),
             not_accepting_new_request: Signal::new("NotAcceptingNewRequest"),
-            watch_termination_grace_period_elapsed: Signal::new("WatchTerminationGracePeriodElapsed"),
             in_flight_requests_drained: Signal::new("InFlightRequestsDrained"),
             http_server_stopped_listening: Signal::new("HTTPServerStoppedListening"),
         }
@@ -257,6 +260,8 @@ pub struct Lifecycle {
     pub requests: Arc<RequestWaitGroup>,
     /// Watches being served.
     pub watches: Arc<RequestWaitGroup>,
+    /// The turns in which watches end.
+    watch_ends: Arc<WatchEnds>,
     /// `--shutdown-send-retry-after`.
     send_retry_after: bool,
 }
@@ -268,6 +273,7 @@ impl Lifecycle {
             signals: LifecycleSignals::default(),
             requests: Arc::default(),
             watches: Arc::default(),
+            watch_ends: Arc::default(),
             send_retry_after,
         }
     }
@@ -289,9 +295,14 @@ impl Lifecycle {
         group.add().map(Some).map_err(|ShuttingDown| Refusal::ShuttingDown)
     }
 
-    /// Resolves when watches are to end.
+    /// Resolves when a watch is to end: at `NotAcceptingNewRequest`, after the watches that
+    /// took their turn before it.
     pub fn watches_end(&self) -> impl Future<Output = ()> + 'static {
-        self.signals.watch_termination_grace_period_elapsed.wait()
+        let (shutting_down, turns) = (self.signals.not_accepting_new_request.wait(), self.watch_ends.clone());
+        async move {
+            shutting_down.await;
+            tokio::time::sleep(turns.next_turn()).await;
+        }
     }
 
     /// Runs the sequence of the module's doc, from `ShutdownInitiated` to the listener closed
@@ -301,11 +312,12 @@ impl Lifecycle {
         signals.shutdown_initiated.signal();
         tokio::time::sleep(options.delay).await;
         signals.after_shutdown_delay_duration.signal();
-        let mut stopping = (!options.send_retry_after).then(|| self.stop_listening(server));
+        let stopping = (!options.send_retry_after).then(|| self.stop_listening(server));
+        self.watch_ends.pace(self.watches.len(), options.watch_grace);
         signals.not_accepting_new_request.signal();
         tokio::join!(self.drain_requests(options.drain_timeout), self.end_watches(options.watch_grace));
         signals.in_flight_requests_drained.signal();
-        let stopping = stopping.take().unwrap_or_else(|| self.stop_listening(server));
+        let stopping = stopping.unwrap_or_else(|| self.stop_listening(server));
         if tokio::time::timeout(FLUSH_TIMEOUT, stopping).await.is_err() {
             tracing::info!("[graceful-termination] connections still open are closed at exit");
         }
@@ -332,18 +344,45 @@ impl Lifecycle {
         }
     }
 
-    /// Lets watches run for `grace`, then ends them and waits for their last bytes.
+    /// Waits for the watches, which end at their turns, to have sent their last bytes.
     async fn end_watches(&self, grace: Duration) {
         let before = self.watches.len();
-        tokio::time::sleep(grace).await;
-        self.signals.watch_termination_grace_period_elapsed.signal();
-        let _ = tokio::time::timeout(WATCH_CLOSE_TIMEOUT, self.watches.wait()).await;
+        let _ = tokio::time::timeout(grace + WATCH_CLOSE_TIMEOUT, self.watches.wait()).await;
         tracing::info!(
             active_watches_before = before,
             active_watches_after = self.watches.len(),
             duration = ?grace,
             "[graceful-termination] active watch request(s) have drained"
         );
+    }
+}
+
+/// When each watch ends once the server refuses new requests: one after the other, at
+/// [`MIN_WATCH_END_RATE`] or faster so all have ended within the grace period (kube's rate
+/// limited wait group), sparing the servers the clients move to a burst of re-watches.
+#[derive(Default)]
+struct WatchEnds {
+    /// The time between two ends, in nanoseconds; set before the signal the watches wait for.
+    interval_nanos: AtomicU64,
+    /// Turns taken so far.
+    taken: AtomicU64,
+}
+
+impl WatchEnds {
+    /// Spreads `watches` ends over at most `grace` (none: all at once).
+    fn pace(&self, watches: usize, grace: Duration) {
+        let interval = if grace.is_zero() || watches == 0 {
+            Duration::ZERO
+        } else {
+            (grace / watches as u32).min(Duration::from_secs_f64(1.0 / MIN_WATCH_END_RATE))
+        };
+        self.interval_nanos.store(interval.as_nanos() as u64, Ordering::SeqCst);
+    }
+
+    /// How long after the signal the next watch ends.
+    fn next_turn(&self) -> Duration {
+        let turn = self.taken.fetch_add(1, Ordering::SeqCst);
+        Duration::from_nanos(self.interval_nanos.load(Ordering::SeqCst).saturating_mul(turn))
     }
 }
 
@@ -354,7 +393,7 @@ pub struct ShutdownOptions {
     pub delay: Duration,
     /// `--shutdown-send-retry-after`.
     pub send_retry_after: bool,
-    /// `--shutdown-watch-termination-grace-period`.
+    /// `--shutdown-watch-termination-grace-period`: the longest time watches take to end.
     pub watch_grace: Duration,
     /// The longest wait for requests in flight: the longest deadline a request can have.
     pub drain_timeout: Duration,
@@ -425,9 +464,14 @@ impl MessageBody for Counted {
     }
 }
 
-/// `response`, with `request` counted in flight until its body is sent.
+/// `response`, with `request` counted in flight until its body is sent. A body already whole
+/// in memory is left as it is and the request counted out now: only writing it is left, which
+/// the workers finish after the drain.
 pub fn counted_until_sent(response: HttpResponse, request: InFlightRequest) -> HttpResponse {
-    response.map_body(|_, body| BoxBody::new(Counted { body, _request: request }))
+    response.map_body(|_, body| match body.try_into_bytes() {
+        Ok(bytes) => BoxBody::new(bytes),
+        Err(body) => BoxBody::new(Counted { body, _request: request }),
+    })
 }
 
 #[cfg(test)]
@@ -463,6 +507,18 @@ mod tests {
         assert!(signal.signaled());
         early.await.unwrap();
         tokio::time::timeout(Duration::from_millis(100), signal.wait()).await.expect("already fired");
+    }
+
+    #[test]
+    fn watches_end_one_after_the_other_within_the_grace_period_at_kubes_floor_rate_or_faster() {
+        let turns = |watches: usize, grace: Duration| {
+            let ends = WatchEnds::default();
+            ends.pace(watches, grace);
+            (0..watches).map(|_| ends.next_turn()).last().unwrap_or_default()
+        };
+        assert_eq!(turns(3, Duration::from_secs(30)), Duration::from_millis(10), "200 a second: 0, 5, 10 ms");
+        assert_eq!(turns(1000, Duration::from_secs(1)), Duration::from_millis(999), "1000 a second to fit in 1 s");
+        assert_eq!(turns(50, Duration::ZERO), Duration::ZERO, "no grace period: all at once");
     }
 
     #[actix_web::test]

@@ -1,8 +1,8 @@
 //! Graceful termination as kube-apiserver does it: on SIGTERM `/readyz` fails at once while
-//! everything else is served through `--shutdown-delay-duration`; then requests in flight
-//! finish (a write among them, durable across a restart), watches end cleanly after
-//! `--shutdown-watch-termination-grace-period`, new requests are refused (429 with
-//! `--shutdown-send-retry-after`), and the process exits 0.
+//! everything else is served through `--shutdown-delay-duration`; then the listener closes (or,
+//! with `--shutdown-send-retry-after`, new requests get 429), requests in flight finish (a
+//! write among them, durable across a restart), watches end cleanly within
+//! `--shutdown-watch-termination-grace-period`, and the process exits 0.
 
 use std::time::{Duration, Instant};
 
@@ -56,10 +56,10 @@ async fn sigterm_fails_readyz_at_once_serves_through_the_delay_and_exits_0() {
 }
 
 #[actix_web::test]
-async fn a_watch_ends_cleanly_after_the_grace_period_and_a_write_in_flight_completes_durably() {
+async fn watches_end_cleanly_when_requests_are_refused_and_a_write_in_flight_completes_durably() {
     let mut s = TestServer::start_with(&[
-        "--shutdown-delay-duration=1s",
-        "--shutdown-watch-termination-grace-period=3s",
+        "--shutdown-delay-duration=3s",
+        "--shutdown-watch-termination-grace-period=5s",
         "--enable-fault-injection=true",
     ]);
     let mut watch =
@@ -67,18 +67,21 @@ async fn a_watch_ends_cleanly_after_the_grace_period_and_a_write_in_flight_compl
     assert_eq!(watch.status().as_u16(), 200);
     s.admin_post("/faults?storageWriteDelay=2s");
 
-    // A write in its storage delay when SIGTERM comes: answered after the listener closed.
+    // During the delay everything is served, the watch included; the second write is still in
+    // its storage delay when the listener closes, and is answered all the same.
+    let seen = json!({"metadata": {"name": "seen"}});
     let slow = json!({"metadata": {"name": "slow"}, "data": {"a": "1"}});
-    let write = s.admin_call("POST", CMS, Some(&slow));
-    let signal = async {
-        sleep(Duration::from_millis(300)).await;
+    let writes = async {
+        sleep(Duration::from_millis(200)).await;
         s.terminate();
         let signalled = Instant::now();
-        // Past the delay, while the write drains and the watch runs: no new connections.
-        sleep(Duration::from_millis(2000)).await;
-        let connect = std::net::TcpStream::connect(("127.0.0.1", s.port));
-        assert!(connect.is_err(), "the listener is closed after the delay");
-        signalled
+        let first = s.admin_call("POST", CMS, Some(&seen)).await;
+        let second = s.admin_call("POST", CMS, Some(&slow)).await;
+        (signalled, first, second)
+    };
+    let refused = async {
+        sleep(Duration::from_millis(200 + 3500)).await;
+        std::net::TcpStream::connect(("127.0.0.1", s.port)).is_err()
     };
     let read_watch = async {
         let mut lines = Vec::new();
@@ -87,20 +90,21 @@ async fn a_watch_ends_cleanly_after_the_grace_period_and_a_write_in_flight_compl
         }
         (lines, Instant::now())
     };
-    let (written, signalled, (lines, ended)) = tokio::join!(write, signal, read_watch);
-    assert_eq!(written.code, 201, "{}", written.body);
+    let ((signalled, first, second), refused, (lines, ended)) = tokio::join!(writes, refused, read_watch);
+    assert_eq!((first.code, second.code), (201, 201), "{} {}", first.body, second.body);
+    assert!(refused, "no new connections once the delay has passed");
 
     let watched = ended - signalled;
     assert!(
-        watched >= Duration::from_millis(3800) && watched < Duration::from_secs(8),
-        "the watch ended {watched:?} after SIGTERM (delay 1s + grace 3s)\n{}",
+        watched >= Duration::from_millis(2900) && watched < Duration::from_secs(8),
+        "the watch ended {watched:?} after SIGTERM: at the end of the 3 s delay, within the 5 s grace period\n{}",
         s.log_tail()
     );
     let events: Vec<Value> =
         lines.split(|b| *b == b'\n').filter(|l| !l.is_empty()).map(|l| serde_json::from_slice(l).unwrap()).collect();
     assert!(
-        events.iter().any(|e| e["type"] == "ADDED" && e["object"]["metadata"]["name"] == "slow"),
-        "the watch was served through the grace period: {events:?}"
+        events.iter().any(|e| e["type"] == "ADDED" && e["object"]["metadata"]["name"] == "seen"),
+        "the watch was served through the delay: {events:?}"
     );
 
     let status = exit_status(&mut s, Duration::from_secs(15)).await;
