@@ -26,8 +26,9 @@
 //! - [`status_writer`]: how admission plugins write other objects' status (quota charges).
 //! - [`rbac_feed`]: keeps the authorizer's RBAC policy current from the RBAC cachers.
 //! - [`controllers`]: what kube-controller-manager would do for a standalone server: namespace
-//!   finalization, default ServiceAccounts, legacy tokens, ClusterRole aggregation, quota usage;
-//!   and the API's own: CRDs served, APIServices registered and kept available.
+//!   finalization, default ServiceAccounts, legacy tokens, ClusterRole aggregation, quota usage,
+//!   run by the replica holding their Lease (`controllers::leader`); and the API's own: CRDs
+//!   served, APIServices registered and kept available.
 //! - [`tokens`]: the TokenRequest subresource and the token issuer's discovery documents.
 //! - [`tls`]: serving certificates, the generated PKI, client-certificate identities.
 //!
