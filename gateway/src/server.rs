@@ -1,6 +1,8 @@
 //! The composition root: the only module that names concrete actors and knows every other
 //! module. It builds the catalogue, opens storage, starts every stage on its arbiter, bootstraps
-//! the system namespaces, and serves HTTPS and the admin endpoint.
+//! the system namespaces, starts the controllers (under their Lease), and serves HTTPS and the
+//! admin endpoint until SIGTERM, then shuts down in kube's steps (`lifecycle`) and closes
+//! storage.
 //!
 //! Arbiters (threads with their own event loop): the storage stage and the admission stage,
 //! which do the CPU work of writes (defaults, validation, patches, encoding; the admission
@@ -177,10 +179,6 @@ const APF_MAILBOX_CAPACITY: usize = 1 << 15;
 
 /// Runs the server until it is stopped.
 pub async fn serve(options: ServeOptions) -> Result<(), String> {
-    // From here on SIGTERM and SIGINT start the graceful shutdown (once serving) instead of
-    // killing the process.
-    let termination =
-        crate::lifecycle::TerminationSignals::install().map_err(|e| format!("installing signal handlers: {e}"))?;
     let lifecycle = Arc::new(crate::lifecycle::Lifecycle::new(options.shutdown_send_retry_after));
     let election = options.leader_elect.then(|| {
         crate::controllers::leader::ElectionConfig::controllers(
@@ -468,6 +466,10 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         .bind((options.admin_bind_address, options.admin_port))
         .map_err(|e| format!("binding admin {}:{}: {e}", options.admin_bind_address, options.admin_port))?
         .run();
+    // From here on SIGTERM and SIGINT start the graceful shutdown; until here (starting up)
+    // they end the process at once.
+    let termination =
+        crate::lifecycle::TerminationSignals::install().map_err(|e| format!("installing signal handlers: {e}"))?;
     let (main_handle, admin_handle) = (main.handle(), admin.handle());
     let mut serving = actix_web::rt::spawn(main);
     actix_web::rt::spawn(admin);

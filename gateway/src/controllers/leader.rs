@@ -289,7 +289,7 @@ impl<L: LeaseLock> LeaderElector<L> {
             }
             self.status.set(0.0);
             match ended {
-                TermEnded::Lost => tracing::warn!(lease, "leader election lost: the controllers are stopped"),
+                TermEnded::Lost => tracing::warn!(lease, "leader election lost: what the holder runs is stopped"),
                 TermEnded::Stopped => {
                     self.release().await;
                     return;
