@@ -1,6 +1,9 @@
 //! The handler chain: every HTTPS request enters [`dispatch`], which runs it through kube's
 //! filters in kube's order and records kube's request metrics.
 //!
+//! 0. while the server shuts down, new requests are turned away (429 or 503, probes excepted)
+//!    and the others are counted until answered, so the shutdown can wait for them
+//!    (`lifecycle`);
 //! 1. request info and the request's deadline (`--request-timeout`, `?timeout=`; for a watch
 //!    it bounds only the setup, until its stream starts): past it the request gets kube's 504
 //!    and every stage call it has in flight is dropped, which cancels the stage's work;
@@ -29,6 +32,7 @@ use serde_json::{Value, json};
 
 use crate::auditing::{self, BodySlot, RequestAudit};
 use crate::context::RequestContext;
+use crate::lifecycle::RequestKind;
 use crate::negotiate::{Output, error_response, respond};
 use crate::state::ServerState;
 use crate::{discovery, health, openapi, rest};
@@ -157,6 +161,29 @@ pub async fn dispatch(req: HttpRequest, payload: web::Payload, server: web::Data
     let started = Instant::now();
     let query = query(req.query_string());
     let info = parse_request_info(req.method().as_str(), req.path(), query.flag("watch"));
+    // Outermost, as kube's `WithRetryAfter` and `WithWaitGroup`: while the server shuts down,
+    // requests are turned away before anything else is done for them.
+    let request_kind = if info.is_long_running() { RequestKind::Watch } else { RequestKind::Short };
+    let counted = match server.lifecycle.admit(&req, request_kind) {
+        Ok(counted) => counted,
+        Err(refusal) => return refusal.response(),
+    };
+    let response = run_chain(req, payload, server, started, query, info).await;
+    match counted {
+        Some(request) => crate::lifecycle::counted_until_sent(response, request),
+        None => response,
+    }
+}
+
+/// The chain past the shutdown filters, with kube's request metrics.
+async fn run_chain(
+    req: HttpRequest,
+    payload: web::Payload,
+    server: web::Data<ServerState>,
+    started: Instant,
+    query: Params,
+    info: RequestInfo,
+) -> HttpResponse {
     let kind = if info.is_mutating() { "mutating" } else { "readOnly" };
     let long_running = info.is_long_running();
     let inflight =

@@ -273,6 +273,34 @@ pub struct ServeOptions {
     /// `kubernetes` Service's.
     #[arg(long, default_value = "10.96.0.0/12", value_parser = parse_service_range)]
     pub service_cluster_ip_range: registry::ServiceRange,
+    /// How long the server keeps serving after SIGTERM with `/readyz` failing, so load
+    /// balancers move traffic away before it stops taking requests.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub shutdown_delay_duration: Duration,
+    /// During shutdown, keep the listener open while the requests in flight drain, answering
+    /// new ones 429 with `Retry-After`, and close it only then (rather than at once).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
+    pub shutdown_send_retry_after: bool,
+    /// During shutdown, the longest time the watches take to end once new requests are refused:
+    /// they are ended one after the other (at 200 a second or faster), cleanly, so clients
+    /// re-watch elsewhere from their last resourceVersion; 0 ends them all at once.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub shutdown_watch_termination_grace_period: Duration,
+    /// Run the built-in controllers (and the APF configuration upkeep) only while holding the
+    /// `kube-system/apiserver-controllers` Lease, so replicas sharing storage run them one at a
+    /// time; off runs them on this replica unconditionally.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub leader_elect: bool,
+    /// How long a Lease holder is trusted without renewing; others wait this long (by their own
+    /// clock, from when they saw the Lease last change) before taking it over.
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pub leader_elect_lease_duration: Duration,
+    /// How long the holder keeps trying to renew before it stops its controllers.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub leader_elect_renew_deadline: Duration,
+    /// How often the Lease is renewed, and how often the others try to take it.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub leader_elect_retry_period: Duration,
     /// Largest accepted request body, in bytes.
     #[arg(long, default_value_t = 3 * 1024 * 1024)]
     pub max_request_body_bytes: usize,

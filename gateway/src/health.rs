@@ -18,7 +18,7 @@ pub async fn report(ctx: &RequestContext<'_>, endpoint: &str, only: Option<&str>
         if endpoint == "readyz" {
             checks.push(("etcd-readiness", etcd));
             checks.push(("informer-sync", cachers_synced(ctx).await));
-            checks.push(("shutdown", Ok(())));
+            checks.push(("shutdown", shutdown(ctx)));
         }
     }
     let excluded: Vec<&str> = ctx.query.get("exclude").map(|e| e.split(',').collect()).unwrap_or_default();
@@ -60,6 +60,16 @@ pub async fn report(ctx: &RequestContext<'_>, endpoint: &str, only: Option<&str>
         HttpResponse::Ok().content_type("text/plain; charset=utf-8").body(body)
     } else {
         HttpResponse::Ok().content_type("text/plain; charset=utf-8").body("ok")
+    }
+}
+
+/// kube's `shutdown` readiness check: failing from `ShutdownInitiated` on, so load balancers
+/// stop sending requests while the server still serves them (`--shutdown-delay-duration`).
+fn shutdown(ctx: &RequestContext<'_>) -> Result<(), String> {
+    if ctx.server.lifecycle.signals.shutdown_initiated.signaled() {
+        Err("process is shutting down".into())
+    } else {
+        Ok(())
     }
 }
 

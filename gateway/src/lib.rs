@@ -16,6 +16,8 @@
 //! - [`unstored`]: resources stored nowhere, answered by the gateway (`bindings`);
 //!   [`componentstatuses`], the deprecated read-only component health list, is one.
 //! - [`discovery`], [`openapi`], [`health`], [`admin`]: the non-resource endpoints.
+//! - [`lifecycle`]: graceful termination in kube's steps: its signals, the requests it waits
+//!   for and turns away, the sequence from SIGTERM to exit.
 //! - [`aggregator`]: API aggregation: remote group versions' requests passed on to their
 //!   extension servers, their availability probes and cached discovery.
 //! - [`negotiate`]: representations (JSON, YAML, protobuf; tables and metadata views).
@@ -24,8 +26,9 @@
 //! - [`status_writer`]: how admission plugins write other objects' status (quota charges).
 //! - [`rbac_feed`]: keeps the authorizer's RBAC policy current from the RBAC cachers.
 //! - [`controllers`]: what kube-controller-manager would do for a standalone server: namespace
-//!   finalization, default ServiceAccounts, legacy tokens, ClusterRole aggregation, quota usage;
-//!   and the API's own: CRDs served, APIServices registered and kept available.
+//!   finalization, default ServiceAccounts, legacy tokens, ClusterRole aggregation, quota usage,
+//!   run by the replica holding their Lease (`controllers::leader`); and the API's own: CRDs
+//!   served, APIServices registered and kept available.
 //! - [`tokens`]: the TokenRequest subresource and the token issuer's discovery documents.
 //! - [`tls`]: serving certificates, the generated PKI, client-certificate identities.
 //!
@@ -45,6 +48,7 @@ pub mod controllers;
 pub mod discovery;
 pub mod escalation;
 pub mod health;
+pub mod lifecycle;
 pub mod negotiate;
 pub mod openapi;
 pub mod pipeline;

@@ -1,6 +1,8 @@
 //! The composition root: the only module that names concrete actors and knows every other
 //! module. It builds the catalogue, opens storage, starts every stage on its arbiter, bootstraps
-//! the system namespaces, and serves HTTPS and the admin endpoint.
+//! the system namespaces, starts the controllers (under their Lease), and serves HTTPS and the
+//! admin endpoint until SIGTERM, then shuts down in kube's steps (`lifecycle`) and closes
+//! storage.
 //!
 //! Arbiters (threads with their own event loop): the storage stage and the admission stage,
 //! which do the CPU work of writes (defaults, validation, patches, encoding; the admission
@@ -24,6 +26,7 @@ use flowcontrol::FlowControlActor;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use serde_json::{Value, json};
 use storage::faults::Faults;
+use tokio::task::AbortHandle;
 
 use crate::caches::Caches;
 use crate::config::ServeOptions;
@@ -80,6 +83,17 @@ const APF_MAILBOX_CAPACITY: usize = 1 << 15;
 
 /// Runs the server until it is stopped.
 pub async fn serve(options: ServeOptions) -> Result<(), String> {
+    let lifecycle = Arc::new(crate::lifecycle::Lifecycle::new(options.shutdown_send_retry_after));
+    let election = options.leader_elect.then(|| {
+        crate::controllers::leader::ElectionConfig::controllers(
+            options.leader_elect_lease_duration,
+            options.leader_elect_renew_deadline,
+            options.leader_elect_retry_period,
+        )
+    });
+    if let Some(config) = &election {
+        config.validate()?;
+    }
     let metrics = install_metrics();
     // Schemas and OpenAPI documents are built once, before the first request needs them.
     apimachinery::schema::prepare();
@@ -91,6 +105,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         tracing::warn!("fault injection is enabled: the admin endpoint can slow storage down");
     }
     let router = crate::backends::open(&options, &data_dir, &catalogue, faults.as_ref()).await?;
+    let backends = router.clone();
     let directory = ActorDirectory::default();
     publish_stage_gauges(directory.clone());
     let shed = WhenFull::Shed { wait: options.stage_mailbox_wait };
@@ -219,8 +234,31 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     if let Err(e) = crate::controllers::authentication_trust::publish(&stages, &catalogue, &trust).await {
         tracing::warn!("publishing the extension API servers' authentication: {e}");
     }
-    spawn_apf_upkeep(stages.clone(), objects.clone());
-    spawn_controllers(&options, &stages, &catalogue, &objects, &issuer, &material);
+    // The controllers and the APF upkeep, on this replica alone or while it holds the Lease.
+    let start_controllers = {
+        let (options, stages, catalogue, objects) =
+            (options.clone(), stages.clone(), catalogue.clone(), objects.clone());
+        let (issuer, serving_ca) = (issuer.clone(), material.serving_ca_pem.clone());
+        move || {
+            let mut running =
+                spawn_controllers(&options, &stages, &catalogue, &objects, &issuer, serving_ca.as_deref());
+            running.push(spawn_apf_upkeep(stages.clone(), objects.clone()));
+            running
+        }
+    };
+    let elector = match election {
+        Some(config) => {
+            use crate::controllers::leader::{LeaderElector, StageLeaseLock};
+            let leases = catalogue.find("coordination.k8s.io", "v1", "leases").ok_or("leases are not served")?;
+            let lock = StageLeaseLock::new(stages.clone(), leases, &config.namespace, &config.name);
+            let stop = lifecycle.signals.shutdown_initiated.clone();
+            Some(actix_web::rt::spawn(LeaderElector::new(config, lock).run(start_controllers, stop)))
+        }
+        None => {
+            start_controllers();
+            None
+        }
+    };
     crate::backends::spawn_object_counts(
         router.clone(),
         catalogue.clone(),
@@ -260,12 +298,24 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         apf_exempt,
         aggregator,
         remotes,
+        lifecycle: lifecycle.clone(),
     });
     let workers = if options.workers == 0 {
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
     } else {
         options.workers
     };
+    let shutdown = crate::lifecycle::ShutdownOptions {
+        delay: options.shutdown_delay_duration,
+        send_retry_after: options.shutdown_send_retry_after,
+        watch_grace: options.shutdown_watch_termination_grace_period,
+        drain_timeout: options.request_timeout,
+    };
+    // Once the listener closes, the workers serve what is in flight for as long as the rest of
+    // the sequence may take (the drain, the watches' grace); the sequence itself never waits
+    // for them past its end.
+    let worker_grace =
+        options.request_timeout + options.shutdown_watch_termination_grace_period + Duration::from_secs(5);
     let main = {
         let server = server.clone();
         HttpServer::new(move || App::new().app_data(server.clone()).default_service(web::to(crate::chain::dispatch)))
@@ -275,20 +325,57 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
             // Go, and so kube-apiserver, disables it on every connection too.
             .tcp_nodelay(true)
             .on_connect(crate::chain::on_connect)
+            // Signals start kube's shutdown sequence (`lifecycle`), not actix's own.
+            .disable_signals()
+            .shutdown_timeout(worker_grace.as_secs())
             .bind_rustls_0_23((options.bind_address, options.secure_port), material.server_config)
             .map_err(|e| format!("binding {}:{}: {e}", options.bind_address, options.secure_port))?
             .run()
     };
+    // The admin endpoint answers until the very end of the shutdown.
     let admin = HttpServer::new(move || App::new().app_data(server.clone()).configure(crate::admin::routes))
         .workers(1)
+        .disable_signals()
+        .shutdown_timeout(1)
         .bind((options.admin_bind_address, options.admin_port))
         .map_err(|e| format!("binding admin {}:{}: {e}", options.admin_bind_address, options.admin_port))?
         .run();
-    let admin_handle = admin.handle();
+    // From here on SIGTERM and SIGINT start the graceful shutdown; until here (starting up)
+    // they end the process at once.
+    let termination =
+        crate::lifecycle::TerminationSignals::install().map_err(|e| format!("installing signal handlers: {e}"))?;
+    let (main_handle, admin_handle) = (main.handle(), admin.handle());
+    let mut serving = actix_web::rt::spawn(main);
     actix_web::rt::spawn(admin);
-    let result = main.await.map_err(|e| e.to_string());
-    admin_handle.stop(true).await;
-    result
+    tokio::select! {
+        ended = &mut serving => {
+            admin_handle.stop(false).await;
+            return match ended {
+                Ok(result) => result.map_err(|e| e.to_string()),
+                Err(e) => Err(format!("the HTTPS server stopped: {e}")),
+            };
+        }
+        () = termination.requested() => {}
+    }
+    // Beside the sequence, the elector (stopped by `ShutdownInitiated`) stops the controllers
+    // and releases their Lease, so another replica takes them over at once; both are done
+    // before storage closes.
+    let release_bound = options.leader_elect_renew_deadline;
+    let controllers_stopped = async move {
+        if let Some(elector) = elector
+            && tokio::time::timeout(release_bound, elector).await.is_err()
+        {
+            tracing::warn!("the controllers' Lease was not released within {release_bound:?}");
+        }
+    };
+    tokio::join!(lifecycle.shut_down(&shutdown, &main_handle), controllers_stopped);
+    let _ = tokio::time::timeout(Duration::from_secs(2), admin_handle.stop(true)).await;
+    // Every request has been answered: storage closes with no accepted write left half done.
+    if let Err(e) = backends.close().await {
+        tracing::warn!("closing storage: {e}");
+    }
+    tracing::info!("[graceful-termination] apiserver is exiting");
+    Ok(())
 }
 
 /// The aggregator's flags: the proxy client certificate read once (kube reloads it when the
@@ -355,45 +442,47 @@ fn audit_options(options: &ServeOptions) -> auth::audit::AuditOptions {
     }
 }
 
-/// Starts the controllers the flags leave on.
+/// Starts the controllers the flags leave on; the handles stop them.
 fn spawn_controllers(
     options: &ServeOptions,
     stages: &Stages,
     catalogue: &Arc<Catalogue>,
     objects: &Arc<dyn ObjectLookup>,
     issuer: &Arc<auth::serviceaccount::TokenIssuer>,
-    material: &tls::TlsMaterial,
-) {
+    serving_ca_pem: Option<&str>,
+) -> Vec<AbortHandle> {
     use crate::controllers::{
         namespace_finalizer, policy_status, resource_quota, role_aggregation, root_ca, service_accounts, token_secrets,
     };
+    let mut running = Vec::new();
     if options.enable_namespace_finalizer {
-        namespace_finalizer::spawn(stages.clone(), catalogue.clone());
+        running.extend(namespace_finalizer::spawn(stages.clone(), catalogue.clone()));
     }
     if options.enable_serviceaccount_controller {
-        service_accounts::spawn(stages.clone(), catalogue.clone(), objects.clone());
+        running.extend(service_accounts::spawn(stages.clone(), catalogue.clone(), objects.clone()));
     }
     if options.enable_serviceaccount_token_controller {
         let controller = token_secrets::TokenSecrets {
             issuer: issuer.clone(),
-            root_ca: material.serving_ca_pem.clone().unwrap_or_default(),
+            root_ca: serving_ca_pem.unwrap_or_default().to_string(),
             objects: objects.clone(),
         };
-        token_secrets::spawn(stages.clone(), catalogue.clone(), controller);
+        running.extend(token_secrets::spawn(stages.clone(), catalogue.clone(), controller));
     }
     if options.enable_clusterrole_aggregation {
-        role_aggregation::spawn(stages.clone(), catalogue.clone());
+        running.extend(role_aggregation::spawn(stages.clone(), catalogue.clone()));
     }
     if options.enable_resourcequota_controller {
-        resource_quota::spawn(stages.clone(), catalogue.clone(), objects.clone());
+        running.extend(resource_quota::spawn(stages.clone(), catalogue.clone(), objects.clone()));
     }
     if options.enable_validating_admission_policy_status_controller {
-        policy_status::spawn(stages.clone(), catalogue.clone());
+        running.extend(policy_status::spawn(stages.clone(), catalogue.clone()));
     }
     // With a serving certificate of the user's and no CA of ours, there is nothing to publish.
-    if let (true, Some(ca)) = (options.enable_root_ca_publisher, &material.serving_ca_pem) {
-        root_ca::spawn(stages.clone(), catalogue.clone(), objects.clone(), ca.clone());
+    if let (true, Some(ca)) = (options.enable_root_ca_publisher, serving_ca_pem) {
+        running.extend(root_ca::spawn(stages.clone(), catalogue.clone(), objects.clone(), ca.to_string()));
     }
+    running
 }
 
 /// Creates what kube's bootstrap controller and post-start hooks create: the system
@@ -567,8 +656,8 @@ async fn mark_dangling(stages: &Stages, system: &UserInfo, objects: &dyn ObjectL
 }
 
 /// Keeps the APF bootstrap objects as kube's configuration controller does.
-fn spawn_apf_upkeep(stages: Stages, objects: Arc<dyn ObjectLookup>) {
-    actix::spawn(async move {
+fn spawn_apf_upkeep(stages: Stages, objects: Arc<dyn ObjectLookup>) -> AbortHandle {
+    crate::controllers::leader::spawn_stoppable(async move {
         let system =
             UserInfo { name: "system:apiserver".into(), groups: vec!["system:masters".into()], ..Default::default() };
         loop {
@@ -577,7 +666,7 @@ fn spawn_apf_upkeep(stages: Stages, objects: Arc<dyn ObjectLookup>) {
                 tracing::warn!(error = %e, "APF configuration upkeep");
             }
         }
-    });
+    })
 }
 
 /// Creates the bootstrap RBAC objects or reconciles them with what exists ([`auth::reconcile`]).

@@ -103,11 +103,11 @@ pub async fn run(options: StageOptions) -> Result<(), String> {
     wait_for_signal().await;
     tracing::info!(shard = shard.name, "stopping");
     drop(listening);
-    // Writes the stage accepted finish before the process ends: the storage arbiter drains.
-    for backend in router.backends() {
-        let _ = tokio::time::timeout(Duration::from_secs(5), backend.current_revision()).await;
+    // No write the stage accepted is left half done when the process ends.
+    match tokio::time::timeout(Duration::from_secs(10), router.close()).await {
+        Ok(result) => result.map_err(|e| format!("closing storage: {e}")),
+        Err(_) => Err("closing storage took over 10 s".into()),
     }
-    Ok(())
 }
 
 async fn wait_for_signal() {

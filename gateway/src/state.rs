@@ -88,4 +88,6 @@ pub struct ServerState {
     pub aggregator: Arc<crate::aggregator::Aggregator>,
     /// The storage stages other processes run (`--stage-topology`), shown with their health.
     pub remotes: crate::topology::RemoteStages,
+    /// Where the shutdown sequence stands, and the requests it waits for.
+    pub lifecycle: Arc<crate::lifecycle::Lifecycle>,
 }

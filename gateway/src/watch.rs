@@ -1,7 +1,7 @@
 //! Watch responses: one JSON document per line (`{"type":"ADDED","object":{...}}`), or in
 //! protobuf length-prefixed `WatchEvent` frames whose objects are the cached messages, streamed
 //! until `timeoutSeconds` (or the server's randomised minimum request timeout) passes, the client
-//! goes away, or the cacher cuts the watcher off.
+//! goes away, the cacher cuts the watcher off, or the server's shutdown ends it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -87,7 +87,11 @@ pub async fn serve(
     let api_version = def.api_version();
     let deadline = tokio::time::sleep(duration);
     let def = def.clone();
-    let events = tokio_stream::wrappers::ReceiverStream::new(receiver.0).take_until(deadline);
+    // Ended at its timeout, or when the server's shutdown ends every watch: the stream closes
+    // cleanly and the client re-watches (elsewhere) from its last resourceVersion.
+    let events = tokio_stream::wrappers::ReceiverStream::new(receiver.0)
+        .take_until(deadline)
+        .take_until(ctx.server.lifecycle.watches_end());
     let events = match def.strategy.converter().filter(|_| def.stored_as.is_some()) {
         Some(converter) => converted(events, converter, api_version.clone()).boxed_local(),
         None => events.boxed_local(),

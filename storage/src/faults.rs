@@ -96,6 +96,10 @@ impl Storage for FaultyStorage {
         self.inner.compacted_revision().await
     }
 
+    async fn close(&self) -> Result<(), StorageError> {
+        self.inner.close().await
+    }
+
     fn prompt_progress(&self) -> bool {
         self.inner.prompt_progress()
     }

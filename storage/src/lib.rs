@@ -255,6 +255,14 @@ pub trait Storage: Send + Sync + 'static {
     /// The revision of the last compaction (0 if never compacted): the oldest readable revision.
     async fn compacted_revision(&self) -> Result<Revision, StorageError>;
 
+    /// Stops taking writes and returns once every write accepted before is durable, so a
+    /// process exiting after it leaves no write half done. Later writes fail with
+    /// `Unavailable`. A backend that answers a write only once it is durable elsewhere (etcd)
+    /// has nothing to wait for.
+    async fn close(&self) -> Result<(), StorageError> {
+        Ok(())
+    }
+
     /// Whether a requested progress notification arrives at once. When it does, a cache that
     /// is behind catches up faster than storage could answer a read; when it does not (etcd
     /// batches them), consistent reads go to storage instead of waiting.

@@ -78,6 +78,18 @@ impl StorageRouter {
         &self.default
     }
 
+    /// Closes every backend ([`Storage::close`]): once it returns, no accepted write is left
+    /// half done. The first error is returned, after every backend was asked.
+    pub async fn close(&self) -> Result<(), crate::StorageError> {
+        let mut first = Ok(());
+        for backend in self.backends() {
+            if let Err(e) = backend.close().await {
+                first = first.and(Err(e));
+            }
+        }
+        first
+    }
+
     /// Every distinct backend, default first, for compaction and health checks.
     pub fn backends(&self) -> Vec<Arc<dyn Storage>> {
         let mut out = vec![self.default.clone()];

@@ -468,3 +468,37 @@ async fn history_past_its_bound_is_compacted_keeping_the_newer_half() {
     let reopened = open(dir.path());
     assert_eq!(all_at(&reopened, None).await, latest, "the compacted log reopens to the same state");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_answers_once_queued_writes_are_durable_and_refuses_later_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let writers: Vec<_> = (0..64)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let key = format!("/registry/configmaps/ns/c{i}");
+                store.put(&key, Bytes::from(format!("v{i}")), Expect::Absent).await.map(|kv| kv.key)
+            })
+        })
+        .collect();
+    tokio::task::yield_now().await;
+    store.close().await.expect("close");
+    let mut acknowledged = Vec::new();
+    for writer in writers {
+        match writer.await.unwrap() {
+            Ok(key) => acknowledged.push(key),
+            Err(e) => assert!(matches!(e, StorageError::Unavailable { .. }), "{e:?}"),
+        }
+    }
+    let late = store.put("/registry/configmaps/ns/late", Bytes::from("x"), Expect::Absent).await;
+    assert!(matches!(late, Err(StorageError::Unavailable { .. })), "{late:?}");
+    store.close().await.expect("a second close returns at once");
+    assert_eq!(all_at(&store, None).await.len(), acknowledged.len(), "reads still answer");
+    drop(store);
+    let keys: Vec<String> = all_at(&open(dir.path()), None).await.into_iter().map(|kv| kv.key).collect();
+    acknowledged.sort();
+    let mut keys = keys;
+    keys.sort();
+    assert_eq!(keys, acknowledged, "every acknowledged write, and only those, after reopening");
+}

@@ -220,6 +220,23 @@ impl TestServer {
         }
     }
 
+    /// Sends SIGTERM and returns at once: the server goes through its shutdown on its own
+    /// ([`TestServer::wait_exit`] waits for it).
+    pub fn terminate(&self) {
+        let pid = self.pid().to_string();
+        let sent = Command::new("kill").arg("-TERM").arg(&pid).status().expect("run kill");
+        assert!(sent.success(), "kill -TERM {pid}");
+    }
+
+    /// Waits up to `within` for the process to exit; its exit status, or `None` if it still
+    /// runs. Once it has exited, [`TestServer::start_again`] starts it on the same data.
+    pub fn wait_exit(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let child = self.child.as_mut().expect("running");
+        let status = poll_until(within, || child.try_wait().expect("wait for the apiserver"))?;
+        self.child = None;
+        Some(status)
+    }
+
     /// Kills the server with SIGKILL, as a crash would.
     pub fn kill9(&mut self) {
         if let Some(mut c) = self.child.take() {
@@ -350,15 +367,23 @@ impl TestServer {
     /// Compacts every backend's history up to its current revision through the admin endpoint
     /// (`POST /compact`), from any thread or runtime; returns the endpoint's JSON answer.
     pub fn compact(&self) -> serde_json::Value {
+        self.admin_post("/compact")
+    }
+
+    /// `POST path_and_query` on the admin endpoint, from any thread or runtime: its JSON answer,
+    /// failing the test unless it is 200.
+    pub fn admin_post(&self, path_and_query: &str) -> serde_json::Value {
         use std::io::{Read, Write};
         let mut conn = std::net::TcpStream::connect(("127.0.0.1", self.admin_port)).expect("admin endpoint");
-        conn.write_all(b"POST /compact HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-            .expect("send");
+        let request = format!(
+            "POST {path_and_query} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        );
+        conn.write_all(request.as_bytes()).expect("send");
         let mut response = String::new();
         conn.read_to_string(&mut response).expect("read");
-        assert!(response.starts_with("HTTP/1.1 200"), "compaction failed: {response}");
+        assert!(response.starts_with("HTTP/1.1 200"), "POST {path_and_query} failed: {response}");
         let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-        serde_json::from_str(body).unwrap_or_else(|e| panic!("compaction answer {body:?}: {e}"))
+        serde_json::from_str(body).unwrap_or_else(|e| panic!("POST {path_and_query} answer {body:?}: {e}"))
     }
 
     /// TLS client settings trusting the server's CA, optionally presenting the admin certificate.

@@ -17,6 +17,8 @@
 //!   remote APIServices (the API's too: always on).
 //! - [`authentication_trust`]: the `extension-apiserver-authentication` ConfigMap extension
 //!   servers authenticate passed-on requests by.
+//! - [`leader`]: the Lease that lets one replica at a time run the controllers above that
+//!   kube-controller-manager would run (`--leader-elect`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,6 +38,7 @@ pub mod apiservice_registration;
 pub mod apiservices;
 pub mod authentication_trust;
 pub mod crds;
+pub mod leader;
 pub mod namespace_finalizer;
 pub mod policy_status;
 pub mod resource_quota;
@@ -97,7 +100,14 @@ fn follow<T: Send + 'static>(
             match async { stages.reads(&def)?.watch.ask(watch, Deadline::NONE).await }.await {
                 Ok(stream) => {
                     let mut stream = stream.0;
-                    while let Some(event) = stream.recv().await {
+                    loop {
+                        // A controller that stopped (its leader lost the Lease) drops its end:
+                        // the watch ends then, not at the next event.
+                        let event = tokio::select! {
+                            event = stream.recv() => event,
+                            _ = tx.closed() => return,
+                        };
+                        let Some(event) = event else { break };
                         if matches!(event.kind, WatchEventType::Bookmark | WatchEventType::Error) {
                             continue;
                         }
@@ -108,7 +118,10 @@ fn follow<T: Send + 'static>(
                 }
                 Err(e) => tracing::warn!(resource = %def.resource, "controller cannot watch: {}", e.message),
             }
-            tokio::time::sleep(Duration::from_millis(500)).await;
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+                _ = tx.closed() => return,
+            }
         }
     });
     rx

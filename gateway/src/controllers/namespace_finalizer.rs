@@ -19,7 +19,9 @@ use apimachinery::object::ObjectExt;
 use apimachinery::options::{DeleteOptions, GetOptions, ListOptions, ReadAt, WatchOptions, WriteOptions};
 use apimachinery::request::UserInfo;
 use serde_json::Value;
+use tokio::task::{AbortHandle, JoinSet};
 
+use super::leader::spawn_stoppable;
 use crate::state::Stages;
 
 /// How long one step of the finalizer may take before it is retried.
@@ -104,11 +106,13 @@ async fn finalize(stages: &Stages, catalogue: &Catalogue, name: &str) {
     }
 }
 
-/// Starts the finalizer on the current arbiter.
-pub fn spawn(stages: Stages, catalogue: Arc<Catalogue>) {
-    let active: Arc<Mutex<HashSet<String>>> = Arc::default();
-    actix_web::rt::spawn(async move {
-        let Some(ns_def) = catalogue.find("", "v1", "namespaces") else { return };
+/// Starts the finalizer on the current arbiter. The namespaces being finalized are tasks of
+/// its own, so stopping it stops them too.
+pub fn spawn(stages: Stages, catalogue: Arc<Catalogue>) -> Option<AbortHandle> {
+    let ns_def = catalogue.find("", "v1", "namespaces")?;
+    Some(spawn_stoppable(async move {
+        let mut finalizing = JoinSet::new();
+        let active: Arc<Mutex<HashSet<String>>> = Arc::default();
         loop {
             let watch = WatchObjects {
                 target: namespaces(),
@@ -122,7 +126,13 @@ pub fn spawn(stages: Stages, catalogue: Arc<Catalogue>) {
                     continue;
                 }
             };
-            while let Some(event) = rx.recv().await {
+            loop {
+                let event = tokio::select! {
+                    event = rx.recv() => event,
+                    // Reaps finished ones, so the set holds only those running.
+                    Some(_) = finalizing.join_next() => continue,
+                };
+                let Some(event) = event else { break };
                 let object = event.object.value();
                 if !terminating(&object) {
                     continue;
@@ -132,11 +142,11 @@ pub fn spawn(stages: Stages, catalogue: Arc<Catalogue>) {
                     continue;
                 }
                 let (stages, active, catalogue) = (stages.clone(), active.clone(), catalogue.clone());
-                actix_web::rt::spawn(async move {
+                finalizing.spawn_local(async move {
                     finalize(&stages, &catalogue, &name).await;
                     active.lock().expect("not poisoned").remove(&name);
                 });
             }
         }
-    });
+    }))
 }

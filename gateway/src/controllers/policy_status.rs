@@ -16,7 +16,9 @@ use apimachinery::messages::{Target, UpdateObject};
 use apimachinery::object::ObjectExt;
 use apimachinery::options::WriteOptions;
 use serde_json::{Value, json};
+use tokio::task::AbortHandle;
 
+use super::leader::spawn_stoppable;
 use super::{WRITE_TIMEOUT, events, identity};
 use crate::state::Stages;
 
@@ -55,17 +57,17 @@ async fn reconcile(stages: &Stages, def: &Arc<ResourceDef>, catalogue: &Catalogu
     }
 }
 
-/// Starts the controller on the current arbiter.
-pub fn spawn(stages: Stages, catalogue: Arc<Catalogue>) {
-    let Some(def) = catalogue.find("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies") else { return };
+/// Starts the controller on the current arbiter; the handle stops it (`None`: its kinds are not served).
+pub fn spawn(stages: Stages, catalogue: Arc<Catalogue>) -> Option<AbortHandle> {
+    let def = catalogue.find("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies")?;
     let mut changes = events(&stages, &def);
-    actix_web::rt::spawn(async move {
+    Some(spawn_stoppable(async move {
         while let Some((kind, policy)) = changes.recv().await {
             if kind != WatchEventType::Deleted {
                 reconcile(&stages, &def, &catalogue, policy).await;
             }
         }
-    });
+    }))
 }
 
 #[cfg(test)]

@@ -24,7 +24,9 @@ use apimachinery::quota::evaluator::{evaluators_for, scope_requirements};
 use apimachinery::quota::resources::{self, ResourceList};
 use apimachinery::quota::{self as q};
 use serde_json::{Value, json};
+use tokio::task::AbortHandle;
 
+use super::leader::spawn_stoppable;
 use super::{WRITE_TIMEOUT, events, identity};
 use crate::state::Stages;
 
@@ -137,12 +139,12 @@ impl Controller {
     }
 }
 
-/// Starts the controller on the current arbiter.
-pub fn spawn(stages: Stages, catalogue: Arc<Catalogue>, objects: Arc<dyn ObjectLookup>) {
-    let Some(quotas) = catalogue.find("", "v1", "resourcequotas") else { return };
+/// Starts the controller on the current arbiter; the handle stops it (`None`: its kinds are not served).
+pub fn spawn(stages: Stages, catalogue: Arc<Catalogue>, objects: Arc<dyn ObjectLookup>) -> Option<AbortHandle> {
+    let quotas = catalogue.find("", "v1", "resourcequotas")?;
     let mut quota_events = events(&stages, &quotas);
     let controller = Controller { stages, quotas, objects };
-    actix_web::rt::spawn(async move {
+    Some(spawn_stoppable(async move {
         let mut resync = tokio::time::interval(RESYNC);
         resync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -156,7 +158,7 @@ pub fn spawn(stages: Stages, catalogue: Arc<Catalogue>, objects: Arc<dyn ObjectL
                 else => return,
             }
         }
-    });
+    }))
 }
 
 #[cfg(test)]

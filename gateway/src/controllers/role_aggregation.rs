@@ -13,7 +13,9 @@ use apimachinery::object::ObjectExt;
 use apimachinery::options::{ListOptions, WriteOptions};
 use apimachinery::selector::LabelSelector;
 use serde_json::Value;
+use tokio::task::AbortHandle;
 
+use super::leader::spawn_stoppable;
 use super::{WRITE_TIMEOUT, events, identity};
 use crate::state::Stages;
 
@@ -67,17 +69,17 @@ async fn aggregate(stages: &Stages, catalogue: &Catalogue) {
     }
 }
 
-/// Starts the controller on the current arbiter.
-pub fn spawn(stages: Stages, catalogue: Arc<Catalogue>) {
-    let Some(def) = catalogue.find("rbac.authorization.k8s.io", "v1", "clusterroles") else { return };
+/// Starts the controller on the current arbiter; the handle stops it (`None`: its kinds are not served).
+pub fn spawn(stages: Stages, catalogue: Arc<Catalogue>) -> Option<AbortHandle> {
+    let def = catalogue.find("rbac.authorization.k8s.io", "v1", "clusterroles")?;
     let mut changes = events(&stages, &def);
-    actix_web::rt::spawn(async move {
+    Some(spawn_stoppable(async move {
         while changes.recv().await.is_some() {
             // One pass covers every change queued meanwhile.
             while changes.try_recv().is_ok() {}
             aggregate(&stages, &catalogue).await;
         }
-    });
+    }))
 }
 
 #[cfg(test)]

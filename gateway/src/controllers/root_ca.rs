@@ -12,7 +12,9 @@ use apimachinery::messages::{CreateObject, Target, UpdateObject};
 use apimachinery::object::ObjectExt;
 use apimachinery::options::WriteOptions;
 use serde_json::{Value, json};
+use tokio::task::AbortHandle;
 
+use super::leader::spawn_stoppable;
 use super::{WRITE_TIMEOUT, active, events, identity};
 use crate::state::Stages;
 
@@ -73,17 +75,22 @@ impl Publisher {
     }
 }
 
-/// Starts the publisher on the current arbiter.
-pub fn spawn(stages: Stages, catalogue: Arc<Catalogue>, objects: Arc<dyn ObjectLookup>, root_ca: String) {
+/// Starts the publisher on the current arbiter; the handle stops it (`None`: its kinds are not served).
+pub fn spawn(
+    stages: Stages,
+    catalogue: Arc<Catalogue>,
+    objects: Arc<dyn ObjectLookup>,
+    root_ca: String,
+) -> Option<AbortHandle> {
     let (Some(namespaces), Some(configmaps)) =
         (catalogue.find("", "v1", "namespaces"), catalogue.find("", "v1", "configmaps"))
     else {
-        return;
+        return None;
     };
     let mut namespace_events = events(&stages, &namespaces);
     let mut configmap_events = events(&stages, &configmaps);
     let publisher = Publisher { stages, catalogue, objects, root_ca };
-    actix_web::rt::spawn(async move {
+    Some(spawn_stoppable(async move {
         loop {
             let (namespace, gone) = tokio::select! {
                 Some((kind, ns)) = namespace_events.recv() => {
@@ -101,5 +108,5 @@ pub fn spawn(stages: Stages, catalogue: Arc<Catalogue>, objects: Arc<dyn ObjectL
             };
             publisher.sync(&namespace, gone).await;
         }
-    });
+    }))
 }

@@ -11,7 +11,9 @@ use apimachinery::messages::{CreateObject, Target};
 use apimachinery::object::ObjectExt;
 use apimachinery::options::WriteOptions;
 use serde_json::json;
+use tokio::task::AbortHandle;
 
+use super::leader::spawn_stoppable;
 use super::{WRITE_TIMEOUT, active, events, identity};
 use crate::state::Stages;
 
@@ -41,16 +43,16 @@ async fn ensure(stages: &Stages, catalogue: &Catalogue, objects: &dyn ObjectLook
     }
 }
 
-/// Starts the controller on the current arbiter.
-pub fn spawn(stages: Stages, catalogue: Arc<Catalogue>, objects: Arc<dyn ObjectLookup>) {
+/// Starts the controller on the current arbiter; the handle stops it (`None`: its kinds are not served).
+pub fn spawn(stages: Stages, catalogue: Arc<Catalogue>, objects: Arc<dyn ObjectLookup>) -> Option<AbortHandle> {
     let (Some(namespaces), Some(accounts)) =
         (catalogue.find("", "v1", "namespaces"), catalogue.find("", "v1", "serviceaccounts"))
     else {
-        return;
+        return None;
     };
     let mut namespace_events = events(&stages, &namespaces);
     let mut account_events = events(&stages, &accounts);
-    actix_web::rt::spawn(async move {
+    Some(spawn_stoppable(async move {
         loop {
             let (namespace, deleted) = tokio::select! {
                 Some((kind, ns)) = namespace_events.recv() => {
@@ -68,5 +70,5 @@ pub fn spawn(stages: Stages, catalogue: Arc<Catalogue>, objects: Arc<dyn ObjectL
             };
             ensure(&stages, &catalogue, objects.as_ref(), &namespace, deleted).await;
         }
-    });
+    }))
 }

@@ -17,7 +17,9 @@ use auth::serviceaccount::TokenIssuer;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
+use tokio::task::AbortHandle;
 
+use super::leader::spawn_stoppable;
 use super::{WRITE_TIMEOUT, events, identity};
 use crate::state::Stages;
 
@@ -110,16 +112,16 @@ impl TokenSecrets {
     }
 }
 
-/// Starts the controller on the current arbiter.
-pub fn spawn(stages: Stages, catalogue: Arc<Catalogue>, controller: TokenSecrets) {
+/// Starts the controller on the current arbiter; the handle stops it (`None`: its kinds are not served).
+pub fn spawn(stages: Stages, catalogue: Arc<Catalogue>, controller: TokenSecrets) -> Option<AbortHandle> {
     let (Some(secrets), Some(accounts)) =
         (catalogue.find("", "v1", "secrets"), catalogue.find("", "v1", "serviceaccounts"))
     else {
-        return;
+        return None;
     };
     let mut secret_events = events(&stages, &secrets);
     let mut account_events = events(&stages, &accounts);
-    actix_web::rt::spawn(async move {
+    Some(spawn_stoppable(async move {
         loop {
             tokio::select! {
                 Some((kind, secret)) = secret_events.recv() => {
@@ -135,5 +137,5 @@ pub fn spawn(stages: Stages, catalogue: Arc<Catalogue>, controller: TokenSecrets
                 else => return,
             }
         }
-    });
+    }))
 }

@@ -30,7 +30,7 @@ mod writer;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
@@ -144,8 +144,12 @@ pub struct EmbeddedStore {
     /// The options it was opened with.
     options: EmbeddedOptions,
     /// Requests to the writer thread. A bounded crossbeam channel because the writer is a plain
-    /// thread blocking on it; `None` once dropping, which closes it and ends the thread.
+    /// thread blocking on it, with one place more than `slots` for the close request; `None`
+    /// once dropping, which closes it and ends the thread.
     requests: Option<crossbeam_channel::Sender<WriteRequest>>,
+    /// Set by the first [`EmbeddedStore::close`], so the close request is sent once and always
+    /// finds its place in `requests`.
+    closing: AtomicBool,
     /// One permit per slot of `requests`. A tokio semaphore so a caller waits for room without
     /// blocking a runtime thread (and with a deadline); holding a permit guarantees the channel
     /// has room.
@@ -228,7 +232,7 @@ impl EmbeddedStore {
         });
         shared.record_size(log.as_ref().map_or(0, LogWriter::len));
         let queue = options.write_queue_capacity.max(1);
-        let (requests, receiver) = crossbeam_channel::bounded(queue);
+        let (requests, receiver) = crossbeam_channel::bounded(queue + 1);
         let writer = Writer {
             shared: Arc::clone(&shared),
             log,
@@ -245,6 +249,7 @@ impl EmbeddedStore {
             shared,
             options,
             requests: Some(requests),
+            closing: AtomicBool::new(false),
             slots: Arc::new(Semaphore::new(queue)),
             writer: Some(writer),
             next_watch_id: AtomicU64::new(1),
@@ -290,8 +295,25 @@ impl EmbeddedStore {
         let stopped = || self.shared.unavailable("the writer thread has stopped".into());
         let requests = self.requests.as_ref().ok_or_else(stopped)?;
         // Holding a slot means the channel has room, so this never finds it full.
-        requests.try_send(WriteRequest { op, reply, slot }).map_err(|_| stopped())?;
+        requests.try_send(WriteRequest { op, reply, slot: Some(slot) }).map_err(|_| stopped())?;
         answer.await.map_err(|_| stopped())?
+    }
+
+    /// Stops taking writes and returns once every write queued before is synced and the log
+    /// is closed. Writes waiting for a queue slot, and later ones, fail with `Unavailable`.
+    /// A second call returns at once.
+    pub async fn close(&self) -> Result<(), StorageError> {
+        if self.closing.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        self.slots.close();
+        let stopped = || self.shared.unavailable("the writer thread has stopped".into());
+        let requests = self.requests.as_ref().ok_or_else(stopped)?;
+        let (reply, answer) = oneshot::channel();
+        // The channel has one place more than there are slots, and this is the one request
+        // sent without a slot: it never finds the channel full.
+        requests.try_send(WriteRequest { op: WriteOp::Close, reply, slot: None }).map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?.map(|_| ())
     }
 }
 
@@ -456,6 +478,10 @@ impl Storage for EmbeddedStore {
 
     async fn compacted_revision(&self) -> Result<Revision, StorageError> {
         Ok(self.shared.read_state().compacted)
+    }
+
+    async fn close(&self) -> Result<(), StorageError> {
+        EmbeddedStore::close(self).await
     }
 
     /// Progress is queued behind already-published events at once: no batching delay.

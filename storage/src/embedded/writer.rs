@@ -31,6 +31,8 @@ pub(super) enum WriteOp {
         /// The new compacted revision.
         revision: Revision,
     },
+    /// Commit what was queued before, close the log and end the thread: the store is closing.
+    Close,
 }
 
 /// A put or delete.
@@ -59,7 +61,7 @@ impl WriteOp {
         match self {
             WriteOp::Mutate(Mutation::Put { key, value, .. }) => key.len() + value.len(),
             WriteOp::Mutate(Mutation::Delete { key, .. }) => key.len(),
-            WriteOp::Compact { .. } => 0,
+            WriteOp::Compact { .. } | WriteOp::Close => 0,
         }
     }
 }
@@ -81,6 +83,8 @@ pub(super) enum WriteOutcome {
     Delete(KeyValue, Revision),
     /// Compaction done.
     Compacted,
+    /// Every write queued before the close is durable and the log is closed.
+    Closed,
 }
 
 /// The reply channel of one request. A oneshot: exactly one answer, and the async caller awaits
@@ -94,8 +98,8 @@ pub(super) struct WriteRequest {
     /// Where the answer goes.
     pub reply: Reply,
     /// The caller's queue slot; dropped when the writer dequeues the request, which lets the
-    /// next waiting caller in.
-    pub slot: OwnedSemaphorePermit,
+    /// next waiting caller in. The close request has none: the channel keeps a place for it.
+    pub slot: Option<OwnedSemaphorePermit>,
 }
 
 /// The writer's own state: only this thread touches it.
@@ -116,7 +120,8 @@ pub(super) struct Writer {
 }
 
 impl Writer {
-    /// Serves requests until every sender is gone (the store was dropped).
+    /// Serves requests until every sender is gone (the store was dropped) or a close request
+    /// comes.
     pub fn run(mut self, requests: crossbeam_channel::Receiver<WriteRequest>) {
         let mut batch = Vec::with_capacity(self.max_batch);
         let mut frames = Vec::with_capacity(1 << 16);
@@ -155,18 +160,33 @@ impl Writer {
             metrics::histogram!("apiserver_storage_embedded_batch_size").record(batch.len() as f64);
             // A compaction is a barrier: the writes before it commit first.
             let mut writes = Vec::with_capacity(batch.len());
+            let mut closed = None;
             for request in batch.drain(..) {
                 drop(request.slot);
-                match request.op {
-                    WriteOp::Compact { revision } => {
+                match (request.op, &closed) {
+                    // Queued after the close: never written.
+                    (_, Some(_)) => {
+                        let _ = request.reply.send(Err(self.unavailable("the store is closed".into())));
+                    }
+                    (WriteOp::Compact { revision }, None) => {
                         self.commit(std::mem::take(&mut writes), &mut frames);
                         let result = self.compact(revision);
                         let _ = request.reply.send(result.map(|()| WriteOutcome::Compacted));
                     }
-                    WriteOp::Mutate(m) => writes.push((m, request.reply)),
+                    (WriteOp::Close, None) => closed = Some(request.reply),
+                    (WriteOp::Mutate(m), None) => writes.push((m, request.reply)),
                 }
             }
             self.commit(writes, &mut frames);
+            if let Some(reply) = closed {
+                // Every write before the close is synced; dropping the log closes the file.
+                self.log = None;
+                let _ = reply.send(Ok(WriteOutcome::Closed));
+                for request in requests.try_iter() {
+                    let _ = request.reply.send(Err(self.unavailable("the store is closed".into())));
+                }
+                return;
+            }
             if let Some(revision) = self.history_overflow() {
                 match self.compact(revision) {
                     Ok(()) => tracing::info!(revision, "history bound reached: compacted"),

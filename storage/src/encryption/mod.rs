@@ -249,6 +249,10 @@ impl Storage for EncryptedStorage {
         self.inner.compacted_revision().await
     }
 
+    async fn close(&self) -> Result<(), StorageError> {
+        self.inner.close().await
+    }
+
     fn prompt_progress(&self) -> bool {
         self.inner.prompt_progress()
     }
