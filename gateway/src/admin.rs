@@ -1,4 +1,6 @@
-//! The admin endpoint, on its own loopback listener: `GET /actors` lists every actor with its
+//! The admin endpoint, on its own loopback listener: `GET /` is a live page drawing the pipeline
+//! of actors with their depth, throughput and p99, refreshed every second from `GET /actors`,
+//! which lists every actor with its
 //! mailbox meters (queued and in progress apart, the arbiter it runs on, what it does when
 //! full). It reads the shared counters only, so it answers even while a stage is saturated.
 //! `POST /compact` compacts storage now; `POST /faults` sets injected storage faults when the
@@ -12,9 +14,15 @@ use crate::state::ServerState;
 
 /// Registers the admin routes.
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.route("/actors", web::get().to(actors))
+    cfg.route("/", web::get().to(page))
+        .route("/actors", web::get().to(actors))
         .route("/compact", web::post().to(compact))
         .route("/faults", web::post().to(faults));
+}
+
+/// The live page: static, drawing what `GET /actors` answers.
+async fn page() -> HttpResponse {
+    HttpResponse::Ok().content_type("text/html; charset=utf-8").body(include_str!("admin_page.html"))
 }
 
 async fn actors(server: web::Data<ServerState>) -> HttpResponse {

@@ -79,3 +79,110 @@ async fn actors_endpoint_shows_each_stage_under_load() {
     assert!(reads["latency_p99_ms"].as_f64().unwrap() > 0.0, "{reads}");
     assert!(find("storage")["enqueued"].as_u64().unwrap() >= 1);
 }
+
+/// Debian's Chromium (`deploy/install-tools.sh` installs it), or `$CHROMIUM`.
+fn chromium() -> std::path::PathBuf {
+    if let Ok(p) = std::env::var("CHROMIUM") {
+        return p.into();
+    }
+    let p = std::path::PathBuf::from("/usr/bin/chromium");
+    assert!(p.exists(), "chromium is missing: run deploy/install-tools.sh (Debian's chromium)");
+    p
+}
+
+/// Loads `url` in headless Chromium for `budget_ms` of page time and returns the DOM its scripts
+/// built, or, with `screenshot`, writes a PNG there.
+fn headless(url: &str, budget_ms: u32, screenshot: Option<&std::path::Path>) -> String {
+    let mut cmd = std::process::Command::new(chromium());
+    cmd.args([
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--hide-scrollbars",
+        "--window-size=1400,900",
+        &format!("--virtual-time-budget={budget_ms}"),
+    ]);
+    match screenshot {
+        Some(path) => cmd.arg(format!("--screenshot={}", path.display())),
+        None => cmd.arg("--dump-dom"),
+    };
+    let out = cmd.arg(url).output().expect("run chromium");
+    assert!(out.status.success(), "chromium: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The admin page, in headless Chromium while creates load the server: it draws each stage of
+/// the pipeline with its live depth and throughput, and the table of every actor. Its
+/// screenshot is left beside the test's output.
+#[test]
+fn admin_page_draws_the_pipeline_under_load_in_chromium() {
+    let s = TestServer::start();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (tls, url) = (s.tls_config(true), s.url("/api/v1/namespaces/default/configmaps"));
+    let load = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            actix_web::rt::System::new().block_on(async move {
+                let client = awc::Client::builder()
+                    .connector(awc::Connector::new().rustls_0_23(std::sync::Arc::new(tls)))
+                    .finish();
+                let workers: Vec<_> = (0..16)
+                    .map(|w| {
+                        let (client, url, stop) = (client.clone(), url.clone(), stop.clone());
+                        actix_web::rt::spawn(async move {
+                            let mut i = 0u32;
+                            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                                let body = json!({"metadata": {"name": format!("load-{w}-{i}")}, "data": {"k": "v"}});
+                                if let Ok(mut r) = client.post(&url).send_json(&body).await {
+                                    let _ = r.body().await;
+                                }
+                                i += 1;
+                            }
+                            i
+                        })
+                    })
+                    .collect();
+                let mut total = 0;
+                for w in workers {
+                    total += w.await.unwrap_or(0);
+                }
+                total
+            })
+        })
+    };
+    std::thread::sleep(Duration::from_secs(2));
+
+    let page = s.admin_url("/");
+    let dom = headless(&page, 4_000, None);
+    let updates: u32 = dom
+        .split("data-updates=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(updates >= 2, "the page refreshed from /actors: {updates} updates\n{dom}");
+    for stage in ["authentication", "flowcontrol", "authorization", "admission", "storage"] {
+        assert!(dom.contains(&format!("data-stage=\"{stage}\"")), "the pipeline draws {stage}:\n{dom}");
+    }
+    let storage = dom.split("data-stage=\"storage\"").nth(1).unwrap_or_default();
+    let throughput: u64 = storage
+        .split("data-throughput=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(throughput > 0, "the storage stage shows the creates going through it:\n{storage:.400}");
+    assert!(dom.contains("data-actor=\"cacher/configmaps\""), "the table lists every actor");
+
+    let shot = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("admin-page.png");
+    let _ = std::fs::remove_file(&shot);
+    headless(&page, 3_000, Some(&shot));
+    let png = std::fs::read(&shot).expect("the screenshot was written");
+    assert!(png.starts_with(b"\x89PNG") && png.len() > 20_000, "a real screenshot: {} bytes", png.len());
+    println!("admin page screenshot under load: {}", shot.display());
+
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let created = load.join().unwrap();
+    assert!(created > 0);
+}
