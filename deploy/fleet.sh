@@ -6,6 +6,7 @@
 #   deploy/fleet.sh up        start what is not running (idempotent); prints how to reach it
 #   deploy/fleet.sh status    every process, its health, and the balancer's view
 #   deploy/fleet.sh kill NAME SIGKILL one process (etcd-2, gateway-1, stage-churn, ...), for drills
+#   deploy/fleet.sh stop NAME SIGTERM one process and wait for it (a gateway shuts down gracefully)
 #   deploy/fleet.sh down      stop everything (data kept; `down --purge` removes it)
 #
 # Env: FLEET_DIR (./fleet), FLEET_GATEWAYS (3), FLEET_PORT_BASE (20000), APISERVER_BIN
@@ -158,7 +159,8 @@ gateway() { # index
     --secure-port $((B + 40 + i)) --admin-port $((B + 60 + i)) \
     --tls-cert-file "$PKI/serving.crt" --tls-private-key-file "$PKI/serving.key" --client-ca-file "$PKI/ca.crt" \
     --service-account-signing-key-file "$PKI/sa.key" --service-account-key-file "$PKI/sa.key" \
-    --storage-backend etcd3 --etcd-servers "$ETCD_SERVERS" "${stage_flags[@]}"
+    --storage-backend etcd3 --etcd-servers "$ETCD_SERVERS" "${stage_flags[@]}" \
+    --shutdown-delay-duration 3s
 }
 
 up() {
@@ -233,7 +235,13 @@ case "${1:-}" in
   kill)
     [[ -n "${2:-}" && -f "$DIR/pids/$2.pid" ]] || die "usage: fleet.sh kill NAME (one of: $(ls "$DIR/pids" 2>/dev/null | sed 's/\.pid$//' | tr '\n' ' '))"
     kill -KILL "$(cat "$DIR/pids/$2.pid")" && log "killed $2" ;;
-  down | stop)
+  stop)
+    [[ -n "${2:-}" && -f "$DIR/pids/$2.pid" ]] || die "usage: fleet.sh stop NAME"
+    kill -TERM "$(cat "$DIR/pids/$2.pid")"
+    for _ in $(seq 1 300); do running "$2" || break; sleep 0.1; done
+    running "$2" && die "$2 did not stop within 30 s"
+    log "stopped $2" ;;
+  down)
     stop_all
     if [[ "${2:-}" == "--purge" ]]; then rm -rf "$DIR" && log "removed $DIR"; fi ;;
   *) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
