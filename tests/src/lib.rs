@@ -350,15 +350,10 @@ impl TestServer {
     /// Compacts every backend's history up to its current revision through the admin endpoint
     /// (`POST /compact`), from any thread or runtime; returns the endpoint's JSON answer.
     pub fn compact(&self) -> serde_json::Value {
-        use std::io::{Read, Write};
-        let mut conn = std::net::TcpStream::connect(("127.0.0.1", self.admin_port)).expect("admin endpoint");
-        conn.write_all(b"POST /compact HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-            .expect("send");
-        let mut response = String::new();
-        conn.read_to_string(&mut response).expect("read");
-        assert!(response.starts_with("HTTP/1.1 200"), "compaction failed: {response}");
-        let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-        serde_json::from_str(body).unwrap_or_else(|e| panic!("compaction answer {body:?}: {e}"))
+        let address = format!("127.0.0.1:{}", self.admin_port);
+        let (status, body) = plain_http(&address, "POST", "/compact").expect("admin endpoint");
+        assert_eq!(status, 200, "compaction failed: {body}");
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("compaction answer {body:?}: {e}"))
     }
 
     /// TLS client settings trusting the server's CA, optionally presenting the admin certificate.
@@ -407,6 +402,23 @@ impl Drop for TestServer {
     fn drop(&mut self) {
         self.kill9();
     }
+}
+
+/// `method path` without a body to the plain-HTTP listener at `address` (`host:port`, the admin
+/// endpoint), from any thread or runtime: the status and the body. One request per connection,
+/// answered with a length, as the admin endpoint answers.
+pub fn plain_http(address: &str, method: &str, path: &str) -> std::io::Result<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut conn = std::net::TcpStream::connect(address)?;
+    conn.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let request =
+        format!("{method} {path} HTTP/1.1\r\nHost: {address}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    conn.write_all(request.as_bytes())?;
+    let mut response = String::new();
+    conn.read_to_string(&mut response)?;
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    Ok((status, body.to_string()))
 }
 
 /// Asserts a process succeeded, showing its output otherwise.
