@@ -8,11 +8,13 @@
 //! tool fails the test with a message saying how to install it: nothing is skipped silently.
 //! [`http`] sends raw requests as a chosen caller; [`webhook`] runs admission webhook servers
 //! for the tests and the load generator, [`extension`] an extension API server, [`pki`] the
-//! certificates of both, [`fleet`] storage stage processes beside gateways.
+//! certificates of both, [`fleet`] storage stage processes beside gateways; [`load`] is the
+//! load generator's per-stage capacity runs.
 
 pub mod extension;
 pub mod fleet;
 pub mod http;
+pub mod load;
 pub mod pki;
 pub mod webhook;
 
