@@ -9,7 +9,7 @@
 //! [`http`] sends raw requests as a chosen caller; [`webhook`] runs admission webhook servers
 //! for the tests and the load generator, [`extension`] an extension API server, [`pki`] the
 //! certificates of both, [`fleet`] storage stage processes beside gateways; [`load`] is the
-//! load generator's per-stage capacity runs.
+//! load generator's per-stage capacity runs and clusterloader2-style scenario.
 
 pub mod extension;
 pub mod fleet;

@@ -1,14 +1,18 @@
 //! Load tests that find limits rather than time one operation: each stage driven on its own at
-//! rising offered rates until it collapses ([`stages`]). It prints a table, writes its results
-//! as JSON and draws them as SVG ([`plot`]), so a run can be read, compared and checked by a
-//! test. The load generator (`loadgen`) runs it from the command line.
+//! rising offered rates until it collapses ([`stages`]), and a clusterloader2-style scenario
+//! against any Kubernetes endpoint ([`cl2`]). Both print a table, write their results as JSON
+//! and draw them as SVG ([`plot`]), so a run can be read, compared and checked by a test. The
+//! load generator (`loadgen`) runs them from the command line.
 //!
 //! # Layout
 //! - [`stages`]: the open-loop stepper, the capacity rule, the per-stage table.
 //! - [`targets`]: the stages it drives, each built as the server builds it (in process) or
 //!   reached in a stage process over the network.
+//! - [`cl2`]: namespaces, deployments and their pods created, updated, listed, watched and
+//!   deleted through a real client at a client-side QPS limit.
 //! - [`plot`]: the SVG figures.
 
+pub mod cl2;
 pub mod plot;
 pub mod stages;
 pub mod targets;

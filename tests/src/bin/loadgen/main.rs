@@ -3,7 +3,7 @@
 //! beside the same operations on the storage trait directly, so the pipeline's cost shows as a
 //! ratio measured in the same run on the same machine.
 //!
-//! Usage: `cargo run --release -p tests --bin loadgen -- [seconds-per-phase] [embedded|etcd|startup|watch|watch-matrix|watch=WxR,...|cache|cache=N,...|protobuf|rbac|apf|admission|crds|crds=N|stages|stage=KEY,...|all]`
+//! Usage: `cargo run --release -p tests --bin loadgen -- [seconds-per-phase] [embedded|etcd|startup|watch|watch-matrix|watch=WxR,...|cache|cache=N,...|protobuf|rbac|apf|admission|crds|crds=N|stages|stage=KEY,...|cl2|all]`
 //! (default 5 seconds, all). `etcd` runs the same phases on a real etcd started for the run (the
 //! storage-trait rows are then etcd's own put/get rate through our client); `startup` times a
 //! server start on a store already holding 100,000 objects; `watch` measures watch delivery with
@@ -15,8 +15,9 @@
 //! `admission.rs`); `crds` (or `crds=N`) creates 1,000 (N) CRDs and prints the time each
 //! took to be served, memory per CRD, discovery and OpenAPI times after, and custom resource
 //! creates and lists beside ConfigMap ones (see `crds.rs`); `stages` (or `stage=storage,storage-wire`)
-//! steps each stage up to its capacity, seconds being each step's length (see `load.rs` and
-//! `tests::load`; not part of `all`). HTTPS rows show the server's CPU time per request,
+//! steps each stage up to its capacity, seconds being each step's length, and `cl2 [--kubeconfig
+//! PATH] [--namespaces N ...]` runs the clusterloader2-style scenario, seconds being its list
+//! phase (see `load.rs` and `tests::load`; neither is part of `all`). HTTPS rows show the server's CPU time per request,
 //! which other load on a shared machine disturbs far less than rates. `APISERVER_BIN` picks the
 //! server binary, so two builds can be compared by one load generator. Needs the release apiserver binary
 //! (`cargo build --release -p gateway --bin apiserver`).
@@ -288,6 +289,10 @@ fn main() {
     let seconds = Duration::from_secs(args.next().and_then(|s| s.parse().ok()).unwrap_or(5));
     let what = args.next().unwrap_or_else(|| "all".into());
     let rest: Vec<String> = args.collect();
+    if what == "cl2" {
+        load::cl2(seconds, rest);
+        return;
+    }
     actix_web::rt::System::new().block_on(async move {
         if what == "stages" || what.starts_with("stage=") {
             load::stages(seconds, what.trim_start_matches("stage="), rest).await;
