@@ -152,6 +152,11 @@ impl StageProcess {
         lines[lines.len().saturating_sub(40)..].join("\n")
     }
 
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
     /// Its data directory.
     pub fn data_dir(&self) -> &Path {
         self.data_dir.path()

@@ -46,7 +46,7 @@ async fn the_storage_stage_is_stepped_to_its_capacity_in_process_and_over_the_wi
     let summary = stages::summary(&runs);
     assert!(summary.contains("storage in process: capacity ~"), "{summary}");
     assert!(summary.contains("storage over the wire: capacity ~"), "{summary}");
-    assert!(summary.contains("over the wire (etcd) / in process"), "{summary}");
+    assert!(summary.contains("storage over the wire / in process, in-memory store: "), "{summary}");
 
     let written = json(&out.path().join("stages.json"));
     let steps = written["runs"][1]["steps"].as_array().expect("steps");

@@ -54,6 +54,17 @@ impl Quantiles {
     }
 }
 
+/// CPU time (user + system) a process has used, from `/proc/<pid>/stat`.
+pub fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    let fields: Vec<&str> =
+        stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
+    let ticks: u64 = [11, 12].iter().filter_map(|i| fields.get(*i)?.parse::<u64>().ok()).sum();
+    // Linux reports in clock ticks of 1/100 s (USER_HZ) on every architecture it runs on here.
+    Duration::from_millis(ticks * 10)
+}
+
 /// Writes `value` as pretty JSON to `path`, creating its directory.
 pub fn write_json(path: &std::path::Path, value: &impl Serialize) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {

@@ -4,13 +4,16 @@
 //! The load is open loop: messages leave at the offered rate whether or not earlier ones were
 //! answered (a closed loop would slow down with the stage and hide its collapse). Each step
 //! sends for a fixed time at one rate, waits for the last answers, and lets the stage drain
-//! before the next. Rates double from 500 msgs/s; after the first step that collapses, one
-//! step halfway between it and the last good one narrows the capacity down.
+//! before the next. Rates double from 500 msgs/s; after the first step that collapses, up to
+//! three steps halfway between the last good rate and the lowest collapsed one narrow the
+//! capacity down.
 //!
 //! A step has collapsed when the stage answered less than 90% of the offered rate, when its p99
-//! passed ten times the low-rate p99 (the lower of the first two steps'), or when its depth
-//! kept growing through the step. A step over the line on its p99 alone is run again and the
-//! repeat counts: on a shared machine one step's tail can come from the scheduler alone. The stage's **capacity** is the achieved rate of its best step that did not collapse.
+//! passed ten times the low-rate p99 (the lower of the first two steps') while messages queued
+//! in it (mean depth above a few), or when its depth kept growing through the step. A step
+//! over the line on its p99 alone is run again and the repeat counts: on a shared machine one
+//! step's tail can come from the scheduler alone, and a p99 of a few milliseconds with an empty
+//! mailbox is the scheduler's, not the stage's. The stage's **capacity** is the achieved rate of its best step that did not collapse.
 //! Achieved counts successful answers over the time from the step's start to the last of them,
 //! so a backlog drained after the sending stopped lowers it. Depth is queued + in progress,
 //! sampled every 100 ms from the stage's own meters (in another process, from its
@@ -92,6 +95,14 @@ pub struct Step {
     pub collapsed: Vec<String>,
     /// The generator sent less than 90% of the offered rate.
     pub generator_bound: bool,
+    /// Seconds from the step's start to its last answer.
+    pub seconds: f64,
+    /// CPU time the processes the messages cost used over them (see
+    /// [`StageTarget::processes`]).
+    pub cpu_seconds: f64,
+    /// CPU time per successful message, in µs, once what the processes spend idle is taken
+    /// out: the stage's work, the generator's sending and, over the wire, both ends of it.
+    pub cpu_us_per_msg: f64,
     /// Only its p99 was over the line, so the step was run again: the next step is the one
     /// that counts.
     pub repeated: bool,
@@ -108,6 +119,8 @@ pub struct StageRun {
     pub detail: String,
     /// Seconds each step sent for.
     pub step_seconds: f64,
+    /// CPU seconds a second its processes spent with nothing sent.
+    pub idle_cpu_cores: f64,
     /// The lower p99 of the first two steps (500 and 1,000 msgs/s), which later ones are
     /// compared with.
     pub low_rate_p99_ms: f64,
@@ -164,6 +177,8 @@ async fn sample_depth(probe: DepthProbe, started: Instant, stop: Rc<Cell<bool>>)
 async fn step(target: &StageTarget, rate: f64, length: Duration, next: &mut u64) -> Step {
     let tally = Rc::new(RefCell::new(Tally::default()));
     let stop = Rc::new(Cell::new(false));
+    let cpu = || target.processes.iter().map(|p| super::cpu_time(*p)).sum::<Duration>();
+    let cpu_before = cpu();
     let started = Instant::now();
     let sampler = actix_web::rt::spawn(sample_depth(target.depth.clone(), started, stop.clone()));
     let mut ticker = actix_web::rt::time::interval(Duration::from_millis(1));
@@ -197,6 +212,7 @@ async fn step(target: &StageTarget, rate: f64, length: Duration, next: &mut u64)
     actix_web::rt::time::sleep(DEPTH_EVERY * 2).await;
     stop.set(true);
     let depth_samples = sampler.await.unwrap_or_default();
+    let cpu_used = cpu().saturating_sub(cpu_before);
     let mut tally = tally.take();
     let ok = tally.ok.len() as u64;
     let answered_over = tally.last_ok.map_or(sending, |t| t.duration_since(started).max(sending));
@@ -218,6 +234,9 @@ async fn step(target: &StageTarget, rate: f64, length: Duration, next: &mut u64)
         depth_samples,
         collapsed: Vec::new(),
         generator_bound: sent_per_sec < 0.9 * rate,
+        seconds: started.elapsed().as_secs_f64(),
+        cpu_seconds: cpu_used.as_secs_f64(),
+        cpu_us_per_msg: 0.0,
         repeated: false,
     }
 }
@@ -246,7 +265,8 @@ fn judge(step: &mut Step, low_rate_p99_ms: f64, length: Duration) {
     if step.achieved_per_sec < 0.9 * step.offered {
         why.push(format!("achieved {:.0}% of offered", 100.0 * step.achieved_per_sec / step.offered));
     }
-    if low_rate_p99_ms > 0.0 && step.latency.p99_ms > 10.0 * low_rate_p99_ms {
+    // A tail with an empty mailbox waited somewhere else (the scheduler, the generator).
+    if low_rate_p99_ms > 0.0 && step.latency.p99_ms > 10.0 * low_rate_p99_ms && step.depth_mean > FILLING_DEPTH {
         why.push(format!("{P99_RULE} {:.0}x the low-rate p99", step.latency.p99_ms / low_rate_p99_ms));
     }
     let in_window: Vec<(f64, u64)> =
@@ -277,7 +297,7 @@ async fn drain(probe: &DepthProbe) {
 /// The table's head.
 pub fn header(name: &str, detail: &str, step: Duration) -> String {
     format!(
-        "== {} ({}), {:.1} s per step\n  {:>9} {:>9} {:>10} {:>8} {:>8} {:>6} {:>8} {:>6} {:>10} {:>9}  verdict\n",
+        "== {} ({}), {:.1} s per step\n  {:>9} {:>9} {:>10} {:>8} {:>8} {:>6} {:>8} {:>6} {:>10} {:>9} {:>10}  verdict\n",
         name,
         detail,
         step.as_secs_f64(),
@@ -290,7 +310,8 @@ pub fn header(name: &str, detail: &str, step: Duration) -> String {
         "deadline",
         "other",
         "depth mean",
-        "depth max"
+        "depth max",
+        "CPU µs/msg"
     )
 }
 
@@ -303,7 +324,7 @@ pub fn row(step: &Step) -> String {
         (false, false) => format!("collapsed: {}", step.collapsed.join(", ")),
     };
     format!(
-        "  {:>9.0} {:>9.0} {:>10.0} {:>8.3} {:>8.3} {:>6} {:>8} {:>6} {:>10.1} {:>9}  {verdict}\n",
+        "  {:>9.0} {:>9.0} {:>10.0} {:>8.3} {:>8.3} {:>6} {:>8} {:>6} {:>10.1} {:>9} {:>10.1}  {verdict}\n",
         step.offered,
         step.sent_per_sec,
         step.achieved_per_sec,
@@ -313,8 +334,18 @@ pub fn row(step: &Step) -> String {
         step.errors.deadline,
         step.errors.other,
         step.depth_mean,
-        step.depth_max
+        step.depth_max,
+        step.cpu_us_per_msg
     )
+}
+
+impl Step {
+    /// Sets the CPU per message, `idle_cores` (CPU seconds a second spent with nothing sent)
+    /// taken out.
+    fn charge(&mut self, idle_cores: f64) {
+        let busy = (self.cpu_seconds - idle_cores * self.seconds).max(0.0);
+        self.cpu_us_per_msg = busy * 1e6 / self.ok.max(1) as f64;
+    }
 }
 
 impl StageRun {
@@ -334,11 +365,24 @@ impl StageRun {
             (Some(c), false) => format!("capacity ~{} msgs/s", round(c)),
             (None, _) => "no step kept up".to_string(),
         };
+        let cpu =
+            self.capacity_step().map(|s| format!(" ({:.0} µs CPU/msg there)", s.cpu_us_per_msg)).unwrap_or_default();
         let fills = match self.fills_from {
             Some(r) => format!("mailbox fills from {} msgs/s", round(r)),
             None => format!("mailbox never filled (mean depth ≤ {FILLING_DEPTH} in every step)"),
         };
-        format!("{capacity}, {fills}")
+        format!("{capacity}{cpu}, {fills}")
+    }
+
+    /// The step whose achieved rate is the capacity.
+    pub fn capacity_step(&self) -> Option<&Step> {
+        let capacity = self.capacity_per_sec?;
+        self.steps.iter().find(|s| !s.repeated && s.achieved_per_sec == capacity)
+    }
+
+    /// The step that counts at `offered` (not one that was run again).
+    fn at(&self, offered: f64) -> Option<&Step> {
+        self.steps.iter().find(|s| !s.repeated && s.offered == offered)
     }
 }
 
@@ -358,6 +402,32 @@ pub fn round(n: f64) -> String {
     out
 }
 
+/// How many steps narrow the capacity down between the last good rate and the first collapse.
+const NARROWING: usize = 3;
+
+/// Runs a step at `rate`, judged; a step over the line on its p99 alone is kept as `repeated`
+/// and run again.
+async fn judged_step(target: &StageTarget, rate: f64, run: &mut StageRun, idle_cores: f64, next: &mut u64) -> Step {
+    let length = Duration::from_secs_f64(run.step_seconds);
+    loop {
+        let mut s = step(target, rate, length, next).await;
+        s.charge(idle_cores);
+        if rate <= 2.0 * FIRST_RATE {
+            let p99 = s.latency.p99_ms;
+            run.low_rate_p99_ms = if run.steps.is_empty() { p99 } else { run.low_rate_p99_ms.min(p99) };
+        }
+        judge(&mut s, run.low_rate_p99_ms, length);
+        let again = only_p99(&s) && !run.steps.last().is_some_and(|last| last.repeated && last.offered == rate);
+        drain(&target.depth).await;
+        if !again {
+            return s;
+        }
+        s.repeated = true;
+        print!("{}", row(&s));
+        run.steps.push(s);
+    }
+}
+
 /// Steps `target` up until it collapses, printing each step as it ends.
 pub async fn run(target: &StageTarget, plan: &StepPlan) -> StageRun {
     print!("{}", header(&target.name, &target.detail, plan.step));
@@ -365,12 +435,17 @@ pub async fn run(target: &StageTarget, plan: &StepPlan) -> StageRun {
     // The first messages pay for what is built on first use; they are not measured.
     step(target, FIRST_RATE, Duration::from_millis(500), &mut next).await;
     drain(&target.depth).await;
+    // What the processes spend with nothing sent (the generator's clock, the depth samples,
+    // the stages' own timers) is taken out of each step's CPU per message.
+    let idle = step(target, 0.0, Duration::from_secs(1), &mut next).await;
+    let idle_cores = idle.cpu_seconds / idle.seconds;
 
     let mut run = StageRun {
         key: target.key.clone(),
         name: target.name.clone(),
         detail: target.detail.clone(),
         step_seconds: plan.step.as_secs_f64(),
+        idle_cpu_cores: idle_cores,
         low_rate_p99_ms: 0.0,
         steps: Vec::new(),
         capacity_per_sec: None,
@@ -378,57 +453,37 @@ pub async fn run(target: &StageTarget, plan: &StepPlan) -> StageRun {
         generator_bound: false,
     };
     let mut rate = FIRST_RATE;
-    let mut last_good: Option<f64> = None;
-    let mut narrowing = false;
+    let (mut good, mut collapsed): (Option<f64>, Option<f64>) = (None, None);
+    let mut narrowed = 0;
     loop {
-        let mut s = step(target, rate, plan.step, &mut next).await;
-        if rate <= 2.0 * FIRST_RATE {
-            let p99 = s.latency.p99_ms;
-            run.low_rate_p99_ms = if run.steps.is_empty() { p99 } else { run.low_rate_p99_ms.min(p99) };
-        }
-        judge(&mut s, run.low_rate_p99_ms, plan.step);
-        if only_p99(&s) {
-            s.repeated = true;
-            print!("{}", row(&s));
-            run.steps.push(s);
-            drain(&target.depth).await;
-            s = step(target, rate, plan.step, &mut next).await;
-            judge(&mut s, run.low_rate_p99_ms, plan.step);
-        }
+        let s = judged_step(target, rate, &mut run, idle_cores, &mut next).await;
         print!("{}", row(&s));
-        let good = s.collapsed.is_empty();
-        if good && !s.generator_bound {
-            run.capacity_per_sec = Some(run.capacity_per_sec.unwrap_or(0.0).max(s.achieved_per_sec));
-            last_good = Some(rate);
-        }
-        if run.fills_from.is_none() && s.depth_mean > FILLING_DEPTH {
-            run.fills_from = Some(rate);
-        }
+        let kept_up = s.collapsed.is_empty();
         let generator_bound = s.generator_bound;
         run.steps.push(s);
-        drain(&target.depth).await;
         if generator_bound {
             run.generator_bound = true;
             break;
         }
-        if narrowing {
-            break;
+        match kept_up {
+            true => good = Some(rate),
+            false => collapsed = Some(rate),
         }
-        if !good {
-            match last_good {
-                Some(ok) if rate > ok * 1.2 => {
-                    narrowing = true;
-                    rate = (ok + rate) / 2.0;
-                    continue;
-                }
-                _ => break,
+        rate = match (good, collapsed) {
+            (_, None) if rate * 2.0 <= plan.max_rate => rate * 2.0,
+            (Some(g), Some(c)) if narrowed < NARROWING && c > g * 1.1 => {
+                narrowed += 1;
+                (g + c) / 2.0
             }
-        }
-        if rate * 2.0 > plan.max_rate {
-            break;
-        }
-        rate *= 2.0;
+            _ => break,
+        };
     }
+    let counted = || run.steps.iter().filter(|s| !s.repeated);
+    run.capacity_per_sec = counted()
+        .filter(|s| s.collapsed.is_empty() && !s.generator_bound)
+        .map(|s| s.achieved_per_sec)
+        .max_by(f64::total_cmp);
+    run.fills_from = counted().filter(|s| s.depth_mean > FILLING_DEPTH).map(|s| s.offered).min_by(f64::total_cmp);
     run
 }
 
@@ -438,24 +493,40 @@ pub fn summary(runs: &[StageRun]) -> String {
     for r in runs {
         let _ = writeln!(out, "{}: {}", r.name, r.capacity_phrase());
     }
-    let capacity = |key: &str| runs.iter().find(|r| r.key == key).and_then(|r| r.capacity_per_sec);
-    if let (Some(wire), Some(local)) = (capacity("storage-wire"), capacity("storage-etcd")) {
-        let _ = writeln!(
-            out,
-            "storage over the wire / in process, same etcd: {:.0}% of the capacity ({} vs {} msgs/s)",
-            100.0 * wire / local,
-            round(wire),
-            round(local)
-        );
-    }
-    if let (Some(wire), Some(local)) = (capacity("storage-wire"), capacity("storage")) {
-        let _ = writeln!(
-            out,
-            "storage over the wire (etcd) / in process (in-memory store): {:.0}% ({} vs {} msgs/s)",
-            100.0 * wire / local,
-            round(wire),
-            round(local)
-        );
+    let run = |key: &str| runs.iter().find(|r| r.key == key);
+    let Some(wire) = run("storage-wire") else { return out };
+    for (local, what) in
+        [(run("storage-etcd"), "in process, same etcd"), (run("storage"), "in process, in-memory store")]
+    {
+        let Some(local) = local else { continue };
+        if let (Some(w), Some(l)) = (wire.capacity_per_sec, local.capacity_per_sec) {
+            let _ = write!(
+                out,
+                "storage over the wire / {what}: {:.0}% of the capacity ({} vs {} msgs/s)",
+                100.0 * w / l,
+                round(w),
+                round(l)
+            );
+        }
+        // CPU per message at the highest rate both kept up with.
+        let both = wire
+            .steps
+            .iter()
+            .filter(|s| !s.repeated && s.collapsed.is_empty())
+            .filter_map(|s| Some((s, local.at(s.offered).filter(|l| l.collapsed.is_empty())?)))
+            .max_by(|a, b| a.0.offered.total_cmp(&b.0.offered));
+        if let Some((w, l)) = both {
+            let _ = write!(
+                out,
+                "; at {} msgs/s {:.0} vs {:.0} µs CPU/msg, p99 {:.1} vs {:.1} ms",
+                round(w.offered),
+                w.cpu_us_per_msg,
+                l.cpu_us_per_msg,
+                w.latency.p99_ms,
+                l.latency.p99_ms
+            );
+        }
+        out.push('\n');
     }
     out
 }

@@ -136,6 +136,9 @@ pub struct StageTarget {
     send: Sender,
     /// Where its depth is read.
     pub depth: DepthProbe,
+    /// The processes whose CPU time its messages cost: this one (the generator and, in
+    /// process, the stage), and the stage process when it runs in one. etcd is left out.
+    pub processes: Vec<u32>,
     _keep: Vec<Box<dyn Any>>,
 }
 
@@ -322,6 +325,7 @@ fn storage_in_process(
         detail: format!("{backend}, kube's default admission chain; CreateObject of a 512-byte ConfigMap"),
         send: sender(storage.handle::<CreateObject>(), |n| configmap_create("p", n)),
         depth: DepthProbe::Local { directory, stage: "storage".into() },
+        processes: vec![std::process::id()],
         _keep: keep,
     }
 }
@@ -360,6 +364,7 @@ async fn storage_over_the_wire() -> Result<StageTarget, String> {
         detail: "a stage process on etcd, HTTP/2 + mutual TLS; CreateObject of a 512-byte ConfigMap".into(),
         send: sender(create, |n| configmap_create("w", n)),
         depth: DepthProbe::Remote { peer: Peer::new("load-probe", &url, &tls)?, stage: "storage".into() },
+        processes: vec![std::process::id(), process.pid()],
         _keep: vec![Box::new(process), Box::new(deployment), Box::new(etcd), Box::new(stage)],
     })
 }
@@ -430,6 +435,7 @@ fn authorization() -> StageTarget {
         detail: "RBAC over 1,000 ClusterRoles and 10,000 RoleBindings; Authorize of a pod list, allowed".into(),
         send,
         depth: DepthProbe::Local { directory, stage: "authorization".into() },
+        processes: vec![std::process::id()],
         _keep: vec![Box::new(Stopping(arbiter))],
     }
 }
@@ -460,6 +466,7 @@ fn admission_stage() -> StageTarget {
         detail: "kube's default chain; Admit of a Pod create, mutating and validating phases in turn".into(),
         send,
         depth: DepthProbe::Local { directory, stage: "admission".into() },
+        processes: vec![std::process::id()],
         _keep: vec![Box::new(Stopping(arbiter))],
     }
 }
@@ -493,6 +500,7 @@ async fn flowcontrol() -> StageTarget {
         detail: "kube's bootstrap FlowSchemas, 600 seats; StartRequest from 64 users, seat given back at once".into(),
         send,
         depth: DepthProbe::Local { directory, stage: "flowcontrol".into() },
+        processes: vec![std::process::id()],
         _keep: vec![Box::new(Stopping(arbiter))],
     }
 }

@@ -31,6 +31,7 @@ use storage::embedded::{EmbeddedOptions, EmbeddedStore};
 use storage::etcd::testing::EtcdProcess;
 use storage::{Expect, Storage};
 use tests::TestServer;
+use tests::load::cpu_time;
 
 mod admission;
 mod apf;
@@ -119,17 +120,6 @@ fn report_cpu(name: &str, c: usize, p: &Phase, baseline: Option<&Phase>, cpu: Op
         p.quantile_ms(0.99),
         p.errors
     );
-}
-
-/// CPU time (user + system) a process has used, from `/proc/<pid>/stat`.
-fn cpu_time(pid: u32) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command name (which may hold spaces) start after the last ')'.
-    let fields: Vec<&str> =
-        stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
-    let ticks: u64 = [11, 12].iter().filter_map(|i| fields.get(*i)?.parse::<u64>().ok()).sum();
-    // Linux reports in clock ticks of 1/100 s (USER_HZ) on every architecture it runs on here.
-    Duration::from_millis(ticks * 10)
 }
 
 fn rss_mib(pid: u32) -> f64 {
