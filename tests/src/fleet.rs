@@ -58,6 +58,13 @@ impl Deployment {
         Deployment { dir, topology }
     }
 
+    /// The TLS every process of the deployment presents and accepts, for a client of its stage
+    /// processes.
+    pub fn cluster_tls(&self) -> Result<actors::remote::ClusterTls, String> {
+        let file = |f: &str| self.dir.path().join(f);
+        actors::remote::ClusterTls::load(&file("ca.crt"), &file("stage.crt"), &file("stage.key"))
+    }
+
     /// The flags every process of the deployment takes.
     pub fn flags(&self) -> Vec<String> {
         let file = |f: &str| self.dir.path().join(f).display().to_string();
@@ -143,6 +150,11 @@ impl StageProcess {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
         lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
     }
 
     /// Its data directory.

@@ -8,11 +8,13 @@
 //! tool fails the test with a message saying how to install it: nothing is skipped silently.
 //! [`http`] sends raw requests as a chosen caller; [`webhook`] runs admission webhook servers
 //! for the tests and the load generator, [`extension`] an extension API server, [`pki`] the
-//! certificates of both, [`fleet`] storage stage processes beside gateways.
+//! certificates of both, [`fleet`] storage stage processes beside gateways; [`load`] is the
+//! load generator's per-stage capacity runs and clusterloader2-style scenario.
 
 pub mod extension;
 pub mod fleet;
 pub mod http;
+pub mod load;
 pub mod pki;
 pub mod webhook;
 
@@ -432,6 +434,23 @@ impl Drop for TestServer {
     fn drop(&mut self) {
         self.kill9();
     }
+}
+
+/// `method path` without a body to the plain-HTTP listener at `address` (`host:port`, the admin
+/// endpoint), from any thread or runtime: the status and the body. One request per connection,
+/// answered with a length, as the admin endpoint answers.
+pub fn plain_http(address: &str, method: &str, path: &str) -> std::io::Result<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut conn = std::net::TcpStream::connect(address)?;
+    conn.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let request =
+        format!("{method} {path} HTTP/1.1\r\nHost: {address}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    conn.write_all(request.as_bytes())?;
+    let mut response = String::new();
+    conn.read_to_string(&mut response)?;
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    Ok((status, body.to_string()))
 }
 
 /// Asserts a process succeeded, showing its output otherwise.

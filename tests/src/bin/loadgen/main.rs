@@ -3,7 +3,7 @@
 //! beside the same operations on the storage trait directly, so the pipeline's cost shows as a
 //! ratio measured in the same run on the same machine.
 //!
-//! Usage: `cargo run --release -p tests --bin loadgen -- [seconds-per-phase] [embedded|etcd|startup|watch|watch-matrix|watch=WxR,...|cache|cache=N,...|protobuf|rbac|apf|admission|crds|crds=N|all]`
+//! Usage: `cargo run --release -p tests --bin loadgen -- [seconds-per-phase] [embedded|etcd|startup|watch|watch-matrix|watch=WxR,...|cache|cache=N,...|protobuf|rbac|apf|admission|crds|crds=N|stages|stage=KEY,...|cl2|all]`
 //! (default 5 seconds, all). `etcd` runs the same phases on a real etcd started for the run (the
 //! storage-trait rows are then etcd's own put/get rate through our client); `startup` times a
 //! server start on a store already holding 100,000 objects; `watch` measures watch delivery with
@@ -15,7 +15,10 @@
 //! without admission plugins, with the default chain, and with one local webhook (see
 //! `admission.rs`); `crds` (or `crds=N`) creates 1,000 (N) CRDs and prints the time each
 //! took to be served, memory per CRD, discovery and OpenAPI times after, and custom resource
-//! creates and lists beside ConfigMap ones (see `crds.rs`). HTTPS rows show the server's CPU time per request,
+//! creates and lists beside ConfigMap ones (see `crds.rs`); `stages` (or `stage=storage,storage-wire`)
+//! steps each stage up to its capacity, seconds being each step's length, and `cl2 [--kubeconfig
+//! PATH] [--namespaces N ...]` runs the clusterloader2-style scenario, seconds being its list
+//! phase (see `load.rs` and `tests::load`; neither is part of `all`). HTTPS rows show the server's CPU time per request,
 //! which other load on a shared machine disturbs far less than rates. `APISERVER_BIN` picks the
 //! server binary, so two builds can be compared by one load generator. Needs the release apiserver binary
 //! (`cargo build --release -p gateway --bin apiserver`).
@@ -29,11 +32,13 @@ use storage::embedded::{EmbeddedOptions, EmbeddedStore};
 use storage::etcd::testing::EtcdProcess;
 use storage::{Expect, Storage};
 use tests::TestServer;
+use tests::load::cpu_time;
 
 mod admission;
 mod apf;
 mod cache;
 mod crds;
+mod load;
 mod protobuf;
 mod rbac;
 mod replicas;
@@ -117,17 +122,6 @@ fn report_cpu(name: &str, c: usize, p: &Phase, baseline: Option<&Phase>, cpu: Op
         p.quantile_ms(0.99),
         p.errors
     );
-}
-
-/// CPU time (user + system) a process has used, from `/proc/<pid>/stat`.
-fn cpu_time(pid: u32) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command name (which may hold spaces) start after the last ')'.
-    let fields: Vec<&str> =
-        stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
-    let ticks: u64 = [11, 12].iter().filter_map(|i| fields.get(*i)?.parse::<u64>().ok()).sum();
-    // Linux reports in clock ticks of 1/100 s (USER_HZ) on every architecture it runs on here.
-    Duration::from_millis(ticks * 10)
 }
 
 fn rss_mib(pid: u32) -> f64 {
@@ -286,7 +280,15 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let seconds = Duration::from_secs(args.next().and_then(|s| s.parse().ok()).unwrap_or(5));
     let what = args.next().unwrap_or_else(|| "all".into());
+    let rest: Vec<String> = args.collect();
+    if what == "cl2" {
+        load::cl2(seconds, rest);
+        return;
+    }
     actix_web::rt::System::new().block_on(async move {
+        if what == "stages" || what.starts_with("stage=") {
+            load::stages(seconds, what.trim_start_matches("stage="), rest).await;
+        }
         if what == "embedded" || what == "all" {
             embedded(seconds).await;
         }

@@ -8,47 +8,12 @@
 use std::time::Instant;
 
 use apimachinery::request::{UserInfo, parse_request_info};
-use auth::rbac::RbacKind;
 use auth::{Attributes, AuthorizationMode, SharedPolicy};
 use serde_json::{Value, json};
 use tests::TestServer;
+use tests::load::targets::rbac_policy;
 
 use crate::{answered, cpu_time, report, report_cpu};
-
-fn policy(namespaces: usize, cluster_roles: usize) -> SharedPolicy {
-    let policy = SharedPolicy::default();
-    let mut p = policy.write().unwrap();
-    for i in 0..cluster_roles {
-        let role = json!({"metadata": {"name": format!("role-{i}")}, "rules": [
-            {"verbs": ["get", "list", "watch"], "apiGroups": ["", "apps"], "resources": ["pods", "deployments", format!("things-{i}")]},
-            {"verbs": ["create"], "apiGroups": ["batch"], "resources": ["jobs"], "resourceNames": [format!("job-{i}")]}
-        ]});
-        p.apply(RbacKind::ClusterRole, &role, true);
-    }
-    for ns in 0..namespaces {
-        for b in 0..10 {
-            let binding = json!({"metadata": {"name": format!("b-{b}"), "namespace": format!("ns-{ns}")},
-                "roleRef": {"kind": "ClusterRole", "name": format!("role-{}", (ns * 10 + b) % cluster_roles.max(1))},
-                "subjects": [{"kind": "User", "name": format!("user-{ns}-{b}")}, {"kind": "Group", "name": format!("team-{ns}")}]});
-            p.apply(RbacKind::RoleBinding, &binding, true);
-        }
-    }
-    // The subjects measured.
-    p.apply(
-        RbacKind::RoleBinding,
-        &json!({"metadata": {"name": "alice", "namespace": "ns-7"}, "roleRef": {"kind": "ClusterRole", "name": "role-3"},
-                "subjects": [{"kind": "User", "name": "alice"}]}),
-        true,
-    );
-    p.apply(
-        RbacKind::ClusterRoleBinding,
-        &json!({"metadata": {"name": "ops"}, "roleRef": {"kind": "ClusterRole", "name": "role-5"},
-                "subjects": [{"kind": "Group", "name": "ops"}]}),
-        true,
-    );
-    drop(p);
-    policy
-}
 
 fn user(name: &str, groups: &[&str]) -> UserInfo {
     let mut groups: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
@@ -72,8 +37,8 @@ fn measure(policy: &SharedPolicy, a: &Attributes, n: usize) -> (f64, f64, bool) 
 
 pub fn run() {
     let n = 200_000;
-    let big = policy(1_000, 1_000);
-    let small = policy(0, 10);
+    let big = rbac_policy(1_000, 1_000);
+    let small = rbac_policy(0, 10);
     let (roles, bindings) = big.read().unwrap().sizes();
     println!(
         "== authorization in process: {roles} roles, {bindings} bindings (baseline: a policy of the measured bindings only)"

@@ -1,0 +1,98 @@
+//! The command lines of `tests::load`: `stages` / `stage=<key>[,<key>...]` (each stage stepped
+//! up to its capacity) and `cl2` (the clusterloader2-style scenario, against a server started
+//! for the run unless `--kubeconfig` names another).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+use tests::TestServer;
+use tests::load::cl2::{self, Cl2Options};
+use tests::load::stages::{self, StepPlan};
+use tests::load::targets;
+
+/// `stages` and `stage=` options.
+#[derive(Parser, Debug)]
+#[command(no_binary_name = true)]
+struct StagesArgs {
+    /// Where `stages.json` and `stages.svg` go.
+    #[arg(long, default_value = "loadgen-out")]
+    out: PathBuf,
+}
+
+/// `cl2` options.
+#[derive(Parser, Debug)]
+#[command(no_binary_name = true)]
+struct Cl2Args {
+    /// The endpoint's kubeconfig; none: a server of this build is started for the run.
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// A server URL replacing the kubeconfig's.
+    #[arg(long)]
+    endpoint: Option<String>,
+    /// The server's admin endpoint (`http://127.0.0.1:<port>`), for mailbox depths.
+    #[arg(long)]
+    admin: Option<String>,
+    #[arg(long, default_value_t = 10)]
+    namespaces: usize,
+    /// Deployments per namespace.
+    #[arg(long, default_value_t = 10)]
+    deployments: usize,
+    /// Pods per Deployment.
+    #[arg(long, default_value_t = 3)]
+    pods: usize,
+    /// The client's request rate limit.
+    #[arg(long, default_value_t = 200.0)]
+    qps: f64,
+    /// Requests in flight at most.
+    #[arg(long, default_value_t = 32)]
+    inflight: usize,
+    /// Watchers of the run's pods.
+    #[arg(long, default_value_t = 4)]
+    watchers: usize,
+    /// Where `cl2.json` and the figures go.
+    #[arg(long, default_value = "loadgen-out")]
+    out: PathBuf,
+}
+
+/// `stages` (every stage) or `stage=a,b`: steps of `seconds` each.
+pub async fn stages(seconds: Duration, which: &str, rest: Vec<String>) {
+    let args = StagesArgs::parse_from(rest);
+    let keys: Vec<&str> = match which {
+        "stages" => targets::ALL.to_vec(),
+        list => list.split(',').collect(),
+    };
+    if let Err(e) = stages::run_all(&keys, &StepPlan::new(seconds), &args.out).await {
+        eprintln!("loadgen: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// `cl2`: the scenario, listing pods for `seconds`.
+pub fn cl2(seconds: Duration, rest: Vec<String>) {
+    let args = Cl2Args::parse_from(rest);
+    let server = args.kubeconfig.is_none().then(TestServer::start);
+    let kubeconfig = match (&args.kubeconfig, &server) {
+        (Some(k), _) => k.clone(),
+        (None, Some(s)) => s.kubeconfig.clone(),
+        (None, None) => unreachable!("a server is started when no kubeconfig is given"),
+    };
+    let options = Cl2Options {
+        endpoint: args.endpoint,
+        admin: args.admin.or_else(|| server.as_ref().map(|s| s.admin_url(""))),
+        namespaces: args.namespaces,
+        deployments: args.deployments,
+        pods: args.pods,
+        qps: args.qps,
+        inflight: args.inflight,
+        watchers: args.watchers,
+        list_for: seconds,
+        ..Cl2Options::new(&kubeconfig, &args.out)
+    };
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("a runtime");
+    if let Err(e) = runtime.block_on(cl2::run(&options)) {
+        eprintln!("loadgen: {e}");
+        std::process::exit(1);
+    }
+}
