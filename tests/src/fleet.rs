@@ -1,10 +1,8 @@
 //! Deployments of several processes for the tests: storage stage processes (`apiserver stage`)
 //! beside gateways, with the topology file and the cluster certificates they share.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
 use crate::pki::TestCa;
 use crate::{apiserver_bin, free_port};
@@ -117,16 +115,7 @@ impl StageProcess {
             .stderr(log_file)
             .spawn()
             .expect("spawn apiserver stage");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut lines = BufReader::new(stdout).lines();
-            if let Some(Ok(first)) = lines.next() {
-                let _ = tx.send(first);
-            }
-            for _ in lines {}
-        });
-        let first = rx.recv_timeout(Duration::from_secs(60)).unwrap_or_default();
+        let first = crate::first_line(&mut child);
         assert!(first.contains("serving on"), "stage process did not start: {first}\n{}", self.log_tail());
         self.child = Some(child);
     }
@@ -147,9 +136,7 @@ impl StageProcess {
 
     /// The last lines of its log.
     pub fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(40)..].join("\n")
+        crate::tail(&self.log)
     }
 
     /// Its process id.

@@ -31,6 +31,42 @@ use base64::Engine;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
+/// The first line a started process prints on stdout (empty if none within 60 s); the rest is
+/// drained so the pipe never fills.
+pub fn first_line(child: &mut Child) -> String {
+    let stdout = child.stdout.take().expect("stdout piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = BufReader::new(stdout).lines();
+        if let Some(Ok(first)) = lines.next() {
+            let _ = tx.send(first);
+        }
+        for _ in lines {}
+    });
+    rx.recv_timeout(Duration::from_secs(60)).unwrap_or_default()
+}
+
+/// Every JSON line a started process prints on stdout (a watch), as it prints it.
+pub fn json_lines(child: &mut Child) -> std::sync::mpsc::Receiver<serde_json::Value> {
+    let stdout = child.stdout.take().expect("stdout piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Ok(v) = serde_json::from_str(&line) {
+                let _ = tx.send(v);
+            }
+        }
+    });
+    rx
+}
+
+/// The last 40 lines of a log file, for failure messages.
+pub fn tail(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(40)..].join("\n")
+}
+
 /// A free loopback port (bound once, released for the server to take).
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
@@ -154,17 +190,8 @@ impl TestServer {
             .stdout(Stdio::piped())
             .stderr(log_file);
         let mut child = cmd.spawn().expect("spawn apiserver");
-        let stdout = child.stdout.take().expect("stdout");
-        // The first line names the kubeconfig; keep draining so the pipe never fills.
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut lines = BufReader::new(stdout).lines();
-            if let Some(Ok(first)) = lines.next() {
-                let _ = tx.send(first);
-            }
-            for _ in lines {}
-        });
-        let first = rx.recv_timeout(Duration::from_secs(60)).unwrap_or_default();
+        // The first line names the kubeconfig.
+        let first = first_line(&mut child);
         let server = TestServer {
             child: Some(child),
             kubeconfig: data_dir.join("admin.kubeconfig"),
@@ -196,9 +223,7 @@ impl TestServer {
 
     /// The last lines of the server's log, for failure messages.
     pub fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(40)..].join("\n")
+        tail(&self.log)
     }
 
     /// The server's process id.

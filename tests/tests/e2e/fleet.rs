@@ -4,7 +4,6 @@
 //! killed and restarted and the other is stopped gracefully and restarted; no acknowledged write
 //! and no watch event is lost, compared with etcd's own record of the keys.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
@@ -110,15 +109,7 @@ fn start_watcher(kubeconfig: &Path, rv: &str) -> (Child, mpsc::Receiver<Value>) 
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Ok(v) = serde_json::from_str(&line) {
-                let _ = tx.send(v);
-            }
-        }
-    });
+    let rx = tests::json_lines(&mut child);
     (child, rx)
 }
 

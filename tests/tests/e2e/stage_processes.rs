@@ -4,7 +4,6 @@
 //! 503 naming the stage while everything else keeps working, and restarting it recovers every
 //! watcher without a lost event.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -43,15 +42,7 @@ fn watch(server: &TestServer, path: &str) -> (std::process::Child, mpsc::Receive
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Ok(v) = serde_json::from_str(&line) {
-                let _ = tx.send(v);
-            }
-        }
-    });
+    let rx = tests::json_lines(&mut child);
     (child, rx)
 }
 
