@@ -9,7 +9,7 @@
 //! 3. **create**: M Deployments per namespace, each with its P pods as plain Pod objects
 //!    (nothing schedules here, and a Deployment's own controller, where one runs, selects on
 //!    a label these pods do not carry);
-//! 4. **update**: each Deployment scaled through `/scale`, then annotated;
+//! 4. **update**: every Deployment scaled through `/scale`, then every one annotated;
 //! 5. **list**: the pods of each namespace listed in turn, for a fixed time;
 //! 6. **delete**: every pod and Deployment; then (**teardown**) the namespaces.
 //!
@@ -581,11 +581,12 @@ pub async fn run(options: &Cl2Options) -> Result<Cl2Report, String> {
         }
     }
     phases.push(paced(&run, options, "create", create).await);
-    let mut update = Vec::new();
-    for (ns, d) in &deployments {
-        update.push(Op::Scale { ns: ns.clone(), name: d.clone(), replicas: options.pods + 1 });
-        update.push(Op::Annotate { ns: ns.clone(), name: d.clone() });
-    }
+    // Every Deployment scaled, then every one annotated: one write per object in flight, as
+    // clusterloader2's phases update, rather than two racing on one object.
+    let scale =
+        deployments.iter().map(|(ns, d)| Op::Scale { ns: ns.clone(), name: d.clone(), replicas: options.pods + 1 });
+    let annotate = deployments.iter().map(|(ns, d)| Op::Annotate { ns: ns.clone(), name: d.clone() });
+    let update = scale.chain(annotate).collect();
     phases.push(paced(&run, options, "update", update).await);
     let lists = ((options.list_for.as_secs_f64() * options.qps) as usize).max(namespaces.len());
     let list = (0..lists).map(|i| Op::ListPods(namespaces[i % namespaces.len()].clone())).collect();
@@ -617,7 +618,9 @@ pub async fn run(options: &Cl2Options) -> Result<Cl2Report, String> {
         None => None,
     };
 
-    let samples = std::mem::take(&mut *run.samples.lock().expect("samples"));
+    let mut samples = std::mem::take(&mut *run.samples.lock().expect("samples"));
+    // In the order sent (they were recorded as they were answered).
+    samples.sort_by(|a, b| a.start_s.total_cmp(&b.start_s));
     let rows = rows(&samples);
     let mut lags: Vec<Duration> = seen.iter().flat_map(|s| s.lock().expect("counts").lags.clone()).collect();
     let watch = WatchReport {

@@ -1,12 +1,15 @@
 //! The command lines of `tests::load`: `stages` / `stage=<key>[,<key>...]` (each stage stepped
 //! up to its capacity) and `cl2` (the clusterloader2-style scenario, against a server started
-//! for the run unless `--kubeconfig` names another).
+//! for the run, on the embedded store, on etcd, or with pods and Deployments in a storage stage
+//! process, unless `--kubeconfig` names another).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
+use storage::etcd::testing::EtcdProcess;
 use tests::TestServer;
+use tests::fleet::{Deployment, ShardSpec, StageProcess};
 use tests::load::cl2::{self, Cl2Options};
 use tests::load::stages::{self, StepPlan};
 use tests::load::targets;
@@ -53,6 +56,13 @@ struct Cl2Args {
     /// Where `cl2.json` and the figures go.
     #[arg(long, default_value = "loadgen-out")]
     out: PathBuf,
+    /// Start the server on an etcd of its own instead of the embedded store.
+    #[arg(long)]
+    etcd: bool,
+    /// Start a gateway on an etcd with pods and Deployments written by a storage stage
+    /// process over the wire.
+    #[arg(long)]
+    fleet: bool,
 }
 
 /// `stages` (every stage) or `stage=a,b`: steps of `seconds` each.
@@ -68,18 +78,46 @@ pub async fn stages(seconds: Duration, which: &str, rest: Vec<String>) {
     }
 }
 
+/// A server started for a `cl2` run, with what it runs on.
+struct Started {
+    server: TestServer,
+    _shard: Option<(StageProcess, Deployment)>,
+    _etcd: Option<EtcdProcess>,
+}
+
+/// The server `args` ask for: on the embedded store; on an etcd (`--etcd`); or a gateway on an
+/// etcd whose pods and Deployments are written by a storage stage process (`--fleet`).
+fn start_server(args: &Cl2Args) -> Started {
+    if !args.etcd && !args.fleet {
+        return Started { server: TestServer::start(), _shard: None, _etcd: None };
+    }
+    let etcd = EtcdProcess::start();
+    let backend = ["--storage-backend", "etcd3", "--etcd-servers", etcd.endpoint()];
+    if !args.fleet {
+        return Started { server: TestServer::start_with(&backend), _shard: None, _etcd: Some(etcd) };
+    }
+    let shard = ShardSpec::new("workloads", &["pods", "deployments.apps"]);
+    let deployment = Deployment::new(std::slice::from_ref(&shard));
+    let process = StageProcess::start(&deployment, "workloads", &backend);
+    let mut flags = deployment.flags();
+    flags.extend(backend.iter().map(|f| f.to_string()));
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let server = TestServer::start_with(&flags);
+    Started { server, _shard: Some((process, deployment)), _etcd: Some(etcd) }
+}
+
 /// `cl2`: the scenario, listing pods for `seconds`.
 pub fn cl2(seconds: Duration, rest: Vec<String>) {
     let args = Cl2Args::parse_from(rest);
-    let server = args.kubeconfig.is_none().then(TestServer::start);
-    let kubeconfig = match (&args.kubeconfig, &server) {
+    let started = args.kubeconfig.is_none().then(|| start_server(&args));
+    let kubeconfig = match (&args.kubeconfig, &started) {
         (Some(k), _) => k.clone(),
-        (None, Some(s)) => s.kubeconfig.clone(),
+        (None, Some(s)) => s.server.kubeconfig.clone(),
         (None, None) => unreachable!("a server is started when no kubeconfig is given"),
     };
     let options = Cl2Options {
         endpoint: args.endpoint,
-        admin: args.admin.or_else(|| server.as_ref().map(|s| s.admin_url(""))),
+        admin: args.admin.or_else(|| started.as_ref().map(|s| s.server.admin_url(""))),
         namespaces: args.namespaces,
         deployments: args.deployments,
         pods: args.pods,
