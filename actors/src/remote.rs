@@ -49,6 +49,11 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 /// limit, a list reply many of them.
 pub const MAX_MESSAGE_BYTES: usize = 256 << 20;
 
+/// Streams one connection may have open at a stage process. Well above any mailbox's capacity,
+/// so that calls past a full mailbox reach it and are refused with 429 naming the stage,
+/// rather than waiting unmetered in the caller's connection (HTTP/2's default here is 200).
+pub const MAX_CONCURRENT_STREAMS: u32 = 16_384;
+
 // ---------------------------------------------------------------- TLS
 
 /// TLS between the processes of one deployment: each presents a certificate signed by the
@@ -646,6 +651,7 @@ impl StageService {
                         async move { Ok::<_, std::convert::Infallible>(service.dispatch(request).await) }
                     });
                     let connection = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+                        .max_concurrent_streams(MAX_CONCURRENT_STREAMS)
                         .serve_connection(hyper_util::rt::TokioIo::new(tls), serve);
                     if let Err(e) = connection.await {
                         tracing::debug!("stage connection ended: {e}");

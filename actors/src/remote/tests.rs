@@ -108,6 +108,36 @@ async fn a_remote_stage_answers_through_its_own_mailbox() {
 }
 
 #[actix::test]
+async fn calls_past_a_full_remote_mailbox_are_refused_not_queued_in_the_connection() {
+    let pki = pki();
+    let port = free_port();
+    // More slots than HTTP/2's usual 200 streams per connection, and more callers than slots.
+    let _server = serve(port, &tls(&pki), 300);
+    let directory = ActorDirectory::default();
+    let peer = Peer::new("far", &format!("https://127.0.0.1:{port}"), &tls(&pki)).unwrap();
+    let nap = peer.stage("sleeper", &directory).handle::<Nap>();
+    let started = Instant::now();
+    let calls: Vec<_> = (0..500)
+        .map(|_| {
+            let nap = nap.clone();
+            tokio::spawn(async move { nap.call(Nap(1_000), Deadline::NONE).await })
+        })
+        .collect();
+    let (mut answered, mut refused) = (0, 0);
+    for call in calls {
+        match call.await.unwrap() {
+            Ok(Ok(1_000)) => answered += 1,
+            Err(StageError::Saturated { stage, .. }) if stage == "sleeper@far" => refused += 1,
+            other => panic!("{other:?}"),
+        }
+    }
+    // All 300 slots fill at once from one connection; the other 200 are refused after the
+    // mailbox's wait, not served a second later behind them.
+    assert_eq!((answered, refused), (300, 200));
+    assert!(started.elapsed() < Duration::from_millis(1_900), "{:?}", started.elapsed());
+}
+
+#[actix::test]
 async fn an_unreachable_stage_fails_fast_until_it_returns() {
     let pki = pki();
     let port = free_port();
