@@ -1,5 +1,5 @@
 //! etcd-only behaviour of the etcd backend, against real etcd processes: outages and restarts,
-//! deadlines, compactions made by another client, slow watchers, progress notifications under
+//! a member of a cluster lost (failover), deadlines, compactions made by another client, slow watchers, progress notifications under
 //! concurrent writes, etcd's own size limit, and TLS with client certificates. The shared
 //! semantics are in `etcd_conformance.rs`.
 
@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use storage::etcd::testing::{EtcdProcess, ServerTls};
+use storage::etcd::testing::{EtcdCluster, EtcdProcess, ServerTls};
 use storage::etcd::{EtcdOptions, EtcdStore};
 use storage::{Expect, KeyValue, ListOptions, Revision, Storage, StorageError, WatchItem, WatchStream};
 
@@ -293,4 +293,99 @@ async fn tls_with_client_certificates() {
     let without_client_cert = EtcdOptions { cert_file: None, key_file: None, ..options };
     let err = EtcdStore::connect(without_client_cert).await.err().expect("etcd requires a client certificate");
     assert_unavailable(&err, etcd.endpoint(), "get current revision: ");
+}
+
+/// Creates `n` keys `<prefix>-<i>` one after the other; the errors.
+async fn create_each(store: &EtcdStore, prefix: &str, n: usize) -> Vec<String> {
+    let mut errors = Vec::new();
+    for i in 0..n {
+        if let Err(e) = store.put(&format!("/registry/pods/default/{prefix}-{i}"), b("x"), Expect::Absent).await {
+            errors.push(e.to_string());
+        }
+    }
+    errors
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_member_costs_no_request_that_had_not_reached_it() {
+    let mut cluster = tokio::task::spawn_blocking(|| EtcdCluster::start(3)).await.unwrap();
+    let store = EtcdStore::connect(cluster.options()).await.unwrap();
+    // Watches opened one after the other land on every member in turn.
+    let mut watches = Vec::new();
+    for _ in 0..3 {
+        watches.push(store.watch("/registry/pods/", 0).await.unwrap());
+    }
+    assert_eq!(create_each(&store, "before", 6).await, Vec::<String>::new());
+
+    // A follower is lost: no request fails, reads and writes alike.
+    let leader = cluster.leader().expect("a leader");
+    let follower = (leader + 1) % 3;
+    cluster.member(follower).stop();
+    assert_eq!(create_each(&store, "follower-down", 30).await, Vec::<String>::new());
+    for i in 0..30 {
+        let (kv, _) = store.get(&format!("/registry/pods/default/follower-down-{i}")).await.unwrap();
+        assert!(kv.is_some(), "follower-down-{i}");
+    }
+    // The watch on the lost member ended; watching again from its last revision goes to
+    // another member at the first try and misses nothing.
+    let mut ended = 0;
+    for w in &mut watches {
+        let mut last = 0;
+        let mut seen = Vec::new();
+        let resumed = loop {
+            match next_item(w, Duration::from_secs(10)).await {
+                Some(WatchItem::Event(e)) => {
+                    last = e.kv.mod_revision;
+                    seen.push(e.kv.key.clone());
+                    if e.kv.key.ends_with("follower-down-29") {
+                        break None;
+                    }
+                }
+                Some(WatchItem::Progress(_)) => {}
+                Some(WatchItem::Error(e)) => break Some(e),
+                None => panic!("the watch closed without an error"),
+            }
+        };
+        if let Some(error) = resumed {
+            ended += 1;
+            assert!(matches!(error, StorageError::Unavailable { .. }), "{error:?}");
+            let mut again = store.watch("/registry/pods/", last).await.expect("watching again at once");
+            loop {
+                match next_item(&mut again, Duration::from_secs(10)).await {
+                    Some(WatchItem::Event(e)) => {
+                        seen.push(e.kv.key.clone());
+                        if e.kv.key.ends_with("follower-down-29") {
+                            break;
+                        }
+                    }
+                    Some(WatchItem::Progress(_)) => {}
+                    other => panic!("the resumed watch: {other:?}"),
+                }
+            }
+        }
+        let expected: Vec<String> = (0..6)
+            .map(|i| format!("/registry/pods/default/before-{i}"))
+            .chain((0..30).map(|i| format!("/registry/pods/default/follower-down-{i}")))
+            .collect();
+        assert_eq!(seen, expected);
+    }
+    assert_eq!(ended, 1, "exactly the watch on the lost member ended");
+
+    // The follower returns and the leader is lost: writes fail only while the others elect
+    // a leader, then succeed while the old one is still down.
+    cluster.restart(follower);
+    let lost = cluster.leader().expect("a leader");
+    cluster.member(lost).stop();
+    let started = Instant::now();
+    let mut streak = 0;
+    let mut i = 0;
+    while streak < 30 {
+        assert!(started.elapsed() < Duration::from_secs(15), "no run of 30 successful writes within 15 s");
+        match store.put(&format!("/registry/pods/default/leader-down-{i}"), b("x"), Expect::Absent).await {
+            Ok(_) => streak += 1,
+            Err(_) => streak = 0,
+        }
+        i += 1;
+    }
+    assert!(cluster.leader().is_some_and(|l| l != lost));
 }

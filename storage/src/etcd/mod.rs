@@ -16,6 +16,9 @@
 //!   timeout, no leader) `Unavailable` naming the operation, the key and the endpoints. Every
 //!   call has a deadline ([`EtcdOptions::request_timeout`]), so an unreachable etcd fails
 //!   promptly; the client reconnects by itself when etcd is back.
+//! - Members: requests go round robin to the members that answer; one that cannot be reached
+//!   is set aside and the request sent to the next (see the `members` module), so a member
+//!   going down costs no request that had not reached it.
 //!
 //! # The compacted revision
 //! etcd has no API that reports its compacted revision, yet `Compacted` must name it. The store
@@ -31,9 +34,11 @@
 //! progress notifications are not (before 3.4.31 / 3.5.13): see the `watch` module.
 //!
 //! # Layout
+//! - `members`: a connection per member, requests spread over those answering, failover.
 //! - `watch`: the watch task and its ordered progress notifications.
 //! - [`testing`]: starts a real etcd for tests.
 
+mod members;
 pub mod testing;
 mod watch;
 
@@ -46,9 +51,10 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use bytes::Bytes;
 use etcd_client::{
-    Certificate, Client, CompactionOptions, Compare, CompareOp, ConnectOptions, DeleteOptions, GetOptions, Identity,
-    KvClient, MaintenanceClient, TlsOptions, Txn, TxnOp, TxnOpResponse, TxnResponse, WatchClient, WatchOptions,
+    Certificate, CompactionOptions, Compare, CompareOp, ConnectOptions, DeleteOptions, GetOptions, Identity,
+    TlsOptions, Txn, TxnOp, TxnOpResponse, TxnResponse, WatchOptions,
 };
+use members::{Attempt, Members};
 
 use crate::embedded::resource_type;
 use crate::{Expect, KeyValue, ListOptions, ListResult, Revision, Storage, StorageError, WatchStream};
@@ -121,12 +127,8 @@ pub struct EtcdStore {
 
 /// The client and what every request needs.
 struct Inner {
-    /// Range, txn and compact calls; cloned per call (it is a handle to a shared channel).
-    kv: KvClient,
-    /// Opens watch streams.
-    watch: WatchClient,
-    /// One status client per endpoint, for its database size.
-    status: Vec<(String, MaintenanceClient)>,
+    /// A connection per member; clients are cloned per call (handles to a shared channel).
+    members: Arc<Members>,
     /// `etcd3 (<endpoints>)`, for errors.
     backend: String,
     /// The options it was connected with.
@@ -158,33 +160,9 @@ impl EtcdStore {
             return Err(fail("no endpoints given (--etcd-servers)".into()));
         }
         let connect = connect_options(&options).map_err(fail)?;
-        let dial = |endpoints: Vec<String>| {
-            let connect = connect.clone();
-            async move {
-                match tokio::time::timeout(options.dial_timeout, Client::connect(&endpoints, Some(connect))).await {
-                    Ok(Ok(client)) => Ok(client),
-                    Ok(Err(e)) => Err(format!("connect: {}", describe(&e))),
-                    Err(_) => Err(format!("connect: no answer within {:?}", options.dial_timeout)),
-                }
-            }
-        };
-        let client = dial(options.endpoints.clone()).await.map_err(fail)?;
-        let mut status = Vec::new();
-        for endpoint in &options.endpoints {
-            let per_endpoint = match options.endpoints.len() {
-                1 => client.clone(),
-                _ => dial(vec![endpoint.clone()]).await.map_err(fail)?,
-            };
-            status.push((endpoint.clone(), per_endpoint.maintenance_client()));
-        }
-        let inner = Arc::new(Inner {
-            kv: client.kv_client().max_decoding_message_size(MAX_RESPONSE_SIZE),
-            watch: client.watch_client().max_decoding_message_size(MAX_RESPONSE_SIZE),
-            status,
-            backend,
-            compacted: AtomicU64::new(0),
-            options,
-        });
+        let members = Members::dial(&options.endpoints, &connect, MAX_RESPONSE_SIZE, options.dial_timeout);
+        let members = Arc::new(members.await.map_err(fail)?);
+        let inner = Arc::new(Inner { members, backend, compacted: AtomicU64::new(0), options });
         let revision = inner.current_revision().await?;
         // Revision 1 is readable unless etcd was compacted: then learn where.
         if let Err(Failure::Compacted) =
@@ -244,23 +222,53 @@ async fn poll_db_size(inner: Weak<Inner>, interval: Duration) {
 }
 
 impl Inner {
-    /// Runs one etcd call under the request deadline.
-    async fn call<T>(&self, request: impl Future<Output = Result<T, etcd_client::Error>>) -> Result<T, Failure> {
-        match tokio::time::timeout(self.options.request_timeout, request).await {
-            Ok(Ok(answer)) => Ok(answer),
-            Ok(Err(e)) => Err(Failure::from(&e)),
-            Err(_) => Err(Failure::Other(format!("no answer within {:?}", self.options.request_timeout))),
-        }
+    /// Runs one etcd call under the request deadline on a member, on the next ones while it
+    /// could not be sent (or, for a read, while its connection broke).
+    async fn call<T, F, Fut>(&self, idempotent: bool, request: F) -> Result<T, Failure>
+    where
+        F: Fn(&members::Member) -> Fut,
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        self.call_on(idempotent, request).await.1
+    }
+
+    /// [`call`](Self::call), also saying which member answered (a watch stream stays on it).
+    async fn call_on<T, F, Fut>(&self, idempotent: bool, request: F) -> (usize, Result<T, Failure>)
+    where
+        F: Fn(&members::Member) -> Fut,
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        let timeout = self.options.request_timeout;
+        self.members
+            .call(idempotent, |member| {
+                let request = request(member);
+                async move {
+                    match tokio::time::timeout(timeout, request).await {
+                        Ok(Ok(answer)) => Ok(answer),
+                        Ok(Err(e)) => Err(attempt(&e)),
+                        Err(_) => Err(Attempt::TimedOut(Failure::Other(format!("no answer within {timeout:?}")))),
+                    }
+                }
+            })
+            .await
     }
 
     /// A range read.
     async fn range(&self, key: &[u8], options: GetOptions) -> Result<etcd_client::GetResponse, Failure> {
-        self.call(self.kv.clone().get(key, Some(options))).await
+        self.call(true, |m| {
+            let (mut kv, options) = (m.kv.clone(), options.clone());
+            async move { kv.get(key, Some(options)).await }
+        })
+        .await
     }
 
     /// A transaction.
     async fn txn(&self, txn: Txn) -> Result<TxnResponse, Failure> {
-        self.call(self.kv.clone().txn(txn)).await
+        self.call(false, |m| {
+            let (mut kv, txn) = (m.kv.clone(), txn.clone());
+            async move { kv.txn(txn).await }
+        })
+        .await
     }
 
     /// The error for a failed operation on `key`.
@@ -329,7 +337,13 @@ impl Inner {
     async fn probe_compacted(&self) -> Option<Revision> {
         let probe = async {
             let options = WatchOptions::new().with_start_revision(1);
-            let mut stream = self.watch.clone().watch(HEADER_KEY, Some(options)).await.ok()?;
+            let (_, stream) = self
+                .call_on(true, |m| {
+                    let (mut watch, options) = (m.watch.clone(), options.clone());
+                    async move { watch.watch(HEADER_KEY, Some(options)).await }
+                })
+                .await;
+            let mut stream = stream.ok()?;
             while let Some(response) = stream.message().await.ok()? {
                 if response.compact_revision() > 0 {
                     return Some(response.compact_revision() as Revision);
@@ -342,15 +356,42 @@ impl Inner {
 
     /// Sets `apiserver_storage_db_total_size_in_bytes` for every endpoint that answers.
     async fn refresh_db_size(&self) {
-        for (endpoint, client) in &self.status {
-            match self.call(client.clone().status()).await {
-                Ok(status) => {
+        for member in self.members.all() {
+            let endpoint = &member.endpoint;
+            let mut client = member.maintenance.clone();
+            match tokio::time::timeout(self.options.request_timeout, client.status()).await.map_err(|_| ()) {
+                Ok(Ok(status)) => {
                     metrics::gauge!("apiserver_storage_db_total_size_in_bytes", "endpoint" => endpoint.clone())
                         .set(status.db_size() as f64);
                 }
-                Err(f) => tracing::debug!(endpoint, error = %self.failed("status", endpoint, f), "etcd status failed"),
+                Ok(Err(e)) => tracing::debug!(endpoint, error = %describe(&e), "etcd status failed"),
+                Err(()) => tracing::debug!(endpoint, "etcd status: no answer in time"),
             }
         }
+    }
+}
+
+/// How a failed etcd call ended, for failover: a connect error was never sent; a transport
+/// error (the connection broke, or gRPC's `Unavailable` without etcd's own `etcdserver:`
+/// message) may have been; anything else is etcd's answer.
+fn attempt(e: &etcd_client::Error) -> Attempt<Failure> {
+    let message = describe(e);
+    let failure = Failure::from(e);
+    let not_sent = ["tcp connect error", "error trying to connect", "Connection refused", "dns error"];
+    if not_sent.iter().any(|m| message.contains(m)) {
+        return Attempt::NotSent(failure);
+    }
+    let transport = match e {
+        etcd_client::Error::TransportError(_) | etcd_client::Error::IoError(_) => true,
+        // `describe` starts with the code's name.
+        etcd_client::Error::GRpcStatus(status) => {
+            message.starts_with("Unavailable: ") && !status.message().starts_with("etcdserver:")
+        }
+        _ => false,
+    };
+    match transport {
+        true => Attempt::Lost(failure),
+        false => Attempt::Answered(failure),
     }
 }
 
@@ -555,9 +596,11 @@ impl Storage for EtcdStore {
 
     async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
         let inner = &self.inner;
-        let mut kv = inner.kv.clone();
-        let request = kv.compact(revision as i64, Some(CompactionOptions::new().with_physical()));
-        match timed("compact", "", inner.call(request)).await {
+        let request = inner.call(false, |m| {
+            let mut kv = m.kv.clone();
+            async move { kv.compact(revision as i64, Some(CompactionOptions::new().with_physical())).await }
+        });
+        match timed("compact", "", request).await {
             Ok(_) => {
                 inner.observe_compacted(revision);
                 inner.refresh_db_size().await;

@@ -1,6 +1,7 @@
 //! A real etcd for tests: [`EtcdProcess`] starts the binary on free loopback ports with a fresh
 //! data directory and kills it on drop, so every crate's tests (the conformance suite here, the
-//! gateway's and the end-to-end tests) drive the same etcd that CI installs.
+//! gateway's and the end-to-end tests) drive the same etcd that CI installs. [`EtcdCluster`]
+//! starts several members as one cluster, for failover tests.
 //!
 //! The binary is `$ETCD_BIN`, else `/usr/bin/etcd` (Debian's etcd-server, which
 //! `deploy/install-tools.sh` installs), else `/opt/realtools/bin/etcd`. A missing binary fails
@@ -53,6 +54,10 @@ pub struct EtcdProcess {
     metrics_addr: SocketAddr,
     /// TLS of the client port, if any.
     tls: Option<ServerTls>,
+    /// The member's name.
+    name: String,
+    /// `--initial-cluster`: every member's name and peer URL.
+    initial_cluster: String,
     /// The process; `None` while stopped.
     child: Option<Child>,
 }
@@ -83,6 +88,8 @@ impl EtcdProcess {
             peer_url: String::new(),
             metrics_addr: unbound,
             tls,
+            name: "test".into(),
+            initial_cluster: String::new(),
             child: None,
         };
         let mut last_error = String::new();
@@ -91,6 +98,7 @@ impl EtcdProcess {
             let scheme = if etcd.tls.is_some() { "https" } else { "http" };
             (etcd.client_url, etcd.peer_url, etcd.metrics_addr) =
                 (format!("{scheme}://{client}"), format!("http://{peer}"), metrics);
+            etcd.initial_cluster = format!("test={}", etcd.peer_url);
             match etcd.spawn_and_wait() {
                 Ok(()) => return etcd,
                 Err(e) => {
@@ -144,6 +152,12 @@ impl EtcdProcess {
 
     /// Starts the binary with this instance's ports and data directory and waits for health.
     fn spawn_and_wait(&mut self) -> Result<(), String> {
+        self.spawn()?;
+        self.wait_healthy()
+    }
+
+    /// Starts the binary with this instance's ports and data directory.
+    fn spawn(&mut self) -> Result<(), String> {
         let log_path = self.root.join("etcd.log");
         let log = fs::OpenOptions::new()
             .create(true)
@@ -158,11 +172,11 @@ impl EtcdProcess {
             command.arg("--trusted-ca-file").arg(&tls.client_ca_file).arg("--client-cert-auth");
         }
         let child = command
-            .args(["--name", "test", "--data-dir"])
+            .args(["--name", &self.name, "--data-dir"])
             .arg(&data_dir)
             .args(["--listen-client-urls", &self.client_url, "--advertise-client-urls", &self.client_url])
             .args(["--listen-peer-urls", &self.peer_url, "--initial-advertise-peer-urls", &self.peer_url])
-            .args(["--initial-cluster", &format!("test={}", self.peer_url), "--initial-cluster-state", "new"])
+            .args(["--initial-cluster", &self.initial_cluster, "--initial-cluster-state", "new"])
             .args(["--listen-metrics-urls", &format!("http://{}", self.metrics_addr)])
             .args(["--logger", "zap", "--log-level", "warn"])
             .stdin(Stdio::null())
@@ -171,6 +185,12 @@ impl EtcdProcess {
             .spawn()
             .map_err(|e| format!("spawning {}: {e}", self.binary.display()))?;
         self.child = Some(child);
+        Ok(())
+    }
+
+    /// Waits until the member reports itself healthy (for a cluster member: with a leader).
+    fn wait_healthy(&mut self) -> Result<(), String> {
+        let log_path = self.root.join("etcd.log");
         let deadline = Instant::now() + READY_TIMEOUT;
         loop {
             if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
@@ -185,6 +205,74 @@ impl EtcdProcess {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+}
+
+/// A running etcd cluster of several members on loopback ports; every member killed and its
+/// directory removed on drop.
+pub struct EtcdCluster {
+    members: Vec<EtcdProcess>,
+}
+
+impl EtcdCluster {
+    /// Starts `size` members as one cluster and waits until each is healthy.
+    pub fn start(size: usize) -> EtcdCluster {
+        let binary = find_binary().unwrap_or_else(|message| panic!("{message}"));
+        let token = uuid::Uuid::new_v4().simple().to_string();
+        let mut members: Vec<EtcdProcess> = (0..size)
+            .map(|i| {
+                let root = std::env::temp_dir().join(format!("etcd-test-{token}-{i}"));
+                fs::create_dir_all(&root).unwrap_or_else(|e| panic!("creating {}: {e}", root.display()));
+                let [client, peer, metrics] = free_ports();
+                EtcdProcess {
+                    binary: binary.clone(),
+                    root,
+                    client_url: format!("http://{client}"),
+                    peer_url: format!("http://{peer}"),
+                    metrics_addr: metrics,
+                    tls: None,
+                    name: format!("member-{i}"),
+                    initial_cluster: String::new(),
+                    child: None,
+                }
+            })
+            .collect();
+        let initial: Vec<String> = members.iter().map(|m| format!("{}={}", m.name, m.peer_url)).collect();
+        for m in &mut members {
+            m.initial_cluster = initial.join(",");
+            m.spawn().unwrap_or_else(|e| panic!("etcd member {}: {e}", m.name));
+        }
+        for m in &mut members {
+            m.wait_healthy().unwrap_or_else(|e| panic!("etcd member {}: {e}", m.name));
+        }
+        EtcdCluster { members }
+    }
+
+    /// Every member's client URL.
+    pub fn endpoints(&self) -> Vec<String> {
+        self.members.iter().map(|m| m.client_url.clone()).collect()
+    }
+
+    /// Options for an [`EtcdStore`] on every member; other fields at their defaults.
+    pub fn options(&self) -> EtcdOptions {
+        EtcdOptions { endpoints: self.endpoints(), ..EtcdOptions::default() }
+    }
+
+    /// Member `i`.
+    pub fn member(&mut self, i: usize) -> &mut EtcdProcess {
+        &mut self.members[i]
+    }
+
+    /// The member that says it leads (`etcd_server_is_leader 1` on its metrics port), if any.
+    pub fn leader(&self) -> Option<usize> {
+        self.members
+            .iter()
+            .position(|m| m.child.is_some() && get(m.metrics_addr, "/metrics").contains("\netcd_server_is_leader 1"))
+    }
+
+    /// Starts member `i` again after [`EtcdProcess::stop`], waiting until it is healthy.
+    pub fn restart(&mut self, i: usize) {
+        self.members[i].restart();
     }
 }
 
@@ -219,14 +307,19 @@ fn free_ports() -> [SocketAddr; 3] {
 
 /// Whether etcd answers `GET /health` with `"health":"true"`.
 fn healthy(addr: SocketAddr) -> bool {
-    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else { return false };
+    get(addr, "/health").contains("\"health\":\"true\"")
+}
+
+/// The answer to `GET path` on etcd's plain HTTP metrics port (empty when there is none).
+fn get(addr: SocketAddr, path: &str) -> String {
+    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else { return String::new() };
     let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-    if stream.write_all(b"GET /health HTTP/1.0\r\nHost: localhost\r\n\r\n").is_err() {
-        return false;
+    if stream.write_all(format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").as_bytes()).is_err() {
+        return String::new();
     }
     let mut response = String::new();
     let _ = stream.read_to_string(&mut response);
-    response.contains("\"health\":\"true\"")
+    response
 }
 
 /// The last lines of etcd's log, for a failure message.

@@ -33,7 +33,8 @@
 //! # Failure
 //! A full channel ends the watch with `Unavailable` (the watcher fell behind); a broken stream
 //! (etcd restarted, network) or a cancellation ends it with `Unavailable`, a compaction with
-//! `Compacted`: the consumer re-lists. Every channel has one slot more than its capacity for
+//! `Compacted`: the consumer re-lists or re-watches. A broken stream sets its member aside, so
+//! the consumer's next watch goes to another. Every channel has one slot more than its capacity for
 //! that final item.
 
 use std::sync::Arc;
@@ -41,6 +42,7 @@ use std::sync::Arc;
 use etcd_client::{EventType as EtcdEventType, WatchOptions, WatchRequestSender, WatchResponse, WatchResponseStream};
 use tokio::sync::{Notify, mpsc};
 
+use super::members::Attempt;
 use super::{Failure, HEADER_KEY, Inner, header_revision, key_value};
 use crate::embedded::resource_type;
 use crate::{Event, EventType, KeyValue, ProgressRequester, Revision, StorageError, WatchItem, WatchStream};
@@ -73,14 +75,22 @@ pub(super) async fn start(inner: &Arc<Inner>, prefix: &str, after: Revision) -> 
     let start_revision = if after > 0 { after as i64 + 1 } else { 0 };
     let options =
         WatchOptions::new().with_prefix().with_prev_key().with_progress_notify().with_start_revision(start_revision);
-    let mut stream = inner
-        .call(inner.watch.clone().watch(prefix, Some(options)))
-        .await
-        .map_err(|f| inner.failed("watch", prefix, f))?;
-    let created = match inner.call(stream.message()).await {
-        Ok(Some(created)) if created.created() && !created.canceled() => created,
-        Ok(Some(refused)) => return Err(fail(format!("etcd refused the watch: {}", refused.cancel_reason()))),
-        Ok(None) => return Err(fail("etcd closed the watch stream before creating the watch".into())),
+    // Opened and confirmed on one member, as one call: a member that cannot be reached is
+    // set aside and the next one tried.
+    let (member, opened) = inner
+        .call_on(true, |m| {
+            let (mut client, options) = (m.watch.clone(), options.clone());
+            async move {
+                let mut stream = client.watch(prefix, Some(options)).await?;
+                let created = stream.message().await?;
+                Ok((stream, created))
+            }
+        })
+        .await;
+    let (stream, created) = match opened {
+        Ok((stream, Some(created))) if created.created() && !created.canceled() => (stream, created),
+        Ok((_, Some(refused))) => return Err(fail(format!("etcd refused the watch: {}", refused.cancel_reason()))),
+        Ok((_, None)) => return Err(fail("etcd closed the watch stream before creating the watch".into())),
         Err(f) => return Err(inner.failed("watch", prefix, f)),
     };
     let (requests, responses) = stream.split();
@@ -89,6 +99,7 @@ pub(super) async fn start(inner: &Arc<Inner>, prefix: &str, after: Revision) -> 
     let signal = Arc::new(ProgressSignal { wake: Notify::new() });
     let task = WatchTask {
         inner: Arc::clone(inner),
+        member,
         prefix: prefix.to_string(),
         id: created.watch_id(),
         requests,
@@ -117,6 +128,8 @@ struct Marker {
 struct WatchTask {
     /// The store's client and error naming.
     inner: Arc<Inner>,
+    /// The member the stream is on, set aside if the stream breaks.
+    member: usize,
     /// The watched prefix.
     prefix: String,
     /// etcd's id of the watch on its stream.
@@ -147,8 +160,16 @@ impl WatchTask {
                 () = self.tx.closed() => false,
                 response = responses.message() => match response {
                     Ok(Some(response)) => self.handle(response).await,
-                    Ok(None) => self.end(self.unavailable("etcd closed the watch stream".into())),
-                    Err(e) => self.end(self.unavailable(super::describe(&e))),
+                    Ok(None) => {
+                        self.inner.members.down(self.member, "it closed a watch stream");
+                        self.end(self.unavailable("etcd closed the watch stream".into()))
+                    }
+                    Err(e) => {
+                        if !matches!(super::attempt(&e), Attempt::Answered(_)) {
+                            self.inner.members.down(self.member, "a watch stream broke");
+                        }
+                        self.end(self.unavailable(super::describe(&e)))
+                    }
                 },
                 () = signal.wake.notified(), if self.marker.is_none() => self.start_progress().await,
             };
