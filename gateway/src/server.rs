@@ -537,14 +537,31 @@ async fn bootstrap(stages: &Stages, kubernetes_ip: String, lookup: &dyn ObjectLo
         match stages.create.ask(create, Deadline::after(BOOTSTRAP_TIMEOUT)).await {
             Ok(_) => {}
             Err(e) if e.reason == apimachinery::Reason::AlreadyExists => {}
-            // Another replica starting at the same moment created it first: its create can fail
-            // otherwise than AlreadyExists (the Service's address is taken by the other's).
-            Err(_) if stored(stages, path, existing.clone()).await.is_some() => {}
-            Err(e) => return Err(format!("bootstrap: {}", e.message)),
+            // Another replica starting at the same moment creates it first: its create can fail
+            // otherwise than AlreadyExists (the Service's address is taken by the other's), and
+            // the other's object lands a moment after its address is allocated.
+            Err(e) => {
+                if !appears(stages, path, &existing).await {
+                    return Err(format!("bootstrap: {}", e.message));
+                }
+            }
         }
     }
     reconcile_rbac(stages, &system).await?;
     ensure_apf(stages, &system, lookup).await
+}
+
+/// Whether the object at `target` is stored within a few seconds: written meanwhile by another
+/// replica bootstrapping at the same moment.
+async fn appears(stages: &Stages, storage_path: &str, target: &Target) -> bool {
+    let until = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < until {
+        if stored(stages, storage_path, target.clone()).await.is_some() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
 }
 
 /// The latest stored object at `target`, read through the cacher of `storage_path`, if any.
