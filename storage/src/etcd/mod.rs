@@ -381,11 +381,14 @@ fn attempt(e: &etcd_client::Error) -> Attempt<Failure> {
     if not_sent.iter().any(|m| message.contains(m)) {
         return Attempt::NotSent(failure);
     }
+    let broken = ["transport error", "connection error", "connection reset", "broken pipe", "h2 protocol error"];
     let transport = match e {
         etcd_client::Error::TransportError(_) | etcd_client::Error::IoError(_) => true,
-        // `describe` starts with the code's name.
+        // `describe` starts with the code's name; a connection that broke under the call comes
+        // back as `Unknown` with the transport's error as its cause.
         etcd_client::Error::GRpcStatus(status) => {
-            message.starts_with("Unavailable: ") && !status.message().starts_with("etcdserver:")
+            !status.message().starts_with("etcdserver:")
+                && (message.starts_with("Unavailable: ") || broken.iter().any(|b| message.contains(b)))
         }
         _ => false,
     };

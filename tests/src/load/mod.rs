@@ -1,8 +1,9 @@
 //! Load tests that find limits rather than time one operation: each stage driven on its own at
-//! rising offered rates until it collapses ([`stages`]), and a clusterloader2-style scenario
-//! against any Kubernetes endpoint ([`cl2`]). Both print a table, write their results as JSON
-//! and draw them as SVG ([`plot`]), so a run can be read, compared and checked by a test. The
-//! load generator (`loadgen`) runs them from the command line.
+//! rising offered rates until it collapses ([`stages`]), a clusterloader2-style scenario against
+//! any Kubernetes endpoint ([`cl2`]), and a fleet loaded while its processes are killed
+//! ([`faults`]). Each prints a table, writes its results as JSON and draws them as SVG
+//! ([`plot`]), so a run can be read, compared and checked by a test. The load generator
+//! (`loadgen`) runs them from the command line.
 //!
 //! # Layout
 //! - [`stages`]: the open-loop stepper, the capacity rule, the per-stage table.
@@ -10,9 +11,12 @@
 //!   reached in a stage process over the network.
 //! - [`cl2`]: namespaces, deployments and their pods created, updated, listed, watched and
 //!   deleted through a real client at a client-side QPS limit.
+//! - [`faults`]: the fault run, a steady load through the local fleet while an etcd member, a
+//!   gateway replica and a stage process are killed in turn, checked against etcd.
 //! - [`plot`]: the SVG figures.
 
 pub mod cl2;
+pub mod faults;
 pub mod plot;
 pub mod stages;
 pub mod targets;

@@ -126,6 +126,36 @@ pub fn stages(path: &Path, runs: &[StageRun]) -> Result<(), String> {
 
 /// Lines over time (seconds since the start), on a log `y` axis when `log_y`.
 pub fn timeline(path: &Path, title: &str, y_desc: &str, series: &[Series], log_y: bool) -> Result<(), String> {
+    timeline_marked(path, title, y_desc, series, log_y, &[])
+}
+
+/// Dashed vertical lines at the `marks`' times, each labelled.
+fn draw_marks<'a, DB, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y>>,
+    marks: &[(f64, String)],
+    (y0, y1): (f64, f64),
+) -> Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    Y: Ranged<ValueType = f64>,
+{
+    for (x, label) in marks {
+        let grey = BLACK.mix(0.5);
+        chart.draw_series(DashedLineSeries::new([(*x, y0), (*x, y1)], 6, 4, grey.stroke_width(1))).map_err(failed)?;
+        chart.draw_series([Text::new(label.clone(), (*x, y1), ("sans-serif", 13).into_font())]).map_err(failed)?;
+    }
+    Ok(())
+}
+
+/// Lines over time, as [`timeline`], with labelled moments (a fault's start) marked.
+pub fn timeline_marked(
+    path: &Path,
+    title: &str,
+    y_desc: &str,
+    series: &[Series],
+    log_y: bool,
+    marks: &[(f64, String)],
+) -> Result<(), String> {
     let root = SVGBackend::new(path, (1200, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(failed)?;
     let (t0, t1) = bounds(series.iter().flat_map(|(_, p)| p.iter().map(|(x, _)| *x)), false);
@@ -135,11 +165,13 @@ pub fn timeline(path: &Path, title: &str, y_desc: &str, series: &[Series], log_y
     if log_y {
         let mut chart = builder.build_cartesian_2d(t0..t1, (y0..y1 * 4.0).log_scale()).map_err(failed)?;
         mesh(&mut chart, "seconds", y_desc)?;
+        draw_marks(&mut chart, marks, (y0, y1 * 3.0))?;
         draw_lines(&mut chart, series)?;
     } else {
         let mut chart: ChartContext<_, Cartesian2d<RangedCoordf64, RangedCoordf64>> =
             builder.build_cartesian_2d(t0..t1, y0..y1 * 1.3).map_err(failed)?;
         mesh(&mut chart, "seconds", y_desc)?;
+        draw_marks(&mut chart, marks, (y0, y1 * 1.25))?;
         draw_lines(&mut chart, series)?;
     }
     root.present().map_err(failed)

@@ -2,78 +2,25 @@
 //! etcd cluster, a churn etcd with its storage stage process, two gateway replicas and HAProxy.
 //! kubectl writes and Python clients watch through the balancer while one gateway replica is
 //! killed and restarted and the other is stopped gracefully and restarted; no acknowledged write
-//! and no watch event is lost, compared with etcd's own record of the keys.
+//! and no watch event is lost, compared with etcd's own record of the keys. And the fault run:
+//! a steady load while the etcd leader, a gateway and the stage process are killed in turn.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use tests::fleet::{LocalFleet, etcd_keys};
+use tests::load::faults::{self, FaultOptions};
 
-/// Ports below the ephemeral range, for this test only.
+fn kubectl(fleet: &LocalFleet, args: &[&str]) -> Output {
+    Command::new(tests::kubectl_bin()).args(args).env("KUBECONFIG", fleet.kubeconfig()).output().unwrap()
+}
+
+/// Ports below the ephemeral range, for this file's tests only (one fleet each).
 const PORT_BASE: u16 = 21000;
-
-struct Fleet {
-    dir: tempfile::TempDir,
-}
-
-impl Fleet {
-    fn script() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/fleet.sh")
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(Self::script())
-            .args(args)
-            .env("FLEET_DIR", self.dir.path())
-            .env("FLEET_GATEWAYS", "2")
-            .env("FLEET_PORT_BASE", PORT_BASE.to_string())
-            .env("APISERVER_BIN", tests::apiserver_bin())
-            .output()
-            .expect("run deploy/fleet.sh")
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "fleet.sh {args:?}: {}\n{}\n{}",
-            String::from_utf8_lossy(&out.stderr),
-            String::from_utf8_lossy(&out.stdout),
-            self.logs()
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn logs(&self) -> String {
-        let mut all = String::new();
-        for name in ["gateway-1", "gateway-2", "stage-churn", "haproxy"] {
-            let text = std::fs::read_to_string(self.dir.path().join(format!("logs/{name}.log"))).unwrap_or_default();
-            let lines: Vec<&str> = text.lines().collect();
-            all.push_str(&format!("--- {name}\n{}\n", lines[lines.len().saturating_sub(15)..].join("\n")));
-        }
-        all
-    }
-
-    fn kubeconfig(&self) -> PathBuf {
-        self.dir.path().join("admin.kubeconfig")
-    }
-
-    fn kubectl(&self, args: &[&str]) -> Output {
-        Command::new(tests::kubectl_bin()).args(args).env("KUBECONFIG", self.kubeconfig()).output().unwrap()
-    }
-
-    fn etcd_endpoints(&self) -> String {
-        (1..=3).map(|i| format!("http://127.0.0.1:{}", PORT_BASE + i)).collect::<Vec<_>>().join(",")
-    }
-}
-
-impl Drop for Fleet {
-    fn drop(&mut self) {
-        let _ = self.run(&["down"]);
-    }
-}
+const FAULT_RUN_PORT_BASE: u16 = 22000;
 
 /// Watches ConfigMaps of `ha` from a resourceVersion, re-watching from the last one it saw
 /// whenever its connection ends, until it sees `stop`; one JSON line per event.
@@ -113,37 +60,9 @@ fn start_watcher(kubeconfig: &Path, rv: &str) -> (Child, mpsc::Receiver<Value>) 
     (child, rx)
 }
 
-/// `/registry/configmaps/ha/<name>` keys with their mod revisions, as etcd has them.
-fn etcd_configmaps(endpoints: &str) -> Vec<(String, u64)> {
-    let out = Command::new("etcdctl")
-        .env("ETCDCTL_API", "3")
-        .args(["--endpoints", endpoints, "get", "/registry/configmaps/ha/", "--prefix", "-w", "json"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "etcdctl: {}", String::from_utf8_lossy(&out.stderr));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let b64 = |s: &str| {
-        use base64::Engine;
-        String::from_utf8(base64::engine::general_purpose::STANDARD.decode(s).unwrap()).unwrap()
-    };
-    let mut keys: Vec<(String, u64)> = v["kvs"]
-        .as_array()
-        .map(|kvs| {
-            kvs.iter()
-                .map(|kv| {
-                    let key = b64(kv["key"].as_str().unwrap());
-                    (key.rsplit('/').next().unwrap().to_string(), kv["mod_revision"].as_u64().unwrap())
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    keys.sort_by_key(|k| k.1);
-    keys
-}
-
 #[test]
 fn a_gateway_replica_dies_behind_the_balancer_and_nothing_is_lost() {
-    let fleet = Fleet { dir: tempfile::tempdir().unwrap() };
+    let fleet = LocalFleet::new(PORT_BASE, 2);
     let up = fleet.ok(&["up"]);
     assert!(up.contains("2 gateways behind https://127.0.0.1:21100"), "{up}");
     let status = fleet.ok(&["status"]);
@@ -151,7 +70,7 @@ fn a_gateway_replica_dies_behind_the_balancer_and_nothing_is_lost() {
         assert!(status.contains(&format!("{name:<14} running")), "{name} in {status}");
     }
 
-    let created = fleet.kubectl(&["create", "namespace", "ha", "-o", "jsonpath={.metadata.resourceVersion}"]);
+    let created = kubectl(&fleet, &["create", "namespace", "ha", "-o", "jsonpath={.metadata.resourceVersion}"]);
     assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
     let rv = String::from_utf8_lossy(&created.stdout).into_owned();
     // Two watchers started one after the other: round robin puts them on different replicas, so
@@ -176,17 +95,17 @@ fn a_gateway_replica_dies_behind_the_balancer_and_nothing_is_lost() {
             fleet.ok(&["up"]);
         }
         let name = format!("cm-{i}");
-        let out = fleet.kubectl(&["create", "configmap", &name, "-n", "ha", "--from-literal", &format!("i={i}")]);
+        let out = kubectl(&fleet, &["create", "configmap", &name, "-n", "ha", "--from-literal", &format!("i={i}")]);
         if out.status.success() {
             acknowledged.push(name);
         }
     }
     assert!(acknowledged.len() >= 46, "the balancer sends writes to the live replica: {acknowledged:?}");
-    let out = fleet.kubectl(&["create", "configmap", "stop", "-n", "ha"]);
+    let out = kubectl(&fleet, &["create", "configmap", "stop", "-n", "ha"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 
     // etcd's record: every acknowledged write is there.
-    let stored = etcd_configmaps(&fleet.etcd_endpoints());
+    let stored = etcd_keys(&fleet.etcd_endpoints(), "/registry/configmaps/ha/").unwrap();
     let stored_names: Vec<&str> = stored.iter().map(|(n, _)| n.as_str()).collect();
     for name in &acknowledged {
         assert!(stored_names.contains(&name.as_str()), "acknowledged {name} is in etcd: {stored_names:?}");
@@ -214,4 +133,55 @@ fn a_gateway_replica_dies_behind_the_balancer_and_nothing_is_lost() {
     assert!(status.contains("gateway-1      running") && status.contains("gateway-2      running"), "{status}");
     fleet.ok(&["down"]);
     assert!(fleet.run(&["status"]).status.code() != Some(0));
+}
+
+#[test]
+fn the_fault_run_loses_nothing_and_recovers_from_each_kill() {
+    let out = tempfile::tempdir().unwrap();
+    let options = FaultOptions {
+        port_base: FAULT_RUN_PORT_BASE,
+        rate: 30.0,
+        settle: Duration::from_secs(4),
+        down_for: Duration::from_secs(3),
+        ..FaultOptions::new(out.path())
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let report = runtime.block_on(faults::run(&options)).expect("the fault run");
+    let table = faults::table(&report);
+
+    // Nothing acknowledged is lost, and every watcher saw exactly etcd's record.
+    assert!(report.lossless(), "{table}");
+    assert!(report.acknowledged.values().all(|n| *n > 100), "{table}");
+    let [etcd, gateway, stage] = &report.faults[..] else { panic!("three faults: {table}") };
+    let during = |f: &faults::FaultRow, r: &str| f.resources.iter().find(|x| x.resource == r).cloned().unwrap();
+    let down_for = options.down_for.as_secs_f64();
+
+    // The etcd leader: the other members elect a leader and serve; only a write in flight to the
+    // lost member can fail, and requests recover before it returns.
+    assert_eq!(etcd.role, "etcd leader");
+    for resource in ["configmaps", "events"] {
+        let r = during(etcd, resource);
+        assert!(r.errors <= 2, "{resource} during {}: {table}", etcd.process);
+        assert!(r.recovered_after_s < down_for, "{resource} during {}: {table}", etcd.process);
+    }
+    // A gateway: the balancer sends new connections to the other; at most the few requests in
+    // flight on the lost one fail.
+    for resource in ["configmaps", "events"] {
+        let r = during(gateway, resource);
+        assert!(r.errors <= 3, "{resource} during {}: {table}", gateway.process);
+        assert!(r.recovered_after_s < down_for, "{resource} during {}: {table}", gateway.process);
+    }
+    // The stage process: its resource fails fast with 503 naming the stage until it returns;
+    // the other shard does not notice.
+    let events = during(stage, "events");
+    assert!(events.errors > 0 && events.errors_by_code.keys().all(|c| c == "503"), "{table}");
+    assert!(events.error_examples["503"].contains("storage@churn"), "{table}");
+    assert!(events.latency.p99_ms < 1_000.0, "failing fast: {table}");
+    assert!(events.recovered_after_s <= stage.back_after_s + 2.0, "{table}");
+    assert_eq!(during(stage, "configmaps").errors, 0, "{table}");
+
+    for file in ["faults.json", "faults-latency.svg", "faults-errors.svg"] {
+        assert!(out.path().join(file).is_file(), "{file}");
+    }
+    println!("{table}");
 }

@@ -1,7 +1,8 @@
 //! The command lines of `tests::load`: `stages` / `stage=<key>[,<key>...]` (each stage stepped
 //! up to its capacity) and `cl2` (the clusterloader2-style scenario, against a server started
 //! for the run, on the embedded store, on etcd, or with pods and Deployments in a storage stage
-//! process, unless `--kubeconfig` names another).
+//! process, unless `--kubeconfig` names another), and `faults` (the local fleet loaded while an
+//! etcd member, a gateway and a stage process are killed in turn).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -11,6 +12,7 @@ use storage::etcd::testing::EtcdProcess;
 use tests::TestServer;
 use tests::fleet::{Deployment, ShardSpec, StageProcess};
 use tests::load::cl2::{self, Cl2Options};
+use tests::load::faults::{self, FaultOptions};
 use tests::load::stages::{self, StepPlan};
 use tests::load::targets;
 
@@ -63,6 +65,57 @@ struct Cl2Args {
     /// process over the wire.
     #[arg(long)]
     fleet: bool,
+}
+
+/// `faults` options.
+#[derive(Parser, Debug)]
+#[command(no_binary_name = true)]
+struct FaultArgs {
+    /// Creates per second of each resource (ConfigMaps, Events).
+    #[arg(long, default_value_t = 40.0)]
+    rate: f64,
+    /// Gateway replicas behind the balancer.
+    #[arg(long, default_value_t = 2)]
+    gateways: usize,
+    /// Watchers of each resource.
+    #[arg(long, default_value_t = 2)]
+    watchers: usize,
+    /// How long a killed process stays down, in seconds.
+    #[arg(long, default_value_t = 5)]
+    down_for: u64,
+    /// The fleet's first port (see deploy/fleet.sh).
+    #[arg(long, default_value_t = 23000)]
+    port_base: u16,
+    /// Where `faults.json` and the figures go.
+    #[arg(long, default_value = "loadgen-out")]
+    out: PathBuf,
+}
+
+/// `faults`: a fleet of its own loaded for `seconds` before each kill and after each restart.
+pub fn faults(seconds: Duration, rest: Vec<String>) {
+    let args = FaultArgs::parse_from(rest);
+    let options = FaultOptions {
+        port_base: args.port_base,
+        gateways: args.gateways,
+        rate: args.rate,
+        watchers: args.watchers,
+        settle: seconds,
+        down_for: Duration::from_secs(args.down_for),
+        ..FaultOptions::new(&args.out)
+    };
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("a runtime");
+    match runtime.block_on(faults::run(&options)) {
+        Ok(report) if report.lossless() => {}
+        Ok(_) => {
+            eprintln!("loadgen: the fault run lost an acknowledged write or a watch event (see above)");
+            std::process::exit(1);
+        }
+        Err(e) => {
+            eprintln!("loadgen: {e}");
+            std::process::exit(1);
+        }
+    }
 }
 
 /// `stages` (every stage) or `stage=a,b`: steps of `seconds` each.

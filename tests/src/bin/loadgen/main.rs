@@ -3,7 +3,7 @@
 //! beside the same operations on the storage trait directly, so the pipeline's cost shows as a
 //! ratio measured in the same run on the same machine.
 //!
-//! Usage: `cargo run --release -p tests --bin loadgen -- [seconds-per-phase] [embedded|etcd|startup|watch|watch-matrix|watch=WxR,...|cache|cache=N,...|protobuf|rbac|apf|admission|crds|crds=N|stages|stage=KEY,...|cl2|all]`
+//! Usage: `cargo run --release -p tests --bin loadgen -- [seconds-per-phase] [embedded|etcd|startup|watch|watch-matrix|watch=WxR,...|cache|cache=N,...|protobuf|rbac|apf|admission|crds|crds=N|stages|stage=KEY,...|cl2|faults|all]`
 //! (default 5 seconds, all). `etcd` runs the same phases on a real etcd started for the run (the
 //! storage-trait rows are then etcd's own put/get rate through our client); `startup` times a
 //! server start on a store already holding 100,000 objects; `watch` measures watch delivery with
@@ -18,7 +18,9 @@
 //! creates and lists beside ConfigMap ones (see `crds.rs`); `stages` (or `stage=storage,storage-wire`)
 //! steps each stage up to its capacity, seconds being each step's length, and `cl2 [--kubeconfig
 //! PATH] [--namespaces N ...]` runs the clusterloader2-style scenario, seconds being its list
-//! phase (see `load.rs` and `tests::load`; neither is part of `all`). HTTPS rows show the server's CPU time per request,
+//! phase, and `faults [--rate N ...]` loads a local fleet (`deploy/fleet.sh`) while its etcd
+//! leader, a gateway and its stage process are killed in turn, seconds being the load before
+//! each kill (see `load.rs` and `tests::load`; none is part of `all`). HTTPS rows show the server's CPU time per request,
 //! which other load on a shared machine disturbs far less than rates. `APISERVER_BIN` picks the
 //! server binary, so two builds can be compared by one load generator. Needs the release apiserver binary
 //! (`cargo build --release -p gateway --bin apiserver`).
@@ -283,6 +285,10 @@ fn main() {
     let rest: Vec<String> = args.collect();
     if what == "cl2" {
         load::cl2(seconds, rest);
+        return;
+    }
+    if what == "faults" {
+        load::faults(seconds, rest);
         return;
     }
     actix_web::rt::System::new().block_on(async move {
