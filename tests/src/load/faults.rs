@@ -13,8 +13,8 @@
 //! Per fault and resource (a request counting in the window it ended in) it reports requests,
 //! errors by code, the error rate, p99 and the longest request, how long after the kill the
 //! last failed or slow request was sent (the recovery time: every later one succeeded
-//! promptly; slow is five times the p99 before the first fault, at least 250 ms), how long the restarted process took to be ready, and the longest pause
-//! in each watcher's delivery. Afterwards it checks etcd's own record: every acknowledged create
+//! promptly; slow is five times the p99 before the first fault, at least 250 ms), how long the
+//! restarted process took to be ready, and the longest pause in each watcher's delivery. Afterwards it checks etcd's own record: every acknowledged create
 //! is there, and every watcher saw exactly etcd's keys created after it started, once each, in
 //! revision order.
 
@@ -169,6 +169,9 @@ pub struct ResourceDuring {
     /// From the kill until the last failed or slow create of the window was sent: every create
     /// sent after it succeeded promptly. 0 when none failed or was slow after the kill.
     pub recovered_after_s: f64,
+    /// From the kill until the last failed create of the window was sent (negative: it was sent
+    /// before, and was in flight at the kill); none when none failed.
+    pub last_failure_sent_s: Option<f64>,
     /// Times its watchers re-watched in the window.
     pub rewatches: usize,
     /// The longest time any of its watchers went without an event in the window.
@@ -605,6 +608,7 @@ fn during(
         latency: Quantiles::of(&mut latencies),
         max_ms: mine.iter().map(|s| s.latency_ms).fold(0.0, f64::max),
         recovered_after_s: recovered_at - from,
+        last_failure_sent_s: mine.iter().filter(|s| s.error.is_some()).map(|s| s.start_s - from).reduce(f64::max),
         rewatches,
         longest_watch_pause_s,
     }
