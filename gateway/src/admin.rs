@@ -1,14 +1,20 @@
 //! The admin endpoint, on its own loopback listener: `GET /` is a live page drawing the pipeline
 //! of actors with their depth, throughput and p99, refreshed every second from `GET /actors`,
-//! which lists every actor with its
-//! mailbox meters (queued and in progress apart, the arbiter it runs on, what it does when
-//! full). It reads the shared counters only, so it answers even while a stage is saturated.
+//! which lists every actor of this process with its mailbox meters (queued and in progress
+//! apart, the arbiter it runs on, what it does when full), and every stage process with its
+//! health and its own actors (asked for with a short deadline, so a slow or dead one costs the
+//! listing half a second at most). It reads the shared counters only, so it answers even while
+//! a stage is saturated.
 //! `POST /compact` compacts storage now; `POST /faults` sets injected storage faults when the
 //! server allows them (`--enable-fault-injection`).
 
+use std::time::Duration;
+
 use actix_web::{HttpResponse, web};
+use actors::Deadline;
+use actors::remote::Peer;
 use apimachinery::options::Params;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::state::ServerState;
 
@@ -25,19 +31,40 @@ async fn page() -> HttpResponse {
     HttpResponse::Ok().content_type("text/html; charset=utf-8").body(include_str!("admin_page.html"))
 }
 
+/// How long a stage process may take to list its actors.
+const STAGE_ACTORS_DEADLINE: Duration = Duration::from_millis(500);
+
+/// An actor's meters as listed, named `stage` or `stage/resource`.
+fn listed(mut actor: Value) -> Value {
+    let (stage, resource) = (actor["stage"].as_str().unwrap_or_default(), actor["resource"].as_str().unwrap_or_default());
+    let name = if resource.is_empty() { stage.to_string() } else { format!("{stage}/{resource}") };
+    actor["name"] = name.into();
+    actor
+}
+
+/// A stage process's health, with its own actors when it answers in time.
+async fn stage_process(peer: Peer) -> Value {
+    let mut health = serde_json::to_value(peer.health()).unwrap_or_default();
+    let answer = peer.post("/stages/actors", Vec::new(), Deadline::after(STAGE_ACTORS_DEADLINE)).await;
+    let own = match answer {
+        Ok((200, body)) => serde_json::from_slice::<Value>(&body).ok(),
+        _ => None,
+    };
+    health["actors"] = match own.and_then(|o| o["actors"].as_array().cloned()) {
+        Some(actors) => actors.into_iter().map(listed).collect(),
+        None => Value::Null,
+    };
+    health
+}
+
 async fn actors(server: web::Data<ServerState>) -> HttpResponse {
     let actors: Vec<_> = server
         .directory
         .snapshot()
         .into_iter()
-        .map(|m| {
-            let name = if m.resource.is_empty() { m.stage.clone() } else { format!("{}/{}", m.stage, m.resource) };
-            let mut v = serde_json::to_value(&m).unwrap_or_default();
-            v["name"] = name.into();
-            v
-        })
+        .map(|m| listed(serde_json::to_value(&m).unwrap_or_default()))
         .collect();
-    let peers: Vec<_> = server.remotes.peers().iter().map(|p| p.health()).collect();
+    let peers = futures_util::future::join_all(server.remotes.peers().iter().cloned().map(stage_process)).await;
     HttpResponse::Ok().json(json!({
         "uptimeSeconds": server.started.elapsed().as_secs(),
         "actors": actors,

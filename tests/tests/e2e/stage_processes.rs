@@ -115,6 +115,16 @@ fn events_and_leases_run_in_their_own_stage_process_behind_two_gateways() {
             .any(|x| x["stage"] == "storage@churn" && x["enqueued"].as_u64() > Some(0)),
         "the remote stage is metered by the gateway: {listed}"
     );
+    // And the stage process's own actors, as it meters them: its storage mailbox admitted the
+    // writes of both replicas.
+    assert!(
+        listed["stageProcesses"][0]["actors"]
+            .as_array()
+            .expect("the stage process's actors")
+            .iter()
+            .any(|x| x["name"] == "storage" && x["enqueued"].as_u64() >= Some(2)),
+        "{listed}"
+    );
 
     // Watchers on both replicas, from e1's resourceVersion.
     let rv = a.kubectl_ok(&["get", "event", "e1", "-o", "jsonpath={.metadata.resourceVersion}"]);
