@@ -353,10 +353,10 @@ impl Peer {
         network().spawn(async move {
             loop {
                 tokio::time::sleep(PROBE_INTERVAL).await;
-                let why = match peer.send("GET", "/stages/health", Bytes::new()).await {
+                let why = match peer.send("/stages/health", Bytes::new()).await {
                     Ok((200, _)) => break,
                     Ok((status, _)) => format!("its health check answered {status}"),
-                    Err(why) => why,
+                    Err(e) => describe(&e),
                 };
                 if let Some(down) = peer.lock().down.as_mut() {
                     down.1 = why;
@@ -369,39 +369,34 @@ impl Peer {
         });
     }
 
-    async fn send(&self, method: &str, path: &str, body: Bytes) -> Result<(u16, hyper::body::Incoming), String> {
+    /// Sends `body` to `path`; the answer's status and body, or hyper's error.
+    async fn send(
+        &self,
+        path: &str,
+        body: Bytes,
+    ) -> Result<(u16, hyper::body::Incoming), hyper_util::client::legacy::Error> {
         let request = http::Request::builder()
-            .method(method)
+            .method("POST")
             .uri(format!("{}{path}", self.0.url))
             .header("content-type", "application/msgpack")
             .body(Full::new(body))
-            .map_err(|e| e.to_string())?;
-        match self.0.client.request(request).await {
-            Ok(response) => Ok((response.status().as_u16(), response.into_body())),
-            Err(e) => Err(describe(&e)),
-        }
+            .expect("a request of a valid URL and header");
+        let response = self.0.client.request(request).await?;
+        Ok((response.status().as_u16(), response.into_body()))
     }
 
     /// Sends `body` to `path` and reads the whole answer, within `deadline`.
     pub async fn post(&self, path: &str, body: Vec<u8>, deadline: Deadline) -> Result<(u16, Bytes), PeerError> {
         self.check_up()?;
         let exchange = async {
-            let request = http::Request::builder()
-                .method("POST")
-                .uri(format!("{}{path}", self.0.url))
-                .header("content-type", "application/msgpack")
-                .body(Full::new(Bytes::from(body)))
-                .map_err(|e| PeerError::Unreachable(e.to_string()))?;
-            let response = self.0.client.request(request).await.map_err(|e| {
+            let (status, body) = self.send(path, Bytes::from(body)).await.map_err(|e| {
                 let why = describe(&e);
                 if e.is_connect() {
                     self.mark_down(why.clone());
                 }
                 PeerError::Unreachable(why)
             })?;
-            let status = response.status().as_u16();
-            let bytes = response
-                .into_body()
+            let bytes = body
                 .collect()
                 .await
                 .map_err(|e| PeerError::Unreachable(format!("reading the answer: {e}")))?
@@ -414,7 +409,8 @@ impl Peer {
     /// Opens a stream: sends `body` to `path` and returns the answer's status and frames.
     pub async fn stream(&self, path: &str, body: Vec<u8>) -> Result<(u16, Frames), PeerError> {
         self.check_up()?;
-        let (status, body) = self.send("POST", path, Bytes::from(body)).await.map_err(|why| {
+        let (status, body) = self.send(path, Bytes::from(body)).await.map_err(|e| {
+            let why = describe(&e);
             self.mark_down(why.clone());
             PeerError::Unreachable(why)
         })?;

@@ -36,7 +36,8 @@ const STAGE_ACTORS_DEADLINE: Duration = Duration::from_millis(500);
 
 /// An actor's meters as listed, named `stage` or `stage/resource`.
 fn listed(mut actor: Value) -> Value {
-    let (stage, resource) = (actor["stage"].as_str().unwrap_or_default(), actor["resource"].as_str().unwrap_or_default());
+    let (stage, resource) =
+        (actor["stage"].as_str().unwrap_or_default(), actor["resource"].as_str().unwrap_or_default());
     let name = if resource.is_empty() { stage.to_string() } else { format!("{stage}/{resource}") };
     actor["name"] = name.into();
     actor
@@ -58,12 +59,8 @@ async fn stage_process(peer: Peer) -> Value {
 }
 
 async fn actors(server: web::Data<ServerState>) -> HttpResponse {
-    let actors: Vec<_> = server
-        .directory
-        .snapshot()
-        .into_iter()
-        .map(|m| listed(serde_json::to_value(&m).unwrap_or_default()))
-        .collect();
+    let actors: Vec<_> =
+        server.directory.snapshot().into_iter().map(|m| listed(serde_json::to_value(&m).unwrap_or_default())).collect();
     let peers = futures_util::future::join_all(server.remotes.peers().iter().cloned().map(stage_process)).await;
     HttpResponse::Ok().json(json!({
         "uptimeSeconds": server.started.elapsed().as_secs(),
