@@ -385,10 +385,29 @@ pub(crate) fn resource_type(key: &str) -> String {
     }
 }
 
-/// Records a request's latency under kube's `etcd_request_duration_seconds`.
-fn observe(operation: &'static str, key: &str, started: Instant) {
-    metrics::histogram!("etcd_request_duration_seconds", "operation" => operation, "type" => resource_type(key))
+/// Records a request under kube's `etcd_request_duration_seconds` and `etcd_requests_total`,
+/// and under `etcd_request_errors_total` when `failed`.
+fn observe(operation: &'static str, key: &str, started: Instant, failed: bool) {
+    let kind = resource_type(key);
+    metrics::histogram!("etcd_request_duration_seconds", "operation" => operation, "type" => kind.clone())
         .record(started.elapsed().as_secs_f64());
+    metrics::counter!("etcd_requests_total", "operation" => operation, "type" => kind.clone()).increment(1);
+    if failed {
+        metrics::counter!("etcd_request_errors_total", "operation" => operation, "type" => kind).increment(1);
+    }
+}
+
+/// Whether `result` failed as the store itself (an answer etcd would give as an error), not as
+/// a guard that did not hold (absent, present, changed), which etcd answers as a transaction
+/// whose compare failed.
+fn failed<T>(result: &Result<T, StorageError>) -> bool {
+    matches!(
+        result,
+        Err(StorageError::Unavailable { .. }
+            | StorageError::Compacted { .. }
+            | StorageError::FutureRevision { .. }
+            | StorageError::TooLarge { .. })
+    )
 }
 
 #[async_trait]
@@ -407,7 +426,7 @@ impl Storage for EmbeddedStore {
             let state = self.shared.read_state();
             (state.latest(key), state.revision)
         };
-        observe("get", key, started);
+        observe("get", key, started, false);
         Ok(answer)
     }
 
@@ -417,14 +436,14 @@ impl Storage for EmbeddedStore {
             let state = self.shared.read_state();
             state.read_revision(opts.revision).map(|rev| state.list(prefix, opts.start.as_deref(), opts.limit, rev))
         };
-        observe("list", prefix, started);
+        observe("list", prefix, started, failed(&result));
         result
     }
 
     async fn count(&self, prefix: &str) -> Result<u64, StorageError> {
         let started = Instant::now();
         let count = self.shared.read_state().count(prefix);
-        observe("count", prefix, started);
+        observe("count", prefix, started, false);
         Ok(count)
     }
 
@@ -436,7 +455,7 @@ impl Storage for EmbeddedStore {
         let started = Instant::now();
         let operation = if expect == Expect::Absent { "create" } else { "update" };
         let result = self.write(WriteOp::Mutate(Mutation::Put { key: key.to_string(), value, expect })).await;
-        observe(operation, key, started);
+        observe(operation, key, started, failed(&result));
         match result? {
             WriteOutcome::Put(kv) => Ok(kv),
             _ => Err(self.shared.unavailable("the writer answered a put with another outcome".into())),
@@ -446,7 +465,7 @@ impl Storage for EmbeddedStore {
     async fn delete(&self, key: &str, expect: Option<Revision>) -> Result<(KeyValue, Revision), StorageError> {
         let started = Instant::now();
         let result = self.write(WriteOp::Mutate(Mutation::Delete { key: key.to_string(), expect })).await;
-        observe("delete", key, started);
+        observe("delete", key, started, failed(&result));
         match result? {
             WriteOutcome::Delete(kv, revision) => Ok((kv, revision)),
             _ => Err(self.shared.unavailable("the writer answered a delete with another outcome".into())),
@@ -465,14 +484,14 @@ impl Storage for EmbeddedStore {
         };
         let id = self.next_watch_id.fetch_add(1, Ordering::Relaxed);
         let stream = watch::start(&self.shared, id, prefix.to_string(), after);
-        observe("watch", prefix, started);
+        observe("watch", prefix, started, false);
         Ok(stream)
     }
 
     async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
         let started = Instant::now();
         let result = self.write(WriteOp::Compact { revision }).await;
-        observe("compact", "", started);
+        observe("compact", "", started, failed(&result));
         result.map(|_| ())
     }
 

@@ -465,13 +465,19 @@ fn txn_range(response: &TxnResponse, index: usize) -> Vec<KeyValue> {
     }
 }
 
-/// Records a request's latency under kube's `etcd_request_duration_seconds`, labelled like the
-/// embedded store's.
-async fn timed<T>(operation: &'static str, key: &str, request: impl Future<Output = T>) -> T {
+/// Records a request under kube's `etcd_request_duration_seconds` and `etcd_requests_total`,
+/// labelled like the embedded store's, and under `etcd_request_errors_total` when etcd answered
+/// with an error (a guard that did not hold is a transaction answered, not an error).
+async fn timed<T, E>(operation: &'static str, key: &str, request: impl Future<Output = Result<T, E>>) -> Result<T, E> {
     let started = Instant::now();
     let answer = request.await;
-    metrics::histogram!("etcd_request_duration_seconds", "operation" => operation, "type" => resource_type(key))
+    let kind = resource_type(key);
+    metrics::histogram!("etcd_request_duration_seconds", "operation" => operation, "type" => kind.clone())
         .record(started.elapsed().as_secs_f64());
+    metrics::counter!("etcd_requests_total", "operation" => operation, "type" => kind.clone()).increment(1);
+    if answer.is_err() {
+        metrics::counter!("etcd_request_errors_total", "operation" => operation, "type" => kind).increment(1);
+    }
     answer
 }
 

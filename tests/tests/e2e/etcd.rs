@@ -136,6 +136,17 @@ fn an_etcd_outage_is_named_and_the_server_recovers_without_restart() {
     );
     let out = s.kubectl(&["create", "configmap", "during", "--request-timeout=20s"]);
     assert!(!out.status.success());
+    // The failed requests are counted as kube counts them (the cache's re-lists fail while
+    // etcd is down), beside every request.
+    let metrics = s.kubectl_ok(&["get", "--raw", "/metrics"]);
+    let count = |name: &str, operation: &str| -> u64 {
+        let prefix = format!("{name}{{operation=\"{operation}\",type=\"configmaps\"}} ");
+        metrics.lines().find_map(|l| l.strip_prefix(prefix.as_str())?.trim().parse().ok()).unwrap_or(0)
+    };
+    assert!(count("etcd_request_errors_total", "list") >= 1, "failed lists are counted");
+    assert!(count("etcd_requests_total", "list") > count("etcd_request_errors_total", "list"));
+    assert!(count("etcd_requests_total", "create") >= 1, "the create before the outage is counted");
+    assert_eq!(count("etcd_request_errors_total", "create"), 0, "it did not fail");
     let ready = s.kubectl(&["get", "--raw", "/readyz?verbose"]);
     assert!(!ready.status.success(), "readyz fails while etcd is down");
     let text = format!("{}{}", String::from_utf8_lossy(&ready.stdout), String::from_utf8_lossy(&ready.stderr));

@@ -230,6 +230,7 @@ async fn deletecollection_yaml_services_and_operational_endpoints() {
         "apiserver_stage_mailbox_depth{",
         "stage=\"cacher\"",
         "etcd_request_duration_seconds_bucket{",
+        "etcd_requests_total{",
         "apiserver_storage_objects{resource=\"configmaps\"}",
     ] {
         assert!(metrics.contains(needle), "/metrics lacks {needle}");
