@@ -125,6 +125,9 @@ struct CacherMetrics {
     resource_version: metrics::Gauge,
     capacity: metrics::Gauge,
     terminated_watchers: metrics::Counter,
+    /// Watches refused 410 because they start before the window: not a kube metric, the one
+    /// signal of a window too short for its clients (docs/DIAGNOSIS.md).
+    too_old: metrics::Counter,
     watch_events: metrics::Counter,
     /// `apiserver_watch_events_sizes` of the shared JSON lines, recorded once per line.
     event_sizes: metrics::Histogram,
@@ -138,7 +141,8 @@ impl CacherMetrics {
             events_received: metrics::counter!("apiserver_watch_cache_events_received_total", "resource" => resource.clone()),
             resource_version: metrics::gauge!("apiserver_watch_cache_resource_version", "resource" => resource.clone()),
             capacity: metrics::gauge!("apiserver_watch_cache_capacity", "resource" => resource.clone()),
-            terminated_watchers: metrics::counter!("apiserver_terminated_watchers_total", "resource" => resource),
+            terminated_watchers: metrics::counter!("apiserver_terminated_watchers_total", "resource" => resource.clone()),
+            too_old: metrics::counter!("apiserver_watch_cache_too_old_total", "resource" => resource),
             watch_events: metrics::counter!("apiserver_watch_events_total", "group" => group.clone(), "version" => version.clone(), "kind" => kind.clone()),
             event_sizes: metrics::histogram!("apiserver_watch_events_sizes", "group" => group, "version" => version, "kind" => kind),
         }
@@ -500,6 +504,7 @@ impl CacherActor {
                 let oldest =
                     if in_gap { self.resync_gap.map_or(self.window_floor, |(_, r)| r) } else { self.window_floor };
                 let status = ApiError::expired(format!("too old resource version: {from} ({oldest})"));
+                self.metrics.too_old.increment(1);
                 let (tx, rx) = mpsc::channel(1);
                 let _ = tx.try_send(WatchEvent::new(WatchEventType::Error, EncodedObject::encode(&status.to_status())));
                 return Ok(WatchReceiver(rx));

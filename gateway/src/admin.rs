@@ -5,6 +5,8 @@
 //! health and its own actors (asked for with a short deadline, so a slow or dead one costs the
 //! listing half a second at most). It reads the shared counters only, so it answers even while
 //! a stage is saturated.
+//! `GET /debug/axes` is the server's own diagnosis: which axis is at fault, the exclusion tree
+//! walked with its evidence, and the order in which the axes degraded (the `diagnosis` crate).
 //! `POST /compact` compacts storage now; `POST /faults` sets injected storage faults when the
 //! server allows them (`--enable-fault-injection`).
 
@@ -22,6 +24,7 @@ use crate::state::ServerState;
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/", web::get().to(page))
         .route("/actors", web::get().to(actors))
+        .route("/debug/axes", web::get().to(axes))
         .route("/compact", web::post().to(compact))
         .route("/faults", web::post().to(faults));
 }
@@ -67,6 +70,10 @@ async fn actors(server: web::Data<ServerState>) -> HttpResponse {
         "actors": actors,
         "stageProcesses": peers,
     }))
+}
+
+async fn axes(server: web::Data<ServerState>) -> HttpResponse {
+    HttpResponse::Ok().json(server.diagnosis.verdict())
 }
 
 /// Compacts every backend's history up to its current revision now, so tests and operators can

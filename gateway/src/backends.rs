@@ -1,8 +1,9 @@
 //! Opens the storage backends the flags ask for and routes resources to them: the embedded
 //! store or etcd3 as the default, `--etcd-servers-overrides` for single resources (`embedded`
-//! names this server's own store), each wrapped in encryption at rest when
-//! `--encryption-provider-config` is given, and in fault injection when
-//! `--enable-fault-injection` allows it.
+//! names this server's own store), each wrapped, from the outside in, in encryption at rest
+//! when `--encryption-provider-config` is given, in kube's request metrics, and in fault
+//! injection when `--enable-fault-injection` allows it (so an injected delay is measured as the
+//! backend's own).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -14,30 +15,35 @@ use storage::embedded::{EmbeddedOptions, EmbeddedStore};
 use storage::encryption::{EncryptedStorage, EncryptionConfig};
 use storage::etcd::{EtcdOptions, EtcdStore};
 use storage::faults::{Faults, FaultyStorage};
+use storage::metered::MeteredStorage;
 use storage::router::{StorageRouter, parse_overrides};
 
 use crate::config::{ServeOptions, StorageBackend};
 
 /// Opens every backend and builds the router for the resources of `catalogue`; every backend
-/// is subject to `faults` when given.
+/// is subject to `faults` when given. Also returns every backend's meters, for the storage
+/// axis's health.
 pub async fn open(
     options: &ServeOptions,
     data_dir: &Path,
     catalogue: &Catalogue,
     faults: Option<&Arc<Faults>>,
-) -> Result<Arc<StorageRouter>, String> {
+) -> Result<(Arc<StorageRouter>, Vec<Arc<MeteredStorage>>), String> {
     let encryption = match &options.encryption_provider_config {
         Some(path) => Some(EncryptionConfig::load(path).map_err(|e| format!("--encryption-provider-config: {e}"))?),
         None => None,
     };
-    let encrypt = |backend: Arc<dyn Storage>| -> Arc<dyn Storage> {
-        let backend: Arc<dyn Storage> = match &encryption {
-            Some(config) => EncryptedStorage::new(backend, config.clone(), &options.etcd_prefix, catalogue),
-            None => backend,
-        };
-        match faults {
+    let mut meters = Vec::new();
+    let mut wrap = |backend: Arc<dyn Storage>| -> Arc<dyn Storage> {
+        let backend: Arc<dyn Storage> = match faults {
             Some(faults) => FaultyStorage::new(backend, faults.clone()),
             None => backend,
+        };
+        let metered = MeteredStorage::new(backend);
+        meters.push(metered.clone());
+        match &encryption {
+            Some(config) => EncryptedStorage::new(metered, config.clone(), &options.etcd_prefix, catalogue),
+            None => metered,
         }
     };
     let mut embedded: Option<Arc<dyn Storage>> = None;
@@ -59,14 +65,14 @@ pub async fn open(
             etcd(options, &options.etcd_servers).await?
         }
     };
-    let mut router = StorageRouter::new(encrypt(default));
+    let mut router = StorageRouter::new(wrap(default));
     for o in parse_overrides(options.etcd_servers_overrides.as_deref().unwrap_or(""), catalogue)? {
         let def = catalogue.find_any_version(&o.group, &o.resource).expect("parse_overrides checks the resource");
         let backend = if o.servers == ["embedded"] { open_embedded()? } else { etcd(options, &o.servers).await? };
         tracing::info!(resource = %def.qualified(), backend = %backend.describe(), "storage override");
-        router.route(&def, &options.etcd_prefix, encrypt(backend));
+        router.route(&def, &options.etcd_prefix, wrap(backend));
     }
-    Ok(Arc::new(router))
+    Ok((Arc::new(router), meters))
 }
 
 async fn etcd(options: &ServeOptions, servers: &[String]) -> Result<Arc<dyn Storage>, String> {

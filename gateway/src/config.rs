@@ -329,6 +329,10 @@ pub struct ServeOptions {
     /// testing backpressure and deadlines; off in normal operation.
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
     pub enable_fault_injection: bool,
+    /// A JSON file of the thresholds the axes are judged by (`/debug/axes`); fields it leaves
+    /// out keep their defaults (docs/DIAGNOSIS.md lists them).
+    #[arg(long)]
+    pub diagnosis_config: Option<PathBuf>,
     /// Finalize deleted namespaces (delete their content, then the namespace), the job of
     /// kube-controller-manager in a full cluster; off leaves them `Terminating`.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]

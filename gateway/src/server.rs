@@ -37,13 +37,17 @@ use crate::topology::{RemoteStages, ShardedWrites, Topology};
 /// How long bootstrap writes may take.
 const BOOTSTRAP_TIMEOUT: Duration = Duration::from_secs(60);
 
-pub(crate) fn install_metrics() -> PrometheusHandle {
+/// Installs the Prometheus recorder, behind the diagnosis's tap, which feeds the axes'
+/// signals into `signals` as they are recorded.
+pub(crate) fn install_metrics(signals: Arc<diagnosis::Signals>) -> PrometheusHandle {
     const SECONDS: &[f64] =
         &[0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
-    let handle = PrometheusBuilder::new()
+    let recorder = PrometheusBuilder::new()
         .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), SECONDS)
         .expect("bucket list is not empty")
-        .install_recorder()
+        .build_recorder();
+    let handle = recorder.handle();
+    metrics::set_global_recorder(diagnosis::TapRecorder::new(recorder, signals))
         .expect("the metrics recorder is installed once");
     // Histograms buffer raw samples until upkeep folds them into buckets; without it, a server
     // nobody scrapes would grow by every request's samples.
@@ -74,6 +78,38 @@ pub(crate) fn publish_stage_gauges(directory: ActorDirectory) {
         .expect("spawn the stage gauge thread");
 }
 
+/// Judges the axes once a second from the tapped signals and the storage backends' meters,
+/// exports each axis's health as `apiserver_axis_health{axis}` (0 healthy, 1 degraded,
+/// 2 failing) and logs the verdict when it changes.
+fn diagnose(diagnosis: Arc<diagnosis::Diagnosis>, meters: Vec<Arc<storage::metered::MeteredStorage>>) {
+    std::thread::Builder::new()
+        .name("diagnosis".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+                let probes: Vec<_> = meters
+                    .iter()
+                    .map(|m| diagnosis::StorageProbe {
+                        backend: storage::Storage::describe(m.as_ref()),
+                        oldest_in_flight: m.oldest_in_flight(),
+                        unavailable_total: m.unavailable_total(),
+                    })
+                    .collect();
+                if let Some(change) = diagnosis.tick(&probes) {
+                    if change.healthy {
+                        tracing::info!(verdict = %change.summary, "axes");
+                    } else {
+                        tracing::warn!(verdict = %change.summary, "axes");
+                    }
+                }
+                for (axis, health) in diagnosis.health() {
+                    metrics::gauge!("apiserver_axis_health", "axis" => axis.name()).set(health.gauge());
+                }
+            }
+        })
+        .expect("spawn the diagnosis thread");
+}
+
 /// How often the APF bootstrap objects and the FlowSchemas' `Dangling` conditions are kept.
 const APF_UPKEEP: Duration = Duration::from_secs(10);
 
@@ -94,7 +130,13 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     if let Some(config) = &election {
         config.validate()?;
     }
-    let metrics = install_metrics();
+    let signals = Arc::new(diagnosis::Signals::default());
+    let metrics = install_metrics(signals.clone());
+    let thresholds = match &options.diagnosis_config {
+        Some(path) => diagnosis::Thresholds::load(path).map_err(|e| format!("--diagnosis-config: {e}"))?,
+        None => diagnosis::Thresholds::default(),
+    };
+    let diagnosis = Arc::new(diagnosis::Diagnosis::new(signals, thresholds));
     // Schemas and OpenAPI documents are built once, before the first request needs them.
     apimachinery::schema::prepare();
     let catalogue = Arc::new(apimachinery::builtin::catalogue());
@@ -104,7 +146,9 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     if faults.is_some() {
         tracing::warn!("fault injection is enabled: the admin endpoint can slow storage down");
     }
-    let router = crate::backends::open(&options, &data_dir, &catalogue, faults.as_ref()).await?;
+    let (router, storage_meters) = crate::backends::open(&options, &data_dir, &catalogue, faults.as_ref()).await?;
+    // The storage stage's meters are this process's only when it runs the stage itself.
+    diagnose(diagnosis.clone(), storage_meters);
     let backends = router.clone();
     let directory = ActorDirectory::default();
     publish_stage_gauges(directory.clone());
@@ -290,6 +334,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         metrics,
         router,
         faults,
+        diagnosis,
         directory: directory.clone(),
         address: address.clone(),
         started: Instant::now(),

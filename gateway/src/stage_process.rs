@@ -34,7 +34,7 @@ use crate::topology::Topology;
 /// Runs the shard's storage stage until SIGTERM or SIGINT.
 pub async fn run(options: StageOptions) -> Result<(), String> {
     let serve = options.serve;
-    let metrics = crate::server::install_metrics();
+    let metrics = crate::server::install_metrics(Default::default());
     apimachinery::schema::prepare();
     let catalogue = Arc::new(apimachinery::builtin::catalogue());
     let topology = Topology::load(serve.stage_topology.as_deref(), &catalogue)?;
@@ -42,7 +42,7 @@ pub async fn run(options: StageOptions) -> Result<(), String> {
     let tls = crate::topology::cluster_tls(&serve)?;
     std::fs::create_dir_all(&serve.data_dir).map_err(|e| format!("{}: {e}", serve.data_dir.display()))?;
     let data_dir = serve.data_dir.canonicalize().map_err(|e| e.to_string())?;
-    let router = crate::backends::open(&serve, &data_dir, &catalogue, None).await?;
+    let (router, _) = crate::backends::open(&serve, &data_dir, &catalogue, None).await?;
     let directory = ActorDirectory::default();
     crate::server::publish_stage_gauges(directory.clone());
 

@@ -18,6 +18,8 @@
 //! - [`router`]: which backend stores which resource (`--etcd-servers-overrides`).
 //! - [`errors`]: storage errors as the API reports them, mapped once.
 //! - [`faults`]: injected write delays, for testing the stages above (off by default).
+//! - [`metered`]: kube's `etcd_request_*` metrics for every backend, and its oldest unanswered
+//!   request.
 //!
 //! The storage *stage*, kube's generic registry (object metadata, preconditions, finalizers),
 //! is the `registry` crate, on top of this contract; the read path is the `cacher` crate.
@@ -36,6 +38,7 @@ pub mod encryption;
 pub mod errors;
 pub mod etcd;
 pub mod faults;
+pub mod metered;
 pub mod router;
 
 /// A revision of the whole store (etcd's `header.revision`); `resourceVersion` on the wire.

@@ -32,7 +32,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -370,46 +370,6 @@ fn next_revision(s: &State, revision: Revision) -> Result<(), String> {
     if revision == s.revision + 1 { Ok(()) } else { Err(format!("revision {revision} follows {}", s.revision)) }
 }
 
-/// The resource a key belongs to, for metric labels: `/registry/configmaps/ns/a` is
-/// `configmaps`, `/registry/deployments.apps/...` style group keys (`/registry/<group>/<resource>`
-/// with a dotted group) are `<resource>.<group>`, as kube's `type` label reads.
-pub(crate) fn resource_type(key: &str) -> String {
-    let mut segments = key.trim_start_matches('/').split('/');
-    let mut first = segments.next().unwrap_or("");
-    if first == "registry" {
-        first = segments.next().unwrap_or("");
-    }
-    match segments.next() {
-        Some(resource) if first.contains('.') && !resource.is_empty() => format!("{resource}.{first}"),
-        _ => first.to_string(),
-    }
-}
-
-/// Records a request under kube's `etcd_request_duration_seconds` and `etcd_requests_total`,
-/// and under `etcd_request_errors_total` when `failed`.
-fn observe(operation: &'static str, key: &str, started: Instant, failed: bool) {
-    let kind = resource_type(key);
-    metrics::histogram!("etcd_request_duration_seconds", "operation" => operation, "type" => kind.clone())
-        .record(started.elapsed().as_secs_f64());
-    metrics::counter!("etcd_requests_total", "operation" => operation, "type" => kind.clone()).increment(1);
-    if failed {
-        metrics::counter!("etcd_request_errors_total", "operation" => operation, "type" => kind).increment(1);
-    }
-}
-
-/// Whether `result` failed as the store itself (an answer etcd would give as an error), not as
-/// a guard that did not hold (absent, present, changed), which etcd answers as a transaction
-/// whose compare failed.
-fn failed<T>(result: &Result<T, StorageError>) -> bool {
-    matches!(
-        result,
-        Err(StorageError::Unavailable { .. }
-            | StorageError::Compacted { .. }
-            | StorageError::FutureRevision { .. }
-            | StorageError::TooLarge { .. })
-    )
-}
-
 #[async_trait]
 impl Storage for EmbeddedStore {
     fn describe(&self) -> String {
@@ -421,30 +381,17 @@ impl Storage for EmbeddedStore {
     }
 
     async fn get(&self, key: &str) -> Result<(Option<KeyValue>, Revision), StorageError> {
-        let started = Instant::now();
-        let answer = {
-            let state = self.shared.read_state();
-            (state.latest(key), state.revision)
-        };
-        observe("get", key, started, false);
-        Ok(answer)
+        let state = self.shared.read_state();
+        Ok((state.latest(key), state.revision))
     }
 
     async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListResult, StorageError> {
-        let started = Instant::now();
-        let result = {
-            let state = self.shared.read_state();
-            state.read_revision(opts.revision).map(|rev| state.list(prefix, opts.start.as_deref(), opts.limit, rev))
-        };
-        observe("list", prefix, started, failed(&result));
-        result
+        let state = self.shared.read_state();
+        state.read_revision(opts.revision).map(|rev| state.list(prefix, opts.start.as_deref(), opts.limit, rev))
     }
 
     async fn count(&self, prefix: &str) -> Result<u64, StorageError> {
-        let started = Instant::now();
-        let count = self.shared.read_state().count(prefix);
-        observe("count", prefix, started, false);
-        Ok(count)
+        Ok(self.shared.read_state().count(prefix))
     }
 
     async fn put(&self, key: &str, value: Bytes, expect: Expect) -> Result<KeyValue, StorageError> {
@@ -452,28 +399,20 @@ impl Storage for EmbeddedStore {
         if value.len() > limit {
             return Err(StorageError::TooLarge { key: key.to_string(), size: value.len(), limit });
         }
-        let started = Instant::now();
-        let operation = if expect == Expect::Absent { "create" } else { "update" };
-        let result = self.write(WriteOp::Mutate(Mutation::Put { key: key.to_string(), value, expect })).await;
-        observe(operation, key, started, failed(&result));
-        match result? {
+        match self.write(WriteOp::Mutate(Mutation::Put { key: key.to_string(), value, expect })).await? {
             WriteOutcome::Put(kv) => Ok(kv),
             _ => Err(self.shared.unavailable("the writer answered a put with another outcome".into())),
         }
     }
 
     async fn delete(&self, key: &str, expect: Option<Revision>) -> Result<(KeyValue, Revision), StorageError> {
-        let started = Instant::now();
-        let result = self.write(WriteOp::Mutate(Mutation::Delete { key: key.to_string(), expect })).await;
-        observe("delete", key, started, failed(&result));
-        match result? {
+        match self.write(WriteOp::Mutate(Mutation::Delete { key: key.to_string(), expect })).await? {
             WriteOutcome::Delete(kv, revision) => Ok((kv, revision)),
             _ => Err(self.shared.unavailable("the writer answered a delete with another outcome".into())),
         }
     }
 
     async fn watch(&self, prefix: &str, after: Revision) -> Result<WatchStream, StorageError> {
-        let started = Instant::now();
         let after = {
             let state = self.shared.read_state();
             let after = if after == 0 { state.revision } else { after };
@@ -483,16 +422,11 @@ impl Storage for EmbeddedStore {
             after
         };
         let id = self.next_watch_id.fetch_add(1, Ordering::Relaxed);
-        let stream = watch::start(&self.shared, id, prefix.to_string(), after);
-        observe("watch", prefix, started, false);
-        Ok(stream)
+        Ok(watch::start(&self.shared, id, prefix.to_string(), after))
     }
 
     async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
-        let started = Instant::now();
-        let result = self.write(WriteOp::Compact { revision }).await;
-        observe("compact", "", started, failed(&result));
-        result.map(|_| ())
+        self.write(WriteOp::Compact { revision }).await.map(|_| ())
     }
 
     async fn compacted_revision(&self) -> Result<Revision, StorageError> {
@@ -506,22 +440,5 @@ impl Storage for EmbeddedStore {
     /// Progress is queued behind already-published events at once: no batching delay.
     fn prompt_progress(&self) -> bool {
         true
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn resource_type_reads_kube_key_layouts() {
-        assert_eq!(resource_type("/registry/configmaps/default/a"), "configmaps");
-        assert_eq!(resource_type("/registry/namespaces/default"), "namespaces");
-        assert_eq!(
-            resource_type("/registry/apiextensions.k8s.io/customresourcedefinitions/x"),
-            "customresourcedefinitions.apiextensions.k8s.io"
-        );
-        assert_eq!(resource_type("/registry/configmaps/"), "configmaps");
-        assert_eq!(resource_type(""), "");
     }
 }

@@ -15,7 +15,8 @@ use std::sync::{Arc, Weak};
 
 use tokio::sync::mpsc;
 
-use super::{Shared, resource_type};
+use super::Shared;
+use crate::metered::resource_type;
 use crate::{Event, ProgressRequester, Revision, StorageError, WatchItem, WatchStream};
 
 /// Events scanned per replay step, so a replay over a long log filtered by a narrow prefix never

@@ -46,7 +46,7 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -56,7 +56,6 @@ use etcd_client::{
 };
 use members::{Attempt, Members};
 
-use crate::embedded::resource_type;
 use crate::{Expect, KeyValue, ListOptions, ListResult, Revision, Storage, StorageError, WatchStream};
 
 /// etcd's answer to a read or compaction below its compacted revision.
@@ -465,22 +464,6 @@ fn txn_range(response: &TxnResponse, index: usize) -> Vec<KeyValue> {
     }
 }
 
-/// Records a request under kube's `etcd_request_duration_seconds` and `etcd_requests_total`,
-/// labelled like the embedded store's, and under `etcd_request_errors_total` when etcd answered
-/// with an error (a guard that did not hold is a transaction answered, not an error).
-async fn timed<T, E>(operation: &'static str, key: &str, request: impl Future<Output = Result<T, E>>) -> Result<T, E> {
-    let started = Instant::now();
-    let answer = request.await;
-    let kind = resource_type(key);
-    metrics::histogram!("etcd_request_duration_seconds", "operation" => operation, "type" => kind.clone())
-        .record(started.elapsed().as_secs_f64());
-    metrics::counter!("etcd_requests_total", "operation" => operation, "type" => kind.clone()).increment(1);
-    if answer.is_err() {
-        metrics::counter!("etcd_request_errors_total", "operation" => operation, "type" => kind).increment(1);
-    }
-    answer
-}
-
 #[async_trait]
 impl Storage for EtcdStore {
     fn describe(&self) -> String {
@@ -493,9 +476,8 @@ impl Storage for EtcdStore {
 
     async fn get(&self, key: &str) -> Result<(Option<KeyValue>, Revision), StorageError> {
         let inner = &self.inner;
-        let mut response = timed("get", key, inner.range(key.as_bytes(), GetOptions::new()))
-            .await
-            .map_err(|f| inner.failed("get", key, f))?;
+        let mut response =
+            inner.range(key.as_bytes(), GetOptions::new()).await.map_err(|f| inner.failed("get", key, f))?;
         let revision = header_revision(response.header());
         Ok((response.take_kvs().into_iter().next().map(key_value), revision))
     }
@@ -512,7 +494,7 @@ impl Storage for EtcdStore {
         if let Some(revision) = requested {
             options = options.with_revision(revision as i64);
         }
-        let mut response = match timed("list", prefix, inner.range(from, options)).await {
+        let mut response = match inner.range(from, options).await {
             Ok(response) => response,
             Err(f) => {
                 let r = requested.unwrap_or(0);
@@ -530,8 +512,7 @@ impl Storage for EtcdStore {
         let inner = &self.inner;
         let from = if prefix.is_empty() { HEADER_KEY } else { prefix.as_bytes() };
         let options = GetOptions::new().with_range(prefix_end(prefix.as_bytes())).with_count_only();
-        let response =
-            timed("count", prefix, inner.range(from, options)).await.map_err(|f| inner.failed("count", prefix, f))?;
+        let response = inner.range(from, options).await.map_err(|f| inner.failed("count", prefix, f))?;
         Ok(response.count().max(0) as u64)
     }
 
@@ -554,7 +535,7 @@ impl Storage for EtcdStore {
             ])
             .or_else([TxnOp::get(key, None)]);
         let operation = if expect == Expect::Absent { "create" } else { "update" };
-        let response = timed(operation, key, inner.txn(txn)).await.map_err(|f| match f {
+        let response = inner.txn(txn).await.map_err(|f| match f {
             Failure::TooLarge => StorageError::TooLarge { key: key.to_string(), size: value.len(), limit },
             other => inner.failed(operation, key, other),
         })?;
@@ -582,7 +563,7 @@ impl Storage for EtcdStore {
             .when([guard])
             .and_then([TxnOp::delete(key, Some(DeleteOptions::new().with_prev_key()))])
             .or_else([TxnOp::get(key, None)]);
-        let response = timed("delete", key, inner.txn(txn)).await.map_err(|f| inner.failed("delete", key, f))?;
+        let response = inner.txn(txn).await.map_err(|f| inner.failed("delete", key, f))?;
         if response.succeeded() {
             let deleted = match response.op_responses().into_iter().next() {
                 Some(TxnOpResponse::Delete(mut d)) => d.take_prev_kvs().into_iter().next().map(key_value),
@@ -600,7 +581,7 @@ impl Storage for EtcdStore {
     }
 
     async fn watch(&self, prefix: &str, after: Revision) -> Result<WatchStream, StorageError> {
-        timed("watch", prefix, watch::start(&self.inner, prefix, after)).await
+        watch::start(&self.inner, prefix, after).await
     }
 
     async fn compact(&self, revision: Revision) -> Result<(), StorageError> {
@@ -609,7 +590,7 @@ impl Storage for EtcdStore {
             let mut kv = m.kv.clone();
             async move { kv.compact(revision as i64, Some(CompactionOptions::new().with_physical())).await }
         });
-        match timed("compact", "", request).await {
+        match request.await {
             Ok(_) => {
                 inner.observe_compacted(revision);
                 inner.refresh_db_size().await;

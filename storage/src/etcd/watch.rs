@@ -44,7 +44,7 @@ use tokio::sync::{Notify, mpsc};
 
 use super::members::Attempt;
 use super::{Failure, HEADER_KEY, Inner, header_revision, key_value};
-use crate::embedded::resource_type;
+use crate::metered::resource_type;
 use crate::{Event, EventType, KeyValue, ProgressRequester, Revision, StorageError, WatchItem, WatchStream};
 
 /// Asks a watch task for a progress notification.

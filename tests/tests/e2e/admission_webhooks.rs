@@ -10,7 +10,7 @@ use tests::{TestServer, command_outcome as out, free_port, host_ip, within};
 
 /// A webhook named `name` called at `url` for CREATE and UPDATE of core `resources`, with the
 /// caBundle of `server`; `extra` fields are merged in (`null` removes one).
-fn hook(name: &str, server: &WebhookServer, url: &str, resources: &[&str], extra: Value) -> Value {
+pub(crate) fn hook(name: &str, server: &WebhookServer, url: &str, resources: &[&str], extra: Value) -> Value {
     let mut hook = json!({
         "name": name,
         "clientConfig": {"url": url, "caBundle": server.ca_bundle},
@@ -37,7 +37,7 @@ fn resource_of(kind: &str) -> String {
 
 /// Creates the `<kind>WebhookConfiguration` `name` with `webhooks` and waits until the watch
 /// cache admission reads configurations from has it.
-fn configure(s: &TestServer, kind: &str, name: &str, webhooks: Vec<Value>) {
+pub(crate) fn configure(s: &TestServer, kind: &str, name: &str, webhooks: Vec<Value>) {
     let config = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": format!("{kind}WebhookConfiguration"),
         "metadata": {"name": name}, "webhooks": webhooks});
     let created = s.kubectl_stdin(&["create", "-f", "-"], &config.to_string());
@@ -47,7 +47,7 @@ fn configure(s: &TestServer, kind: &str, name: &str, webhooks: Vec<Value>) {
 }
 
 /// Waits until the watch cache of `<kind>WebhookConfigurations` has (or no longer has) `name`.
-fn wait_cached(s: &TestServer, kind: &str, name: &str, present: bool) {
+pub(crate) fn wait_cached(s: &TestServer, kind: &str, name: &str, present: bool) {
     let path = format!("{GROUP_PATH}/{}?resourceVersion=0", resource_of(kind));
     let cached = within(Duration::from_secs(5), || {
         let list: Value = serde_json::from_str(&s.kubectl_ok(&["get", "--raw", &path])).unwrap();

@@ -9,6 +9,7 @@ mod backpressure;
 mod bad_input;
 mod builtin_admission;
 mod crds;
+mod diagnosis;
 mod durability;
 mod encryption;
 mod etcd;
