@@ -23,7 +23,7 @@ const STAGES: &[&str] = &["registry", "cacher", "admission", "flowcontrol", "aut
 
 fn allowed(krate: &str) -> Option<&'static [&'static str]> {
     Some(match krate {
-        "actors" | "protobuf" | "webhook-client" => &[],
+        "actors" | "protobuf" | "webhook-client" | "diagnosis" => &[],
         "apimachinery" => &["actors", "protobuf"],
         "storage" => &["apimachinery"],
         "registry" | "cacher" => &["actors", "apimachinery", "storage"],
