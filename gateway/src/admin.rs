@@ -7,6 +7,8 @@
 //! a stage is saturated.
 //! `GET /debug/axes` is the server's own diagnosis: which axis is at fault, the exclusion tree
 //! walked with its evidence, and the order in which the axes degraded (the `diagnosis` crate).
+//! `GET /debug/storage/revision` reads each backend's current revision directly (for etcd a
+//! linearizable read), the reference that reads through the API are measured against.
 //! `POST /compact` compacts storage now; `POST /faults` sets injected storage faults when the
 //! server allows them (`--enable-fault-injection`).
 
@@ -25,6 +27,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/", web::get().to(page))
         .route("/actors", web::get().to(actors))
         .route("/debug/axes", web::get().to(axes))
+        .route("/debug/storage/revision", web::get().to(revision))
         .route("/compact", web::post().to(compact))
         .route("/faults", web::post().to(faults));
 }
@@ -74,6 +77,20 @@ async fn actors(server: web::Data<ServerState>) -> HttpResponse {
 
 async fn axes(server: web::Data<ServerState>) -> HttpResponse {
     HttpResponse::Ok().json(server.diagnosis.verdict())
+}
+
+async fn revision(server: web::Data<ServerState>) -> HttpResponse {
+    let mut backends = Vec::new();
+    for storage in server.router.backends() {
+        match storage.current_revision().await {
+            Ok(rev) => backends.push(json!({ "backend": storage.describe(), "revision": rev })),
+            Err(e) => {
+                return HttpResponse::ServiceUnavailable()
+                    .json(json!({ "backend": storage.describe(), "error": e.to_string() }));
+            }
+        }
+    }
+    HttpResponse::Ok().json(json!({ "backends": backends }))
 }
 
 /// Compacts every backend's history up to its current revision now, so tests and operators can

@@ -13,10 +13,13 @@
 //!   deleted through a real client at a client-side QPS limit.
 //! - [`faults`]: the fault run, a steady load through the local fleet while an etcd member, a
 //!   gateway replica and a stage process are killed in turn, checked against etcd.
+//! - [`lag`]: revision lag of each kind of read against linearizable reads of storage, under
+//!   Lease contention and fast creates (open question 5.2).
 //! - [`plot`]: the SVG figures.
 
 pub mod cl2;
 pub mod faults;
+pub mod lag;
 pub mod plot;
 pub mod stages;
 pub mod targets;

@@ -28,6 +28,7 @@ mod python;
 mod quota;
 mod rbac;
 mod rest;
+mod revision_lag;
 mod serviceaccounts;
 mod services;
 mod shutdown;

@@ -2,7 +2,8 @@
 //! up to its capacity) and `cl2` (the clusterloader2-style scenario, against a server started
 //! for the run, on the embedded store, on etcd, or with pods and Deployments in a storage stage
 //! process, unless `--kubeconfig` names another), and `faults` (the local fleet loaded while an
-//! etcd member, a gateway and a stage process are killed in turn).
+//! etcd member, a gateway and a stage process are killed in turn), and `lag` (each read kind's
+//! revision lag against linearizable storage reads, on both backends).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -13,8 +14,64 @@ use tests::TestServer;
 use tests::fleet::{Deployment, ShardSpec, StageProcess};
 use tests::load::cl2::{self, Cl2Options};
 use tests::load::faults::{self, FaultOptions};
+use tests::load::lag::{self, Authority, LagOptions};
 use tests::load::stages::{self, StepPlan};
 use tests::load::targets;
+
+/// `lag` options.
+#[derive(Parser, Debug)]
+#[command(no_binary_name = true)]
+struct LagArgs {
+    /// Clients creating ConfigMaps.
+    #[arg(long, default_value_t = 16)]
+    writers: usize,
+    /// Creates per second, all writers together (0: as fast as they are answered).
+    #[arg(long, default_value_t = 800.0)]
+    rate: f64,
+    /// Clients contending on one Lease.
+    #[arg(long, default_value_t = 4)]
+    contenders: usize,
+    /// Where `lag.json` goes.
+    #[arg(long, default_value = "loadgen-out")]
+    out: PathBuf,
+}
+
+/// `lag`: each read kind's revision lag for `seconds` on the embedded store, then on etcd.
+pub async fn lag(seconds: Duration, rest: Vec<String>) {
+    let args = LagArgs::parse_from(rest);
+    let options =
+        LagOptions { duration: seconds, writers: args.writers, rate: args.rate, lease_contenders: args.contenders };
+    let mut reports = Vec::new();
+    {
+        let server = TestServer::start();
+        let authority = Authority::Admin(server.admin_url("/debug/storage/revision"));
+        reports.push(lag::run(&server, authority, "embedded", &options).await);
+    }
+    {
+        let etcd = EtcdProcess::start();
+        let server = TestServer::start_with(&["--storage-backend", "etcd3", "--etcd-servers", etcd.endpoint()]);
+        let store = storage::etcd::EtcdStore::connect(storage::etcd::EtcdOptions {
+            endpoints: vec![etcd.endpoint().to_string()],
+            ..Default::default()
+        })
+        .await
+        .expect("connect to etcd");
+        reports.push(lag::run(&server, Authority::Etcd(store), "etcd", &options).await);
+    }
+    println!(
+        "== revision lag, {} s per backend, {} writers at {} creates/s (0: unpaced), {} lease contenders",
+        seconds.as_secs(),
+        args.writers,
+        args.rate,
+        args.contenders
+    );
+    print!("{}", lag::table(&reports));
+    let path = args.out.join("lag.json");
+    match tests::load::write_json(&path, &reports) {
+        Ok(()) => println!("wrote {}", path.display()),
+        Err(e) => eprintln!("loadgen: {}: {e}", path.display()),
+    }
+}
 
 /// `stages` and `stage=` options.
 #[derive(Parser, Debug)]

@@ -3,7 +3,7 @@
 //! beside the same operations on the storage trait directly, so the pipeline's cost shows as a
 //! ratio measured in the same run on the same machine.
 //!
-//! Usage: `cargo run --release -p tests --bin loadgen -- [seconds-per-phase] [embedded|etcd|startup|watch|watch-matrix|watch=WxR,...|cache|cache=N,...|protobuf|rbac|apf|admission|crds|crds=N|stages|stage=KEY,...|cl2|faults|all]`
+//! Usage: `cargo run --release -p tests --bin loadgen -- [seconds-per-phase] [embedded|etcd|startup|watch|watch-matrix|watch=WxR,...|cache|cache=N,...|protobuf|rbac|apf|admission|crds|crds=N|stages|stage=KEY,...|cl2|faults|lag|all]`
 //! (default 5 seconds, all). `etcd` runs the same phases on a real etcd started for the run (the
 //! storage-trait rows are then etcd's own put/get rate through our client); `startup` times a
 //! server start on a store already holding 100,000 objects; `watch` measures watch delivery with
@@ -20,7 +20,9 @@
 //! PATH] [--namespaces N ...]` runs the clusterloader2-style scenario, seconds being its list
 //! phase, and `faults [--rate N ...]` loads a local fleet (`deploy/fleet.sh`) while its etcd
 //! leader, a gateway and its stage process are killed in turn, seconds being the load before
-//! each kill (see `load.rs` and `tests::load`; none is part of `all`). HTTPS rows show the server's CPU time per request,
+//! each kill, and `lag [--writers N --contenders N]` measures each read kind's revision lag
+//! against linearizable storage reads for `seconds` per backend (see `load.rs` and
+//! `tests::load`; none is part of `all`). HTTPS rows show the server's CPU time per request,
 //! which other load on a shared machine disturbs far less than rates. `APISERVER_BIN` picks the
 //! server binary, so two builds can be compared by one load generator. Needs the release apiserver binary
 //! (`cargo build --release -p gateway --bin apiserver`).
@@ -293,7 +295,7 @@ fn main() {
     }
     actix_web::rt::System::new().block_on(async move {
         if what == "stages" || what.starts_with("stage=") {
-            load::stages(seconds, what.trim_start_matches("stage="), rest).await;
+            load::stages(seconds, what.trim_start_matches("stage="), rest.clone()).await;
         }
         if what == "embedded" || what == "all" {
             embedded(seconds).await;
@@ -303,6 +305,9 @@ fn main() {
         }
         if what == "startup" || what == "all" {
             startup(100_000).await;
+        }
+        if what == "lag" {
+            load::lag(seconds, rest).await;
         }
         if what == "replicas" {
             replicas::run_replicas(seconds).await;
