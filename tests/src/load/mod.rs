@@ -15,6 +15,8 @@
 //!   gateway replica and a stage process are killed in turn, checked against etcd.
 //! - [`lag`]: revision lag of each kind of read against linearizable reads of storage, under
 //!   Lease contention and fast creates (open question 5.2).
+//! - [`window`]: the watch cache's hit rate and the storage list rate of restarting informers
+//!   across retention, window and object count, beside a model (open question 5.1).
 //! - [`plot`]: the SVG figures.
 
 pub mod cl2;
@@ -23,6 +25,7 @@ pub mod lag;
 pub mod plot;
 pub mod stages;
 pub mod targets;
+pub mod window;
 
 use std::time::Duration;
 

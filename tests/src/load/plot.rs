@@ -176,3 +176,21 @@ pub fn timeline_marked(
     }
     root.present().map_err(failed)
 }
+
+/// Lines over a linear `x` axis.
+pub fn lines(path: &Path, title: &str, x_desc: &str, y_desc: &str, series: &[Series]) -> Result<(), String> {
+    let root = SVGBackend::new(path, (1000, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(failed)?;
+    let (x0, x1) = bounds(series.iter().flat_map(|(_, p)| p.iter().map(|(x, _)| *x)), false);
+    let (y0, y1) = bounds(series.iter().flat_map(|(_, p)| p.iter().map(|(_, y)| *y)), false);
+    let mut chart: ChartContext<_, Cartesian2d<RangedCoordf64, RangedCoordf64>> = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 20))
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d(x0..x1, y0.min(0.0)..y1 * 1.3)
+        .map_err(failed)?;
+    mesh(&mut chart, x_desc, y_desc)?;
+    draw_lines(&mut chart, series)?;
+    root.present().map_err(failed)
+}

@@ -17,6 +17,7 @@ use tests::load::faults::{self, FaultOptions};
 use tests::load::lag::{self, Authority, LagOptions};
 use tests::load::stages::{self, StepPlan};
 use tests::load::targets;
+use tests::load::window::{self, SweepCell, WindowOptions};
 
 /// `lag` options.
 #[derive(Parser, Debug)]
@@ -70,6 +71,109 @@ pub async fn lag(seconds: Duration, rest: Vec<String>) {
     match tests::load::write_json(&path, &reports) {
         Ok(()) => println!("wrote {}", path.display()),
         Err(e) => eprintln!("loadgen: {}: {e}", path.display()),
+    }
+}
+
+/// `window` options.
+#[derive(Parser, Debug)]
+#[command(no_binary_name = true)]
+struct WindowArgs {
+    /// Object updates per second.
+    #[arg(long, default_value_t = 400.0)]
+    rate: f64,
+    /// Informers restarting.
+    #[arg(long, default_value_t = 16)]
+    informers: usize,
+    /// The longest downtime of an informer, in seconds.
+    #[arg(long, default_value_t = 4.0)]
+    max_down: f64,
+    /// The window's freshness in seconds (`--watch-cache-event-freshness`).
+    #[arg(long, default_value_t = 0.0)]
+    freshness: f64,
+    /// Window capacities to sweep.
+    #[arg(long, value_delimiter = ',', default_value = "100,500,1000,2000")]
+    windows: Vec<usize>,
+    /// Compaction retentions to sweep, in seconds.
+    #[arg(long, value_delimiter = ',', default_value = "5,60")]
+    retentions: Vec<u64>,
+    /// Object counts to sweep.
+    #[arg(long, value_delimiter = ',', default_value = "100,2000")]
+    objects: Vec<usize>,
+    /// Where `window.json` and the figures go.
+    #[arg(long, default_value = "loadgen-out")]
+    out: PathBuf,
+}
+
+/// `window`: the watch cache's hit rate swept over retention × window × objects, `seconds` per
+/// cell, beside the model; a table, `window.json`, and two figures.
+pub async fn window(seconds: Duration, rest: Vec<String>) {
+    let args = WindowArgs::parse_from(rest);
+    let options = WindowOptions {
+        duration: seconds,
+        update_rate: args.rate,
+        informers: args.informers,
+        max_down: Duration::from_secs_f64(args.max_down),
+        freshness: Duration::from_secs_f64(args.freshness),
+    };
+    let mut results = Vec::new();
+    for &objects in &args.objects {
+        for &retention_s in &args.retentions {
+            for &w in &args.windows {
+                let cell = SweepCell { window: w, retention_s, objects };
+                let r = window::run_cell(cell, &options).await;
+                eprintln!("{}", window::table(std::slice::from_ref(&r)).lines().last().unwrap_or_default());
+                results.push(r);
+            }
+        }
+    }
+    println!(
+        "== watch cache window: {} s per cell, {} updates/s, {} informers, downtime uniform on [0, {} s], freshness {} s",
+        seconds.as_secs(),
+        args.rate,
+        args.informers,
+        args.max_down,
+        args.freshness
+    );
+    print!("{}", window::table(&results));
+    let path = args.out.join("window.json");
+    if let Err(e) = tests::load::write_json(&path, &results) {
+        eprintln!("loadgen: {}: {e}", path.display());
+    }
+    let series = |value: fn(&window::CellResult) -> f64, model: fn(&window::CellResult) -> f64| {
+        let mut lines: Vec<tests::load::plot::Series> = Vec::new();
+        for &objects in &args.objects {
+            for &retention_s in &args.retentions {
+                let points = results
+                    .iter()
+                    .filter(|r| r.cell.objects == objects && r.cell.retention_s == retention_s)
+                    .map(|r| (r.cell.window as f64, value(r)))
+                    .collect();
+                lines.push((format!("measured: {objects} objects, retention {retention_s} s"), points));
+            }
+            let points = results
+                .iter()
+                .filter(|r| r.cell.objects == objects && r.cell.retention_s == args.retentions[0])
+                .map(|r| (r.cell.window as f64, model(r)))
+                .collect();
+            lines.push((format!("model: {objects} objects"), points));
+        }
+        lines
+    };
+    let figures = [
+        ("window-miss-rate.svg", "resumes refused 410 (share)", series(|r| r.miss_rate, |r| r.predicted_miss_rate)),
+        (
+            "window-storage-lists.svg",
+            "storage lists per second",
+            series(|r| r.storage_lists_per_sec, |r| r.predicted_storage_lists_per_sec),
+        ),
+    ];
+    for (file, y, lines) in figures {
+        let path = args.out.join(file);
+        let title = format!("restarting informers at {} updates/s: {y} by watch cache window", args.rate);
+        match tests::load::plot::lines(&path, &title, "window capacity (events)", y, &lines) {
+            Ok(()) => println!("wrote {}", path.display()),
+            Err(e) => eprintln!("loadgen: {e}"),
+        }
     }
 }
 
