@@ -76,7 +76,10 @@ async fn actors(server: web::Data<ServerState>) -> HttpResponse {
 }
 
 async fn axes(server: web::Data<ServerState>) -> HttpResponse {
-    HttpResponse::Ok().json(server.diagnosis.verdict())
+    match &server.diagnosis {
+        Some(d) => HttpResponse::Ok().json(d.verdict()),
+        None => HttpResponse::NotFound().body("diagnosis is off (--diagnosis=false)\n"),
+    }
 }
 
 async fn revision(server: web::Data<ServerState>) -> HttpResponse {

@@ -329,6 +329,10 @@ pub struct ServeOptions {
     /// testing backpressure and deadlines; off in normal operation.
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
     pub enable_fault_injection: bool,
+    /// Judge the axes every second from the metrics (`/debug/axes`, `apiserver_axis_health`);
+    /// off, the metrics are recorded without the tap that feeds it.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub diagnosis: bool,
     /// A JSON file of the thresholds the axes are judged by (`/debug/axes`); fields it leaves
     /// out keep their defaults (docs/DIAGNOSIS.md lists them).
     #[arg(long)]

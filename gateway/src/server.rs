@@ -37,9 +37,9 @@ use crate::topology::{RemoteStages, ShardedWrites, Topology};
 /// How long bootstrap writes may take.
 const BOOTSTRAP_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Installs the Prometheus recorder, behind the diagnosis's tap, which feeds the axes'
-/// signals into `signals` as they are recorded.
-pub(crate) fn install_metrics(signals: Arc<diagnosis::Signals>) -> PrometheusHandle {
+/// Installs the Prometheus recorder, behind the diagnosis's tap when `signals` is given, which
+/// feeds the axes' signals into it as they are recorded.
+pub(crate) fn install_metrics(signals: Option<Arc<diagnosis::Signals>>) -> PrometheusHandle {
     const SECONDS: &[f64] =
         &[0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
     let recorder = PrometheusBuilder::new()
@@ -47,8 +47,11 @@ pub(crate) fn install_metrics(signals: Arc<diagnosis::Signals>) -> PrometheusHan
         .expect("bucket list is not empty")
         .build_recorder();
     let handle = recorder.handle();
-    metrics::set_global_recorder(diagnosis::TapRecorder::new(recorder, signals))
-        .expect("the metrics recorder is installed once");
+    let installed = match signals {
+        Some(signals) => metrics::set_global_recorder(diagnosis::TapRecorder::new(recorder, signals)).is_ok(),
+        None => metrics::set_global_recorder(recorder).is_ok(),
+    };
+    assert!(installed, "the metrics recorder is installed once");
     // Histograms buffer raw samples until upkeep folds them into buckets; without it, a server
     // nobody scrapes would grow by every request's samples.
     let upkeep = handle.clone();
@@ -130,13 +133,17 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     if let Some(config) = &election {
         config.validate()?;
     }
-    let signals = Arc::new(diagnosis::Signals::default());
-    let metrics = install_metrics(signals.clone());
-    let thresholds = match &options.diagnosis_config {
-        Some(path) => diagnosis::Thresholds::load(path).map_err(|e| format!("--diagnosis-config: {e}"))?,
-        None => diagnosis::Thresholds::default(),
+    let diagnosis = match options.diagnosis {
+        true => {
+            let thresholds = match &options.diagnosis_config {
+                Some(path) => diagnosis::Thresholds::load(path).map_err(|e| format!("--diagnosis-config: {e}"))?,
+                None => diagnosis::Thresholds::default(),
+            };
+            Some(Arc::new(diagnosis::Diagnosis::new(Arc::default(), thresholds)))
+        }
+        false => None,
     };
-    let diagnosis = Arc::new(diagnosis::Diagnosis::new(signals, thresholds));
+    let metrics = install_metrics(diagnosis.as_ref().map(|d| d.signals().clone()));
     // Schemas and OpenAPI documents are built once, before the first request needs them.
     apimachinery::schema::prepare();
     let catalogue = Arc::new(apimachinery::builtin::catalogue());
@@ -148,7 +155,9 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     }
     let (router, storage_meters) = crate::backends::open(&options, &data_dir, &catalogue, faults.as_ref()).await?;
     // The storage stage's meters are this process's only when it runs the stage itself.
-    diagnose(diagnosis.clone(), storage_meters);
+    if let Some(diagnosis) = &diagnosis {
+        diagnose(diagnosis.clone(), storage_meters);
+    }
     let backends = router.clone();
     let directory = ActorDirectory::default();
     publish_stage_gauges(directory.clone());

@@ -34,7 +34,7 @@ use crate::topology::Topology;
 /// Runs the shard's storage stage until SIGTERM or SIGINT.
 pub async fn run(options: StageOptions) -> Result<(), String> {
     let serve = options.serve;
-    let metrics = crate::server::install_metrics(Default::default());
+    let metrics = crate::server::install_metrics(None);
     apimachinery::schema::prepare();
     let catalogue = Arc::new(apimachinery::builtin::catalogue());
     let topology = Topology::load(serve.stage_topology.as_deref(), &catalogue)?;

@@ -70,8 +70,9 @@ pub struct ServerState {
     pub router: Arc<StorageRouter>,
     /// Injected storage faults, when `--enable-fault-injection` allows them.
     pub faults: Option<Arc<Faults>>,
-    /// Which axis is at fault, judged every second (`/debug/axes` on the admin port).
-    pub diagnosis: Arc<diagnosis::Diagnosis>,
+    /// Which axis is at fault, judged every second (`/debug/axes` on the admin port), unless
+    /// `--diagnosis=false`.
+    pub diagnosis: Option<Arc<diagnosis::Diagnosis>>,
     /// Every live actor, for the admin endpoint.
     pub directory: ActorDirectory,
     /// `host:port` clients reach us at.

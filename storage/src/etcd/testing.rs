@@ -132,6 +132,11 @@ impl EtcdProcess {
         self.root.join("data")
     }
 
+    /// The process's id while it runs, for faults a test sends it (SIGSTOP: a member that hangs).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
     /// Kills the process (SIGKILL: what a crash or a lost machine looks like to clients) and
     /// waits for it; the data directory stays. Does nothing if already stopped.
     pub fn stop(&mut self) {

@@ -174,6 +174,12 @@ fn admin_page_draws_the_pipeline_under_load_in_chromium() {
         .unwrap_or(0);
     assert!(throughput > 0, "the storage stage shows the creates going through it:\n{storage:.400}");
     assert!(dom.contains("data-actor=\"cacher/configmaps\""), "the table lists every actor");
+    // Above the pipeline, the server's own verdict and the exclusion tree it walked.
+    for axis in ["auth", "admission", "apf", "storage", "watch"] {
+        assert!(dom.contains(&format!("data-axis=\"{axis}\"")), "the tree shows the {axis} node:\n{dom}");
+    }
+    let verdict = dom.split("id=\"verdict\">").nth(1).and_then(|v| v.split('<').next()).unwrap_or_default();
+    assert!(!verdict.is_empty(), "the verdict is shown: {dom}");
 
     let shot = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("admin-page.png");
     let _ = std::fs::remove_file(&shot);

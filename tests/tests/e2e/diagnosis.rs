@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use storage::etcd::testing::EtcdProcess;
 use tests::TestServer;
 use tests::webhook::{Reply, WebhookServer, allow};
 
@@ -428,4 +429,39 @@ async fn the_verdict_names_each_injected_fault_and_recovers_from_it() {
     }
     println!("steady traffic: {steady_codes:?}");
     assert_eq!(observed.len(), 9);
+}
+
+/// A real etcd that stops answering (SIGSTOP: a hung process, a disk that blocks): the verdict
+/// names storage and the etcd backend within 10 s, and clears within 30 s of etcd resuming.
+#[actix_web::test]
+async fn a_hung_etcd_is_named_as_the_storage_axis() {
+    let etcd = EtcdProcess::start();
+    let s = TestServer::start_with(&["--storage-backend", "etcd3", "--etcd-servers", etcd.endpoint()]);
+    let (client, base) = (s.client(true), s.url("/api/v1/namespaces/default/configmaps"));
+    let load = Load::start(2, Duration::from_millis(100), move |t, i| {
+        let (client, base) = (client.clone(), base.clone());
+        async move {
+            let name = format!("hung-{t}-{i}");
+            send(&client, "POST", &base, None, Some(configmap(&name, json!({}), "x"))).await
+        }
+    });
+    actix_web::rt::time::sleep(Duration::from_secs(3)).await;
+    recover(&s, "before the fault", Instant::now()).await;
+    let pid = etcd.pid().expect("etcd runs").to_string();
+    let signal = |sig: &str| {
+        let status = std::process::Command::new("kill").args([sig, &pid]).status().expect("kill");
+        assert!(status.success(), "kill {sig} {pid}");
+    };
+    let started = Instant::now();
+    signal("-STOP");
+    let (detected, v) = detect(&s, "a hung etcd", "storage", started).await;
+    let summary = v["summary"].as_str().unwrap();
+    assert!(summary.contains(&format!("etcd3 ({})", etcd.endpoint())), "the verdict names the backend: {v:#}");
+    actix_web::rt::time::sleep(Duration::from_secs(2)).await;
+    signal("-CONT");
+    let ended = Instant::now();
+    let recovered = recover(&s, "a hung etcd", ended).await;
+    let codes = load.stop().await;
+    println!("a hung etcd: detected after {detected:?}, healthy {recovered:?} after it resumed; {summary}; {codes:?}");
+    assert!(codes.get(&201) > Some(&10), "{codes:?}");
 }

@@ -3,7 +3,7 @@
 //! beside the same operations on the storage trait directly, so the pipeline's cost shows as a
 //! ratio measured in the same run on the same machine.
 //!
-//! Usage: `cargo run --release -p tests --bin loadgen -- [seconds-per-phase] [embedded|etcd|startup|watch|watch-matrix|watch=WxR,...|cache|cache=N,...|protobuf|rbac|apf|admission|crds|crds=N|stages|stage=KEY,...|cl2|faults|lag|window|all]`
+//! Usage: `cargo run --release -p tests --bin loadgen -- [seconds-per-phase] [embedded|etcd|startup|watch|watch-matrix|watch=WxR,...|cache|cache=N,...|protobuf|rbac|apf|admission|crds|crds=N|stages|stage=KEY,...|cl2|faults|lag|window|diagnosis|all]`
 //! (default 5 seconds, all). `etcd` runs the same phases on a real etcd started for the run (the
 //! storage-trait rows are then etcd's own put/get rate through our client); `startup` times a
 //! server start on a store already holding 100,000 objects; `watch` measures watch delivery with
@@ -22,7 +22,8 @@
 //! leader, a gateway and its stage process are killed in turn, seconds being the load before
 //! each kill, and `lag [--writers N --contenders N]` measures each read kind's revision lag
 //! against linearizable storage reads for `seconds` per backend, and `window [--windows ...]`
-//! sweeps the watch cache's hit rate over retention × window × objects, `seconds` per cell (see `load.rs` and
+//! sweeps the watch cache's hit rate over retention × window × objects, `seconds` per cell;
+//! `diagnosis` compares a server judging its axes with one that does not (see `load.rs` and
 //! `tests::load`; none is part of `all`). HTTPS rows show the server's CPU time per request,
 //! which other load on a shared machine disturbs far less than rates. `APISERVER_BIN` picks the
 //! server binary, so two builds can be compared by one load generator. Needs the release apiserver binary
@@ -224,6 +225,59 @@ async fn embedded(seconds: Duration) {
     println!("== memory: apiserver resident {idle:.1} MiB idle, {:.1} MiB after the run", rss_mib(server.pid()));
 }
 
+/// The diagnosis's cost: creates and cached gets at c=64 through one server with the axes
+/// judged (the default) and one with `--diagnosis=false`, alternated twice on the same
+/// machine, with each server's CPU time per request.
+async fn diagnosis_cost(seconds: Duration) {
+    let on = TestServer::start();
+    let off = TestServer::start_with(&["--diagnosis=false"]);
+    let mut rows: Vec<(&str, &str, f64, f64)> = Vec::new();
+    for round in 0..2 {
+        for (label, server) in [("diagnosis on", &on), ("diagnosis off", &off)] {
+            let client = server.client(true);
+            let url = server.url("/api/v1/namespaces/default/configmaps");
+            let _ = client.post(&url).send_json(&json!({"metadata": {"name": "hot"}})).await;
+            let pid = server.pid();
+            let (cl, u) = (client.clone(), url.clone());
+            let cpu = cpu_time(pid);
+            let create = run(64, seconds, move |w, i| {
+                let (cl, u) = (cl.clone(), u.clone());
+                async move {
+                    let body =
+                        json!({"metadata": {"name": format!("r{round}-{w}-{i}")}, "data": {"p": "x".repeat(512)}});
+                    answered(cl.post(&u).send_json(&body).await, 201).await
+                }
+            })
+            .await;
+            let used = cpu_time(pid).saturating_sub(cpu);
+            report_cpu(&format!("{label}: create"), 64, &create, None, Some(used));
+            rows.push((label, "create", create.rate(), used.as_secs_f64() * 1e6 / create.ops.max(1) as f64));
+            let (cl, u) = (client.clone(), format!("{url}/hot"));
+            let cpu = cpu_time(pid);
+            let get = run(64, seconds, move |_, _| {
+                let (cl, u) = (cl.clone(), u.clone());
+                async move { answered(cl.get(&u).send().await, 200).await }
+            })
+            .await;
+            let used = cpu_time(pid).saturating_sub(cpu);
+            report_cpu(&format!("{label}: get (cache)"), 64, &get, None, Some(used));
+            rows.push((label, "get", get.rate(), used.as_secs_f64() * 1e6 / get.ops.max(1) as f64));
+        }
+    }
+    for op in ["create", "get"] {
+        let mean = |label: &str, f: fn(&(&str, &str, f64, f64)) -> f64| {
+            let v: Vec<f64> = rows.iter().filter(|r| r.0 == label && r.1 == op).map(f).collect();
+            v.iter().sum::<f64>() / v.len().max(1) as f64
+        };
+        println!(
+            "== {op}: with diagnosis {:.1}% of the rate without, server CPU {:.1} vs {:.1} µs/req",
+            100.0 * mean("diagnosis on", |r| r.2) / mean("diagnosis off", |r| r.2),
+            mean("diagnosis on", |r| r.3),
+            mean("diagnosis off", |r| r.3)
+        );
+    }
+}
+
 async fn etcd(seconds: Duration) {
     let etcd = actix_web::rt::task::spawn_blocking(EtcdProcess::start).await.expect("etcd");
     println!("== etcd {}: storage trait directly (etcd's own rate through our client)", etcd.endpoint());
@@ -306,6 +360,9 @@ fn main() {
         }
         if what == "startup" || what == "all" {
             startup(100_000).await;
+        }
+        if what == "diagnosis" {
+            diagnosis_cost(seconds).await;
         }
         if what == "window" {
             load::window(seconds, rest.clone()).await;
