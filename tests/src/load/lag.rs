@@ -36,6 +36,13 @@ pub enum Authority {
 }
 
 impl Authority {
+    /// etcd at `endpoint`, read directly.
+    pub async fn etcd(endpoint: &str) -> Result<Authority, String> {
+        let options = storage::etcd::EtcdOptions { endpoints: vec![endpoint.to_string()], ..Default::default() };
+        let store = storage::etcd::EtcdStore::connect(options).await.map_err(|e| e.to_string())?;
+        Ok(Authority::Etcd(store))
+    }
+
     async fn revision(&self) -> Option<u64> {
         match self {
             Authority::Etcd(store) => store.current_revision().await.ok(),

@@ -168,23 +168,10 @@ async fn the_verdict_names_each_injected_fault_and_recovers_from_it() {
         "--slow-watcher-budget",
         "1s",
     ]);
-    s.kubectl_ok(&["create", "clusterrolebinding", "tiny", "--clusterrole=edit", "--group=tiny"]);
+    // A priority level of three seats that rejects what does not fit, for the group `tiny`.
+    crate::flowcontrol::tiny_reject_level(&s);
     for ns in ["storm", "wave"] {
         s.kubectl_ok(&["create", "namespace", ns]);
-    }
-    // A priority level of three seats that rejects what does not fit, for the group `tiny`.
-    let level = json!({"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
-        "metadata": {"name": "tiny"},
-        "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 1, "lendablePercent": 0,
-            "borrowingLimitPercent": 0, "limitResponse": {"type": "Reject"}}}});
-    let schema = json!({"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema",
-        "metadata": {"name": "tiny"},
-        "spec": {"priorityLevelConfiguration": {"name": "tiny"}, "matchingPrecedence": 100,
-            "rules": [{"subjects": [{"kind": "Group", "group": {"name": "tiny"}}],
-                "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"], "namespaces": ["*"]}]}]}});
-    for o in [level, schema] {
-        let out = s.kubectl_stdin(&["create", "-f", "-"], &o.to_string());
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
     // A webhook whose answer time the test sets, for ConfigMaps labelled `diagnosis: slow`.
     let webhook_delay = Arc::new(AtomicU64::new(0));

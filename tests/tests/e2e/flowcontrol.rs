@@ -222,14 +222,9 @@ async fn a_quiet_flow_is_served_as_if_alone_while_another_floods_its_priority_le
     assert!(heavy_p50 > alone_p99 * 3, "the flooding flow waited its turn: p50 {heavy_p50:?}");
 }
 
-/// A level with `limitResponse: Reject` and no seats to spare turns requests away at once with
-/// kube's 429, which names the level.
-#[actix_web::test]
-async fn a_saturated_reject_level_answers_429_naming_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let tokens = dir.path().join("tokens.csv");
-    std::fs::write(&tokens, "t,tiny-user,1,\"tiny\"\n").unwrap();
-    let s = TestServer::start_with(&["--token-auth-file", tokens.to_str().unwrap(), "--enable-fault-injection=true"]);
+/// Gives the group `tiny` the `edit` role and its own priority level, `tiny`: one share (three
+/// seats of 600), lending and borrowing none, rejecting what does not fit.
+pub(crate) fn tiny_reject_level(s: &TestServer) {
     s.kubectl_ok(&["create", "clusterrolebinding", "tiny", "--clusterrole=edit", "--group=tiny"]);
     let level = json!({"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
         "metadata": {"name": "tiny"},
@@ -244,6 +239,17 @@ async fn a_saturated_reject_level_answers_429_naming_it() {
         let out = s.kubectl_stdin(&["create", "-f", "-"], &o.to_string());
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
+}
+
+/// A level with `limitResponse: Reject` and no seats to spare turns requests away at once with
+/// kube's 429, which names the level.
+#[actix_web::test]
+async fn a_saturated_reject_level_answers_429_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens.csv");
+    std::fs::write(&tokens, "t,tiny-user,1,\"tiny\"\n").unwrap();
+    let s = TestServer::start_with(&["--token-auth-file", tokens.to_str().unwrap(), "--enable-fault-injection=true"]);
+    tiny_reject_level(&s);
     // The stage re-reads the configuration every second.
     actix_web::rt::time::sleep(Duration::from_millis(2500)).await;
     let mut r = awc::Client::default().post(s.admin_url("/faults?storageWriteDelay=2s")).send().await.unwrap();

@@ -37,13 +37,7 @@ async fn consistent_reads_never_trail_storage_on_the_embedded_store() {
 async fn consistent_reads_never_trail_a_linearizable_etcd_read() {
     let etcd = EtcdProcess::start();
     let s = TestServer::start_with(&["--storage-backend", "etcd3", "--etcd-servers", etcd.endpoint()]);
-    let store = storage::etcd::EtcdStore::connect(storage::etcd::EtcdOptions {
-        endpoints: vec![etcd.endpoint().to_string()],
-        ..Default::default()
-    })
-    .await
-    .unwrap();
-    let report = lag::run(&s, Authority::Etcd(store), "etcd", &OPTIONS).await;
+    let report = lag::run(&s, Authority::etcd(etcd.endpoint()).await.unwrap(), "etcd", &OPTIONS).await;
     print!("{}", lag::table(std::slice::from_ref(&report)));
     check(&report);
 }

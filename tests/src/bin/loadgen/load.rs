@@ -51,13 +51,8 @@ pub async fn lag(seconds: Duration, rest: Vec<String>) {
     {
         let etcd = EtcdProcess::start();
         let server = TestServer::start_with(&["--storage-backend", "etcd3", "--etcd-servers", etcd.endpoint()]);
-        let store = storage::etcd::EtcdStore::connect(storage::etcd::EtcdOptions {
-            endpoints: vec![etcd.endpoint().to_string()],
-            ..Default::default()
-        })
-        .await
-        .expect("connect to etcd");
-        reports.push(lag::run(&server, Authority::Etcd(store), "etcd", &options).await);
+        let authority = Authority::etcd(etcd.endpoint()).await.expect("connect to etcd");
+        reports.push(lag::run(&server, authority, "etcd", &options).await);
     }
     println!(
         "== revision lag, {} s per backend, {} writers at {} creates/s (0: unpaced), {} lease contenders",
