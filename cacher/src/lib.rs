@@ -97,6 +97,8 @@ pub struct CacherActor {
     options: CacherOptions,
     objects: Objects,
     window: VecDeque<CachedEvent>,
+    /// When the cacher began: what the window covers back to while it is still empty.
+    created: std::time::SystemTime,
     /// The oldest revision a watch can resume from (events after it are all in the window).
     window_floor: Revision,
     /// The revision the cache reflects: every change under the prefix up to it is applied.
@@ -124,6 +126,9 @@ struct CacherMetrics {
     events_received: metrics::Counter,
     resource_version: metrics::Gauge,
     capacity: metrics::Gauge,
+    /// When the window's oldest event arrived (Unix seconds): a watcher away for less than
+    /// `now` minus it resumes from the window (this server's own; docs/OPEN-QUESTIONS.md 5.1).
+    window_oldest: metrics::Gauge,
     terminated_watchers: metrics::Counter,
     /// Watches refused 410 because they start before the window: not a kube metric, the one
     /// signal of a window too short for its clients (docs/DIAGNOSIS.md).
@@ -141,6 +146,7 @@ impl CacherMetrics {
             events_received: metrics::counter!("apiserver_watch_cache_events_received_total", "resource" => resource.clone()),
             resource_version: metrics::gauge!("apiserver_watch_cache_resource_version", "resource" => resource.clone()),
             capacity: metrics::gauge!("apiserver_watch_cache_capacity", "resource" => resource.clone()),
+            window_oldest: metrics::gauge!("apiserver_watch_cache_window_oldest_event_timestamp_seconds", "resource" => resource.clone()),
             terminated_watchers: metrics::counter!("apiserver_terminated_watchers_total", "resource" => resource.clone()),
             too_old: metrics::counter!("apiserver_watch_cache_too_old_total", "resource" => resource),
             watch_events: metrics::counter!("apiserver_watch_events_total", "group" => group.clone(), "version" => version.clone(), "kind" => kind.clone()),
@@ -184,6 +190,7 @@ impl CacherActor {
             options,
             objects: Objects::new(),
             window: VecDeque::new(),
+            created: std::time::SystemTime::now(),
             window_floor: 0,
             revision: 0,
             ready: false,
@@ -205,6 +212,12 @@ impl CacherActor {
     /// Makes the current state visible to readers.
     fn publish(&self) {
         self.metrics.capacity.set(self.window.len() as f64);
+        let oldest = match self.window.front() {
+            Some(e) => std::time::SystemTime::now().checked_sub(e.received.elapsed()).unwrap_or(self.created),
+            None => self.created,
+        };
+        let unix = oldest.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        self.metrics.window_oldest.set(unix.as_secs_f64());
         self.snapshots.send_replace(Arc::new(Snapshot {
             objects: self.objects.clone(),
             revision: self.revision,

@@ -406,7 +406,14 @@ fn watch(i: &Inputs<'_>) -> Finding {
     let mut f = Finding::default();
     for (resource, _) in i.signals.of(names::WATCH_TOO_OLD) {
         let what = format!("watches of {resource} refused 410: older than the watch cache's window");
-        if let Some(e) = i.errors(&SeriesKey::new(names::WATCH_TOO_OLD, resource), Health::Degraded, &what) {
+        let key = SeriesKey::new(names::WATCH_TOO_OLD, resource.clone());
+        if let Some(mut e) = i.errors(&key, Health::Degraded, &what) {
+            // What the window holds now: how long a watcher of it may be away and resume.
+            let oldest = i.signals.series(&SeriesKey::new(names::WINDOW_OLDEST, resource.clone())).last();
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            let age = (now.as_secs_f64() - oldest).max(0.0);
+            let events = i.signals.series(&SeriesKey::new(names::WINDOW_EVENTS, resource)).last();
+            e.detail = format!("{}; its window holds {events} events, the oldest {} old", e.detail, secs(age));
             f.push(e);
         }
     }

@@ -33,6 +33,10 @@ pub mod names {
     pub const STORAGE_ERRORS: &str = "etcd_request_errors_total";
     /// Watchers cut off, by `resource`.
     pub const TERMINATED_WATCHERS: &str = "apiserver_terminated_watchers_total";
+    /// When the oldest event of the watch cache's window arrived (Unix seconds), by `resource`.
+    pub const WINDOW_OLDEST: &str = "apiserver_watch_cache_window_oldest_event_timestamp_seconds";
+    /// Events in the watch cache's window, by `resource`.
+    pub const WINDOW_EVENTS: &str = "apiserver_watch_cache_capacity";
     /// Watches refused as too old for the watch cache's window, by `resource`.
     pub const WATCH_TOO_OLD: &str = "apiserver_watch_cache_too_old_total";
     /// Requests answered, by `code`.
@@ -56,6 +60,8 @@ pub fn classify(key: &Key) -> Option<SeriesKey> {
         names::STORAGE_ERRORS => names::STORAGE_ERRORS,
         names::TERMINATED_WATCHERS => names::TERMINATED_WATCHERS,
         names::WATCH_TOO_OLD => names::WATCH_TOO_OLD,
+        names::WINDOW_OLDEST => names::WINDOW_OLDEST,
+        names::WINDOW_EVENTS => names::WINDOW_EVENTS,
         names::REQUESTS => names::REQUESTS,
         _ => return None,
     };
@@ -72,7 +78,9 @@ pub fn classify(key: &Key) -> Option<SeriesKey> {
             _ => return None,
         },
         names::STORAGE_ERRORS => label("operation")?,
-        names::TERMINATED_WATCHERS | names::WATCH_TOO_OLD => label("resource")?,
+        names::TERMINATED_WATCHERS | names::WATCH_TOO_OLD | names::WINDOW_OLDEST | names::WINDOW_EVENTS => {
+            label("resource")?
+        }
         _ => label("code")?,
     };
     Some(SeriesKey::new(metric, by))

@@ -436,6 +436,22 @@ mod tests {
     }
 
     #[test]
+    fn a_window_too_short_says_how_long_it_covers() {
+        let c = Clock::new();
+        let unix = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
+        c.series(names::WINDOW_OLDEST, "pods").set(1_000, (unix - 120.0).floor());
+        c.series(names::WINDOW_EVENTS, "pods").set(1_000, 100.0);
+        for s in 1..4 {
+            c.series(names::WATCH_TOO_OLD, "pods").add(s * 1000, 5.0);
+            c.tick(s, &[]);
+        }
+        let v = c.d.verdict();
+        assert_eq!(v["root"], "watch", "{v:#}");
+        let detail = v["path"][4]["evidence"][0]["detail"].as_str().unwrap();
+        assert!(detail.contains("its window holds 100 events, the oldest 12"), "{detail}");
+    }
+
+    #[test]
     fn requests_failing_as_unavailable_make_storage_fail_naming_the_backend() {
         let c = Clock::new();
         c.tick(1, &stalled(0.0, 7));

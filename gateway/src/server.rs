@@ -88,7 +88,11 @@ fn diagnose(diagnosis: Arc<diagnosis::Diagnosis>, meters: Vec<Arc<storage::meter
     std::thread::Builder::new()
         .name("diagnosis".into())
         .spawn(move || {
+            // The gauges exist from the start, before the first judgement a second later.
             loop {
+                for (axis, health) in diagnosis.health() {
+                    metrics::gauge!("apiserver_axis_health", "axis" => axis.name()).set(health.gauge());
+                }
                 std::thread::sleep(Duration::from_secs(1));
                 let probes: Vec<_> = meters
                     .iter()
@@ -104,9 +108,6 @@ fn diagnose(diagnosis: Arc<diagnosis::Diagnosis>, meters: Vec<Arc<storage::meter
                     } else {
                         tracing::warn!(verdict = %change.summary, "axes");
                     }
-                }
-                for (axis, health) in diagnosis.health() {
-                    metrics::gauge!("apiserver_axis_health", "axis" => axis.name()).set(health.gauge());
                 }
             }
         })

@@ -232,6 +232,8 @@ async fn deletecollection_yaml_services_and_operational_endpoints() {
         "etcd_request_duration_seconds_bucket{",
         "etcd_requests_total{",
         "apiserver_storage_objects{resource=\"configmaps\"}",
+        "apiserver_axis_health{axis=\"storage\"}",
+        "apiserver_watch_cache_window_oldest_event_timestamp_seconds{resource=\"configmaps\"}",
     ] {
         assert!(metrics.contains(needle), "/metrics lacks {needle}");
     }
