@@ -3,6 +3,7 @@
 //! # Layout
 //! - [`error`]: [`ApiError`], the Kubernetes `Status` every layer's error is mapped to once.
 //! - [`gofmt`]: Go's `fmt` renderings kube's messages are made of (`%q`, aggregates).
+//! - [`fieldpath`]: field sets as server-side apply keeps them, and their `FieldsV1` encoding.
 //! - [`object`]: helpers over `serde_json::Value`, the one representation of API objects.
 //! - [`encoded`]: objects and watch events encoded to JSON once and shared by every reader.
 //! - [`request`]: who is asking ([`request::UserInfo`]) and for what ([`request::RequestInfo`]).
@@ -36,6 +37,7 @@ pub mod cel;
 pub mod defaults;
 pub mod encoded;
 pub mod error;
+pub mod fieldpath;
 pub mod gofmt;
 pub mod kinds;
 pub mod lookup;
