@@ -14,6 +14,8 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
+use crate::schema::Node;
+
 /// One step into an object.
 #[derive(Clone, Debug)]
 pub enum PathElement {
@@ -341,6 +343,19 @@ impl FieldSet {
         }
     }
 
+    /// The fields an applied configuration sets, as structured-merge-diff counts them against
+    /// the kind's schema: a scalar, an atomic list or map (`x-kubernetes-list-type` or
+    /// `x-kubernetes-map-type: atomic`) is owned whole; each element of an associative list
+    /// (`k:` by its keys) or a set (`v:`) is owned and descended into; each entry of a map (a key
+    /// the schema does not declare) is owned; a declared field holding a struct is owned only
+    /// through its leaves. Where the schema is silent (no node, preserved unknown fields) maps
+    /// are maps and lists are atomic.
+    pub fn of_applied(value: &Value, node: Option<Node<'_>>) -> FieldSet {
+        let mut set = FieldSet::default();
+        owned(value, node, &mut Vec::new(), &mut set);
+        set
+    }
+
     /// Reads a set from `FieldsV1` JSON; elements of kinds this version does not know are
     /// dropped, as kube drops them.
     pub fn from_fields_v1(fields: &Value) -> Result<FieldSet, String> {
@@ -361,6 +376,85 @@ impl FieldSet {
             }
         }
         Ok(set)
+    }
+}
+
+/// How a list's elements are told apart.
+enum ListKind<'a> {
+    Atomic,
+    Set,
+    Map(Vec<&'a str>),
+}
+
+/// A list's kind: its `x-kubernetes-list-type`, else what its strategic-merge markers imply
+/// (merge with a key: a map by that key; merge without: a set), else atomic.
+fn list_kind<'a>(node: Option<Node<'a>>) -> ListKind<'a> {
+    let Some(node) = node else { return ListKind::Atomic };
+    match node.list_type() {
+        Some("map") => ListKind::Map(node.list_map_keys()),
+        Some("set") => ListKind::Set,
+        Some(_) => ListKind::Atomic,
+        None => {
+            match (node.patch_strategy().is_some_and(|s| s.split(',').any(|s| s == "merge")), node.patch_merge_key()) {
+                (true, Some(key)) => ListKind::Map(vec![key]),
+                (true, None) => ListKind::Set,
+                _ => ListKind::Atomic,
+            }
+        }
+    }
+}
+
+fn owned(value: &Value, node: Option<Node<'_>>, path: &mut Vec<PathElement>, set: &mut FieldSet) {
+    match value {
+        Value::Object(map) => {
+            let atomic =
+                node.and_then(|n| n.extension("x-kubernetes-map-type")).and_then(Value::as_str) == Some("atomic");
+            if atomic {
+                set.insert(path);
+                return;
+            }
+            for (key, child) in map {
+                let declared = node.and_then(|n| n.property(key));
+                let child_node = declared.or_else(|| node.and_then(|n| n.additional_properties()));
+                path.push(PathElement::Field(key.clone()));
+                owned(child, child_node, path, set);
+                if declared.is_none() {
+                    set.insert(path);
+                }
+                path.pop();
+            }
+        }
+        Value::Array(items) => {
+            let items_node = node.and_then(|n| n.items());
+            match list_kind(node) {
+                ListKind::Atomic => set.insert(path),
+                ListKind::Set => {
+                    for item in items {
+                        path.push(PathElement::Value(item.clone()));
+                        set.insert(path);
+                        path.pop();
+                    }
+                }
+                ListKind::Map(keys) => {
+                    for item in items {
+                        // A key field left out takes its schema default, as kube completes it.
+                        let fields = keys
+                            .iter()
+                            .filter_map(|k| {
+                                let given = item.get(*k).cloned();
+                                let default = || items_node?.property(k)?.extension("default").cloned();
+                                Some((k.to_string(), given.or_else(default)?))
+                            })
+                            .collect();
+                        path.push(PathElement::key(fields));
+                        owned(item, items_node, path, set);
+                        set.insert(path);
+                        path.pop();
+                    }
+                }
+            }
+        }
+        _ => set.insert(path),
     }
 }
 
@@ -433,6 +527,35 @@ mod tests {
         assert!(u.contains(&[f("metadata"), f("labels"), f("app")]));
         assert!(!u.contains(&[f("metadata"), f("labels")]), "an ancestor is not a member by itself");
         assert!(a.difference(&a).is_empty());
+    }
+
+    #[test]
+    fn an_applied_deployment_owns_what_kube_says_it_owns() {
+        crate::schema::prepare();
+        let node = crate::schema::kind_node("apps", "v1", "Deployment").expect("Deployment's schema");
+        let applied = json!({
+            "metadata": {"labels": {"app": "web"}},
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {"spec": {"containers": [
+                    {"name": "nginx", "image": "nginx", "ports": [{"containerPort": 80, "protocol": "TCP"}]}
+                ]}}
+            }
+        });
+        let set = FieldSet::of_applied(&applied, Some(node));
+        assert_eq!(
+            set.to_fields_v1(),
+            concat!(
+                r#"{"f:metadata":{"f:labels":{"f:app":{}}},"#,
+                r#""f:spec":{"f:replicas":{},"f:selector":{},"f:template":{"f:spec":{"f:containers":{"#,
+                r#""k:{\"name\":\"nginx\"}":{"f:image":{},"f:name":{},"f:ports":{"#,
+                r#""k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{"f:containerPort":{},"f:protocol":{},".":{}}},"#,
+                r#"".":{}}}}}}}"#
+            ),
+            "labels' keys are owned, not labels; the selector is atomic; containers by name, ports by \
+             (containerPort, protocol)"
+        );
     }
 
     #[test]
