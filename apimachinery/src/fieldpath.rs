@@ -14,6 +14,7 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
+use crate::gofmt::go_json;
 use crate::schema::Node;
 
 /// One step into an object.
@@ -54,20 +55,12 @@ impl PathElement {
                 out.push_str(name);
             }
             PathElement::Key(fields) => {
-                out.push_str("k:{");
-                for (i, (name, value)) in fields.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    go_json(&mut out, &Value::String(name.clone()));
-                    out.push(':');
-                    go_json(&mut out, value);
-                }
-                out.push('}');
+                out.push_str("k:");
+                out.push_str(&go_json(&Value::Object(fields.iter().cloned().collect())));
             }
             PathElement::Value(value) => {
                 out.push_str("v:");
-                go_json(&mut out, value);
+                out.push_str(&go_json(value));
             }
             PathElement::Index(i) => {
                 let _ = write!(out, "i:{i}");
@@ -175,50 +168,6 @@ fn compare_values(a: &Value, b: &Value) -> Ordering {
             x.len().cmp(&y.len())
         }
         _ => rank(a).cmp(&rank(b)),
-    }
-}
-
-/// JSON as Go's encoder writes it: compact, map keys sorted, `<`, `>` and `&` escaped.
-fn go_json(out: &mut String, value: &Value) {
-    match value {
-        Value::String(s) => {
-            let quoted = serde_json::to_string(s).unwrap_or_default();
-            for c in quoted.chars() {
-                match c {
-                    '<' => out.push_str("\\u003c"),
-                    '>' => out.push_str("\\u003e"),
-                    '&' => out.push_str("\\u0026"),
-                    '\u{2028}' => out.push_str("\\u2028"),
-                    '\u{2029}' => out.push_str("\\u2029"),
-                    c => out.push(c),
-                }
-            }
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, v) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                go_json(out, v);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            out.push('{');
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                go_json(out, &Value::String(k.clone()));
-                out.push(':');
-                go_json(out, &map[k]);
-            }
-            out.push('}');
-        }
-        other => out.push_str(&other.to_string()),
     }
 }
 
@@ -331,7 +280,7 @@ impl FieldSet {
                 out.push(',');
             }
             first = false;
-            go_json(out, &Value::String(pe.encode()));
+            out.push_str(&go_json(&Value::String(pe.encode())));
             out.push_str(":{");
             if let Some(c) = self.children.get(pe) {
                 c.emit(self.members.contains(pe), out);

@@ -45,6 +45,24 @@ pub(crate) fn string_slice(values: &[String]) -> String {
     format!("[]string{{{}}}", quoted.join(", "))
 }
 
+/// JSON as Go's `encoding/json` writes it: compact, map keys sorted (serde_json's maps are
+/// ordered), and `<`, `>`, `&`, U+2028 and U+2029 escaped, which can only occur inside strings.
+pub(crate) fn html_escaped(json: String) -> String {
+    if !json.contains(['<', '>', '&', '\u{2028}', '\u{2029}']) {
+        return json;
+    }
+    json.replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+        .replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029")
+}
+
+/// `json.Marshal` of a value: see [`html_escaped`].
+pub(crate) fn go_json(value: &serde_json::Value) -> String {
+    html_escaped(serde_json::to_string(value).unwrap_or_default())
+}
+
 /// `utilerrors.NewAggregate(errs).Error()`: one message as is, several deduplicated and joined
 /// as `[a, b]`.
 pub fn aggregate(messages: &[String]) -> String {

@@ -205,6 +205,12 @@ impl Inputs<'_> {
         })
     }
 
+    /// [`Inputs::errors`] for every label of `metric`, each described by `what(label)`.
+    fn errors_by_label(&self, metric: &'static str, health: Health, what: impl Fn(&str) -> String) -> Vec<Evidence> {
+        let labels = self.signals.of(metric).into_iter().map(|(label, _)| label);
+        labels.filter_map(|l| self.errors(&SeriesKey::new(metric, l.clone()), health, &what(&l))).collect()
+    }
+
     /// A mean latency judged against `floor` and `latencyFactor` times its baseline.
     fn latency(&self, key: &SeriesKey, floor: f64, what: &str) -> Option<Evidence> {
         let w = self.window(key);
@@ -297,11 +303,9 @@ fn auth(i: &Inputs<'_>) -> Finding {
 
 fn admission(i: &Inputs<'_>) -> Finding {
     let mut f = Finding::default();
-    for (name, _) in i.signals.of(names::WEBHOOK_FAILURES) {
-        let what = format!("calls to webhook \"{name}\" failed");
-        if let Some(e) = i.errors(&SeriesKey::new(names::WEBHOOK_FAILURES, name), Health::Failing, &what) {
-            f.push(e);
-        }
+    for e in i.errors_by_label(names::WEBHOOK_FAILURES, Health::Failing, |n| format!("calls to webhook \"{n}\" failed"))
+    {
+        f.push(e);
     }
     for (name, _) in i.signals.of(names::WEBHOOK_LATENCY) {
         let what = format!("webhook \"{name}\"");
@@ -316,11 +320,9 @@ fn admission(i: &Inputs<'_>) -> Finding {
 
 fn apf(i: &Inputs<'_>) -> Finding {
     let mut f = Finding::default();
-    for (level, _) in i.signals.of(names::APF_REJECTED) {
-        let what = format!("requests of priority level \"{level}\" rejected (429)");
-        if let Some(e) = i.errors(&SeriesKey::new(names::APF_REJECTED, level), Health::Degraded, &what) {
-            f.push(e);
-        }
+    let rejected = |l: &str| format!("requests of priority level \"{l}\" rejected (429)");
+    for e in i.errors_by_label(names::APF_REJECTED, Health::Degraded, rejected) {
+        f.push(e);
     }
     for (level, _) in i.signals.of(names::APF_WAIT) {
         let key = SeriesKey::new(names::APF_WAIT, level.clone());
@@ -385,11 +387,10 @@ fn storage(i: &Inputs<'_>) -> Finding {
         }
     }
     // Context only: kube's error count includes reads refused as compacted, a watch-axis 410.
-    for (label, _) in i.signals.of(names::STORAGE_ERRORS) {
-        let what = format!("{label} requests answered with an error");
-        if let Some(e) = i.errors(&SeriesKey::new(names::STORAGE_ERRORS, label), Health::Healthy, &what) {
-            f.push(e);
-        }
+    for e in
+        i.errors_by_label(names::STORAGE_ERRORS, Health::Healthy, |op| format!("{op} requests answered with an error"))
+    {
+        f.push(e);
     }
     for class in ["write", "read"] {
         let what = format!("storage {class}s");
@@ -421,11 +422,9 @@ fn watch(i: &Inputs<'_>) -> Finding {
     if let Some(e) = i.errors(&SeriesKey::new(names::REQUESTS, "410"), Health::Degraded, what) {
         f.push(e);
     }
-    for (resource, _) in i.signals.of(names::TERMINATED_WATCHERS) {
-        let what = format!("watchers of {resource} cut off (too slow, or their storage watch ended)");
-        if let Some(e) = i.errors(&SeriesKey::new(names::TERMINATED_WATCHERS, resource), Health::Degraded, &what) {
-            f.push(e);
-        }
+    let cut = |r: &str| format!("watchers of {r} cut off (too slow, or their storage watch ended)");
+    for e in i.errors_by_label(names::TERMINATED_WATCHERS, Health::Degraded, cut) {
+        f.push(e);
     }
     f
 }

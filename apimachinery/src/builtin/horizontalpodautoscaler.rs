@@ -12,6 +12,7 @@ use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler as V2;
 use serde_json::{Map, Value, json};
 
 use crate::error::{ApiError, Cause};
+use crate::gofmt::html_escaped;
 use crate::kinds::{ResourceDef, Strategy, Subresource};
 use crate::table::{Printer, printers};
 use crate::validation::field::{self, Bad, Path};
@@ -169,10 +170,6 @@ fn go(v: &Value) -> Option<String> {
 /// A Quantity that Go always writes: `"0"` when unset.
 fn quantity(v: &Value) -> Option<String> {
     Some(go(v).unwrap_or_else(|| "\"0\"".into()))
-}
-
-fn html_escaped(s: String) -> String {
-    s.replace('<', "\\u003c").replace('>', "\\u003e").replace('&', "\\u0026")
 }
 
 /// Which half of an autoscaling/v1 metric an annotation holds: the spec's targets
