@@ -41,6 +41,7 @@ pub mod fieldpath;
 pub mod gofmt;
 pub mod kinds;
 pub mod lookup;
+pub mod managedfields;
 pub mod messages;
 pub mod object;
 pub mod options;

@@ -17,6 +17,10 @@ use serde_json::Value;
 use crate::gofmt::go_json;
 use crate::schema::Node;
 
+mod typed;
+
+pub use typed::{Comparison, compare, display_path, merge, remove_items, with_named_members};
+
 /// One step into an object.
 #[derive(Clone, Debug)]
 pub enum PathElement {
@@ -205,6 +209,57 @@ impl FieldSet {
         }
     }
 
+    /// Whether `pe` (one element, relative to this set) is a member.
+    pub fn has_member(&self, pe: &PathElement) -> bool {
+        self.members.contains(pe)
+    }
+
+    /// The set below `pe`, if it has owned descendants there.
+    pub fn below(&self, pe: &PathElement) -> Option<&FieldSet> {
+        self.children.get(pe).filter(|c| !c.is_empty())
+    }
+
+    /// The set without `pe` (one top-level element) and everything below it.
+    pub fn without(&self, pe: &PathElement) -> FieldSet {
+        let mut out = self.clone();
+        out.members.remove(pe);
+        out.children.remove(pe);
+        out
+    }
+
+    /// Only `pe` (one top-level element) and what is below it.
+    pub fn only(&self, pe: &PathElement) -> FieldSet {
+        let mut out = FieldSet::default();
+        if self.members.contains(pe) {
+            out.members.insert(pe.clone());
+        }
+        if let Some(c) = self.children.get(pe) {
+            out.children.insert(pe.clone(), c.clone());
+        }
+        out
+    }
+
+    /// Every path, as structured-merge-diff iterates them: at each level the members first,
+    /// then what is below each child (the order conflicts are reported in).
+    pub fn iterate(&self) -> Vec<Vec<PathElement>> {
+        let mut out = Vec::new();
+        self.iterate_into(&mut Vec::new(), &mut out);
+        out
+    }
+
+    fn iterate_into(&self, prefix: &mut Vec<PathElement>, out: &mut Vec<Vec<PathElement>>) {
+        for pe in &self.members {
+            prefix.push(pe.clone());
+            out.push(prefix.clone());
+            prefix.pop();
+        }
+        for (pe, c) in &self.children {
+            prefix.push(pe.clone());
+            c.iterate_into(prefix, out);
+            prefix.pop();
+        }
+    }
+
     /// Every path in the set, in order (a member before its descendants).
     pub fn paths(&self) -> Vec<Vec<PathElement>> {
         let mut out = Vec::new();
@@ -300,9 +355,7 @@ impl FieldSet {
     /// through its leaves. Where the schema is silent (no node, preserved unknown fields) maps
     /// are maps and lists are atomic.
     pub fn of_applied(value: &Value, node: Option<Node<'_>>) -> FieldSet {
-        let mut set = FieldSet::default();
-        owned(value, node, &mut Vec::new(), &mut set);
-        set
+        typed::field_set(value, node)
     }
 
     /// Reads a set from `FieldsV1` JSON; elements of kinds this version does not know are
@@ -325,85 +378,6 @@ impl FieldSet {
             }
         }
         Ok(set)
-    }
-}
-
-/// How a list's elements are told apart.
-enum ListKind<'a> {
-    Atomic,
-    Set,
-    Map(Vec<&'a str>),
-}
-
-/// A list's kind: its `x-kubernetes-list-type`, else what its strategic-merge markers imply
-/// (merge with a key: a map by that key; merge without: a set), else atomic.
-fn list_kind<'a>(node: Option<Node<'a>>) -> ListKind<'a> {
-    let Some(node) = node else { return ListKind::Atomic };
-    match node.list_type() {
-        Some("map") => ListKind::Map(node.list_map_keys()),
-        Some("set") => ListKind::Set,
-        Some(_) => ListKind::Atomic,
-        None => {
-            match (node.patch_strategy().is_some_and(|s| s.split(',').any(|s| s == "merge")), node.patch_merge_key()) {
-                (true, Some(key)) => ListKind::Map(vec![key]),
-                (true, None) => ListKind::Set,
-                _ => ListKind::Atomic,
-            }
-        }
-    }
-}
-
-fn owned(value: &Value, node: Option<Node<'_>>, path: &mut Vec<PathElement>, set: &mut FieldSet) {
-    match value {
-        Value::Object(map) => {
-            let atomic =
-                node.and_then(|n| n.extension("x-kubernetes-map-type")).and_then(Value::as_str) == Some("atomic");
-            if atomic {
-                set.insert(path);
-                return;
-            }
-            for (key, child) in map {
-                let declared = node.and_then(|n| n.property(key));
-                let child_node = declared.or_else(|| node.and_then(|n| n.additional_properties()));
-                path.push(PathElement::Field(key.clone()));
-                owned(child, child_node, path, set);
-                if declared.is_none() {
-                    set.insert(path);
-                }
-                path.pop();
-            }
-        }
-        Value::Array(items) => {
-            let items_node = node.and_then(|n| n.items());
-            match list_kind(node) {
-                ListKind::Atomic => set.insert(path),
-                ListKind::Set => {
-                    for item in items {
-                        path.push(PathElement::Value(item.clone()));
-                        set.insert(path);
-                        path.pop();
-                    }
-                }
-                ListKind::Map(keys) => {
-                    for item in items {
-                        // A key field left out takes its schema default, as kube completes it.
-                        let fields = keys
-                            .iter()
-                            .filter_map(|k| {
-                                let given = item.get(*k).cloned();
-                                let default = || items_node?.property(k)?.extension("default").cloned();
-                                Some((k.to_string(), given.or_else(default)?))
-                            })
-                            .collect();
-                        path.push(PathElement::key(fields));
-                        owned(item, items_node, path, set);
-                        set.insert(path);
-                        path.pop();
-                    }
-                }
-            }
-        }
-        _ => set.insert(path),
     }
 }
 
