@@ -509,10 +509,10 @@ impl FieldManager<'_> {
             }
         }
         managed.prune_empty();
-        if new != *live {
-            if let Some(o) = managed.entries.get_mut(&id) {
-                o.time = Some(self.now.to_string());
-            }
+        if new != *live
+            && let Some(o) = managed.entries.get_mut(&id)
+        {
+            o.time = Some(self.now.to_string());
         }
         Ok((new, managed))
     }

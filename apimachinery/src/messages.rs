@@ -508,6 +508,8 @@ mod tests {
             dry_run: true,
             field_validation: FieldValidation::Strict,
             field_manager: Some("kubectl".into()),
+            force: true,
+            agent_manager: "kubectl".into(),
             body_keys: vec![("metadata.name".into(), false), ("metadata.name".into(), true)],
             yaml_repeats: vec!["line 3: key \"name\" already set in map".into()],
         };

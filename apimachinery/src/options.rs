@@ -390,10 +390,12 @@ pub enum WriteVerb {
     Update,
     /// PATCH.
     Patch,
+    /// PATCH with a server-side apply body.
+    Apply,
 }
 
-/// `metav1.CreateOptions`, `UpdateOptions` and `PatchOptions` (the same fields; server-side
-/// apply's `force` is refused, as apply is not served).
+/// `metav1.CreateOptions`, `UpdateOptions` and `PatchOptions` (the same fields, and apply's
+/// `force`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WriteOptions {
     /// `dryRun=All`.
@@ -402,6 +404,12 @@ pub struct WriteOptions {
     pub field_validation: FieldValidation,
     /// `fieldManager`.
     pub field_manager: Option<String>,
+    /// `force` of an apply: take the fields other managers own.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub force: bool,
+    /// The manager a write without `fieldManager` is recorded under (from its User-Agent).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub agent_manager: String,
     /// The body's object keys in document order, when it repeats a key (what `fieldValidation`
     /// reports as duplicate fields, a parsed object having merged them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -444,6 +452,17 @@ impl WriteOptions {
         options
     }
 
+    /// The manager the write is recorded under: its `fieldManager`, else the one its
+    /// User-Agent names, else `kube-apiserver` (the server's own controllers, which kube's
+    /// loopback client names so).
+    pub fn manager(&self) -> &str {
+        match (&self.field_manager, self.agent_manager.as_str()) {
+            (Some(m), _) => m,
+            (None, "") => "kube-apiserver",
+            (None, agent) => agent,
+        }
+    }
+
     /// Parses and validates a write's query, as kube's `Validate{Create,Update,Patch}Options`.
     pub fn parse(q: &Params, verb: WriteVerb) -> Result<Self, ApiError> {
         let mut causes = Vec::new();
@@ -451,6 +470,9 @@ impl WriteOptions {
             causes.push(field::forbidden(&Path::new("force"), "may not be specified for non-apply patch"));
         }
         let manager = q.non_empty("fieldManager");
+        if verb == WriteVerb::Apply && manager.is_none() {
+            causes.push(field::required(&Path::new("fieldManager"), "is required for apply patch"));
+        }
         if let Some(m) = manager {
             let path = Path::new("fieldManager");
             if m.len() > FIELD_MANAGER_MAX_LENGTH {
@@ -481,11 +503,28 @@ impl WriteOptions {
             let kind = match verb {
                 WriteVerb::Create => "CreateOptions",
                 WriteVerb::Update => "UpdateOptions",
-                WriteVerb::Patch => "PatchOptions",
+                WriteVerb::Patch | WriteVerb::Apply => "PatchOptions",
             };
             return Err(invalid_options(kind, causes));
         }
-        Ok(WriteOptions { dry_run, field_validation, field_manager: manager.map(String::from), ..Default::default() })
+        let force = match q.get("force") {
+            // Go's `strconv.ParseBool`, which kube's query decoding uses.
+            Some("1" | "t" | "T" | "TRUE" | "true" | "True") => verb == WriteVerb::Apply,
+            Some("0" | "f" | "F" | "FALSE" | "false" | "False") | None => false,
+            Some(other) => {
+                return Err(ApiError::bad_request(format!(
+                    "failed to decode query parameter \"force\": strconv.ParseBool: parsing {}: invalid syntax",
+                    crate::gofmt::quote(other)
+                )));
+            }
+        };
+        Ok(WriteOptions {
+            dry_run,
+            field_validation,
+            field_manager: manager.map(String::from),
+            force,
+            ..Default::default()
+        })
     }
 }
 

@@ -21,8 +21,8 @@ use serde_json::{Value, json};
 
 use crate::context::RequestContext;
 use crate::negotiate::{
-    Encoding, Offer, View, decode_body, decode_body_keys, has_protobuf, input_format, negotiate, partial_metadata,
-    respond, served, table_options, wrong_metadata_view,
+    Encoding, Input, Offer, View, decode_body, decode_body_keys, has_protobuf, input_format, negotiate,
+    partial_metadata, respond, served, table_options, wrong_metadata_view,
 };
 
 fn resource_not_found() -> ApiError {
@@ -362,7 +362,7 @@ async fn create(
     target: Target,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let mut options = WriteOptions::parse(&ctx.query, WriteVerb::Create)?;
+    let mut options = write_options(ctx, WriteVerb::Create)?;
     let format = input_format(ctx.header("Content-Type"), has_protobuf(def))?;
     let body = ctx.read_body(payload).await?;
     let (object, keys) = decode_body_keys(format, &body)?;
@@ -379,7 +379,7 @@ async fn update(
     target: Target,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let mut options = WriteOptions::parse(&ctx.query, WriteVerb::Update)?;
+    let mut options = write_options(ctx, WriteVerb::Update)?;
     let format = input_format(ctx.header("Content-Type"), has_protobuf(def))?;
     let body = ctx.read_body(payload).await?;
     let (object, keys) = decode_body_keys(format, &body)?;
@@ -399,17 +399,40 @@ async fn patch(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let accepted = accepted_content_types(def.strategy.takes_strategic_merge_patch());
+    let converted = def.strategy.converter().is_some() && def.stored_as.is_some();
     let patch_type = PatchType::from_content_type(ctx.header("Content-Type").unwrap_or(""))
-        .filter(|t| *t != PatchType::Apply && accepted.contains(&t.content_type()))
+        .filter(|t| accepted.contains(&t.content_type()))
+        // Applies are not built for kinds served in another version than stored, nor `/scale`.
+        .filter(|t| *t != PatchType::Apply || (!converted && target.subresource != Some(Subresource::Scale)))
         .ok_or_else(|| unsupported_patch_type_of(accepted))?;
-    let options = WriteOptions::parse(&ctx.query, WriteVerb::Patch)?;
+    let apply = patch_type == PatchType::Apply;
+    let mut options = write_options(ctx, if apply { WriteVerb::Apply } else { WriteVerb::Patch })?;
     let body = ctx.read_body(payload).await?;
-    if def.strategy.converter().is_some() && def.stored_as.is_some() && target.subresource.is_none() {
+    if converted && target.subresource.is_none() {
         return patch_through_conversion(ctx, def, target, patch_type, &body, options).await;
     }
-    let msg = PatchObject { target, patch_type, patch: body.to_vec(), user: ctx.user.clone(), options };
+    let patch = if apply {
+        // kube decodes an apply body as YAML (JSON being YAML), into an object.
+        let (config, keys) = decode_body_keys(Input::Yaml, &body).map_err(|e| {
+            let detail = e.message.split_once("error: ").map_or(e.message.as_str(), |(_, d)| d);
+            ApiError::bad_request(format!("error decoding YAML: {detail}"))
+        })?;
+        keys.record(&mut options);
+        serde_json::to_vec(&config).map_err(|e| ApiError::internal(e.to_string()))?
+    } else {
+        body.to_vec()
+    };
+    let msg = PatchObject { target, patch_type, patch, user: ctx.user.clone(), options };
     let result = ctx.server.stages.patch.ask(msg, ctx.deadline).await?;
     write_response(ctx, def, StatusCode::OK, result).await
+}
+
+/// A write's options, with the manager its User-Agent names for when it names none.
+fn write_options(ctx: &RequestContext<'_>, verb: WriteVerb) -> Result<WriteOptions, ApiError> {
+    let mut options = WriteOptions::parse(&ctx.query, verb)?;
+    options.agent_manager =
+        apimachinery::managedfields::manager_from_user_agent(ctx.header("User-Agent").unwrap_or_default());
+    Ok(options)
 }
 
 /// A patch of a custom resource served in another version than stored, through its conversion

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use actors::{Deadline, StageHandle};
 use apimachinery::error::{ApiError, Cause, success_status};
 use apimachinery::kinds::{Catalogue, ClusterIp, ResourceDef, Subresource};
+use apimachinery::managedfields::{FieldManager, Scope};
 use apimachinery::messages::{
     AdmissionPhase, Admit, Admitted, CreateObject, DeleteCollection, DeleteObject, Operation, PatchObject, Target,
     UpdateObject, WriteResult, Written,
@@ -271,6 +272,56 @@ fn not_written(e: &StorageError) -> bool {
     )
 }
 
+/// Whether a write's managed fields are still to be recorded as an update, or were made by
+/// the apply that produced the object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tracking {
+    Update,
+    Applied,
+}
+
+/// The field manager of a write of `def` through `subresource`: the resource's writes do not
+/// own `status` when a status subresource exists; a status write owns only `status`.
+fn field_manager<'a>(
+    def: &'a ResourceDef,
+    subresource: Option<Subresource>,
+    api_version: &'a str,
+    now: &'a str,
+) -> FieldManager<'a> {
+    let scope = match subresource {
+        Some(Subresource::Status) => Scope::StatusOnly,
+        None if def.has(Subresource::Status) => Scope::NotStatus,
+        _ => Scope::All,
+    };
+    FieldManager {
+        node: schema::kind_node(&def.group, &def.version, &def.kind),
+        api_version,
+        kind: &def.kind,
+        subresource: subresource.map(Subresource::name).unwrap_or_default(),
+        scope,
+        now,
+    }
+}
+
+/// kube's `checkName`: an apply configuration names the object of the URL.
+fn check_name(config: &Value, target: &Target) -> Result<(), ApiError> {
+    let name = config.name();
+    if name != target.name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({name}) does not match the name on the URL ({})",
+            target.name
+        )));
+    }
+    let namespace = config.namespace();
+    if !namespace.is_empty() && namespace != target.namespace {
+        return Err(ApiError::bad_request(format!(
+            "the namespace of the object ({namespace}) does not match the namespace on the URL ({})",
+            target.namespace
+        )));
+    }
+    Ok(())
+}
+
 /// A create that failed, and whether its write may have happened all the same.
 struct CreateFailed {
     error: ApiError,
@@ -357,6 +408,16 @@ impl RegistryStore {
 
     /// POST.
     pub async fn create(&self, msg: CreateObject, deadline: Deadline) -> Result<WriteResult, ApiError> {
+        self.create_tracked(msg, deadline, Tracking::Update).await
+    }
+
+    /// A create, its managed fields recorded as an update unless an apply made them.
+    async fn create_tracked(
+        &self,
+        msg: CreateObject,
+        deadline: Deadline,
+        tracking: Tracking,
+    ) -> Result<WriteResult, ApiError> {
         let CreateObject { target, mut object, user, options } = msg;
         let def = target.resolve(&self.catalogue)?;
         if !object.is_object() {
@@ -414,6 +475,10 @@ impl RegistryStore {
         def.apply_defaults(&mut object);
         def.prepare_for_create(&mut object);
         def.strategy.record_requester(&mut object, &user);
+        if tracking == Tracking::Update {
+            let (api_version, now) = (def.api_version(), now_rfc3339());
+            field_manager(&def, None, &api_version, &now).update(None, &mut object, options.manager());
+        }
         // An object that exists is AlreadyExists, not a conflict over the address it holds.
         if let Some(ClusterIp::Static(_)) = def.strategy.cluster_ip(&object) {
             let key = self.key(&def, &target.namespace, &name);
@@ -484,6 +549,7 @@ impl RegistryStore {
         target: &Target,
         writer: Writer<'_>,
         options: &WriteOptions,
+        tracking: Tracking,
         mut mutate: F,
     ) -> Result<WriteResult, ApiError>
     where
@@ -510,7 +576,7 @@ impl RegistryStore {
                     user: user.clone(),
                     options: options.clone(),
                 };
-                let created = self.create(create, deadline).await?;
+                let created = self.create_tracked(create, deadline, tracking).await?;
                 return Ok(WriteResult { warnings, ..created });
             };
             let sent_rv = candidate.resource_version().to_string();
@@ -544,6 +610,14 @@ impl RegistryStore {
             candidate["apiVersion"] = def.api_version().into();
             candidate["kind"] = def.kind.clone().into();
             let mut new = self.merge_server_state(def, target.subresource, candidate, &old);
+            if tracking == Tracking::Update {
+                let (api_version, now) = (def.api_version(), now_rfc3339());
+                field_manager(def, target.subresource, &api_version, &now).update(
+                    Some(&old),
+                    &mut new,
+                    options.manager(),
+                );
+            }
             if new.resource_version().is_empty() {
                 new.set_meta_str("resourceVersion", &old_rv);
             }
@@ -773,7 +847,7 @@ impl RegistryStore {
         let warnings = check_fields(&def, &mut object, &options, false)?;
         let exists_required = !def.strategy.allow_create_on_update() || target.subresource.is_some();
         let writer = Writer::new(&user, &options, deadline, "UpdateOptions");
-        self.guaranteed_update(&def, &target, writer, &options, |old| {
+        self.guaranteed_update(&def, &target, writer, &options, Tracking::Update, |old| {
             if old.is_none() && exists_required {
                 return Err(ApiError::not_found(&def.group, &def.resource, &target.name));
             }
@@ -787,7 +861,7 @@ impl RegistryStore {
         let PatchObject { target, patch_type, patch, user, options } = msg;
         let def = target.resolve(&self.catalogue)?;
         if patch_type == PatchType::Apply {
-            return Err(apimachinery::patch::unsupported_patch_type());
+            return self.apply(&def, target, &patch, &user, &options, deadline).await;
         }
         if target.subresource == Some(Subresource::Scale) {
             let change = ScaleChange::Patch(patch_type, patch);
@@ -796,7 +870,7 @@ impl RegistryStore {
         let gvk = (def.group.as_str(), def.version.as_str(), def.kind.as_str());
         // kube's `patchToUpdateOptions`: admission sees a patch as an update, with UpdateOptions.
         let writer = Writer::new(&user, &options, deadline, "UpdateOptions");
-        self.guaranteed_update(&def, &target, writer, &options, |old| {
+        self.guaranteed_update(&def, &target, writer, &options, Tracking::Update, |old| {
             let Some(old) = old else {
                 return Err(ApiError::not_found(&def.group, &def.resource, &target.name));
             };
@@ -815,6 +889,39 @@ impl RegistryStore {
         .await
     }
 
+    /// PATCH with a server-side apply configuration (already decoded to JSON): merged into
+    /// the object by the field manager, which creates the object when it is missing.
+    async fn apply(
+        &self,
+        def: &ResourceDef,
+        target: Target,
+        config: &[u8],
+        user: &UserInfo,
+        options: &WriteOptions,
+        deadline: Deadline,
+    ) -> Result<WriteResult, ApiError> {
+        let mut config: Value = serde_json::from_slice(config).map_err(|e| ApiError::bad_request(e.to_string()))?;
+        check_name(&config, &target)?;
+        let warnings = check_fields(def, &mut config, options, true)?;
+        let api_version = def.api_version();
+        let writer = Writer::new(user, options, deadline, "PatchOptions");
+        self.guaranteed_update(def, &target, writer, options, Tracking::Applied, |old| {
+            if old.is_none() && target.subresource.is_some() {
+                return Err(ApiError::not_found(&def.group, &def.resource, &target.name));
+            }
+            let now = now_rfc3339();
+            let manager = field_manager(def, target.subresource, &api_version, &now);
+            let mut applied = manager.apply(old, &config, options.manager(), options.force)?;
+            if let Some(old) = old
+                && applied.resource_version() == old.resource_version()
+            {
+                applied.meta_mut().remove("resourceVersion");
+            }
+            Ok((applied, warnings.clone()))
+        })
+        .await
+    }
+
     async fn update_scale(
         &self,
         def: &ResourceDef,
@@ -828,38 +935,45 @@ impl RegistryStore {
             return Err(ApiError::not_found(&def.group, &def.resource, &target.name));
         }
         let result = self
-            .guaranteed_update(def, target, Writer::new(user, options, deadline, "UpdateOptions"), options, |old| {
-                let Some(old) = old else {
-                    return Err(ApiError::not_found(&def.group, &def.resource, &target.name));
-                };
-                let current_scale = def.to_scale(old);
-                let scale = match &change {
-                    ScaleChange::Replace(s) => s.clone(),
-                    ScaleChange::Patch(pt, body) => {
-                        apply_patch(*pt, &current_scale, body, ("autoscaling", "v1", "Scale"))?
+            .guaranteed_update(
+                def,
+                target,
+                Writer::new(user, options, deadline, "UpdateOptions"),
+                options,
+                Tracking::Update,
+                |old| {
+                    let Some(old) = old else {
+                        return Err(ApiError::not_found(&def.group, &def.resource, &target.name));
+                    };
+                    let current_scale = def.to_scale(old);
+                    let scale = match &change {
+                        ScaleChange::Replace(s) => s.clone(),
+                        ScaleChange::Patch(pt, body) => {
+                            apply_patch(*pt, &current_scale, body, ("autoscaling", "v1", "Scale"))?
+                        }
+                    };
+                    let replicas = scale.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(0);
+                    if replicas < 0 {
+                        return Err(ApiError::invalid(
+                            "autoscaling",
+                            "Scale",
+                            &target.name,
+                            vec![Cause {
+                                reason: "FieldValueInvalid".into(),
+                                message: format!("Invalid value: {replicas}: must be greater than or equal to 0"),
+                                field: "spec.replicas".into(),
+                            }],
+                        ));
                     }
-                };
-                let replicas = scale.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(0);
-                if replicas < 0 {
-                    return Err(ApiError::invalid(
-                        "autoscaling",
-                        "Scale",
-                        &target.name,
-                        vec![Cause {
-                            reason: "FieldValueInvalid".into(),
-                            message: format!("Invalid value: {replicas}: must be greater than or equal to 0"),
-                            field: "spec.replicas".into(),
-                        }],
-                    ));
-                }
-                let mut new = def.with_replicas(old.clone(), &json!({"spec": {"replicas": replicas}}));
-                let rv = scale.resource_version();
-                if !rv.is_empty() && rv != old.resource_version() {
-                    return Err(ApiError::stale_resource_version(&def.group, &def.resource, &target.name));
-                }
-                new.meta_mut().remove("resourceVersion");
-                Ok((new, Vec::new()))
-            })
+                    let mut new = def.with_replicas(old.clone(), &json!({"spec": {"replicas": replicas}}));
+                    let rv = scale.resource_version();
+                    if !rv.is_empty() && rv != old.resource_version() {
+                        return Err(ApiError::stale_resource_version(&def.group, &def.resource, &target.name));
+                    }
+                    new.meta_mut().remove("resourceVersion");
+                    Ok((new, Vec::new()))
+                },
+            )
             .await?;
         let scale = def.to_scale(result.object.value());
         Ok(WriteResult { object: Written::Scale(scale), ..result })

@@ -9,8 +9,9 @@
 //! - `application/strategic-merge-patch+json`: strategic merge patch (`kubectl apply`,
 //!   `edit`, `set image`, `rollout restart`, `patch`'s default): see [`strategic`], driven by
 //!   the kind's schema from [`crate::schema::kind_node`];
-//! - `application/apply-patch+yaml` (server-side apply) is not built: it is refused with 415 as
-//!   kube refuses a content type it does not accept.
+//! - `application/apply-patch+yaml` (server-side apply) is not a patch of the document alone:
+//!   it needs the object's managed fields, so the registry applies it through
+//!   [`crate::managedfields`].
 //!
 //! # Errors, as kube-apiserver words them
 //! - a body that is not JSON, or not the shape the type needs: 400 BadRequest with Go's
@@ -48,18 +49,22 @@ pub enum PatchType {
     Merge,
     /// `application/strategic-merge-patch+json`: kube's strategic merge patch.
     StrategicMerge,
-    /// `application/apply-patch+yaml`: server-side apply (not supported yet).
+    /// `application/apply-patch+yaml`: server-side apply.
     Apply,
 }
 
 /// The content types [`apply_patch`] applies, in the order kube lists them in its 415 message.
-pub const SUPPORTED_PATCH_CONTENT_TYPES: &[&str] =
-    &["application/json-patch+json", "application/merge-patch+json", "application/strategic-merge-patch+json"];
+pub const SUPPORTED_PATCH_CONTENT_TYPES: &[&str] = &[
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+    "application/apply-patch+yaml",
+];
 
 /// The patch types custom resources take: kube has no Go struct to read strategic merge
 /// metadata from.
 pub const CUSTOM_RESOURCE_PATCH_CONTENT_TYPES: &[&str] =
-    &["application/json-patch+json", "application/merge-patch+json"];
+    &["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"];
 
 /// The patch content types a kind takes, by [`Strategy::takes_strategic_merge_patch`].
 ///
@@ -128,7 +133,7 @@ pub fn apply_patch(
             let (group, version, kind) = gvk;
             strategic_merge_patch(original, patch, crate::schema::kind_node(group, version, kind))?
         }
-        PatchType::Apply => return Err(unsupported_patch_type()),
+        PatchType::Apply => return Err(ApiError::internal("an apply patch is applied through the field manager")),
     };
     if !patched.is_object() {
         return Err(not_an_object(&patched));

@@ -1,0 +1,263 @@
+//! Server-side apply and managedFields as kubectl 1.30, kube-rs and the Python client see
+//! them: creation by apply, re-apply, conflicts between managers (409 with kube's message and
+//! causes), forcing, shared ownership, pruning, list-map merging, updates recorded beside
+//! applies, and kubectl's client-side apply migration.
+
+use serde_json::{Value, json};
+use tests::TestServer;
+
+const NS: &str = "ssa";
+
+fn deployment(replicas: u32, image: &str, ports: &str) -> String {
+    format!(
+        r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: {NS}
+  labels: {{app: web}}
+spec:
+  replicas: {replicas}
+  selector:
+    matchLabels: {{app: web}}
+  template:
+    metadata:
+      labels: {{app: web}}
+    spec:
+      containers:
+      - name: nginx
+        image: {image}
+{ports}"#
+    )
+}
+
+const PORT_80: &str = "        ports:\n        - containerPort: 80\n          protocol: TCP\n";
+
+fn get(s: &TestServer, what: &str) -> Value {
+    let text = s.kubectl_ok(&["get", what, "-n", NS, "-o", "json", "--show-managed-fields"]);
+    serde_json::from_str(&text).expect("JSON")
+}
+
+/// The managers of an object: (manager, operation, subresource).
+fn managers(object: &Value) -> Vec<(String, String, String)> {
+    let list = object["metadata"]["managedFields"].as_array().cloned().unwrap_or_default();
+    list.iter()
+        .map(|e| {
+            let s = |k: &str| e[k].as_str().unwrap_or_default().to_string();
+            (s("manager"), s("operation"), s("subresource"))
+        })
+        .collect()
+}
+
+fn fields_of<'a>(object: &'a Value, manager: &str) -> &'a Value {
+    object["metadata"]["managedFields"]
+        .as_array()
+        .and_then(|l| l.iter().find(|e| e["manager"] == manager))
+        .map(|e| &e["fieldsV1"])
+        .unwrap_or_else(|| panic!("no entry of {manager}: {}", object["metadata"]))
+}
+
+fn apply(s: &TestServer, yaml: &str, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["apply", "--server-side", "-f", "-"];
+    args.extend_from_slice(extra);
+    s.kubectl_stdin(&args, yaml)
+}
+
+fn ok(out: std::process::Output, what: &str) -> String {
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{what} failed:\nstdout: {stdout}\nstderr: {stderr}");
+    stdout.into_owned()
+}
+
+#[test]
+fn kubectl_applies_conflicts_forces_and_scales_as_kube_records_it() {
+    let s = TestServer::start();
+    s.kubectl_ok(&["create", "namespace", NS]);
+    let out = ok(apply(&s, &deployment(2, "nginx:1.25", PORT_80), &[]), "the first apply");
+    assert!(out.contains("deployment.apps/web serverside-applied"), "{out}");
+    let d = get(&s, "deployment/web");
+    assert_eq!(managers(&d), [("kubectl".into(), "Apply".into(), String::new())]);
+    // What kube-apiserver 1.30 records for this configuration.
+    assert_eq!(
+        *fields_of(&d, "kubectl"),
+        json!({
+            "f:metadata": {"f:labels": {"f:app": {}}},
+            "f:spec": {
+                "f:replicas": {},
+                "f:selector": {},
+                "f:template": {
+                    "f:metadata": {"f:labels": {"f:app": {}}},
+                    "f:spec": {"f:containers": {"k:{\"name\":\"nginx\"}": {
+                        ".": {}, "f:image": {}, "f:name": {},
+                        "f:ports": {"k:{\"containerPort\":80,\"protocol\":\"TCP\"}": {
+                            ".": {}, "f:containerPort": {}, "f:protocol": {}
+                        }}
+                    }}}
+                }
+            }
+        })
+    );
+    assert_eq!(d["spec"]["strategy"]["type"], "RollingUpdate", "defaults apply to an applied object");
+
+    // The same manager changes a field by applying again.
+    ok(apply(&s, &deployment(2, "nginx:1.26", PORT_80), &[]), "the re-apply");
+    assert_eq!(get(&s, "deployment/web")["spec"]["template"]["spec"]["containers"][0]["image"], "nginx:1.26");
+
+    // A second manager changing the replicas the first owns: 409 with kube's message.
+    let out = apply(&s, &deployment(5, "nginx:1.26", ""), &["--field-manager=ops"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(r#"Apply failed with 1 conflict: conflict with "kubectl": .spec.replicas"#), "{stderr}");
+    assert_eq!(get(&s, "deployment/web")["spec"]["replicas"], 2, "nothing written");
+    // Forced, ops takes .spec.replicas; the image it applies equal is shared.
+    ok(apply(&s, &deployment(5, "nginx:1.26", ""), &["--field-manager=ops", "--force-conflicts"]), "forced");
+    let d = get(&s, "deployment/web");
+    assert_eq!(d["spec"]["replicas"], 5);
+    assert!(fields_of(&d, "ops")["f:spec"].get("f:replicas").is_some());
+    assert!(fields_of(&d, "kubectl")["f:spec"].get("f:replicas").is_none(), "kubectl lost it");
+    let image = |m: &str| {
+        fields_of(&d, m)["f:spec"]["f:template"]["f:spec"]["f:containers"]["k:{\"name\":\"nginx\"}"]
+            .get("f:image")
+            .is_some()
+    };
+    assert!(image("kubectl") && image("ops"), "an equal value is owned by both");
+
+    // kubectl stops applying the port (its own: removed) and the image (shared: kept).
+    let trimmed = deployment(5, "nginx:1.26", "").replace("        image: nginx:1.26\n", "");
+    ok(apply(&s, &trimmed, &[]), "the trimmed apply");
+    let d = get(&s, "deployment/web");
+    let c = &d["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(c["image"], "nginx:1.26", "ops still applies the image");
+    assert!(c.get("ports").is_none(), "the port only kubectl owned is gone: {c}");
+
+    // `kubectl scale` is an update through /scale, recorded beside the applies.
+    s.kubectl_ok(&["scale", "deployment/web", "-n", NS, "--replicas=3"]);
+    let d = get(&s, "deployment/web");
+    assert_eq!(
+        managers(&d),
+        [
+            ("kubectl".into(), "Apply".into(), String::new()),
+            ("ops".into(), "Apply".into(), String::new()),
+            ("kubectl".into(), "Update".into(), "scale".into()),
+        ]
+    );
+    let scale_entry =
+        d["metadata"]["managedFields"].as_array().unwrap().iter().find(|e| e["subresource"] == "scale").unwrap();
+    assert_eq!(scale_entry["fieldsV1"], json!({"f:spec": {"f:replicas": {}}}));
+    assert_eq!(scale_entry["apiVersion"], "apps/v1");
+    assert!(fields_of(&d, "ops")["f:spec"].get("f:replicas").is_none(), "the scale took replicas");
+
+    // ops applying its replicas again now conflicts with the updater, named as kube names it.
+    let out = apply(&s, &deployment(5, "nginx:1.26", ""), &["--field-manager=ops"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(r#"conflict with "kubectl" with subresource "scale" using apps/v1: .spec.replicas"#),
+        "{stderr}"
+    );
+
+    // `kubectl diff --server-side` shows what an apply would change, and changes nothing.
+    let out =
+        s.kubectl_stdin(&["diff", "--server-side", "--force-conflicts", "-f", "-"], &deployment(7, "nginx:1.26", ""));
+    assert_eq!(out.status.code(), Some(1), "differences found: {}", String::from_utf8_lossy(&out.stderr));
+    let diff = String::from_utf8_lossy(&out.stdout);
+    assert!(diff.contains("-  replicas: 3") && diff.contains("+  replicas: 7"), "{diff}");
+    assert_eq!(get(&s, "deployment/web")["spec"]["replicas"], 3);
+}
+
+#[test]
+fn kubectl_moves_between_client_side_and_server_side_apply() {
+    let s = TestServer::start();
+    s.kubectl_ok(&["create", "namespace", NS]);
+    // Client-side apply first: kubectl-client-side-apply owns the fields, the annotation holds
+    // the configuration.
+    ok(s.kubectl_stdin(&["apply", "-f", "-"], &deployment(2, "nginx:1.25", PORT_80)), "client-side apply");
+    let d = get(&s, "deployment/web");
+    assert!(managers(&d).iter().any(|m| m.0 == "kubectl-client-side-apply" && m.1 == "Update"), "{:?}", managers(&d));
+    // Switching to server-side: the fields it applied before are kubectl's, no conflict.
+    ok(apply(&s, &deployment(4, "nginx:1.25", PORT_80), &[]), "server-side apply after client-side");
+    let d = get(&s, "deployment/web");
+    assert_eq!(d["spec"]["replicas"], 4);
+    assert!(fields_of(&d, "kubectl")["f:spec"].get("f:replicas").is_some());
+    let annotation = d["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+        .as_str()
+        .expect("the annotation is kept");
+    let last: Value = serde_json::from_str(annotation).expect("JSON");
+    assert_eq!(last["spec"]["replicas"], 4, "kept in step with the server-side apply");
+    // And back to client-side apply.
+    ok(s.kubectl_stdin(&["apply", "-f", "-"], &deployment(6, "nginx:1.25", PORT_80)), "client-side apply again");
+    assert_eq!(get(&s, "deployment/web")["spec"]["replicas"], 6);
+}
+
+#[test]
+fn kube_rs_patch_apply_creates_conflicts_and_forces() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::{Api, Patch, PatchParams};
+
+    let s = TestServer::start();
+    s.kubectl_ok(&["create", "namespace", NS]);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let client = crate::watch_sync::client(&s.kubeconfig).await;
+        let cms: Api<ConfigMap> = Api::namespaced(client, NS);
+        let config = |v: &str| {
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"mode": v}})
+        };
+        let made = cms.patch("settings", &PatchParams::apply("operator"), &Patch::Apply(config("fast"))).await.unwrap();
+        assert_eq!(made.data.as_ref().unwrap()["mode"], "fast");
+        let entries = made.metadata.managed_fields.clone().unwrap_or_default();
+        assert_eq!(entries.len(), 1);
+        assert_eq!((entries[0].manager.as_deref(), entries[0].operation.as_deref()), (Some("operator"), Some("Apply")));
+        let err = cms.patch("settings", &PatchParams::apply("other"), &Patch::Apply(config("slow"))).await.unwrap_err();
+        match err {
+            kube::Error::Api(e) => {
+                assert_eq!((e.code, e.reason.as_str()), (409, "Conflict"));
+                assert_eq!(e.message, r#"Apply failed with 1 conflict: conflict with "operator": .data.mode"#);
+            }
+            other => panic!("expected a 409, got {other:?}"),
+        }
+        let forced =
+            cms.patch("settings", &PatchParams::apply("other").force(), &Patch::Apply(config("slow"))).await.unwrap();
+        assert_eq!(forced.data.as_ref().unwrap()["mode"], "slow");
+        // An apply without a field manager is refused as kube refuses it.
+        let err = cms.patch("settings", &PatchParams::default(), &Patch::Apply(config("x"))).await.unwrap_err();
+        match err {
+            kube::Error::Api(e) => {
+                assert_eq!(e.code, 422);
+                assert!(e.message.contains("fieldManager: Required value: is required for apply patch"), "{}", e.message);
+            }
+            other => panic!("expected a 422, got {other:?}"),
+        }
+    });
+}
+
+#[test]
+fn python_client_applies_with_a_field_manager() {
+    let s = TestServer::start();
+    s.kubectl_ok(&["create", "namespace", NS]);
+    let code = r#"
+import sys
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+from kubernetes.dynamic import DynamicClient
+config.load_kube_config(config_file=sys.argv[1])
+cms = DynamicClient(client.ApiClient()).resources.get(api_version="v1", kind="ConfigMap")
+body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "py"}, "data": {"a": "1"}}
+made = cms.server_side_apply(body=body, namespace="ssa", field_manager="py-tool")
+assert made.data.a == "1", made
+assert [(m.manager, m.operation) for m in made.metadata.managedFields] == [("py-tool", "Apply")]
+body["data"] = {"a": "2"}
+try:
+    cms.server_side_apply(body=body, namespace="ssa", field_manager="intruder")
+    raise SystemExit("no conflict")
+except ApiException as e:
+    assert e.status == 409, e.status
+    assert 'conflict with \\"py-tool\\": .data.a' in (e.body.decode() if isinstance(e.body, bytes) else e.body), e.body
+made = cms.server_side_apply(body=body, namespace="ssa", field_manager="intruder", force_conflicts=True)
+assert made.data.a == "2", made
+print("ok")
+"#;
+    let out = s.python_code(&s.kubeconfig, code, &[]);
+    let stdout = tests::assert_success("python apply", &out);
+    assert_eq!(stdout.trim(), "ok");
+}
