@@ -379,13 +379,16 @@ impl FieldManager<'_> {
     }
 
     fn record_update(&self, managed: &mut Managed, before: &Value, after: &Value, manager: &str) {
+        // What the write may not change (kube's reset fields) neither moves nor removes
+        // anyone's ownership.
         let cmp = fieldpath::compare(before, after, self.node);
-        let changed = cmp.modified.union(&cmp.added);
+        let changed = self.scope.restrict(cmp.modified.union(&cmp.added));
+        let removed = self.scope.restrict(cmp.removed);
         for owned in managed.entries.values_mut() {
-            owned.set = owned.set.difference(&changed).difference(&cmp.removed);
+            owned.set = owned.set.difference(&changed).difference(&removed);
         }
         managed.prune_empty();
-        let set = strip_meta(&self.scope.restrict(changed));
+        let set = strip_meta(&changed);
         if set.is_empty() {
             return;
         }
@@ -396,8 +399,10 @@ impl FieldManager<'_> {
             subresource: self.subresource.to_string(),
         };
         let previous = managed.entries.remove(&id).map(|o| o.set).unwrap_or_default();
-        let owned =
-            Owned { set: set.union(&previous), api_version: self.api_version.to_string(), time: Some(self.now.into()) };
+        // kube's `/scale` entries carry no time: they are rebuilt from the Scale's own entries,
+        // which the conversion leaves without one.
+        let time = (self.subresource != "scale").then(|| self.now.to_string());
+        let owned = Owned { set: set.union(&previous), api_version: self.api_version.to_string(), time };
         managed.entries.insert(id, owned);
     }
 

@@ -431,6 +431,12 @@ impl RegistryStore {
         // kube decodes with defaults, runs mutating admission, then prepares and validates
         // the result (so a webhook's change is validated) before validating admission.
         def.apply_defaults(&mut object);
+        // kube records a create's fields as decoded with defaults, before admission and the
+        // strategy add theirs.
+        if tracking == Tracking::Update {
+            let (api_version, now) = (def.api_version(), now_rfc3339());
+            field_manager(&def, None, &api_version, &now).update(None, &mut object, options.manager());
+        }
         let writer = Writer::new(&user, &options, deadline, "CreateOptions");
         let mut said = Said { warnings, ..Said::default() };
         let mut object =
@@ -475,10 +481,6 @@ impl RegistryStore {
         def.apply_defaults(&mut object);
         def.prepare_for_create(&mut object);
         def.strategy.record_requester(&mut object, &user);
-        if tracking == Tracking::Update {
-            let (api_version, now) = (def.api_version(), now_rfc3339());
-            field_manager(&def, None, &api_version, &now).update(None, &mut object, options.manager());
-        }
         // An object that exists is AlreadyExists, not a conflict over the address it holds.
         if let Some(ClusterIp::Static(_)) = def.strategy.cluster_ip(&object) {
             let key = self.key(&def, &target.namespace, &name);
@@ -565,7 +567,7 @@ impl RegistryStore {
                 Some(kv) => Some(decode_object(kv).map_err(|e| interpret(def, name, e))?),
                 None => None,
             };
-            let (candidate, mut warnings) = mutate(old.as_ref())?;
+            let (mut candidate, mut warnings) = mutate(old.as_ref())?;
             let Some(old) = old else {
                 // Create on update: only kinds that allow it reach here with no current object.
                 let mut candidate = candidate;
@@ -586,6 +588,25 @@ impl RegistryStore {
             }
             if target.subresource == Some(Subresource::Binding) {
                 binding_allowed(def, name, &old)?;
+            }
+            if tracking == Tracking::Update {
+                // kube records an update's fields on the object as sent (decoded with
+                // defaults), before admission and the strategy change it.
+                let mut sent = candidate.clone();
+                def.apply_defaults(&mut sent);
+                let (api_version, now) = (def.api_version(), now_rfc3339());
+                field_manager(def, target.subresource, &api_version, &now).update(
+                    Some(&old),
+                    &mut sent,
+                    options.manager(),
+                );
+                let entries = sent.pointer("/metadata/managedFields").cloned();
+                if let Some(meta) = candidate.get_mut("metadata").and_then(Value::as_object_mut) {
+                    match entries {
+                        Some(e) => meta.insert("managedFields".into(), e),
+                        None => meta.remove("managedFields"),
+                    };
+                }
             }
             // Mutating admission sees the object as the client made it, before the strategy
             // prepares it; the result is then prepared and validated, as kube orders it. A
@@ -610,14 +631,6 @@ impl RegistryStore {
             candidate["apiVersion"] = def.api_version().into();
             candidate["kind"] = def.kind.clone().into();
             let mut new = self.merge_server_state(def, target.subresource, candidate, &old);
-            if tracking == Tracking::Update {
-                let (api_version, now) = (def.api_version(), now_rfc3339());
-                field_manager(def, target.subresource, &api_version, &now).update(
-                    Some(&old),
-                    &mut new,
-                    options.manager(),
-                );
-            }
             if new.resource_version().is_empty() {
                 new.set_meta_str("resourceVersion", &old_rv);
             }
@@ -743,10 +756,16 @@ impl RegistryStore {
             }
             Some(Subresource::Status) => {
                 def.prepare_for_status_update(&mut new, old);
-                // kube's ResetObjectMetaForStatus: a status write changes no metadata.
+                // kube's ResetObjectMetaForStatus: a status write changes no metadata but the
+                // managed fields that recorded it.
                 let rv = new.resource_version().to_string();
+                let managed = new.pointer("/metadata/managedFields").cloned();
                 new["metadata"] = old.get("metadata").cloned().unwrap_or_else(|| json!({}));
                 new.set_meta_str("resourceVersion", &rv);
+                match managed {
+                    Some(m) => new.meta_mut().insert("managedFields".into(), m),
+                    None => new.meta_mut().remove("managedFields"),
+                };
             }
             Some(Subresource::Approval) => {
                 // kube's approval strategy: only the conditions (Approved, Denied) change.

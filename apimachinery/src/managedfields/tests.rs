@@ -245,3 +245,112 @@ fn kubectl_takes_over_fields_its_client_side_apply_set() {
     config["spec"]["replicas"] = 4.into();
     assert_eq!(manager(LATER).apply(Some(&live), &config, "flux", false).unwrap_err().code, 409);
 }
+
+/// Golden outputs recorded from kube-apiserver (its integration tests compare them byte for
+/// byte or entry by entry against a real server): the same inputs here must give the same
+/// entries.
+mod recorded {
+    use super::*;
+
+    fn fm(group: &str, version: &str, kind: &str, now: &str) -> FieldManager<'static> {
+        crate::schema::prepare();
+        let api_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+        FieldManager {
+            node: crate::schema::kind_node(group, version, kind),
+            api_version: Box::leak(api_version.into_boxed_str()),
+            kind: Box::leak(kind.to_string().into_boxed_str()),
+            subresource: "",
+            scope: Scope::All,
+            now: Box::leak(now.to_string().into_boxed_str()),
+        }
+    }
+
+    /// The entries without their times, as kube's tests compare them.
+    fn untimed(object: &Value) -> Value {
+        let mut list = object["metadata"]["managedFields"].clone();
+        for e in list.as_array_mut().into_iter().flatten() {
+            e.as_object_mut().unwrap().remove("time");
+        }
+        list
+    }
+
+    fn merge_patch(object: &Value, patch: Value) -> Value {
+        let mut out = object.clone();
+        json_patch::merge(&mut out, &patch);
+        out
+    }
+
+    /// kube's `TestApplyManagedFields`: a ConfigMap applied, then merge-patched twice by an
+    /// updater that changes an applied value.
+    #[test]
+    fn configmap_applied_then_updated() {
+        let config = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "test-cm", "namespace": "default", "labels": {"test-label": "test"}},
+            "data": {"key": "value"}
+        });
+        let live = stored(fm("", "v1", "ConfigMap", NOW).apply(None, &config, "apply_test", false).unwrap());
+        let mut next = merge_patch(&live, json!({"data": {"new-key": "value"}}));
+        fm("", "v1", "ConfigMap", "2026-12-05T01:00:01Z").update(Some(&live), &mut next, "updater");
+        let live = next;
+        let mut next = merge_patch(&live, json!({"data": {"key": "new value"}}));
+        fm("", "v1", "ConfigMap", "2026-12-05T01:00:02Z").update(Some(&live), &mut next, "updater");
+        assert_eq!(
+            untimed(&next),
+            json!([
+                {"manager": "apply_test", "operation": "Apply", "apiVersion": "v1", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:metadata": {"f:labels": {"f:test-label": {}}}}},
+                {"manager": "updater", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:data": {"f:key": {}, "f:new-key": {}}}}
+            ])
+        );
+        assert_eq!(next["metadata"]["managedFields"][1]["time"], "2026-12-05T01:00:02Z", "the newest update's time");
+    }
+
+    /// kube's `TestDuplicatesInAssociativeLists`, its apply: ports keyed by (containerPort,
+    /// protocol) with the protocol's default, env by name.
+    #[test]
+    fn daemonset_apply_entry() {
+        let config: Value = serde_json::from_str(
+            r#"{"apiVersion": "apps/v1", "kind": "DaemonSet",
+                "metadata": {"name": "example-daemonset", "labels": {"app": "example"}},
+                "spec": {"selector": {"matchLabels": {"app": "example"}},
+                  "template": {"spec": {"containers": [{"name": "nginx", "image": "nginx",
+                    "ports": [{"name": "port3", "containerPort": 443}],
+                    "env": [{"name": "HOME", "value": "/usr/home"}]}]}}}}"#,
+        )
+        .unwrap();
+        let made = fm("apps", "v1", "DaemonSet", NOW).apply(None, &config, "apply", false).unwrap();
+        let fields = &made["metadata"]["managedFields"][0]["fieldsV1"];
+        let set = FieldSet::from_fields_v1(fields).unwrap();
+        assert_eq!(
+            set.to_fields_v1(),
+            concat!(
+                r#"{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:selector":{},"f:template":{"f:spec":{"#,
+                r#""f:containers":{"k:{\"name\":\"nginx\"}":{"f:env":{"k:{\"name\":\"HOME\"}":{"f:name":{},"f:value":{},".":{}}},"#,
+                r#""f:image":{},"f:name":{},"f:ports":{"k:{\"containerPort\":443,\"protocol\":\"TCP\"}":{"#,
+                r#""f:containerPort":{},"f:name":{},".":{}}},".":{}}}}}}}"#
+            )
+        );
+    }
+
+    /// kube's `TestApplyFormerlyAtomicFields`: a PersistentVolume's `claimRef` is granular;
+    /// the entry's raw bytes are what kube asserts.
+    #[test]
+    fn persistentvolume_apply_entry_bytes() {
+        let config = json!({
+            "kind": "PersistentVolume", "apiVersion": "v1",
+            "metadata": {"labels": {"type": "local"}, "name": "pv-storage"},
+            "spec": {
+                "storageClassName": "", "capacity": {"storage": "16Mi"}, "accessModes": ["ReadWriteOnce"],
+                "hostPath": {"path": "\u{201c}/tmp/mydata"}, "claimRef": {"name": "pvc-storage", "namespace": "default"}
+            }
+        });
+        let made = fm("", "v1", "PersistentVolume", NOW).apply(None, &config, "apply_test", false).unwrap();
+        let set = FieldSet::from_fields_v1(&made["metadata"]["managedFields"][0]["fieldsV1"]).unwrap();
+        assert_eq!(
+            set.to_fields_v1(),
+            r#"{"f:metadata":{"f:labels":{"f:type":{}}},"f:spec":{"f:accessModes":{},"f:capacity":{"f:storage":{}},"f:claimRef":{"f:name":{},"f:namespace":{}},"f:hostPath":{"f:path":{}},"f:storageClassName":{}}}"#
+        );
+    }
+}

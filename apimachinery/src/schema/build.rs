@@ -15,7 +15,7 @@ use schemars::JsonSchema;
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
 
-use super::patch_meta::{ATOMIC_STRUCTS, LIST_TYPES, MAP_TYPES, PATCH_META};
+use super::patch_meta::{ATOMIC_STRUCTS, LIST_TYPES, MAP_TYPES, PATCH_META, PROPERTY_DEFAULTS};
 use crate::builtin;
 
 /// Prefix of every `$ref` in the canonical store.
@@ -234,6 +234,11 @@ fn apply_tables(defs: &mut BTreeMap<String, Value>) {
     for (definition, property, map_type) in MAP_TYPES {
         if let Some(p) = property_mut(defs, definition, property) {
             p.insert("x-kubernetes-map-type".into(), (*map_type).into());
+        }
+    }
+    for (definition, property, default) in PROPERTY_DEFAULTS {
+        if let Some(p) = property_mut(defs, definition, property) {
+            p.insert("default".into(), (*default).into());
         }
     }
     for definition in ATOMIC_STRUCTS {

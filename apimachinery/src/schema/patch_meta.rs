@@ -244,9 +244,15 @@ pub static LIST_TYPES: &[ListType] = &[
 /// Map properties with an `x-kubernetes-map-type` (`+mapType`): (definition, property, type).
 pub static MAP_TYPES: &[(&str, &str, &str)] = &[
     ("io.k8s.api.core.v1.PersistentVolumeClaimStatus", "allocatedResourceStatuses", "granular"),
+    ("io.k8s.api.core.v1.PersistentVolumeSpec", "claimRef", "granular"),
     ("io.k8s.api.core.v1.PodSpec", "nodeSelector", "atomic"),
     ("io.k8s.api.core.v1.ServiceSpec", "selector", "atomic"),
 ];
+
+/// Property defaults kube publishes (`+default=`): (definition, property, value). Server-side
+/// apply keys list elements by them when a configuration leaves a key field out.
+pub static PROPERTY_DEFAULTS: &[(&str, &str, &str)] =
+    &[("io.k8s.api.core.v1.ContainerPort", "protocol", "TCP"), ("io.k8s.api.core.v1.ServicePort", "protocol", "TCP")];
 
 /// Definitions kube marks `+structType=atomic` (`x-kubernetes-map-type: atomic` on the
 /// definition): server-side apply replaces them whole.

@@ -261,3 +261,111 @@ print("ok")
     let stdout = tests::assert_success("python apply", &out);
     assert_eq!(stdout.trim(), "ok");
 }
+
+/// The entries without their times, as recorded outputs are compared.
+fn untimed(object: &Value) -> Value {
+    let mut list = object["metadata"]["managedFields"].clone();
+    for e in list.as_array_mut().into_iter().flatten() {
+        e.as_object_mut().unwrap().remove("time");
+    }
+    list
+}
+
+/// A Deployment created by a typed client, then scaled through `/scale`: the create's entry
+/// owns the defaulted fields, the scale's entry takes `.spec.replicas` (and carries no time),
+/// as kube-apiserver recorded it for the same requests.
+#[test]
+fn a_deployment_created_then_scaled_records_what_kube_records() {
+    let s = TestServer::start();
+    s.kubectl_ok(&["create", "namespace", NS]);
+    let body = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "d1", "namespace": NS, "labels": {"mutationlab.configbutler.ai/scenario": "scale-patch"}},
+        "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "d1"}},
+            "template": {"metadata": {"labels": {"app": "d1"}},
+                "spec": {"containers": [{"name": "c", "image": "busybox:1.36", "command": ["sleep", "3600"], "resources": {}}]}},
+            "strategy": {}, "paused": true},
+        "status": {}
+    });
+    ok(s.kubectl_stdin(&["create", "--field-manager=e2e.test", "-f", "-"], &body.to_string()), "create");
+    s.kubectl_ok(&[
+        "patch",
+        "deployment",
+        "d1",
+        "-n",
+        NS,
+        "--subresource=scale",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"replicas":2}}"#,
+        "--field-manager=e2e.test",
+    ]);
+    let d = get(&s, "deployment/d1");
+    assert_eq!(d["spec"]["replicas"], 2);
+    let k = |name: &str| format!("k:{{\"name\":\"{name}\"}}");
+    assert_eq!(
+        untimed(&d),
+        json!([
+            {"apiVersion": "apps/v1", "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:replicas": {}}},
+             "manager": "e2e.test", "operation": "Update", "subresource": "scale"},
+            {"apiVersion": "apps/v1", "fieldsType": "FieldsV1", "manager": "e2e.test", "operation": "Update",
+             "fieldsV1": {
+                "f:metadata": {"f:labels": {".": {}, "f:mutationlab.configbutler.ai/scenario": {}}},
+                "f:spec": {
+                    "f:paused": {}, "f:progressDeadlineSeconds": {}, "f:revisionHistoryLimit": {}, "f:selector": {},
+                    "f:strategy": {"f:rollingUpdate": {".": {}, "f:maxSurge": {}, "f:maxUnavailable": {}}, "f:type": {}},
+                    "f:template": {
+                        "f:metadata": {"f:labels": {".": {}, "f:app": {}}},
+                        "f:spec": {
+                            "f:containers": {k("c"): {
+                                ".": {}, "f:command": {}, "f:image": {}, "f:imagePullPolicy": {}, "f:name": {},
+                                "f:resources": {}, "f:terminationMessagePath": {}, "f:terminationMessagePolicy": {}
+                            }},
+                            "f:dnsPolicy": {}, "f:restartPolicy": {}, "f:schedulerName": {}, "f:securityContext": {},
+                            "f:terminationGracePeriodSeconds": {}
+                        }
+                    }
+                }
+             }}
+        ])
+    );
+    let entries = d["metadata"]["managedFields"].as_array().unwrap();
+    assert!(entries[0].get("time").is_none(), "kube's /scale entries carry no time");
+    assert!(entries[1]["time"].is_string());
+}
+
+/// A Pod created by a typed client: its creator owns what it sent and the defaults, not what
+/// admission adds (the service account, the tolerations, the priority), as kube records it.
+#[test]
+fn a_pod_created_records_its_defaults_but_not_what_admission_adds() {
+    let s = TestServer::start();
+    s.kubectl_ok(&["create", "namespace", NS]);
+    let body = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p1", "namespace": NS, "labels": {"mutationlab.configbutler.ai/scenario": "graceful-delete"}},
+        "spec": {"containers": [{"name": "c", "image": "busybox:1.36", "command": ["sleep", "3600"], "resources": {}}],
+                 "terminationGracePeriodSeconds": 5, "automountServiceAccountToken": false},
+        "status": {}
+    });
+    ok(s.kubectl_stdin(&["create", "--field-manager=e2e.test", "-f", "-"], &body.to_string()), "create");
+    let p = get(&s, "pod/p1");
+    assert_eq!(p["spec"]["serviceAccountName"], "default", "admission set it");
+    assert_eq!(
+        untimed(&p),
+        json!([{
+            "apiVersion": "v1", "fieldsType": "FieldsV1", "manager": "e2e.test", "operation": "Update",
+            "fieldsV1": {
+                "f:metadata": {"f:labels": {".": {}, "f:mutationlab.configbutler.ai/scenario": {}}},
+                "f:spec": {
+                    "f:automountServiceAccountToken": {},
+                    "f:containers": {"k:{\"name\":\"c\"}": {
+                        ".": {}, "f:command": {}, "f:image": {}, "f:imagePullPolicy": {}, "f:name": {},
+                        "f:resources": {}, "f:terminationMessagePath": {}, "f:terminationMessagePolicy": {}
+                    }},
+                    "f:dnsPolicy": {}, "f:enableServiceLinks": {}, "f:restartPolicy": {}, "f:schedulerName": {},
+                    "f:securityContext": {}, "f:terminationGracePeriodSeconds": {}
+                }
+            }
+        }])
+    );
+}

@@ -3,7 +3,7 @@
 //! beside the same operations on the storage trait directly, so the pipeline's cost shows as a
 //! ratio measured in the same run on the same machine.
 //!
-//! Usage: `cargo run --release -p tests --bin loadgen -- [seconds-per-phase] [embedded|etcd|startup|watch|watch-matrix|watch=WxR,...|cache|cache=N,...|protobuf|rbac|apf|admission|crds|crds=N|stages|stage=KEY,...|cl2|faults|lag|window|diagnosis|all]`
+//! Usage: `cargo run --release -p tests --bin loadgen -- [seconds-per-phase] [embedded|etcd|startup|watch|watch-matrix|watch=WxR,...|cache|cache=N,...|protobuf|rbac|apf|admission|crds|crds=N|stages|stage=KEY,...|cl2|faults|lag|window|diagnosis|apply|all]`
 //! (default 5 seconds, all). `etcd` runs the same phases on a real etcd started for the run (the
 //! storage-trait rows are then etcd's own put/get rate through our client); `startup` times a
 //! server start on a store already holding 100,000 objects; `watch` measures watch delivery with
@@ -23,7 +23,8 @@
 //! each kill, and `lag [--writers N --contenders N]` measures each read kind's revision lag
 //! against linearizable storage reads for `seconds` per backend, and `window [--windows ...]`
 //! sweeps the watch cache's hit rate over retention × window × objects, `seconds` per cell;
-//! `diagnosis` compares a server judging its axes with one that does not (see `load.rs` and
+//! `diagnosis` compares a server judging its axes with one that does not, and `apply` times
+//! server-side applies beside strategic merge patches and updates (see `apply.rs`, `load.rs` and
 //! `tests::load`; none is part of `all`). HTTPS rows show the server's CPU time per request,
 //! which other load on a shared machine disturbs far less than rates. `APISERVER_BIN` picks the
 //! server binary, so two builds can be compared by one load generator. Needs the release apiserver binary
@@ -42,6 +43,7 @@ use tests::load::cpu_time;
 
 mod admission;
 mod apf;
+mod apply;
 mod cache;
 mod crds;
 mod load;
@@ -369,6 +371,9 @@ fn main() {
         }
         if what == "lag" {
             load::lag(seconds, rest).await;
+        }
+        if what == "apply" {
+            apply::run_all(seconds).await;
         }
         if what == "replicas" {
             replicas::run_replicas(seconds).await;
