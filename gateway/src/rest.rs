@@ -424,7 +424,9 @@ async fn patch(
     };
     let msg = PatchObject { target, patch_type, patch, user: ctx.user.clone(), options };
     let result = ctx.server.stages.patch.ask(msg, ctx.deadline).await?;
-    write_response(ctx, def, StatusCode::OK, result).await
+    // An apply that created the object answers 201, as kube does.
+    let status = if result.created { StatusCode::CREATED } else { StatusCode::OK };
+    write_response(ctx, def, status, result).await
 }
 
 /// A write's options, with the manager its User-Agent names for when it names none.

@@ -303,7 +303,7 @@ fn field_manager<'a>(
     }
 }
 
-/// kube's `checkName`: an apply configuration names the object of the URL.
+/// kube's `checkName`: the object an apply makes names the object of the URL.
 fn check_name(config: &Value, target: &Target) -> Result<(), ApiError> {
     let name = config.name();
     if name != target.name {
@@ -920,7 +920,6 @@ impl RegistryStore {
         deadline: Deadline,
     ) -> Result<WriteResult, ApiError> {
         let mut config: Value = serde_json::from_slice(config).map_err(|e| ApiError::bad_request(e.to_string()))?;
-        check_name(&config, &target)?;
         let warnings = check_fields(def, &mut config, options, true)?;
         let api_version = def.api_version();
         let writer = Writer::new(user, options, deadline, "PatchOptions");
@@ -931,6 +930,8 @@ impl RegistryStore {
             let now = now_rfc3339();
             let manager = field_manager(def, target.subresource, &api_version, &now);
             let mut applied = manager.apply(old, &config, options.manager(), options.force)?;
+            // As kube checks it: on the merged object, so a configuration may leave its name out.
+            check_name(&applied, &target)?;
             if let Some(old) = old
                 && applied.resource_version() == old.resource_version()
             {

@@ -74,8 +74,14 @@ fn ok(out: std::process::Output, what: &str) -> String {
 fn kubectl_applies_conflicts_forces_and_scales_as_kube_records_it() {
     let s = TestServer::start();
     s.kubectl_ok(&["create", "namespace", NS]);
-    let out = ok(apply(&s, &deployment(2, "nginx:1.25", PORT_80), &[]), "the first apply");
+    let first = apply(&s, &deployment(2, "nginx:1.25", PORT_80), &["-v=6"]);
+    let log = String::from_utf8_lossy(&first.stderr).into_owned();
+    let out = ok(first, "the first apply");
     assert!(out.contains("deployment.apps/web serverside-applied"), "{out}");
+    assert!(
+        log.lines().any(|l| l.contains("PATCH") && l.contains("201 Created")),
+        "an apply that creates answers 201:\n{log}"
+    );
     let d = get(&s, "deployment/web");
     assert_eq!(managers(&d), [("kubectl".into(), "Apply".into(), String::new())]);
     // What kube-apiserver 1.30 records for this configuration.
@@ -219,6 +225,22 @@ fn kube_rs_patch_apply_creates_conflicts_and_forces() {
         let forced =
             cms.patch("settings", &PatchParams::apply("other").force(), &Patch::Apply(config("slow"))).await.unwrap();
         assert_eq!(forced.data.as_ref().unwrap()["mode"], "slow");
+        // A status apply owns only the status; the config may leave its name out.
+        use k8s_openapi::api::apps::v1::Deployment;
+        let deployments: Api<Deployment> = Api::namespaced(cms.clone().into_client(), NS);
+        let d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}},
+                "spec": {"containers": [{"name": "c", "image": "x"}]}}}});
+        deployments.patch("d", &PatchParams::apply("operator"), &Patch::Apply(d)).await.unwrap();
+        let status = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "spec": {"replicas": 9}, "status": {"observedGeneration": 1, "replicas": 3}});
+        let after = deployments.patch_status("d", &PatchParams::apply("ctrl"), &Patch::Apply(status)).await.unwrap();
+        assert_eq!(after.status.as_ref().and_then(|s| s.replicas), Some(3));
+        assert_eq!(after.spec.as_ref().and_then(|s| s.replicas), Some(1), "a status write leaves the spec");
+        let entry = after.metadata.managed_fields.unwrap_or_default().into_iter().find(|e| e.manager.as_deref() == Some("ctrl")).expect("ctrl's entry");
+        assert_eq!((entry.operation.as_deref(), entry.subresource.as_deref()), (Some("Apply"), Some("status")));
+        assert_eq!(entry.fields_v1.unwrap().0, json!({"f:status": {"f:observedGeneration": {}, "f:replicas": {}}}));
+
         // An apply without a field manager is refused as kube refuses it.
         let err = cms.patch("settings", &PatchParams::default(), &Patch::Apply(config("x"))).await.unwrap_err();
         match err {

@@ -3,7 +3,8 @@
 //! patch, and by an apply of the whole configuration (forced, since the other phases take
 //! `.spec.replicas` from the applier), alternated twice on one server. Each row shows the
 //! server's CPU time per request; the summary gives apply's cost as a multiple of the strategic
-//! merge patch's. Then the bytes `managedFields` add to each stored (and cached) object.
+//! merge patch's. Then the bytes `managedFields` add to a stored (and cached) object, with the
+//! applier's entry alone and with an updater's beside it.
 
 use std::time::Duration;
 
@@ -59,12 +60,14 @@ pub async fn run_all(seconds: Duration) {
     let base = server.url("/apis/apps/v1/namespaces/default/deployments");
     for w in 0..WORKERS {
         let url = format!("{base}/web-{w}?fieldManager=bench&force=true");
-        let sent = client
+        let mut sent = client
             .patch(&url)
             .insert_header(("Content-Type", "application/apply-patch+yaml"))
             .send_body(deployment(w, 1).to_string())
-            .await;
-        assert!(answered(sent, 201).await, "seeding web-{w} by apply");
+            .await
+            .expect("seeding by apply");
+        let body = sent.body().await.unwrap_or_default();
+        assert_eq!(sent.status().as_u16(), 201, "seeding web-{w} by apply: {}", String::from_utf8_lossy(&body));
     }
     println!("== server-side apply: {WORKERS} Deployments, each changed by its own worker, c={WORKERS}");
     let pid = server.pid();
@@ -117,14 +120,29 @@ pub async fn run_all(seconds: Duration) {
         put_cpu,
         100.0 * mean(Write::Apply, |r| r.1) / mean(Write::StrategicMerge, |r| r.1)
     );
-    // What ownership costs an object at rest: its entries' bytes in the stored JSON.
-    let mut r = client.get(format!("{base}/web-0")).send().await.expect("get");
-    let object: Value = r.json().limit(1 << 20).await.expect("JSON");
-    let whole = serde_json::to_vec(&object).expect("encode").len();
-    let managed = serde_json::to_vec(&object["metadata"]["managedFields"]).expect("encode").len();
-    let entries = object["metadata"]["managedFields"].as_array().map_or(0, Vec::len);
-    println!(
-        "== managedFields: {managed} bytes in {entries} entries of a {whole}-byte Deployment ({:.0}% of the object)",
-        100.0 * managed as f64 / whole as f64
-    );
+    // What ownership costs an object at rest: its entries' bytes in the stored JSON, once
+    // applied, and once an updater has changed a field beside the applier.
+    let measure = |label: &'static str| {
+        let client = client.clone();
+        let url = format!("{base}/web-0");
+        async move {
+            let mut r = client.get(&url).send().await.expect("get");
+            let object: Value = r.json().limit(1 << 20).await.expect("JSON");
+            let whole = serde_json::to_vec(&object).expect("encode").len();
+            let managed = serde_json::to_vec(&object["metadata"]["managedFields"]).expect("encode").len();
+            let entries = object["metadata"]["managedFields"].as_array().map_or(0, Vec::len);
+            println!(
+                "== managedFields {label}: {managed} bytes in {entries} entries of a {whole}-byte Deployment ({:.0}% of it)",
+                100.0 * managed as f64 / whole as f64
+            );
+        }
+    };
+    measure("after the applies").await;
+    let sent = client
+        .patch(format!("{base}/web-0"))
+        .insert_header(("Content-Type", "application/strategic-merge-patch+json"))
+        .send_body(json!({"spec": {"paused": true}}).to_string())
+        .await;
+    assert!(answered(sent, 200).await, "an update beside the applier");
+    measure("with an updater beside").await;
 }
