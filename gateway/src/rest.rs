@@ -402,8 +402,8 @@ async fn patch(
     let converted = def.strategy.converter().is_some() && def.stored_as.is_some();
     let patch_type = PatchType::from_content_type(ctx.header("Content-Type").unwrap_or(""))
         .filter(|t| accepted.contains(&t.content_type()))
-        // Applies are not built for kinds served in another version than stored, nor `/scale`.
-        .filter(|t| *t != PatchType::Apply || (!converted && target.subresource != Some(Subresource::Scale)))
+        // Applies are not built for kinds served in another version than stored.
+        .filter(|t| *t != PatchType::Apply || !converted)
         .ok_or_else(|| unsupported_patch_type_of(accepted))?;
     let apply = patch_type == PatchType::Apply;
     let mut options = write_options(ctx, if apply { WriteVerb::Apply } else { WriteVerb::Patch })?;

@@ -920,6 +920,9 @@ impl RegistryStore {
         deadline: Deadline,
     ) -> Result<WriteResult, ApiError> {
         let mut config: Value = serde_json::from_slice(config).map_err(|e| ApiError::bad_request(e.to_string()))?;
+        if target.subresource == Some(Subresource::Scale) {
+            return self.apply_scale(def, &target, &config, user, options, deadline).await;
+        }
         let warnings = check_fields(def, &mut config, options, true)?;
         let api_version = def.api_version();
         let writer = Writer::new(user, options, deadline, "PatchOptions");
@@ -940,6 +943,50 @@ impl RegistryStore {
             Ok((applied, warnings.clone()))
         })
         .await
+    }
+
+    /// An apply of a `Scale`: its replicas applied to the object as a configuration holding
+    /// only them, owned by the manager through the `scale` subresource.
+    async fn apply_scale(
+        &self,
+        def: &ResourceDef,
+        target: &Target,
+        config: &Value,
+        user: &UserInfo,
+        options: &WriteOptions,
+        deadline: Deadline,
+    ) -> Result<WriteResult, ApiError> {
+        if !def.has(Subresource::Scale) {
+            return Err(ApiError::not_found(&def.group, &def.resource, &target.name));
+        }
+        let gvk = (config.get("apiVersion").and_then(Value::as_str), config.get("kind").and_then(Value::as_str));
+        if gvk != (Some("autoscaling/v1"), Some("Scale")) {
+            let (group, version) = gvk.0.unwrap_or_default().split_once('/').unwrap_or(("", gvk.0.unwrap_or_default()));
+            return Err(ApiError::bad_request(format!(
+                "invalid object type: {group}/{version}, Kind={}",
+                gvk.1.unwrap_or_default()
+            )));
+        }
+        let api_version = def.api_version();
+        let mut parent = json!({"apiVersion": api_version, "kind": def.kind, "metadata": {"name": target.name}});
+        if let Some(replicas) = config.pointer("/spec/replicas") {
+            parent = def.with_replicas(parent, &json!({"spec": {"replicas": replicas}}));
+        }
+        let writer = Writer::new(user, options, deadline, "PatchOptions");
+        let result = self
+            .guaranteed_update(def, target, writer, options, Tracking::Applied, |old| {
+                let Some(old) = old else {
+                    return Err(ApiError::not_found(&def.group, &def.resource, &target.name));
+                };
+                let now = now_rfc3339();
+                let manager = field_manager(def, Some(Subresource::Scale), &api_version, &now);
+                let mut applied = manager.apply(Some(old), &parent, options.manager(), options.force)?;
+                applied.meta_mut().remove("resourceVersion");
+                Ok((applied, Vec::new()))
+            })
+            .await?;
+        let scale = def.to_scale(result.object.value());
+        Ok(WriteResult { object: Written::Scale(scale), ..result })
     }
 
     async fn update_scale(

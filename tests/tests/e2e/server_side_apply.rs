@@ -241,6 +241,25 @@ fn kube_rs_patch_apply_creates_conflicts_and_forces() {
         assert_eq!((entry.operation.as_deref(), entry.subresource.as_deref()), (Some("Apply"), Some("status")));
         assert_eq!(entry.fields_v1.unwrap().0, json!({"f:status": {"f:observedGeneration": {}, "f:replicas": {}}}));
 
+        // An apply of the Scale owns the replicas through the scale subresource.
+        let scale = json!({"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "d"}, "spec": {"replicas": 4}});
+        let scaled = deployments.patch_scale("d", &PatchParams::apply("hpa"), &Patch::Apply(scale)).await.unwrap();
+        assert_eq!(scaled.spec.and_then(|s| s.replicas), Some(4));
+        let d = deployments.get("d").await.unwrap();
+        let entry = d.metadata.managed_fields.unwrap_or_default().into_iter().find(|e| e.manager.as_deref() == Some("hpa")).expect("hpa's entry");
+        assert_eq!((entry.operation.as_deref(), entry.subresource.as_deref()), (Some("Apply"), Some("scale")));
+        assert_eq!(entry.fields_v1.unwrap().0, json!({"f:spec": {"f:replicas": {}}}));
+        let mine = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}},
+                "spec": {"containers": [{"name": "c", "image": "x"}]}}}});
+        match deployments.patch("d", &PatchParams::apply("operator"), &Patch::Apply(mine)).await.unwrap_err() {
+            kube::Error::Api(e) => assert_eq!(
+                e.message,
+                r#"Apply failed with 1 conflict: conflict with "hpa" with subresource "scale": .spec.replicas"#
+            ),
+            other => panic!("expected a 409, got {other:?}"),
+        }
+
         // An apply without a field manager is refused as kube refuses it.
         let err = cms.patch("settings", &PatchParams::default(), &Patch::Apply(config("x"))).await.unwrap_err();
         match err {
