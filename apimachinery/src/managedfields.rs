@@ -204,6 +204,11 @@ impl Managed {
                 api_version: owned.api_version.clone(),
                 subresource: String::new(),
             };
+            if id == bucket {
+                // The bucket itself: older entries merge into it, it does not merge away.
+                first_by_version.entry(owned.api_version.clone()).or_insert(id);
+                continue;
+            }
             match first_by_version.get(&owned.api_version) {
                 Some(first) => {
                     if !self.entries.contains_key(&bucket) {
@@ -252,9 +257,9 @@ fn strip_meta(set: &FieldSet) -> FieldSet {
     set.difference(&strip)
 }
 
-/// Which part of an object a write through a (sub)resource may own: the resource's writes do
-/// not own `status` where a status subresource exists, a status write owns only `status`
-/// (kube's reset fields).
+/// Which part of an object a write through a (sub)resource may change, and so own or take
+/// from others (kube's reset fields, simplified: the resource's writes leave `status` alone
+/// where a status subresource exists; a status write changes only `status`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scope {
     /// Everything.
@@ -349,6 +354,17 @@ fn zero_object(node: Option<Node<'_>>) -> Value {
 }
 
 impl FieldManager<'_> {
+    /// kube's 500 for a configuration the schema cannot take, naming the object and its kind.
+    fn typed_error(&self, config: &Value, e: String) -> ApiError {
+        let meta = |k: &str| config.pointer(&format!("/metadata/{k}")).and_then(Value::as_str).unwrap_or_default();
+        ApiError::unknown(format!(
+            "failed to create typed patch object ({}/{}; {}): {e}",
+            meta("namespace"),
+            meta("name"),
+            gvk_string(self.api_version, self.kind)
+        ))
+    }
+
     /// Records an update (create when `live` is `None`) by `manager` into `new`'s
     /// `managedFields`. `new` is the object about to be stored.
     pub fn update(&self, live: Option<&Value>, new: &mut Value, manager: &str) {
@@ -409,17 +425,12 @@ impl FieldManager<'_> {
     /// Applies `config` by `manager` to `live` (`None`: create on apply) and returns the
     /// object to store with its `managedFields`, or a 409 naming the conflicts.
     pub fn apply(&self, live: Option<&Value>, config: &Value, manager: &str, force: bool) -> Result<Value, ApiError> {
-        let gvk = (config.get("apiVersion").and_then(Value::as_str), config.get("kind").and_then(Value::as_str));
-        if gvk != (Some(self.api_version), Some(self.kind)) {
-            let (group, version) = match gvk.0.unwrap_or_default().split_once('/') {
-                Some((g, v)) => (g.to_string(), v.to_string()),
-                None => (String::new(), gvk.0.unwrap_or_default().to_string()),
-            };
-            return Err(ApiError::bad_request(format!(
-                "invalid object type: {group}/{version}, Kind={}",
-                gvk.1.unwrap_or_default()
-            )));
+        check_type(config, self.api_version, self.kind)?;
+        if config.pointer("/metadata/managedFields").is_some_and(|m| !m.is_null()) {
+            return Err(ApiError::bad_request("metadata.managedFields must be nil"));
         }
+        // The configuration must be a valid typed object before anything merges it.
+        fieldpath::check_keys(config, self.node).map_err(|e| self.typed_error(config, e))?;
         let mut live = live.cloned().unwrap_or_else(|| json!({}));
         let mut managed =
             Managed::decode(&live).map_err(|e| ApiError::internal(format!("failed to decode managed fields: {e}")))?;
@@ -449,9 +460,14 @@ impl FieldManager<'_> {
         };
         let (mut object, managed) = outcome.map_err(|refusal| match refusal {
             Refusal::Conflicts(conflicts) => conflict_error(conflicts),
-            Refusal::Typed(e) => typed_error(e, self.kind, self.api_version),
+            Refusal::Typed(e) => self.typed_error(&config, e),
         })?;
-        if manager == KUBECTL && object.pointer("/metadata/annotations").and_then(|a| a.get(LAST_APPLIED)).is_some() {
+        let has_last_applied = object
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(LAST_APPLIED))
+            .and_then(Value::as_str)
+            .is_some_and(|t| !t.is_empty());
+        if manager == KUBECTL && has_last_applied {
             let mut applied = config.clone();
             if let Some(a) = applied.pointer_mut("/metadata/annotations").and_then(Value::as_object_mut) {
                 a.remove(LAST_APPLIED);
@@ -493,8 +509,10 @@ impl FieldManager<'_> {
             _ => merged,
         };
         // Conflicts: another manager's fields this apply changes.
+        // What the write may not change (kube's reset fields) is no one's conflict.
         let cmp = fieldpath::compare(live, &new, self.node);
-        let changed = cmp.modified.union(&cmp.added);
+        let changed = self.scope.restrict(cmp.modified.union(&cmp.added));
+        let removed = self.scope.restrict(cmp.removed);
         let mut conflicts = Vec::new();
         for (other, owned) in &managed.entries {
             if *other == id {
@@ -510,7 +528,7 @@ impl FieldManager<'_> {
         }
         for (other, owned) in managed.entries.iter_mut() {
             if *other != id {
-                owned.set = owned.set.difference(&changed).difference(&cmp.removed);
+                owned.set = owned.set.difference(&changed).difference(&removed);
             }
         }
         managed.prune_empty();
@@ -597,10 +615,20 @@ fn conflict_error(conflicts: Vec<(ManagerId, Vec<PathElement>)>) -> ApiError {
     e
 }
 
-/// kube's 500 for a configuration the schema cannot take.
-fn typed_error(e: String, kind: &str, api_version: &str) -> ApiError {
+/// Go's `GroupVersionKind.String()`: `apps/v1, Kind=Deployment`, `/v1, Kind=ConfigMap`.
+fn gvk_string(api_version: &str, kind: &str) -> String {
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-    ApiError::internal(format!("failed to create typed patch object ({group}/{version}, Kind={kind}): {e}"))
+    format!("{group}/{version}, Kind={kind}")
+}
+
+/// The 400 for an apply configuration of another kind than the resource's (kube's version
+/// check).
+pub fn check_type(config: &Value, api_version: &str, kind: &str) -> Result<(), ApiError> {
+    let text = |k: &str| config.get(k).and_then(Value::as_str).unwrap_or_default();
+    if (text("apiVersion"), text("kind")) == (api_version, kind) {
+        return Ok(());
+    }
+    Err(ApiError::bad_request(format!("invalid object type: {}", gvk_string(text("apiVersion"), text("kind")))))
 }
 
 #[cfg(test)]

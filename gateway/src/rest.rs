@@ -398,13 +398,16 @@ async fn patch(
     target: Target,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let accepted = accepted_content_types(def.strategy.takes_strategic_merge_patch());
     let converted = def.strategy.converter().is_some() && def.stored_as.is_some();
+    // Applies are not built for kinds served in another version than stored.
+    let accepted: Vec<&str> = accepted_content_types(def.strategy.takes_strategic_merge_patch())
+        .iter()
+        .copied()
+        .filter(|t| !converted || *t != PatchType::Apply.content_type())
+        .collect();
     let patch_type = PatchType::from_content_type(ctx.header("Content-Type").unwrap_or(""))
         .filter(|t| accepted.contains(&t.content_type()))
-        // Applies are not built for kinds served in another version than stored.
-        .filter(|t| *t != PatchType::Apply || !converted)
-        .ok_or_else(|| unsupported_patch_type_of(accepted))?;
+        .ok_or_else(|| unsupported_patch_type_of(&accepted))?;
     let apply = patch_type == PatchType::Apply;
     let mut options = write_options(ctx, if apply { WriteVerb::Apply } else { WriteVerb::Patch })?;
     let body = ctx.read_body(payload).await?;

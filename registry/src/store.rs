@@ -303,6 +303,23 @@ fn field_manager<'a>(
     }
 }
 
+/// The 422 for a Scale asking for fewer than no replicas.
+fn check_replicas(name: &str, replicas: i64) -> Result<(), ApiError> {
+    if replicas >= 0 {
+        return Ok(());
+    }
+    Err(ApiError::invalid(
+        "autoscaling",
+        "Scale",
+        name,
+        vec![Cause {
+            reason: "FieldValueInvalid".into(),
+            message: format!("Invalid value: {replicas}: must be greater than or equal to 0"),
+            field: "spec.replicas".into(),
+        }],
+    ))
+}
+
 /// kube's `checkName`: the object an apply makes names the object of the URL.
 fn check_name(config: &Value, target: &Target) -> Result<(), ApiError> {
     let name = config.name();
@@ -313,7 +330,7 @@ fn check_name(config: &Value, target: &Target) -> Result<(), ApiError> {
         )));
     }
     let namespace = config.namespace();
-    if !namespace.is_empty() && namespace != target.namespace {
+    if !namespace.is_empty() && !target.namespace.is_empty() && namespace != target.namespace {
         return Err(ApiError::bad_request(format!(
             "the namespace of the object ({namespace}) does not match the namespace on the URL ({})",
             target.namespace
@@ -578,8 +595,15 @@ impl RegistryStore {
                     user: user.clone(),
                     options: options.clone(),
                 };
-                let created = self.create_tracked(create, deadline, tracking).await?;
-                return Ok(WriteResult { warnings, ..created });
+                match self.create_tracked(create, deadline, tracking).await {
+                    // Another writer created it first: apply onto theirs, as kube's guaranteed
+                    // update retries a lost create.
+                    Err(e) if e.reason == Reason::AlreadyExists && tracking == Tracking::Applied => {
+                        current = self.read_current(def, &key, name).await?;
+                        continue;
+                    }
+                    created => return Ok(WriteResult { warnings, ..created? }),
+                }
             };
             let sent_rv = candidate.resource_version().to_string();
             let old_rv = old.resource_version().to_string();
@@ -930,6 +954,12 @@ impl RegistryStore {
             if old.is_none() && target.subresource.is_some() {
                 return Err(ApiError::not_found(&def.group, &def.resource, &target.name));
             }
+            let uid = config.uid();
+            if old.is_none() && !uid.is_empty() {
+                let why =
+                    format!("uid mismatch: the provided object specified uid {uid}, and no existing object was found");
+                return Err(ApiError::conflict(&def.group, &def.resource, &target.name, &why));
+            }
             let now = now_rfc3339();
             let manager = field_manager(def, target.subresource, &api_version, &now);
             let mut applied = manager.apply(old, &config, options.manager(), options.force)?;
@@ -959,13 +989,9 @@ impl RegistryStore {
         if !def.has(Subresource::Scale) {
             return Err(ApiError::not_found(&def.group, &def.resource, &target.name));
         }
-        let gvk = (config.get("apiVersion").and_then(Value::as_str), config.get("kind").and_then(Value::as_str));
-        if gvk != (Some("autoscaling/v1"), Some("Scale")) {
-            let (group, version) = gvk.0.unwrap_or_default().split_once('/').unwrap_or(("", gvk.0.unwrap_or_default()));
-            return Err(ApiError::bad_request(format!(
-                "invalid object type: {group}/{version}, Kind={}",
-                gvk.1.unwrap_or_default()
-            )));
+        apimachinery::managedfields::check_type(config, "autoscaling/v1", "Scale")?;
+        if let Some(replicas) = config.pointer("/spec/replicas").and_then(Value::as_i64) {
+            check_replicas(&target.name, replicas)?;
         }
         let api_version = def.api_version();
         let mut parent = json!({"apiVersion": api_version, "kind": def.kind, "metadata": {"name": target.name}});
@@ -1020,18 +1046,7 @@ impl RegistryStore {
                         }
                     };
                     let replicas = scale.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(0);
-                    if replicas < 0 {
-                        return Err(ApiError::invalid(
-                            "autoscaling",
-                            "Scale",
-                            &target.name,
-                            vec![Cause {
-                                reason: "FieldValueInvalid".into(),
-                                message: format!("Invalid value: {replicas}: must be greater than or equal to 0"),
-                                field: "spec.replicas".into(),
-                            }],
-                        ));
-                    }
+                    check_replicas(&target.name, replicas)?;
                     let mut new = def.with_replicas(old.clone(), &json!({"spec": {"replicas": replicas}}));
                     let rv = scale.resource_version();
                     if !rv.is_empty() && rv != old.resource_version() {

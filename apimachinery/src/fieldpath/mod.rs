@@ -2,7 +2,7 @@
 //! tree of path elements, and their `FieldsV1` encoding in `managedFields` (kube's exact bytes:
 //! `f:<name>` for a field, `k:<json>` for an associative list's element by its keys, `v:<json>`
 //! for a set's element by its value, `i:<n>` for an atomic list's element by its index; an
-//! element that is itself owned and has owned children carries `".": {}` after them).
+//! element that is itself owned and has owned children carries `".": {}` before them).
 //!
 //! Path elements are ordered as structured-merge-diff orders them (fields, then keys, then
 //! values, then indexes; values by kind, then numerically or lexically), which is the order
@@ -19,7 +19,7 @@ use crate::schema::Node;
 
 mod typed;
 
-pub use typed::{Comparison, compare, display_path, merge, remove_items, with_named_members};
+pub use typed::{Comparison, check_keys, compare, display_path, merge, remove_items, with_named_members};
 
 /// One step into an object.
 #[derive(Clone, Debug)]
@@ -330,6 +330,11 @@ impl FieldSet {
     fn emit(&self, include_self: bool, out: &mut String) {
         let keys: BTreeSet<&PathElement> = self.members.iter().chain(self.children.keys()).collect();
         let mut first = true;
+        // The element's own marker comes first (structured-merge-diff since 2020, kube 1.18).
+        if include_self && !keys.is_empty() {
+            out.push_str("\".\":{}");
+            first = false;
+        }
         for pe in keys {
             if !first {
                 out.push(',');
@@ -341,9 +346,6 @@ impl FieldSet {
                 c.emit(self.members.contains(pe), out);
             }
             out.push('}');
-        }
-        if include_self && !first {
-            out.push_str(",\".\":{}");
         }
     }
 
@@ -411,7 +413,7 @@ mod tests {
     }
 
     #[test]
-    fn fields_v1_is_written_in_kube_order_with_the_self_marker_last() {
+    fn fields_v1_is_written_in_kube_order_with_the_self_marker_first() {
         // A Deployment's spec as kubectl apply --server-side records it.
         let container = PathElement::key(vec![("name".into(), json!("nginx"))]);
         let port = PathElement::key(vec![("containerPort".into(), json!(80)), ("protocol".into(), json!("TCP"))]);
@@ -427,7 +429,7 @@ mod tests {
         let text = set.to_fields_v1();
         assert_eq!(
             text,
-            r#"{"f:spec":{"f:replicas":{},"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"nginx\"}":{"f:image":{},"f:name":{},"f:ports":{"k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{"f:containerPort":{},".":{}},".":{}},".":{}}}}}}}"#
+            r#"{"f:spec":{"f:replicas":{},"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"nginx\"}":{".":{},"f:image":{},"f:name":{},"f:ports":{".":{},"k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{".":{},"f:containerPort":{}}}}}}}}}"#
         );
         // Read back, it is the same set, whatever order the JSON object came in.
         let back = FieldSet::from_fields_v1(&serde_json::from_str(&text).unwrap()).unwrap();
@@ -472,9 +474,8 @@ mod tests {
             concat!(
                 r#"{"f:metadata":{"f:labels":{"f:app":{}}},"#,
                 r#""f:spec":{"f:replicas":{},"f:selector":{},"f:template":{"f:spec":{"f:containers":{"#,
-                r#""k:{\"name\":\"nginx\"}":{"f:image":{},"f:name":{},"f:ports":{"#,
-                r#""k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{"f:containerPort":{},"f:protocol":{},".":{}}},"#,
-                r#"".":{}}}}}}}"#
+                r#""k:{\"name\":\"nginx\"}":{".":{},"f:image":{},"f:name":{},"f:ports":{"#,
+                r#""k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{".":{},"f:containerPort":{},"f:protocol":{}}}}}}}}}"#
             ),
             "labels' keys are owned, not labels; the selector is atomic; containers by name, ports by \
              (containerPort, protocol)"

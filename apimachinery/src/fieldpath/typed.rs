@@ -127,6 +127,68 @@ fn walk_set(value: &Value, node: Option<Node<'_>>, path: &mut Vec<PathElement>, 
     }
 }
 
+/// Checks that `value` is a valid typed object for list keys, as structured-merge-diff's
+/// conversion of an apply configuration does: every element of an associative list has its
+/// key fields (or their defaults), and no list repeats a key or a set a value. The error
+/// lists each problem with its path, worded as structured-merge-diff words it.
+pub fn check_keys(value: &Value, node: Option<Node<'_>>) -> Result<(), String> {
+    let mut errors = Vec::new();
+    walk_keys(value, node, &mut Vec::new(), &mut errors);
+    match errors.len() {
+        0 => Ok(()),
+        1 => Err(errors.remove(0)),
+        _ => Err(format!("errors:\n  {}", errors.join("\n  "))),
+    }
+}
+
+fn walk_keys(value: &Value, node: Option<Node<'_>>, path: &mut Vec<PathElement>, errors: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            if map_is_atomic(node) {
+                return;
+            }
+            for (key, child) in map {
+                path.push(PathElement::Field(key.clone()));
+                walk_keys(child, field_node(node, key).0, path, errors);
+                path.pop();
+            }
+        }
+        Value::Array(items) => {
+            let kind = list_kind(node);
+            if matches!(kind, ListKind::Atomic) {
+                return;
+            }
+            let items_node = node.and_then(|n| n.items());
+            let mut seen = BTreeSet::new();
+            for (i, item) in items.iter().enumerate() {
+                if let ListKind::Map(keys) = &kind {
+                    let missing = keys.iter().find(|k| {
+                        item.get(**k).is_none_or(Value::is_null)
+                            && items_node.and_then(|n| n.property(k)).and_then(|n| n.extension("default")).is_none()
+                    });
+                    if let Some(k) = missing {
+                        errors.push(format!(
+                            "{}: element {i}: associative list with keys has an element that omits key field {} (and doesn't have default value)",
+                            display_path(path),
+                            crate::gofmt::quote(k)
+                        ));
+                        continue;
+                    }
+                }
+                let pe = item_element(&kind, items_node, i, item);
+                if !seen.insert(pe.clone()) {
+                    errors.push(format!("{}: duplicate entries for key {}", display_path(path), display_element(&pe)));
+                    continue;
+                }
+                path.push(pe);
+                walk_keys(item, items_node, path, errors);
+                path.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
 /// `config` merged into `live` (structured-merge-diff's `Merge`): scalars, atomic lists and
 /// atomic maps are replaced by the config's; maps merge key by key; associative lists and sets
 /// merge element by element, in an order that keeps the config's elements in its order and

@@ -70,9 +70,8 @@ fn apply_creates_and_records_what_the_configuration_holds() {
         concat!(
             r#"{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:replicas":{},"f:selector":{},"#,
             r#""f:template":{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:containers":{"#,
-            r#""k:{\"name\":\"nginx\"}":{"f:image":{},"f:name":{},"f:ports":{"#,
-            r#""k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{"f:containerPort":{},"f:protocol":{},".":{}}},"#,
-            r#"".":{}}}}}}}"#
+            r#""k:{\"name\":\"nginx\"}":{".":{},"f:image":{},"f:name":{},"f:ports":{"#,
+            r#""k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{".":{},"f:containerPort":{},"f:protocol":{}}}}}}}}}"#
         )
     );
     assert_eq!(created["metadata"]["managedFields"][0]["time"], NOW);
@@ -167,7 +166,7 @@ fn a_create_records_new_maps_and_list_elements_as_members() {
     let fields = fields_of(&created, "kubectl-create");
     assert!(
         fields.starts_with(
-            r#"{"f:metadata":{"f:labels":{"f:app":{},".":{}}},"f:spec":{"f:replicas":{},"f:selector":{},"#
+            r#"{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:replicas":{},"f:selector":{},"#
         ),
         "{fields}"
     );
@@ -203,11 +202,85 @@ fn a_repeated_key_in_a_configuration_is_refused() {
     let live = stored(manager(NOW).apply(None, &deployment(1, "x"), "kubectl", false).unwrap());
     let e = manager(NOW).apply(Some(&live), &config, "kubectl", false).unwrap_err();
     assert_eq!(e.code, 500);
+    assert_eq!(
+        e.message,
+        r#"failed to create typed patch object (/web; apps/v1, Kind=Deployment): .spec.template.spec.containers: duplicate entries for key [name="a"]"#
+    );
+    // Also where nothing live has the list yet, and with a key field left out.
+    let e = manager(NOW).apply(None, &config, "kubectl", false).unwrap_err();
+    assert!(e.message.ends_with(r#"duplicate entries for key [name="a"]"#), "{}", e.message);
+    config["spec"]["template"]["spec"]["containers"] = json!([{"image": "x"}]);
+    let e = manager(NOW).apply(None, &config, "kubectl", false).unwrap_err();
     assert!(
-        e.message.contains(r#".spec.template.spec.containers: duplicate entries for key [name="a"]"#),
+        e.message.ends_with(r#".spec.template.spec.containers: element 0: associative list with keys has an element that omits key field "name" (and doesn't have default value)"#),
         "{}",
         e.message
     );
+    // A port may leave its protocol out: the schema's default keys it.
+    config["spec"]["template"]["spec"]["containers"] = json!([{"name": "a", "ports": [{"containerPort": 80}]}]);
+    assert!(manager(NOW).apply(None, &config, "kubectl", false).is_ok());
+}
+
+#[test]
+fn an_apply_may_not_carry_managed_fields() {
+    let mut config = deployment(1, "x");
+    config["metadata"]["managedFields"] = json!([{"manager": "m", "operation": "Apply"}]);
+    let e = manager(NOW).apply(None, &config, "kubectl", false).unwrap_err();
+    assert_eq!((e.code, e.message.as_str()), (400, "metadata.managedFields must be nil"));
+}
+
+#[test]
+fn a_status_value_in_a_resource_apply_is_no_conflict() {
+    // The status manager owns .status.replicas; an apply through the resource that carries a
+    // different status neither conflicts nor takes it (status is reset there).
+    let mut live = stored(manager(NOW).apply(None, &deployment(1, "x"), "kubectl", false).unwrap());
+    live["status"] = json!({"replicas": 1});
+    let status_manager = FieldManager { subresource: "status", scope: Scope::StatusOnly, ..manager(NOW) };
+    let mut with_status = live.clone();
+    with_status["status"]["replicas"] = 2.into();
+    status_manager.update(Some(&live), &mut with_status, "controller");
+    let live = stored(with_status);
+    let mut config = deployment(1, "x");
+    config["status"] = json!({"replicas": 7});
+    let applied = manager(LATER).apply(Some(&live), &config, "kubectl", false).expect("no conflict over status");
+    assert!(fields_of(&applied, "controller").contains("f:replicas"), "the controller keeps .status.replicas");
+}
+
+#[test]
+fn an_existing_ancient_changes_entry_takes_older_ones_without_failing() {
+    let mut live = stored(manager(NOW).apply(None, &deployment(1, "x"), "kubectl", false).unwrap());
+    // Ten updaters, the bucket the oldest of them, then a /scale entry (untimed: it sorts
+    // before the bucket, so the bucket is reached while entries are still being merged).
+    let mut managed = Managed::decode(&live).unwrap();
+    for i in 0..10 {
+        let manager = if i == 0 { ANCIENT_CHANGES.to_string() } else { format!("m{i}") };
+        let id = ManagerId {
+            manager,
+            operation: Operation::Update,
+            api_version: "apps/v1".into(),
+            subresource: String::new(),
+        };
+        let mut set = FieldSet::default();
+        set.insert(&[
+            PathElement::Field("metadata".into()),
+            PathElement::Field("labels".into()),
+            PathElement::Field(format!("l{i}")),
+        ]);
+        managed
+            .entries
+            .insert(id, Owned { set, api_version: "apps/v1".into(), time: Some(format!("2026-12-05T00:00:{i:02}Z")) });
+    }
+    managed.encode_into(&mut live);
+    let mut scaled = live.clone();
+    scaled["spec"]["replicas"] = 3.into();
+    let scale = FieldManager { subresource: "scale", scope: Scope::All, ..manager(LATER) };
+    scale.update(Some(&live), &mut scaled, "hpa");
+    let list = entries(&scaled);
+    assert_eq!(list.iter().filter(|e| e.1 == "Update").count(), MAX_UPDATE_MANAGERS, "{list:?}");
+    assert!(list.iter().any(|e| e.0 == ANCIENT_CHANGES));
+    assert!(list.iter().any(|e| e.0 == "hpa"));
+    let bucket = fields_of(&scaled, ANCIENT_CHANGES);
+    assert!(bucket.contains("f:l0") && bucket.contains("f:l1"), "the bucket keeps its fields and takes m1's: {bucket}");
 }
 
 #[test]
@@ -327,9 +400,9 @@ mod recorded {
             set.to_fields_v1(),
             concat!(
                 r#"{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:selector":{},"f:template":{"f:spec":{"#,
-                r#""f:containers":{"k:{\"name\":\"nginx\"}":{"f:env":{"k:{\"name\":\"HOME\"}":{"f:name":{},"f:value":{},".":{}}},"#,
+                r#""f:containers":{"k:{\"name\":\"nginx\"}":{".":{},"f:env":{"k:{\"name\":\"HOME\"}":{".":{},"f:name":{},"f:value":{}}},"#,
                 r#""f:image":{},"f:name":{},"f:ports":{"k:{\"containerPort\":443,\"protocol\":\"TCP\"}":{"#,
-                r#""f:containerPort":{},"f:name":{},".":{}}},".":{}}}}}}}"#
+                r#"".":{},"f:containerPort":{},"f:name":{}}}}}}}}}"#
             )
         );
     }

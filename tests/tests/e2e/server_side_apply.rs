@@ -260,6 +260,29 @@ fn kube_rs_patch_apply_creates_conflicts_and_forces() {
             other => panic!("expected a 409, got {other:?}"),
         }
 
+        // Two applies creating the same object at once both land: the later applies onto the
+        // earlier's object instead of failing with AlreadyExists.
+        let same = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "race"}, "data": {"k": "v"}});
+        let (pa, pb) = (PatchParams::apply("first"), PatchParams::apply("second"));
+        let (patch_a, patch_b) = (Patch::Apply(same.clone()), Patch::Apply(same));
+        let (ra, rb) = tokio::join!(cms.patch("race", &pa, &patch_a), cms.patch("race", &pb, &patch_b));
+        ra.expect("first apply");
+        rb.expect("second apply");
+        let race = cms.get("race").await.unwrap();
+        let mut managers: Vec<String> =
+            race.metadata.managed_fields.unwrap_or_default().into_iter().filter_map(|e| e.manager).collect();
+        managers.sort();
+        assert_eq!(managers, ["first", "second"], "both own the equal value");
+        // Creating by apply with a uid that matches nothing is a conflict, as in kube.
+        let with_uid = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ghost", "uid": "1234"}});
+        match cms.patch("ghost", &PatchParams::apply("operator"), &Patch::Apply(with_uid)).await.unwrap_err() {
+            kube::Error::Api(e) => assert_eq!(
+                (e.code, e.message.as_str()),
+                (409, r#"Operation cannot be fulfilled on configmaps "ghost": uid mismatch: the provided object specified uid 1234, and no existing object was found"#)
+            ),
+            other => panic!("expected a 409, got {other:?}"),
+        }
+
         // An apply without a field manager is refused as kube refuses it.
         let err = cms.patch("settings", &PatchParams::default(), &Patch::Apply(config("x"))).await.unwrap_err();
         match err {
