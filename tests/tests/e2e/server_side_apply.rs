@@ -140,12 +140,26 @@ fn kubectl_applies_conflicts_forces_and_scales_as_kube_records_it() {
     // `kubectl scale` is an update through /scale, recorded beside the applies.
     s.kubectl_ok(&["scale", "deployment/web", "-n", NS, "--replicas=3"]);
     let d = get(&s, "deployment/web");
+    let mut found = managers(&d);
+    // kube's order: Apply entries first, then by time (seconds), then by manager.
+    let list = d["metadata"]["managedFields"].as_array().unwrap();
+    let order: Vec<(String, String, String)> = list
+        .iter()
+        .map(|e| {
+            let s = |k: &str| e[k].as_str().unwrap_or_default().to_string();
+            (s("operation"), s("time"), s("manager"))
+        })
+        .collect();
+    let mut sorted = order.clone();
+    sorted.sort();
+    assert_eq!(order, sorted, "entries in kube's order");
+    found.sort();
     assert_eq!(
-        managers(&d),
+        found,
         [
             ("kubectl".into(), "Apply".into(), String::new()),
-            ("ops".into(), "Apply".into(), String::new()),
             ("kubectl".into(), "Update".into(), "scale".into()),
+            ("ops".into(), "Apply".into(), String::new()),
         ]
     );
     let scale_entry =
