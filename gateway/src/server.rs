@@ -34,6 +34,10 @@ use crate::state::{ServerState, Stages};
 use crate::tls;
 use crate::topology::{RemoteStages, ShardedWrites, Topology};
 
+/// TLS handshakes one worker runs at once: far more than real clients start together, few
+/// enough that a handshake flood is bounded.
+const MAX_HANDSHAKES_PER_WORKER: usize = 8_192;
+
 /// How long bootstrap writes may take.
 const BOOTSTRAP_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -379,6 +383,11 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
             // write back until the client ACKs the previous one (up to its delayed-ACK 40 ms).
             // Go, and so kube-apiserver, disables it on every connection too.
             .tcp_nodelay(true)
+            // TLS handshakes in progress per worker (actix's default is 256). A socket that
+            // never starts its handshake holds a slot until the 3 s handshake timeout, so a few
+            // hundred idle connections would make every new client wait; Go, and so
+            // kube-apiserver, sets no such bound.
+            .max_connection_rate(MAX_HANDSHAKES_PER_WORKER)
             .on_connect(crate::chain::on_connect)
             // Signals start kube's shutdown sequence (`lifecycle`), not actix's own.
             .disable_signals()

@@ -29,6 +29,7 @@ mod quota;
 mod rbac;
 mod rest;
 mod revision_lag;
+mod security;
 mod server_side_apply;
 mod serviceaccounts;
 mod services;
