@@ -34,6 +34,18 @@ spec:
 
 const PORT_80: &str = "        ports:\n        - containerPort: 80\n          protocol: TCP\n";
 
+/// A server with the namespace the tests write in.
+fn server() -> TestServer {
+    let s = TestServer::start();
+    s.kubectl_ok(&["create", "namespace", NS]);
+    s
+}
+
+/// Creates `body` as the recorded outputs' typed client did (its manager `e2e.test`).
+fn create_as_typed_client(s: &TestServer, body: &Value) {
+    ok(s.kubectl_stdin(&["create", "--field-manager=e2e.test", "-f", "-"], &body.to_string()), "create");
+}
+
 fn get(s: &TestServer, what: &str) -> Value {
     let text = s.kubectl_ok(&["get", what, "-n", NS, "-o", "json", "--show-managed-fields"]);
     serde_json::from_str(&text).expect("JSON")
@@ -72,8 +84,7 @@ fn ok(out: std::process::Output, what: &str) -> String {
 
 #[test]
 fn kubectl_applies_conflicts_forces_and_scales_as_kube_records_it() {
-    let s = TestServer::start();
-    s.kubectl_ok(&["create", "namespace", NS]);
+    let s = server();
     let first = apply(&s, &deployment(2, "nginx:1.25", PORT_80), &["-v=6"]);
     let log = String::from_utf8_lossy(&first.stderr).into_owned();
     let out = ok(first, "the first apply");
@@ -187,8 +198,7 @@ fn kubectl_applies_conflicts_forces_and_scales_as_kube_records_it() {
 
 #[test]
 fn kubectl_moves_between_client_side_and_server_side_apply() {
-    let s = TestServer::start();
-    s.kubectl_ok(&["create", "namespace", NS]);
+    let s = server();
     // Client-side apply first: kubectl-client-side-apply owns the fields, the annotation holds
     // the configuration.
     ok(s.kubectl_stdin(&["apply", "-f", "-"], &deployment(2, "nginx:1.25", PORT_80)), "client-side apply");
@@ -214,8 +224,7 @@ fn kube_rs_patch_apply_creates_conflicts_and_forces() {
     use k8s_openapi::api::core::v1::ConfigMap;
     use kube::api::{Api, Patch, PatchParams};
 
-    let s = TestServer::start();
-    s.kubectl_ok(&["create", "namespace", NS]);
+    let s = server();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
         let client = crate::watch_sync::client(&s.kubeconfig).await;
@@ -311,8 +320,7 @@ fn kube_rs_patch_apply_creates_conflicts_and_forces() {
 
 #[test]
 fn python_client_applies_with_a_field_manager() {
-    let s = TestServer::start();
-    s.kubectl_ok(&["create", "namespace", NS]);
+    let s = server();
     let code = r#"
 import sys
 from kubernetes import client, config
@@ -354,8 +362,7 @@ fn untimed(object: &Value) -> Value {
 /// as kube-apiserver recorded it for the same requests.
 #[test]
 fn a_deployment_created_then_scaled_records_what_kube_records() {
-    let s = TestServer::start();
-    s.kubectl_ok(&["create", "namespace", NS]);
+    let s = server();
     let body = json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "d1", "namespace": NS, "labels": {"mutationlab.configbutler.ai/scenario": "scale-patch"}},
@@ -365,7 +372,7 @@ fn a_deployment_created_then_scaled_records_what_kube_records() {
             "strategy": {}, "paused": true},
         "status": {}
     });
-    ok(s.kubectl_stdin(&["create", "--field-manager=e2e.test", "-f", "-"], &body.to_string()), "create");
+    create_as_typed_client(&s, &body);
     s.kubectl_ok(&[
         "patch",
         "deployment",
@@ -416,8 +423,7 @@ fn a_deployment_created_then_scaled_records_what_kube_records() {
 /// admission adds (the service account, the tolerations, the priority), as kube records it.
 #[test]
 fn a_pod_created_records_its_defaults_but_not_what_admission_adds() {
-    let s = TestServer::start();
-    s.kubectl_ok(&["create", "namespace", NS]);
+    let s = server();
     let body = json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "p1", "namespace": NS, "labels": {"mutationlab.configbutler.ai/scenario": "graceful-delete"}},
@@ -425,7 +431,7 @@ fn a_pod_created_records_its_defaults_but_not_what_admission_adds() {
                  "terminationGracePeriodSeconds": 5, "automountServiceAccountToken": false},
         "status": {}
     });
-    ok(s.kubectl_stdin(&["create", "--field-manager=e2e.test", "-f", "-"], &body.to_string()), "create");
+    create_as_typed_client(&s, &body);
     let p = get(&s, "pod/p1");
     assert_eq!(p["spec"]["serviceAccountName"], "default", "admission set it");
     assert_eq!(
