@@ -483,6 +483,8 @@ macro_rules! cacher_read_path_tests {
             cluster_scoped_resources_are_served,
             consistent_reads_come_from_cache_when_progress_is_prompt,
             change_count_moves_with_the_objects_only,
+            broken_storage_watch_resumes_without_a_gap,
+            storage_watch_resumed_past_compaction_ends_watchers_with_410_after,
         );
     };
     (@cases $factory:expr; $($(#[$attr:meta])* $case:ident),* $(,)?) => {
@@ -1628,4 +1630,85 @@ pub async fn consistent_reads_come_from_cache_when_progress_is_prompt(f: &Fixtur
     msg.options.limit = 5;
     assert_eq!(c.list_objects(msg).await.unwrap().items.len(), 5);
     assert_eq!(c.storage_reads(), counted + 1, "a paged list is one storage read");
+}
+
+// ---------------------------------------------------------------- cases: storage watch faults
+
+/// A cacher over the fixture's store whose storage watches the returned faults can break,
+/// waiting `resume_backoff` before it watches again; `ns/a` written once (`a1` at its
+/// revision) and a watcher following from there.
+async fn breakable(f: &Fixture, ns: &str, resume_backoff: Duration) -> Breakable {
+    let faults = Arc::new(storage::faults::Faults::default());
+    let faulty = Fixture::new(storage::faults::FaultyStorage::new(Arc::clone(&f.store), Arc::clone(&faults)));
+    let c = faulty.cacher(configmaps(), CacherOptions { resume_backoff, ..CacherOptions::default() });
+    c.ready().await;
+    let a1 = configmap(ns, "a", &[], "1");
+    let a1_rv = put_object(&f.store, c.def, ns, "a", &a1).await;
+    let w = c.watch_objects(c.watch_request(ns, Some(&a1_rv.to_string()))).await;
+    c.wait_for_cache(a1_rv).await;
+    Breakable { c, faults, a1_rv, w }
+}
+
+/// What [`breakable`] sets up.
+struct Breakable {
+    c: CacherUnderTest,
+    faults: Arc<storage::faults::Faults>,
+    a1_rv: Revision,
+    w: WatchReceiver,
+}
+
+/// When the storage watch breaks, the cacher watches again from the last revision it saw:
+/// writes made meanwhile reach every watcher in order, none is skipped or repeated, and the
+/// watchers stay open.
+pub async fn broken_storage_watch_resumes_without_a_gap(f: &Fixture) {
+    let (ns, s) = ("resume", &f.store);
+    let Breakable { c, faults, a1_rv, mut w } = breakable(f, ns, Duration::from_millis(300)).await;
+
+    faults.break_watches();
+    // Written while the cacher has no storage watch.
+    let a2 = configmap(ns, "a", &[], "2");
+    let a2_rv = update_object(s, c.def, ns, "a", &a2, a1_rv).await;
+    let a3 = configmap(ns, "a", &[], "3");
+    let a3_rv = update_object(s, c.def, ns, "a", &a3, a2_rv).await;
+    let b1 = configmap(ns, "b", &[], "1");
+    let b1_rv = put_object(s, c.def, ns, "b", &b1).await;
+    let b_gone = delete_object(s, c.def, ns, "b", b1_rv).await;
+
+    assert_eq!(ev(next_event(&mut w).await), (WatchEventType::Modified, stored(&a2, a2_rv)));
+    assert_eq!(ev(next_event(&mut w).await), (WatchEventType::Modified, stored(&a3, a3_rv)));
+    assert_eq!(ev(next_event(&mut w).await), (WatchEventType::Added, stored(&b1, b1_rv)));
+    assert_eq!(ev(next_event(&mut w).await), (WatchEventType::Deleted, stored(&b1, b_gone)));
+    assert_quiet(&mut w).await;
+    let c1 = configmap(ns, "c", &[], "1");
+    let c1_rv = put_object(s, c.def, ns, "c", &c1).await;
+    assert_eq!(ev(next_event(&mut w).await), (WatchEventType::Added, stored(&c1, c1_rv)));
+}
+
+/// When storage compacted past the cacher's revision while its watch was broken, the cacher
+/// re-lists: what happened in between is known only by its outcome, so every watcher ends
+/// rather than being handed that outcome as events, and a watch resuming from before the
+/// re-list gets kube's 410, which makes clients re-list (kube's cacher does the same).
+pub async fn storage_watch_resumed_past_compaction_ends_watchers_with_410_after(f: &Fixture) {
+    let (ns, s) = ("relist", &f.store);
+    let Breakable { c, faults, a1_rv, mut w } = breakable(f, ns, Duration::from_secs(1)).await;
+
+    faults.break_watches();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let a2 = configmap(ns, "a", &[], "2");
+    let a2_rv = update_object(s, c.def, ns, "a", &a2, a1_rv).await;
+    let a3 = configmap(ns, "a", &[], "3");
+    let a3_rv = update_object(s, c.def, ns, "a", &a3, a2_rv).await;
+    s.compact(a3_rv).await.expect("compact");
+
+    // The watcher gets nothing of the gap and ends.
+    assert_closed(&mut w).await;
+    c.wait_for_cache(a3_rv).await;
+    let mut again = c.watch_objects(c.watch_request(ns, Some(&a1_rv.to_string()))).await;
+    let (kind, status) = ev(next_event(&mut again).await);
+    assert_eq!((kind, &status["code"], &status["reason"]), (WatchEventType::Error, &json!(410), &json!("Expired")));
+    // From the re-list on, watches follow again.
+    let mut fresh = c.watch_objects(c.watch_request(ns, Some(&a3_rv.to_string()))).await;
+    let a4 = configmap(ns, "a", &[], "4");
+    let a4_rv = update_object(s, c.def, ns, "a", &a4, a3_rv).await;
+    assert_eq!(ev(next_event(&mut fresh).await), (WatchEventType::Modified, stored(&a4, a4_rv)));
 }

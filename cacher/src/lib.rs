@@ -70,6 +70,9 @@ pub struct CacherOptions {
     pub wait_for_revision: Duration,
     /// How often watchers that asked for bookmarks get one.
     pub bookmark_interval: Duration,
+    /// How long the cacher waits before watching storage again after its watch broke: a
+    /// backend that fails every new watch at once is asked a few times a second, not in a loop.
+    pub resume_backoff: Duration,
 }
 
 impl Default for CacherOptions {
@@ -82,6 +85,7 @@ impl Default for CacherOptions {
             slow_watcher_budget: Duration::from_secs(5),
             wait_for_revision: Duration::from_secs(3),
             bookmark_interval: Duration::from_secs(60),
+            resume_backoff: Duration::from_millis(200),
         }
     }
 }
@@ -114,9 +118,6 @@ pub struct CacherActor {
     reader: CacheReader,
     /// Bumped on every re-list so events of an abandoned storage watch are ignored.
     generation: u64,
-    /// Revisions between the last one the cache saw before its storage watch broke and the
-    /// re-list that followed: what happened inside is known only by its outcome.
-    resync_gap: Option<(Revision, Revision)>,
     /// The current storage watch, cancelled when a re-sync replaces it.
     storage_watch: Option<actix::SpawnHandle>,
     metrics: CacherMetrics,
@@ -203,7 +204,6 @@ impl CacherActor {
             changes: 0,
             generation: 0,
             storage_watch: None,
-            resync_gap: None,
             metrics,
         };
         (actor, reader)
@@ -245,28 +245,32 @@ impl CacherActor {
             }
             match res {
                 Ok((objects, revision, watch)) => {
-                    if act.revision > 0 && revision >= act.revision {
-                        act.catch_up(objects, revision);
-                    } else {
-                        // First sync, or storage went back in time (a restored backup): nothing
-                        // before can be trusted, so watchers start over.
+                    // Unless nothing at all was written since the cache last heard from
+                    // storage, what happened in between is known only by its outcome, and no
+                    // watcher may be handed an outcome as if it were the events: every watcher
+                    // ends (clients resume from their last resourceVersion, get 410 and
+                    // re-list), and the window starts at the re-list, as kube's cacher does
+                    // when its reflector re-lists. The same holds when storage went back in
+                    // time (a restored backup), and trivially on the first sync.
+                    if act.revision == 0 || revision != act.revision {
+                        if act.revision > 0 {
+                            tracing::warn!(
+                                resource = act.def.resource,
+                                from = act.revision,
+                                to = revision,
+                                watchers = act.watchers.len(),
+                                "re-listed across a gap: watchers end and resume with a 410"
+                            );
+                        }
                         act.watchers.clear();
+                        act.count_watchers();
                         act.objects = objects;
                         act.changes += 1;
                         act.window.clear();
                         act.window_floor = revision;
                         act.revision = revision;
                     }
-                    act.progress = Some(watch.progress.clone());
-                    act.shared.progress_answered();
-                    act.ready = true;
-                    act.advance(revision);
-                    act.publish();
-                    let generation = act.generation;
-                    let items = tokio_stream::wrappers::ReceiverStream::new(watch.items)
-                        .map(move |i| (generation, Some(i)))
-                        .chain(tokio_stream::once((generation, None)));
-                    act.storage_watch = Some(ctx.add_stream(items));
+                    act.follow(watch, ctx);
                 }
                 Err(e) => {
                     tracing::warn!(resource = act.def.resource, "cacher sync failed, retrying: {e}");
@@ -276,70 +280,64 @@ impl CacherActor {
         }));
     }
 
-    /// Lists and watches storage again after its watch broke. Watchers stay connected: the
-    /// re-list is turned into the events they missed (see [`CacherActor::catch_up`]).
-    fn resync(&mut self, ctx: &mut Context<Self>) {
-        // Drop the broken watch so the backend releases it.
+    /// Follows `watch`, a storage watch from the cache's revision, from now on.
+    fn follow(&mut self, watch: storage::WatchStream, ctx: &mut Context<Self>) {
+        self.progress = Some(watch.progress.clone());
+        self.shared.progress_answered();
+        self.ready = true;
+        let revision = self.revision;
+        self.advance(revision);
+        self.publish();
+        let generation = self.generation;
+        let items = tokio_stream::wrappers::ReceiverStream::new(watch.items)
+            .map(move |i| (generation, Some(i)))
+            .chain(tokio_stream::once((generation, None)));
+        self.storage_watch = Some(ctx.add_stream(items));
+    }
+
+    /// The storage watch broke (a backend restart, a lost connection): watch again from the
+    /// last revision the cache saw, so no event is lost and watchers notice nothing. Retried
+    /// every [`CacherOptions::resume_backoff`] while storage is unavailable; only when storage
+    /// no longer holds that history (compacted) does the cache re-list.
+    fn resume(&mut self, ctx: &mut Context<Self>) {
+        if let Some(old) = self.storage_watch.take() {
+            ctx.cancel_future(old);
+        }
+        self.ready = false;
+        self.publish();
+        // Items still in flight from the broken watch are ignored from here on.
+        self.generation += 1;
+        let generation = self.generation;
+        ctx.run_later(self.options.resume_backoff, move |act, ctx| {
+            if generation != act.generation {
+                return;
+            }
+            let (storage, prefix, from) = (act.storage.clone(), act.prefix.clone(), act.revision);
+            let fut = async move { storage.watch(&prefix, from).await };
+            ctx.spawn(fut.into_actor(act).map(move |res, act, ctx| {
+                if generation != act.generation {
+                    return;
+                }
+                match res {
+                    Ok(watch) => act.follow(watch, ctx),
+                    Err(StorageError::Compacted { .. }) => act.relist(ctx),
+                    Err(e) => {
+                        tracing::warn!(resource = act.def.resource, "resuming the storage watch failed, retrying: {e}");
+                        act.resume(ctx);
+                    }
+                }
+            }));
+        });
+    }
+
+    /// Lists and watches storage again: its history since the cache's revision is gone.
+    fn relist(&mut self, ctx: &mut Context<Self>) {
         if let Some(old) = self.storage_watch.take() {
             ctx.cancel_future(old);
         }
         self.ready = false;
         self.publish();
         self.sync(ctx);
-    }
-
-    /// Applies a re-list at `revision` as events: what appeared or changed since the cache last
-    /// heard from storage is ADDED or MODIFIED at its own resourceVersion, what vanished is
-    /// DELETED at `revision`. Watchers and the window see the same sequence a live watch would
-    /// have converged to, with no event twice and no state lost.
-    fn catch_up(&mut self, fresh: Objects, revision: Revision) {
-        let received = Instant::now();
-        // What happened between the last revision the cache saw and the re-list is known only
-        // by its outcome: a watch from inside that gap cannot be answered (410), and watchers
-        // registered from inside it are dropped (they re-watch and get the 410).
-        let seen = self.revision;
-        if revision > seen + 1 {
-            self.resync_gap = Some((seen, revision));
-            self.watchers.retain(|_, w| w.after <= seen || w.after >= revision);
-            self.count_watchers();
-        }
-        let uid = |e: &Entry| e.object.value().pointer("/metadata/uid").cloned();
-        let mut changes: Vec<CachedEvent> = Vec::new();
-        for (key, entry) in &fresh {
-            let mut prev = self.objects.get(key).cloned();
-            let at = if entry.revision > 0 { entry.revision } else { revision };
-            let kind = match &prev {
-                None => EventType::Added,
-                Some(old) if old.revision == entry.revision => continue,
-                // Deleted and created again in the gap: watchers see both, as they would live.
-                Some(old) if uid(old) != uid(entry) => {
-                    let entry = Arc::new(old.at(&self.def, at));
-                    let kind = EventType::Deleted;
-                    changes.push(CachedEvent { kind, revision: at, entry, prev: prev.take(), received });
-                    EventType::Added
-                }
-                Some(_) => EventType::Modified,
-            };
-            changes.push(CachedEvent { kind, revision: at, entry: entry.clone(), prev, received });
-        }
-        for (key, old) in &self.objects {
-            if !fresh.contains_key(key) {
-                // A live DELETED event carries the deletion's revision; the re-list revision is
-                // the closest this catch-up knows.
-                let entry = Arc::new(old.at(&self.def, revision));
-                let kind = EventType::Deleted;
-                changes.push(CachedEvent { kind, revision, entry, prev: Some(old.clone()), received });
-            }
-        }
-        // Stable: a re-created object's DELETED stays before its ADDED.
-        changes.sort_by_key(|e| e.revision);
-        self.objects = fresh;
-        self.changes += 1;
-        for event in changes {
-            self.metrics.events_received.increment(1);
-            self.dispatch(&event);
-            self.remember(event);
-        }
     }
 
     /// Keeps an event in the window, evicting what is past both its capacity and its
@@ -512,10 +510,8 @@ impl CacherActor {
                 backlog.push(WatchEvent::new(WatchEventType::Bookmark, bookmark(&self.def, self.revision, true)));
             }
         } else if let Some(from) = from {
-            let in_gap = self.resync_gap.is_some_and(|(seen, relisted)| from > seen && from < relisted);
-            if from < self.window_floor || in_gap {
-                let oldest =
-                    if in_gap { self.resync_gap.map_or(self.window_floor, |(_, r)| r) } else { self.window_floor };
+            if from < self.window_floor {
+                let oldest = self.window_floor;
                 let status = ApiError::expired(format!("too old resource version: {from} ({oldest})"));
                 self.metrics.too_old.increment(1);
                 let (tx, rx) = mpsc::channel(1);
@@ -616,14 +612,18 @@ impl StreamHandler<StorageItem> for CacherActor {
                 self.advance(rev);
                 self.publish();
             }
+            Some(WatchItem::Error(e @ StorageError::Compacted { .. })) => {
+                tracing::warn!(resource = self.def.resource, "storage watch fell behind compaction, re-listing: {e}");
+                self.relist(ctx);
+            }
             Some(WatchItem::Error(e)) => {
-                tracing::warn!(resource = self.def.resource, "storage watch failed, re-listing: {e}");
-                self.resync(ctx);
+                tracing::warn!(resource = self.def.resource, "storage watch failed, resuming: {e}");
+                self.resume(ctx);
             }
             None => {
-                // The storage watch ended (backend restart or a dropped watcher): start over.
-                tracing::warn!(resource = self.def.resource, "storage watch ended, re-listing");
-                self.resync(ctx);
+                // The storage watch ended (backend restart or a dropped watcher).
+                tracing::warn!(resource = self.def.resource, "storage watch ended, resuming");
+                self.resume(ctx);
             }
         }
     }

@@ -27,8 +27,6 @@ use crate::continuation;
 #[derive(Debug)]
 pub(crate) struct Entry {
     pub object: EncodedObject,
-    /// `metadata.resourceVersion` (the object's mod revision).
-    pub revision: Revision,
     /// `metadata.labels`, sorted by key: a boxed slice holds a few labels in a fraction of a
     /// map's memory, and the cache holds one per object.
     pub labels: Box<[(Box<str>, Box<str>)]>,
@@ -43,12 +41,7 @@ impl Entry {
             .map(|l| l.iter().map(|(k, v)| (k.as_str().into(), v.as_str().unwrap_or_default().into())).collect())
             .unwrap_or_default();
         labels.sort_unstable();
-        Entry {
-            object: EncodedObject::encode(obj),
-            revision: obj.resource_version().parse().unwrap_or(0),
-            labels: labels.into_boxed_slice(),
-            fields: def.field_set(obj),
-        }
+        Entry { object: EncodedObject::encode(obj), labels: labels.into_boxed_slice(), fields: def.field_set(obj) }
     }
 
     /// This object as it was when it went away at `revision`: its last state with that
@@ -342,7 +335,7 @@ mod tests {
         let obj = json!({"metadata": {"name": "a", "namespace": "ns", "resourceVersion": "7",
             "labels": {"zone": "1", "app": "web", "m": "x"}}});
         let e = Entry::new(def, &obj);
-        assert_eq!((e.revision, e.namespace()), (7, "ns"));
+        assert_eq!(e.namespace(), "ns");
         let sel = |l: &str, f: &str| {
             let labels = LabelSelector::parse(l).unwrap();
             let fields = FieldSelector::parse(f).unwrap().validate_for(def.field_labels()).unwrap();

@@ -51,8 +51,8 @@ pub async fn open(
         if let Some(e) = &embedded {
             return Ok(e.clone());
         }
-        let store: Arc<dyn Storage> =
-            EmbeddedStore::open(&data_dir.join("store"), EmbeddedOptions::default()).map_err(|e| e.to_string())?;
+        let tuned = EmbeddedOptions { faults: faults.cloned(), ..EmbeddedOptions::default() };
+        let store: Arc<dyn Storage> = EmbeddedStore::open(&data_dir.join("store"), tuned).map_err(|e| e.to_string())?;
         embedded = Some(store.clone());
         Ok(store)
     };

@@ -15,6 +15,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use crate::Revision;
+use crate::faults::Faults;
 
 /// The log's file name inside the store's directory.
 pub const LOG_FILE: &str = "store.wal";
@@ -221,8 +222,13 @@ impl LogWriter {
     /// On failure, tries to cut the file back to its last durable length so that no partial
     /// batch stays behind it; the caller must still stop writing (after a failed fsync the page
     /// cache no longer says what is on disk).
-    pub fn append(&mut self, frames: &[u8]) -> io::Result<()> {
-        let result = self.file.write_all(frames).and_then(|()| self.file.sync_data());
+    /// `faults`, when given, may delay or fail the sync (test failpoints).
+    pub fn append(&mut self, frames: &[u8], faults: Option<&Faults>) -> io::Result<()> {
+        let result = self
+            .file
+            .write_all(frames)
+            .and_then(|()| faults.map_or(Ok(()), Faults::before_fsync))
+            .and_then(|()| self.file.sync_data());
         match result {
             Ok(()) => {
                 self.len += frames.len() as u64;

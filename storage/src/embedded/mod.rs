@@ -74,6 +74,8 @@ pub struct EmbeddedOptions {
     /// without bound. Reads and watches older than that answer `Compacted` (410), as after any
     /// compaction. Zero disables the bound.
     pub max_history: u64,
+    /// Failpoints (a slow or failing fsync) for tests; `None` in normal operation.
+    pub faults: Option<Arc<crate::faults::Faults>>,
 }
 
 impl Default for EmbeddedOptions {
@@ -86,6 +88,7 @@ impl Default for EmbeddedOptions {
             write_queue_timeout: Duration::from_secs(10),
             group_commit_linger: Duration::from_micros(500),
             max_history: 500_000,
+            faults: None,
         }
     }
 }
@@ -240,6 +243,7 @@ impl EmbeddedStore {
             max_batch: options.max_batch.max(1),
             linger: options.group_commit_linger,
             max_history: options.max_history,
+            faults: options.faults.clone(),
         };
         let writer = std::thread::Builder::new()
             .name("embedded-store-writer".into())

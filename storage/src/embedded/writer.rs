@@ -117,6 +117,8 @@ pub(super) struct Writer {
     pub linger: Duration,
     /// History kept in memory before the store compacts itself (0: unbounded).
     pub max_history: u64,
+    /// Failpoints consulted before each fsync (tests only).
+    pub faults: Option<Arc<crate::faults::Faults>>,
 }
 
 impl Writer {
@@ -265,7 +267,7 @@ impl Writer {
 
         if !changes.is_empty() {
             if let Some(log) = &mut self.log
-                && let Err(e) = log.append(frames)
+                && let Err(e) = log.append(frames, self.faults.as_deref())
             {
                 let message = format!("writing {}: {e}", log.path().display());
                 tracing::error!(%message, "embedded store stops accepting writes");

@@ -1,7 +1,8 @@
 //! A real etcd for tests: [`EtcdProcess`] starts the binary on free loopback ports with a fresh
 //! data directory and kills it on drop, so every crate's tests (the conformance suite here, the
 //! gateway's and the end-to-end tests) drive the same etcd that CI installs. [`EtcdCluster`]
-//! starts several members as one cluster, for failover tests.
+//! starts several members as one cluster, for failover tests; started partitionable, each
+//! member's peers reach it through a proxy the test controls, so it can be cut off.
 //!
 //! The binary is `$ETCD_BIN`, else `/usr/bin/etcd` (Debian's etcd-server, which
 //! `deploy/install-tools.sh` installs), else `/opt/realtools/bin/etcd`. A missing binary fails
@@ -48,8 +49,10 @@ pub struct EtcdProcess {
     root: PathBuf,
     /// `http://127.0.0.1:<port>`: what clients connect to.
     client_url: String,
-    /// The raft peer URL (a single member, but etcd insists on one).
+    /// The raft peer URL it listens on (a single member, but etcd insists on one).
     peer_url: String,
+    /// The peer URL the other members dial: `peer_url`, or its proxy's.
+    advertised_peer_url: String,
     /// Serves `/health` over plain HTTP, whatever the client URL's scheme.
     metrics_addr: SocketAddr,
     /// TLS of the client port, if any.
@@ -86,6 +89,7 @@ impl EtcdProcess {
             root,
             client_url: String::new(),
             peer_url: String::new(),
+            advertised_peer_url: String::new(),
             metrics_addr: unbound,
             tls,
             name: "test".into(),
@@ -98,6 +102,7 @@ impl EtcdProcess {
             let scheme = if etcd.tls.is_some() { "https" } else { "http" };
             (etcd.client_url, etcd.peer_url, etcd.metrics_addr) =
                 (format!("{scheme}://{client}"), format!("http://{peer}"), metrics);
+            etcd.advertised_peer_url = etcd.peer_url.clone();
             etcd.initial_cluster = format!("test={}", etcd.peer_url);
             match etcd.spawn_and_wait() {
                 Ok(()) => return etcd,
@@ -180,7 +185,7 @@ impl EtcdProcess {
             .args(["--name", &self.name, "--data-dir"])
             .arg(&data_dir)
             .args(["--listen-client-urls", &self.client_url, "--advertise-client-urls", &self.client_url])
-            .args(["--listen-peer-urls", &self.peer_url, "--initial-advertise-peer-urls", &self.peer_url])
+            .args(["--listen-peer-urls", &self.peer_url, "--initial-advertise-peer-urls", &self.advertised_peer_url])
             .args(["--initial-cluster", &self.initial_cluster, "--initial-cluster-state", "new"])
             .args(["--listen-metrics-urls", &format!("http://{}", self.metrics_addr)])
             .args(["--logger", "zap", "--log-level", "warn"])
@@ -217,11 +222,23 @@ impl EtcdProcess {
 /// directory removed on drop.
 pub struct EtcdCluster {
     members: Vec<EtcdProcess>,
+    /// Each member's peer proxy, when started partitionable.
+    proxies: Vec<PeerProxy>,
 }
 
 impl EtcdCluster {
     /// Starts `size` members as one cluster and waits until each is healthy.
     pub fn start(size: usize) -> EtcdCluster {
+        Self::launch(size, false)
+    }
+
+    /// Like [`EtcdCluster::start`], with every member's peer traffic through a proxy, so that
+    /// [`EtcdCluster::partition`] can cut it off.
+    pub fn start_partitionable(size: usize) -> EtcdCluster {
+        Self::launch(size, true)
+    }
+
+    fn launch(size: usize, partitionable: bool) -> EtcdCluster {
         let binary = find_binary().unwrap_or_else(|message| panic!("{message}"));
         let token = uuid::Uuid::new_v4().simple().to_string();
         let mut members: Vec<EtcdProcess> = (0..size)
@@ -234,6 +251,7 @@ impl EtcdCluster {
                     root,
                     client_url: format!("http://{client}"),
                     peer_url: format!("http://{peer}"),
+                    advertised_peer_url: format!("http://{peer}"),
                     metrics_addr: metrics,
                     tls: None,
                     name: format!("member-{i}"),
@@ -242,7 +260,16 @@ impl EtcdCluster {
                 }
             })
             .collect();
-        let initial: Vec<String> = members.iter().map(|m| format!("{}={}", m.name, m.peer_url)).collect();
+        let mut proxies = Vec::new();
+        if partitionable {
+            for m in &mut members {
+                let target: SocketAddr = m.peer_url.trim_start_matches("http://").parse().expect("peer address");
+                let proxy = PeerProxy::start(target);
+                m.advertised_peer_url = format!("http://{}", proxy.address);
+                proxies.push(proxy);
+            }
+        }
+        let initial: Vec<String> = members.iter().map(|m| format!("{}={}", m.name, m.advertised_peer_url)).collect();
         for m in &mut members {
             m.initial_cluster = initial.join(",");
             m.spawn().unwrap_or_else(|e| panic!("etcd member {}: {e}", m.name));
@@ -250,7 +277,20 @@ impl EtcdCluster {
         for m in &mut members {
             m.wait_healthy().unwrap_or_else(|e| panic!("etcd member {}: {e}", m.name));
         }
-        EtcdCluster { members }
+        EtcdCluster { members, proxies }
+    }
+
+    /// Cuts member `i` off from its peers: connections the others made to it are closed and
+    /// new ones refused. (Its own connections to them stay, as in an asymmetric partition:
+    /// etcd sends each peer its messages over connections that peer dialed, so the others
+    /// hear nothing from it.) Panics unless the cluster was started partitionable.
+    pub fn partition(&self, i: usize) {
+        self.proxies[i].set_blocked(true);
+    }
+
+    /// Lets member `i`'s peers reach it again.
+    pub fn heal(&self, i: usize) {
+        self.proxies[i].set_blocked(false);
     }
 
     /// Every member's client URL.
@@ -332,4 +372,54 @@ fn log_tail(path: &Path) -> String {
     let log = fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = log.lines().collect();
     lines[lines.len().saturating_sub(20)..].join("\n")
+}
+
+/// A TCP proxy in front of a member's peer port, which the test can block.
+struct PeerProxy {
+    address: SocketAddr,
+    /// Whether new connections are refused; shared with the accepting thread.
+    blocked: Arc<std::sync::atomic::AtomicBool>,
+    /// The proxied connections, shut down when blocking.
+    open: Arc<std::sync::Mutex<Vec<TcpStream>>>,
+}
+
+impl PeerProxy {
+    /// Listens on a free loopback port and forwards each connection to `target`.
+    fn start(target: SocketAddr) -> PeerProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a proxy port");
+        let address = listener.local_addr().expect("proxy address");
+        let blocked = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let open = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (blocked_in, open_in) = (blocked.clone(), open.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming().map_while(Result::ok) {
+                if blocked_in.load(std::sync::atomic::Ordering::Relaxed) {
+                    continue; // dropped: closed at once
+                }
+                let Ok(upstream) = TcpStream::connect(target) else { continue };
+                let pipes = [(client.try_clone(), upstream.try_clone()), (upstream.try_clone(), client.try_clone())];
+                let mut all = open_in.lock().unwrap_or_else(|e| e.into_inner());
+                all.retain(|s: &TcpStream| s.peer_addr().is_ok());
+                all.extend([client, upstream]);
+                for (from, to) in pipes {
+                    if let (Ok(mut from), Ok(mut to)) = (from, to) {
+                        std::thread::spawn(move || {
+                            let _ = std::io::copy(&mut from, &mut to);
+                            let _ = to.shutdown(std::net::Shutdown::Both);
+                        });
+                    }
+                }
+            }
+        });
+        PeerProxy { address, blocked, open }
+    }
+
+    fn set_blocked(&self, blocked: bool) {
+        self.blocked.store(blocked, std::sync::atomic::Ordering::Relaxed);
+        if blocked {
+            for s in self.open.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
+                let _ = s.shutdown(std::net::Shutdown::Both);
+            }
+        }
+    }
 }
