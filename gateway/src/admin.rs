@@ -10,14 +10,27 @@
 //! `GET /debug/storage/revision` reads each backend's current revision directly (for etcd a
 //! linearizable read), the reference that reads through the API are measured against.
 //! `POST /compact` compacts storage now; `POST /faults` sets injected storage faults when the
-//! server allows them (`--enable-fault-injection`).
+//! server allows them (`--enable-fault-injection`): slow writes, slow or failing fsyncs, broken
+//! storage watches.
+//!
+//! On loopback (the default) the endpoint is plain HTTP and open: whoever can reach it already
+//! runs on the host. Bound to any other address it is served over TLS with the serving
+//! certificate, and [`guard`] authenticates and authorizes every request as a non-resource
+//! request (`get` on `/actors`, `create` on `/compact`), so only users RBAC allows (such as
+//! `system:masters`) see or change it.
 
 use std::time::Duration;
 
+use actix_web::body::BoxBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::middleware::Next;
 use actix_web::{HttpResponse, web};
 use actors::Deadline;
 use actors::remote::Peer;
+use apimachinery::error::ApiError;
+use apimachinery::messages::{Authenticate, Authorize};
 use apimachinery::options::Params;
+use apimachinery::request::parse_request_info;
 use serde_json::{Value, json};
 
 use crate::state::ServerState;
@@ -30,6 +43,31 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/debug/storage/revision", web::get().to(revision))
         .route("/compact", web::post().to(compact))
         .route("/faults", web::post().to(faults));
+}
+
+/// How long authenticating and authorizing an admin request may take.
+const GUARD_DEADLINE: Duration = Duration::from_secs(5);
+
+/// Lets a request through only when its credentials authenticate and the authorizers allow
+/// its non-resource attributes (the method, lowercased, on the path): 401 or 403 otherwise,
+/// as the serving port answers them.
+pub async fn guard(req: ServiceRequest, next: Next<BoxBody>) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let Some(server) = req.app_data::<web::Data<ServerState>>().cloned() else {
+        return Ok(req.into_response(HttpResponse::InternalServerError().finish()));
+    };
+    let checked = async {
+        let deadline = Deadline::after(GUARD_DEADLINE);
+        let creds = crate::chain::credentials(req.request());
+        let user = server.stages.authenticate.ask(Authenticate(creds), deadline).await?.user;
+        let info = parse_request_info(req.method().as_str(), req.path(), false);
+        let decision =
+            server.stages.authorize.ask(Authorize { user: user.clone(), request: info.clone() }, deadline).await?;
+        if decision.allowed { Ok::<(), ApiError>(()) } else { Err(crate::chain::refusal(&user, &info, &decision)) }
+    };
+    match checked.await {
+        Ok(()) => next.call(req).await.map(|r| r.map_into_boxed_body()),
+        Err(e) => Ok(req.into_response(crate::negotiate::error_response(&e, None))),
+    }
 }
 
 /// The live page: static, drawing what `GET /actors` answers.
@@ -118,7 +156,10 @@ async fn compact(server: web::Data<ServerState>) -> HttpResponse {
 }
 
 /// `POST /faults?storageWriteDelay=3s`: every storage write waits that long first (`0s`: not at
-/// all). 404 unless the server was started with `--enable-fault-injection`.
+/// all); `fsyncDelay=200ms`: the embedded store's writer waits that long before each fsync;
+/// `fsyncFailures=1`: the next fsyncs fail (the store then refuses writes until restarted);
+/// `breakWatches=true`: every storage watch ends with an error, so each cacher re-syncs. 404
+/// unless the server was started with `--enable-fault-injection`.
 async fn faults(server: web::Data<ServerState>, req: actix_web::HttpRequest) -> HttpResponse {
     let Some(faults) = &server.faults else {
         return HttpResponse::NotFound().body("fault injection is off (--enable-fault-injection)\n");
@@ -126,11 +167,29 @@ async fn faults(server: web::Data<ServerState>, req: actix_web::HttpRequest) -> 
     let query = Params::new(
         web::Query::<Vec<(String, String)>>::from_query(req.query_string()).map(|q| q.into_inner()).unwrap_or_default(),
     );
-    if let Some(delay) = query.get("storageWriteDelay") {
-        match crate::config::parse_duration(delay) {
-            Ok(d) => faults.set_write_delay(d),
-            Err(e) => return HttpResponse::BadRequest().body(format!("storageWriteDelay: {e}\n")),
+    let duration =
+        |name: &str| query.get(name).map(|d| crate::config::parse_duration(d).map_err(|e| format!("{name}: {e}")));
+    let set = || -> Result<(), String> {
+        if let Some(delay) = duration("storageWriteDelay") {
+            faults.set_write_delay(delay?);
         }
+        if let Some(delay) = duration("fsyncDelay") {
+            faults.set_fsync_delay(delay?);
+        }
+        if let Some(count) = query.get("fsyncFailures") {
+            faults.fail_fsyncs(count.parse().map_err(|e| format!("fsyncFailures: {e}"))?);
+        }
+        if query.flag("breakWatches") {
+            faults.break_watches();
+        }
+        Ok(())
+    };
+    if let Err(e) = set() {
+        return HttpResponse::BadRequest().body(format!("{e}\n"));
     }
-    HttpResponse::Ok().json(json!({ "storageWriteDelayMillis": faults.write_delay().as_millis() as u64 }))
+    HttpResponse::Ok().json(json!({
+        "storageWriteDelayMillis": faults.write_delay().as_millis() as u64,
+        "fsyncDelayMillis": faults.fsync_delay().as_millis() as u64,
+        "watchBreaks": faults.watch_breaks(),
+    }))
 }

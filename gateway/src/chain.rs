@@ -56,7 +56,8 @@ fn query(s: &str) -> Params {
     Params::new(web::Query::<Vec<(String, String)>>::from_query(s).map(|q| q.into_inner()).unwrap_or_default())
 }
 
-fn credentials(req: &HttpRequest) -> Credentials {
+/// The credentials a request carries: a bearer token and the connection's client certificate.
+pub(crate) fn credentials(req: &HttpRequest) -> Credentials {
     let bearer_token = req
         .headers()
         .get("Authorization")
@@ -362,7 +363,11 @@ async fn serve(
 
 /// A request no authorizer allowed: 403, or 500 when an authorizer failed (kube's filter
 /// answers an authorizer's error with an internal error).
-fn refusal(user: &UserInfo, info: &RequestInfo, decision: &apimachinery::messages::AuthorizationDecision) -> ApiError {
+pub(crate) fn refusal(
+    user: &UserInfo,
+    info: &RequestInfo,
+    decision: &apimachinery::messages::AuthorizationDecision,
+) -> ApiError {
     if decision.error.is_empty() {
         auth::forbidden(user, info, &decision.reason)
     } else {

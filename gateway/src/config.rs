@@ -56,10 +56,11 @@ pub struct ServeOptions {
     /// The HTTPS serving port.
     #[arg(long, default_value_t = 6443)]
     pub secure_port: u16,
-    /// Port of the admin endpoint (`GET /actors`), plain HTTP.
+    /// Port of the admin endpoint (`GET /actors`): plain HTTP on loopback.
     #[arg(long, default_value_t = 6444)]
     pub admin_port: u16,
-    /// Address of the admin endpoint; loopback unless you mean to expose it.
+    /// Address of the admin endpoint. Any other than loopback serves it over TLS and lets only
+    /// authenticated users the authorizers allow (e.g. `system:masters`) use it.
     #[arg(long, default_value = "127.0.0.1")]
     pub admin_bind_address: IpAddr,
     /// Serving certificate (PEM); generated under <data-dir>/pki when absent.

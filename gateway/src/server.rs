@@ -375,6 +375,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     // for them past its end.
     let worker_grace =
         options.request_timeout + options.shutdown_watch_termination_grace_period + Duration::from_secs(5);
+    let admin_tls = material.server_config.clone();
     let main = {
         let server = server.clone();
         HttpServer::new(move || App::new().app_data(server.clone()).default_service(web::to(crate::chain::dispatch)))
@@ -396,14 +397,34 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
             .map_err(|e| format!("binding {}:{}: {e}", options.bind_address, options.secure_port))?
             .run()
     };
-    // The admin endpoint answers until the very end of the shutdown.
-    let admin = HttpServer::new(move || App::new().app_data(server.clone()).configure(crate::admin::routes))
-        .workers(1)
-        .disable_signals()
-        .shutdown_timeout(1)
-        .bind((options.admin_bind_address, options.admin_port))
-        .map_err(|e| format!("binding admin {}:{}: {e}", options.admin_bind_address, options.admin_port))?
-        .run();
+    // The admin endpoint answers until the very end of the shutdown. Off loopback it is served
+    // over TLS and every request is authenticated and authorized (`admin::guard`).
+    let admin_address = (options.admin_bind_address, options.admin_port);
+    let bind_error = |e: std::io::Error| format!("binding admin {}:{}: {e}", admin_address.0, admin_address.1);
+    let admin = if options.admin_bind_address.is_loopback() {
+        HttpServer::new(move || App::new().app_data(server.clone()).configure(crate::admin::routes))
+            .workers(1)
+            .disable_signals()
+            .shutdown_timeout(1)
+            .bind(admin_address)
+            .map_err(bind_error)?
+            .run()
+    } else {
+        let guarded = move || {
+            App::new()
+                .app_data(server.clone())
+                .wrap(actix_web::middleware::from_fn(crate::admin::guard))
+                .configure(crate::admin::routes)
+        };
+        HttpServer::new(guarded)
+            .workers(1)
+            .on_connect(crate::chain::on_connect)
+            .disable_signals()
+            .shutdown_timeout(1)
+            .bind_rustls_0_23(admin_address, admin_tls)
+            .map_err(bind_error)?
+            .run()
+    };
     // From here on SIGTERM and SIGINT start the graceful shutdown; until here (starting up)
     // they end the process at once.
     let termination =

@@ -9,13 +9,15 @@
 //! [`http`] sends raw requests as a chosen caller; [`webhook`] runs admission webhook servers
 //! for the tests and the load generator, [`extension`] an extension API server, [`pki`] the
 //! certificates of both, [`fleet`] storage stage processes beside gateways; [`load`] is the
-//! load generator's per-stage capacity runs and clusterloader2-style scenario.
+//! load generator's per-stage capacity runs and clusterloader2-style scenario. [`robustness`]
+//! checks a history recorded under faults for linearizability and the watch guarantees.
 
 pub mod extension;
 pub mod fleet;
 pub mod http;
 pub mod load;
 pub mod pki;
+pub mod robustness;
 pub mod webhook;
 
 pub use http::{Answer, Caller};
@@ -150,6 +152,8 @@ pub struct TestServer {
     pub kubeconfig: PathBuf,
     /// Extra flags it was started with.
     args: Vec<String>,
+    /// `RUST_LOG` it was started with, when not the test run's own.
+    log_level: Option<String>,
     log: PathBuf,
 }
 
@@ -163,17 +167,33 @@ impl TestServer {
     pub fn start_with(args: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let data_dir = dir.path().to_path_buf();
-        let mut s = Self::launch(data_dir, free_port(), free_port(), args.iter().map(|s| s.to_string()).collect());
+        let mut s =
+            Self::launch(data_dir, free_port(), free_port(), args.iter().map(|s| s.to_string()).collect(), None);
         s._owned_dir = Some(dir);
         s
     }
 
-    /// Starts a server on an existing data directory (kept afterwards).
-    pub fn start_in(data_dir: &Path) -> Self {
-        Self::launch(data_dir.to_path_buf(), free_port(), free_port(), Vec::new())
+    /// Starts a server with a fresh data directory, extra flags and `RUST_LOG=level` (for tests
+    /// of what it logs).
+    pub fn start_logging(level: &str, args: &[&str]) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let args = args.iter().map(|s| s.to_string()).collect();
+        let mut s = Self::launch(dir.path().to_path_buf(), free_port(), free_port(), args, Some(level.into()));
+        s._owned_dir = Some(dir);
+        s
     }
 
-    fn launch(data_dir: PathBuf, port: u16, admin_port: u16, args: Vec<String>) -> Self {
+    /// Everything the server has logged so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Starts a server on an existing data directory (kept afterwards).
+    pub fn start_in(data_dir: &Path) -> Self {
+        Self::launch(data_dir.to_path_buf(), free_port(), free_port(), Vec::new(), None)
+    }
+
+    fn launch(data_dir: PathBuf, port: u16, admin_port: u16, args: Vec<String>, log_level: Option<String>) -> Self {
         let log = data_dir
             .join(format!("apiserver-{}.log", Instant::now().elapsed().as_nanos() ^ std::process::id() as u128));
         let log_file = std::fs::OpenOptions::new().create(true).append(true).open(&log).expect("log file");
@@ -186,7 +206,10 @@ impl TestServer {
             .arg("--admin-port")
             .arg(admin_port.to_string())
             .args(&args)
-            .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
+            .env(
+                "RUST_LOG",
+                log_level.clone().or_else(|| std::env::var("RUST_LOG").ok()).unwrap_or_else(|| "warn".into()),
+            )
             .stdout(Stdio::piped())
             .stderr(log_file);
         let mut child = cmd.spawn().expect("spawn apiserver");
@@ -200,6 +223,7 @@ impl TestServer {
             port,
             admin_port,
             args,
+            log_level,
             log,
         };
         assert!(first.contains("kubeconfig"), "apiserver did not start: {first}\n{}", server.log_tail());
@@ -276,7 +300,8 @@ impl TestServer {
     pub fn restart(&mut self) {
         self.stop();
         let owned = self._owned_dir.take();
-        let mut s = Self::launch(self.data_dir.clone(), self.port, self.admin_port, self.args.clone());
+        let mut s =
+            Self::launch(self.data_dir.clone(), self.port, self.admin_port, self.args.clone(), self.log_level.clone());
         s._owned_dir = owned;
         *self = s;
     }
@@ -285,7 +310,8 @@ impl TestServer {
     pub fn start_again(&mut self) {
         assert!(self.child.is_none(), "still running");
         let owned = self._owned_dir.take();
-        let mut s = Self::launch(self.data_dir.clone(), self.port, self.admin_port, self.args.clone());
+        let mut s =
+            Self::launch(self.data_dir.clone(), self.port, self.admin_port, self.args.clone(), self.log_level.clone());
         s._owned_dir = owned;
         *self = s;
     }
