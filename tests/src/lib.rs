@@ -194,8 +194,8 @@ impl TestServer {
     }
 
     fn launch(data_dir: PathBuf, port: u16, admin_port: u16, args: Vec<String>, log_level: Option<String>) -> Self {
-        let log = data_dir
-            .join(format!("apiserver-{}.log", Instant::now().elapsed().as_nanos() ^ std::process::id() as u128));
+        // Named by port, so a restart appends to the same log.
+        let log = data_dir.join(format!("apiserver-{port}.log"));
         let log_file = std::fs::OpenOptions::new().create(true).append(true).open(&log).expect("log file");
         let mut cmd = Command::new(apiserver_bin());
         cmd.arg("serve")

@@ -28,8 +28,6 @@ fn embedded_store_keeps_its_guarantees_through_crashes_fsync_faults_compaction_a
 }
 
 #[test]
-#[ignore = "open violation: on etcd, lists from the watch cache can claim the revision of a write they do not \
-            hold yet (docs/ROBUSTNESS.md, 'Open'); run it with --ignored"]
 fn etcd_cluster_keeps_its_guarantees_through_member_and_leader_kills_defrag_and_compaction() {
     run_and_check(Backend::Etcd);
 }

@@ -292,6 +292,22 @@ impl Inner {
         response.map(|r| header_revision(r.header())).map_err(|f| self.failed("get", "current revision", f))
     }
 
+    /// The current revision as member `member` has applied it: a linearizable read there,
+    /// which returns once the member has applied everything committed before it, so its own
+    /// revision is at least the answer. A watch's progress is measured on its own member (see
+    /// the watch module).
+    async fn current_revision_on(&self, member: usize) -> Result<Revision, StorageError> {
+        let m = &self.members.all()[member];
+        let mut kv = m.kv.clone();
+        let options = GetOptions::new().with_count_only();
+        let answer = match tokio::time::timeout(self.options.request_timeout, kv.get(HEADER_KEY, Some(options))).await {
+            Ok(Ok(response)) => return Ok(header_revision(response.header())),
+            Ok(Err(e)) => describe(&e),
+            Err(_) => format!("no answer within {:?}", self.options.request_timeout),
+        };
+        Err(self.unavailable("get", &format!("current revision on {}", m.endpoint), answer))
+    }
+
     /// The error for a read or compaction at `requested` that etcd refused as compacted or
     /// future; `compacted_floor` is the compacted revision the refusal proves (reads: above the
     /// revision, compactions: at least it).

@@ -14,12 +14,15 @@
 //!   100 ms, one pass at a time) catches it up;
 //! - every revision above 1 has at least one event somewhere in the keyspace.
 //!
-//! To report progress, the task reads the current revision `P` (a linearizable read). If the
-//! watch has already delivered an event at or above `P`, or started after it, `P` is reported
-//! at once. Otherwise it adds a *marker* watcher to the same stream: all keys from `P - 1`. etcd
-//! answers the marker only from a sync pass after it was created, with an event at `P` (or a
-//! compaction notice if that history is gone), so when the marker's answer arrives, everything
-//! queued for the watch before that pass has arrived too. One marker suffices for a watch known
+//! To report progress, the task reads the current revision `P` with a linearizable read on the
+//! watch's own member, which answers once that member has applied `P`. If the watch has already
+//! delivered an event at or above `P`, or started after it, `P` is reported at once. Otherwise
+//! it adds a *marker* watcher to the same stream: all keys from `P - 1`. etcd answers the marker
+//! only from a sync pass after it was created, with an event at `P` (or a compaction notice if
+//! that history is gone), so when the marker's answer arrives, everything queued for the watch
+//! before that pass has arrived too. (Read on another member, `P` could be ahead of the watch's
+//! member: the marker would then start in etcd's synced group and be answered as the member
+//! applies `P - 1`, ahead of the watch's own events at `P - 1` and `P`.) One marker suffices for a watch known
 //! to be synced; a watch that may still be replaying (any watch until markers first established
 //! its progress) takes two markers one after the other, since a replay may share the first
 //! marker's pass in either order but is finished before the second's. A marker is cancelled as
@@ -209,6 +212,12 @@ impl WatchTask {
                 }
                 self.marker = None;
                 self.synced = true;
+                tracing::trace!(
+                    prefix = self.prefix,
+                    revision,
+                    delivered = self.delivered,
+                    "progress: markers answered"
+                );
                 self.progress(revision)
             }
             _ => true,
@@ -226,11 +235,24 @@ impl WatchTask {
         }
         if response.events().is_empty() {
             // etcd's periodic progress notification, which is queued in order with events.
-            return response.created() || self.progress(header_revision(response.header()));
+            if response.created() {
+                return true;
+            }
+            let revision = header_revision(response.header());
+            tracing::trace!(prefix = self.prefix, revision, delivered = self.delivered, "etcd progress notification");
+            return self.progress(revision);
         }
         for event in response.events() {
             let Some(event) = event_of(event) else { continue };
             let revision = event.kv.mod_revision;
+            if revision <= self.delivered {
+                tracing::warn!(
+                    prefix = self.prefix,
+                    revision,
+                    delivered = self.delivered,
+                    "event at or below a revision already reported"
+                );
+            }
             if !self.deliver(WatchItem::Event(event)) {
                 return false;
             }
@@ -241,11 +263,12 @@ impl WatchTask {
 
     /// Starts answering a progress request (see the module doc).
     async fn start_progress(&mut self) -> bool {
-        let revision = match self.inner.current_revision().await {
+        let revision = match self.inner.current_revision_on(self.member).await {
             Ok(revision) => revision,
             Err(e) => return self.end(e),
         };
         if revision <= self.delivered {
+            tracing::trace!(prefix = self.prefix, revision, delivered = self.delivered, "progress: already delivered");
             return self.progress(revision);
         }
         self.marker = Some(Marker { revision, id: None, rounds: if self.synced { 1 } else { 2 } });

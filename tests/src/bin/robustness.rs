@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use tests::robustness::harness::{Backend, Config, run};
+use tests::robustness::harness::{Backend, Config, Fault, run};
 use tests::robustness::{History, check};
 
 #[derive(Parser)]
@@ -26,6 +26,9 @@ struct Args {
     /// Seconds between two faults.
     #[arg(long, default_value_t = 6)]
     fault_every: u64,
+    /// The faults to fire, in turn (default: every one the backend supports).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    faults: Vec<Fault>,
     /// Seed of every random choice (default: the clock).
     #[arg(long)]
     seed: Option<u64>,
@@ -52,6 +55,11 @@ fn main() -> ExitCode {
     for backend in backends {
         let mut config = Config::new(backend, Duration::from_secs_f64(args.minutes * 60.0));
         config.fault_every = Duration::from_secs(args.fault_every);
+        let supported = Fault::all(backend);
+        if !args.faults.is_empty() {
+            config.faults = args.faults.iter().copied().filter(|f| supported.contains(f)).collect();
+            assert!(!config.faults.is_empty(), "--faults: none of them applies to {backend:?}: {supported:?}");
+        }
         if let Some(seed) = args.seed {
             config.seed = seed;
             config.out_dir = std::env::temp_dir().join(format!("robustness-{seed}"));

@@ -26,7 +26,7 @@ pub enum Backend {
 }
 
 /// A failpoint the fault thread fires.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
 pub enum Fault {
     /// kill -9 of the server, then a restart on the same data.
     KillServer,
@@ -306,6 +306,7 @@ pub fn run(config: &Config) -> Outcome {
         }
     });
     let (cluster, faults) = fault_thread.join().expect("the fault thread");
+    let server_log = cluster.server.log_text();
     drop(cluster);
     let history = Rc::try_unwrap(traffic).ok().expect("every client ended");
     let unexpected = history.unexpected.into_inner();
@@ -315,6 +316,7 @@ pub fn run(config: &Config) -> Outcome {
         std::fs::create_dir_all(&config.out_dir).expect("output directory");
         history.save(&config.out_dir.join("history.json")).expect("writing the history");
         report.write_violations(&config.out_dir).expect("writing the violations");
+        std::fs::write(config.out_dir.join("apiserver.log"), &server_log).expect("writing the server's log");
         config.out_dir.clone()
     });
     Outcome { report, faults, unexpected, seed: config.seed, written }
