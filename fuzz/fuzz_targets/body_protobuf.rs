@@ -22,7 +22,8 @@ fuzz_target!(|data: &[u8]| {
     let Ok(value) = decode_body(Input::Protobuf, input) else { return };
     assert!(value.is_object());
     apiserver_fuzz::assert_storable(&value);
-    let encoded = protobuf::encode_object(&value).unwrap_or_else(|e| panic!("a decoded body does not encode: {e}: {value}"));
+    let encoded =
+        protobuf::encode_object(&value).unwrap_or_else(|e| panic!("a decoded body does not encode: {e}: {value}"));
     let back = protobuf::decode_object(&encoded).unwrap_or_else(|e| panic!("a re-encoded body does not decode: {e}"));
     assert_eq!(back, value, "protobuf round trip changed the object");
     drop(body);

@@ -19,10 +19,29 @@ use storage::{Expect, ListOptions, Storage};
 /// The log's record, as `storage/src/embedded/log.rs` encodes it (rmp-serde, named).
 #[derive(Serialize)]
 enum Record {
-    Header { format: u32, compacted: u64, revision: u64 },
-    Restore { key: String, create_revision: u64, mod_revision: u64, #[serde(with = "bin")] value: Vec<u8> },
-    Put { revision: u64, key: String, create_revision: u64, #[serde(with = "bin")] value: Vec<u8> },
-    Delete { revision: u64, key: String },
+    Header {
+        format: u32,
+        compacted: u64,
+        revision: u64,
+    },
+    Restore {
+        key: String,
+        create_revision: u64,
+        mod_revision: u64,
+        #[serde(with = "bin")]
+        value: Vec<u8>,
+    },
+    Put {
+        revision: u64,
+        key: String,
+        create_revision: u64,
+        #[serde(with = "bin")]
+        value: Vec<u8>,
+    },
+    Delete {
+        revision: u64,
+        key: String,
+    },
 }
 
 mod bin {
@@ -150,15 +169,22 @@ fuzz_target!(|input: Input| {
             assert!(kv.create_revision <= kv.mod_revision && kv.mod_revision <= revision, "{kv:?} at {revision}");
         }
         if !states.is_empty() {
-            let found: Model =
-                items.iter().map(|kv| (kv.key.clone(), (kv.create_revision, kv.mod_revision, kv.value.to_vec()))).collect();
+            let found: Model = items
+                .iter()
+                .map(|kv| (kv.key.clone(), (kv.create_revision, kv.mod_revision, kv.value.to_vec())))
+                .collect();
             let prefix = states.iter().position(|(_, rev, model)| *rev == revision && *model == found);
-            let Some(prefix) = prefix else { panic!("the store opened at {revision} with a state no prefix of the log had") };
+            let Some(prefix) = prefix else {
+                panic!("the store opened at {revision} with a state no prefix of the log had")
+            };
             let intact = states.iter().take_while(|(end, _, _)| (*end as usize) <= damaged_at).count();
             // Several records can leave the same state (restores do not move the revision):
             // the last of them counts.
             let last = states.iter().rposition(|(_, rev, model)| *rev == revision && *model == found).unwrap();
-            assert!(last + 1 >= intact, "records before the first damaged byte were lost: {prefix}..={last} < {intact}");
+            assert!(
+                last + 1 >= intact,
+                "records before the first damaged byte were lost: {prefix}..={last} < {intact}"
+            );
         }
         let put = store.put("/registry/things/new", Bytes::from_static(b"x"), Expect::Exists).await;
         assert!(put.is_err());

@@ -54,7 +54,8 @@ fn check(token: &str) {
 fn claims_of(token: &str) -> Value {
     use base64::Engine;
     let payload = token.split('.').nth(1).unwrap_or("");
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload.trim_end_matches('=')).unwrap_or_default();
+    let bytes =
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload.trim_end_matches('=')).unwrap_or_default();
     serde_json::from_slice(&bytes).unwrap_or(Value::Null)
 }
 

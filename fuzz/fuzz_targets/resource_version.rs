@@ -19,7 +19,8 @@ fuzz_target!(|data: &[u8]| {
     let mut next = || parts.next().unwrap_or("").to_string();
     let (rv, rv_match, limit, cont, sie) = (next(), next(), next(), next(), next());
     let mut pairs = vec![("resourceVersion".to_string(), rv.clone())];
-    for (k, v) in [("resourceVersionMatch", rv_match), ("limit", limit), ("continue", cont), ("sendInitialEvents", sie)] {
+    for (k, v) in [("resourceVersionMatch", rv_match), ("limit", limit), ("continue", cont), ("sendInitialEvents", sie)]
+    {
         if !v.is_empty() {
             pairs.push((k.to_string(), v));
         }
