@@ -97,6 +97,7 @@ pub(crate) fn json_kind(value: &serde_json::Value) -> &'static str {
 /// `time.ParseDuration`: `[-+]?([0-9]*(\.[0-9]*)?[a-z]+)+` in nanoseconds, with Go's error
 /// messages (`time: invalid duration "x"`, `time: missing unit in duration "5"`).
 pub fn parse_duration(orig: &str) -> Result<i128, String> {
+    const LIMIT: i128 = 1 << 63;
     let invalid = || format!("time: invalid duration {}", quote(orig));
     let mut s = orig;
     let mut neg = false;
@@ -150,10 +151,18 @@ pub fn parse_duration(orig: &str) -> Result<i128, String> {
             "h" => 3_600_000_000_000,
             _ => return Err(format!("time: unknown unit {} in duration {}", quote(unit), quote(orig))),
         };
-        total += whole * scale + fraction.0 * scale / fraction.1;
-        if total > i128::from(i64::MAX) {
+        // Go's overflow checks: a component, and the sum, may reach 2^63 (the magnitude of
+        // the most negative duration) and no further.
+        if whole > LIMIT / scale {
             return Err(invalid());
         }
+        total += whole * scale + fraction.0 * scale / fraction.1;
+        if total > LIMIT {
+            return Err(invalid());
+        }
+    }
+    if !neg && total > i128::from(i64::MAX) {
+        return Err(invalid());
     }
     Ok(if neg { -total } else { total })
 }
@@ -173,6 +182,18 @@ mod tests {
     fn string_slice_prints_go_syntax() {
         assert_eq!(string_slice(&[]), "[]string(nil)");
         assert_eq!(string_slice(&["a".into(), "b".into()]), r#"[]string{"a", "b"}"#);
+    }
+
+    #[test]
+    fn durations_past_int64_are_invalid_not_an_overflow() {
+        // 39 digits of hours once overflowed the i128 multiplication.
+        let huge = "999999999999999999999999999999999999999h";
+        assert_eq!(parse_duration(huge), Err(format!("time: invalid duration \"{huge}\"")));
+        assert!(parse_duration("2562048h").is_err());
+        assert_eq!(parse_duration("2562047h"), Ok(2_562_047 * 3_600_000_000_000));
+        assert_eq!(parse_duration("9223372036854775807ns"), Ok(i128::from(i64::MAX)));
+        assert!(parse_duration("9223372036854775808ns").is_err());
+        assert_eq!(parse_duration("-9223372036854775808ns"), Ok(i128::from(i64::MIN)));
     }
 
     #[test]

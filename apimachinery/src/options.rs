@@ -92,7 +92,9 @@ impl ReadAt {
 }
 
 fn parse_revision(rv: &str) -> Result<Revision, ApiError> {
-    rv.parse::<Revision>().map_err(|_| {
+    // `strconv.ParseUint`: digits only (Rust's parse would also take a leading `+`).
+    let digits = rv.bytes().all(|b| b.is_ascii_digit());
+    rv.parse::<Revision>().ok().filter(|_| digits).ok_or_else(|| {
         ApiError::bad_request(format!("resourceVersion: Invalid value: \"{rv}\": must be a non-negative integer"))
     })
 }
@@ -709,6 +711,17 @@ mod tests {
         assert_eq!(read("resourceVersion=0&resourceVersionMatch=NotOlderThan"), ReadAt::Any);
         assert_eq!(read("resourceVersion=7"), ReadAt::NotOlderThan(7));
         assert_eq!(read("resourceVersion=7&resourceVersionMatch=Exact"), ReadAt::Exact(7));
+    }
+
+    #[test]
+    fn resource_versions_are_decimal_digits_only() {
+        // Rust's integer parse takes a leading `+`; Go's strconv.ParseUint does not.
+        for rv in ["+5", "-5", " 5", "5 "] {
+            let err = GetOptions::parse(&q(&format!("resourceVersion={rv}"))).unwrap_err();
+            assert_eq!(err.code, 400, "{rv:?}");
+            assert!(ListOptions::parse(&q(&format!("resourceVersion={rv}")), cms()).is_err(), "{rv:?}");
+        }
+        assert_eq!(GetOptions::parse(&q("resourceVersion=007")).unwrap().read_at, ReadAt::NotOlderThan(7));
     }
 
     #[test]

@@ -95,25 +95,30 @@ impl ImpersonationRequest {
     }
 }
 
-/// Decodes an `Impersonate-Extra-` header's key as kube does: lower-cased, `%XX` unescaped.
+/// Decodes an `Impersonate-Extra-` header's key as kube does: lower-cased, then
+/// `url.PathUnescape`d; a key with a malformed escape is kept as sent (lower-cased).
 pub fn extra_key(header_suffix: &str) -> String {
     let lower = header_suffix.to_ascii_lowercase();
-    let bytes = lower.as_bytes();
+    path_unescape(&lower).unwrap_or(lower)
+}
+
+/// Go's `url.PathUnescape`: every `%` must start two hex digits; `+` stays a `+`.
+fn path_unescape(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'%'
-            && i + 2 < bytes.len()
-            && let Ok(b) = u8::from_str_radix(&lower[i + 1..i + 3], 16)
-        {
-            out.push(b);
+        if bytes[i] == b'%' {
+            let hex = bytes.get(i + 1..i + 3)?;
+            let digit = |b: u8| char::from(b).to_digit(16);
+            out.push((digit(hex[0])? * 16 + digit(hex[1])?) as u8);
             i += 3;
-            continue;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
         }
-        out.push(bytes[i]);
-        i += 1;
     }
-    String::from_utf8(out).unwrap_or(lower)
+    Some(String::from_utf8_lossy(&out).into_owned())
 }
 
 #[cfg(test)]
@@ -156,5 +161,15 @@ mod tests {
             "Internal error occurred: requested [{Group  system:masters  authentication.k8s.io/v1  }] without impersonating a user"
         );
         assert_eq!(extra_key("Acme.com%2fProject"), "acme.com/project");
+    }
+
+    #[test]
+    fn malformed_extra_key_escapes_keep_the_key_as_sent() {
+        // A `%` before a multi-byte character once sliced the string inside it and panicked.
+        assert_eq!(extra_key("%aé"), "%aé");
+        assert_eq!(extra_key("a%2"), "a%2");
+        assert_eq!(extra_key("a%+f"), "a%+f");
+        assert_eq!(extra_key("a%zz%2F"), "a%zz%2f");
+        assert_eq!(extra_key("scopes%2Fx+y"), "scopes/x+y");
     }
 }

@@ -452,7 +452,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         "h" => n * 3600.0,
         _ => return Err(format!("invalid duration unit in {s}")),
     };
-    Ok(Duration::from_secs_f64(secs))
+    Duration::try_from_secs_f64(secs).map_err(|_| format!("invalid duration: {s}"))
 }
 
 #[cfg(test)]
@@ -462,6 +462,9 @@ mod tests {
     #[test]
     fn durations() {
         assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
+        // Past what a Duration holds: once a panic in Duration::from_secs_f64.
+        assert!(parse_duration(&"9".repeat(400)).is_err());
+        assert!(parse_duration("99999999999999999999h").is_err());
         assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
         assert_eq!(parse_duration("7").unwrap(), Duration::from_secs(7));
         assert!(parse_duration("5x").is_err());

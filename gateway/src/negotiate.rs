@@ -5,6 +5,7 @@ use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
 use apimachinery::error::ApiError;
 use apimachinery::kinds::ResourceDef;
+use apimachinery::object::MAX_NESTING;
 use apimachinery::table::{self, IncludeObject, TableOptions};
 use serde_json::Value;
 
@@ -269,7 +270,20 @@ pub fn decode_body_keys(format: Input, body: &[u8]) -> Result<(Value, BodyKeys),
             "couldn't get version/kind; json parse error: json: cannot unmarshal into Go value of type struct { APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }",
         ));
     }
+    // What is stored must decode again with the server's JSON decoder, which stops at
+    // MAX_NESTING: a YAML or protobuf body is not bounded by that decoder on the way in.
+    if apimachinery::object::nesting(&value) > MAX_NESTING {
+        return Err(too_deep());
+    }
     Ok((value, found))
+}
+
+/// The 400 for a body nesting deeper than [`MAX_NESTING`] (kube's decoders stop at 10,000
+/// levels with `exceeded max depth`; ours stop earlier, at what storage can read back).
+fn too_deep() -> ApiError {
+    ApiError::bad_request(format!(
+        "couldn't get version/kind; json parse error: exceeded max depth: the object nests deeper than {MAX_NESTING} levels"
+    ))
 }
 
 /// go-yaml's report of the `n`th repeated key (1-based, in document order): the parse is run
@@ -567,5 +581,31 @@ mod tests {
         let e = decode_body(Input::Json, b"{\"kind\": ").unwrap_err();
         assert_eq!(e.code, 400);
         assert!(e.message.starts_with("couldn't get version/kind; json parse error"));
+    }
+
+    #[test]
+    fn bodies_nested_past_what_storage_reads_back_are_400() {
+        // A protobuf body is not bounded by the JSON decoder: a ControllerRevision whose
+        // RawExtension holds JSON 127 deep decoded into an object 128 deep, which was stored
+        // and then could not be read back.
+        let mut data = serde_json::json!(1);
+        for _ in 0..127 {
+            data = serde_json::json!([data]);
+        }
+        let revision = serde_json::json!({"apiVersion": "apps/v1", "kind": "ControllerRevision",
+                                          "metadata": {"name": "r"}, "data": data, "revision": 1});
+        let body = protobuf::encode_object(&revision).unwrap();
+        let e = decode_body(Input::Protobuf, &body).unwrap_err();
+        assert_eq!(e.code, 400);
+        assert!(e.message.contains("exceeded max depth"), "{}", e.message);
+        // One level less is stored as sent.
+        let shallower = serde_json::json!({"apiVersion": "apps/v1", "kind": "ControllerRevision",
+                                           "metadata": {"name": "r"}, "data": data[0], "revision": 1});
+        let body = protobuf::encode_object(&shallower).unwrap();
+        assert_eq!(decode_body(Input::Protobuf, &body).unwrap(), shallower);
+        // YAML and JSON bodies as deep are refused too.
+        let deep = format!("{{\"a\": {}1{}}}", "[".repeat(130), "]".repeat(130));
+        assert_eq!(decode_body(Input::Json, deep.as_bytes()).unwrap_err().code, 400);
+        assert_eq!(decode_body(Input::Yaml, deep.as_bytes()).unwrap_err().code, 400);
     }
 }

@@ -7,7 +7,7 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Datelike, SecondsFormat, Utc};
 use prost::bytes::Buf;
 use prost::encoding::{WireType, decode_key, decode_varint, encode_key, encode_varint};
 use serde_json::{Map, Value};
@@ -39,6 +39,11 @@ pub fn encode(schema: &Schema, id: MessageId, value: &Value, out: &mut Vec<u8>) 
         Special::Time | Special::MicroTime => {
             let Some(s) = value.as_str() else { return Err(Error::Shape(format!("a time must be a string: {value}"))) };
             let t = DateTime::parse_from_rfc3339(s).map_err(|e| Error::Shape(format!("time {s:?}: {e}")))?;
+            // chrono reads a leap second (`:60`) as nanoseconds past a second; Go's time.Parse
+            // refuses it.
+            if t.timestamp_subsec_nanos() >= 1_000_000_000 {
+                return Err(Error::Shape(format!("time {s:?}: second out of range")));
+            }
             write_varint(1, t.timestamp() as u64, out);
             if t.timestamp_subsec_nanos() != 0 {
                 write_varint(2, u64::from(t.timestamp_subsec_nanos()), out);
@@ -205,6 +210,16 @@ pub(crate) fn fields(mut buf: &[u8]) -> impl Iterator<Item = Result<(u32, Wire<'
 
 /// Decodes the message `id` into its JSON value.
 pub fn decode(schema: &Schema, id: MessageId, bytes: &[u8]) -> Result<Value, Error> {
+    decode_at(schema, id, bytes, 0)
+}
+
+/// Decodes the message `id` found `depth` messages deep: one more level per message, refused
+/// past [`crate::MAX_DEPTH`].
+pub(crate) fn decode_at(schema: &Schema, id: MessageId, bytes: &[u8], depth: usize) -> Result<Value, Error> {
+    if depth > crate::MAX_DEPTH {
+        return Err(Error::TooDeep);
+    }
+    let depth = depth + 1;
     let message = &schema.messages[id];
     match message.special {
         Special::None => {
@@ -214,7 +229,7 @@ pub fn decode(schema: &Schema, id: MessageId, bytes: &[u8]) -> Result<Value, Err
                 let Some(field) = message.field(number) else { continue };
                 if field.inline {
                     if let (Scalar::Message(sub), Wire::Bytes(b)) = (field.kind, wire)
-                        && let Value::Object(inner) = decode(schema, sub, b)?
+                        && let Value::Object(inner) = decode_at(schema, sub, b, depth)?
                     {
                         obj.extend(inner);
                     }
@@ -225,8 +240,8 @@ pub fn decode(schema: &Schema, id: MessageId, bytes: &[u8]) -> Result<Value, Err
                     let (mut key, mut value) = (None, None);
                     for e in fields(entry) {
                         match e? {
-                            (1, w) => key = Some(read_one(schema, key_kind, w)?),
-                            (2, w) => value = Some(read_one(schema, field.kind, w)?),
+                            (1, w) => key = Some(read_one(schema, key_kind, w, depth)?),
+                            (2, w) => value = Some(read_one(schema, field.kind, w, depth)?),
                             _ => {}
                         }
                     }
@@ -255,14 +270,14 @@ pub fn decode(schema: &Schema, id: MessageId, bytes: &[u8]) -> Result<Value, Err
                                     Scalar::Float | Scalar::Fixed32 if b.len() >= 4 => Wire::Fixed32(b.get_u32_le()),
                                     _ => Wire::Varint(decode_varint(&mut b).map_err(Error::Decode)?),
                                 };
-                                list.push(read_one(schema, k, w)?);
+                                list.push(read_one(schema, k, w, depth)?);
                             }
                         }
-                        (w, k) => list.push(read_one(schema, k, w)?),
+                        (w, k) => list.push(read_one(schema, k, w, depth)?),
                     }
                     continue;
                 }
-                let value = read_one(schema, field.kind, wire)?;
+                let value = read_one(schema, field.kind, wire, depth)?;
                 if value.is_null() || (field.omit_zero && is_zero(&value)) {
                     obj.remove(&field.json);
                     continue;
@@ -272,21 +287,19 @@ pub fn decode(schema: &Schema, id: MessageId, bytes: &[u8]) -> Result<Value, Err
             Ok(Value::Object(obj))
         }
         Special::Time | Special::MicroTime => {
-            let (mut seconds, mut nanos) = (0i64, 0u32);
+            let (mut seconds, mut nanos) = (0i64, 0i32);
             for item in fields(bytes) {
                 match item? {
                     (1, Wire::Varint(v)) => seconds = v as i64,
-                    (2, Wire::Varint(v)) => nanos = v as u32,
+                    // An int32 on the wire: a varint of which the low 32 bits count.
+                    (2, Wire::Varint(v)) => nanos = v as i32,
                     _ => {}
                 }
             }
             if seconds == 0 && nanos == 0 {
                 return Ok(Value::Null);
             }
-            let t = DateTime::<Utc>::from_timestamp(seconds, nanos)
-                .ok_or_else(|| Error::Shape(format!("time {seconds}s out of range")))?;
-            let format = if message.special == Special::Time { SecondsFormat::Secs } else { SecondsFormat::Micros };
-            Ok(Value::String(t.to_rfc3339_opts(format, true)))
+            Ok(Value::String(format_time(seconds, nanos, message.special == Special::MicroTime)?))
         }
         Special::Duration => {
             let mut nanos = 0i64;
@@ -329,7 +342,7 @@ pub fn decode(schema: &Schema, id: MessageId, bytes: &[u8]) -> Result<Value, Err
                 return Ok(Value::Null);
             }
             if raw.starts_with(crate::MAGIC) {
-                return crate::decode_object(raw);
+                return crate::decode_object_at(raw, depth);
             }
             serde_json::from_slice(raw).map_err(|e| Error::Shape(format!("embedded JSON: {e}")))
         }
@@ -339,7 +352,7 @@ pub fn decode(schema: &Schema, id: MessageId, bytes: &[u8]) -> Result<Value, Err
             for item in fields(bytes) {
                 let (number, wire) = item?;
                 if number == field.number {
-                    items.push(read_one(schema, field.kind, wire)?);
+                    items.push(read_one(schema, field.kind, wire, depth)?);
                 }
             }
             Ok(Value::Array(items))
@@ -351,7 +364,7 @@ fn wrong(field: &Field) -> Error {
     Error::Shape(format!("field {} ({}) has the wrong wire type", field.number, field.json))
 }
 
-fn read_one(schema: &Schema, kind: Scalar, wire: Wire<'_>) -> Result<Value, Error> {
+fn read_one(schema: &Schema, kind: Scalar, wire: Wire<'_>, depth: usize) -> Result<Value, Error> {
     Ok(match (kind, wire) {
         (Scalar::String, Wire::Bytes(b)) => Value::String(String::from_utf8_lossy(b).into_owned()),
         (Scalar::Bytes, Wire::Bytes(b)) => Value::String(BASE64.encode(b)),
@@ -362,7 +375,7 @@ fn read_one(schema: &Schema, kind: Scalar, wire: Wire<'_>) -> Result<Value, Erro
         (Scalar::Float, Wire::Fixed32(v)) => Value::from(f64::from(f32::from_bits(v))),
         (Scalar::Fixed32, Wire::Fixed32(v)) => Value::from(v),
         (Scalar::Fixed64, Wire::Fixed64(v)) => Value::from(v as i64),
-        (Scalar::Message(id), Wire::Bytes(b)) => decode(schema, id, b)?,
+        (Scalar::Message(id), Wire::Bytes(b)) => decode_at(schema, id, b, depth)?,
         _ => return Err(Error::Shape(format!("a {kind:?} field has the wrong wire type"))),
     })
 }
@@ -383,6 +396,21 @@ fn is_zero(v: &Value) -> bool {
         Value::Number(n) => n.as_f64() == Some(0.0),
         _ => false,
     }
+}
+
+/// The JSON of a `metav1.Time` (RFC 3339 in seconds) or `metav1.MicroTime` (in microseconds,
+/// always six digits) of a protobuf Timestamp. Nanoseconds outside a second carry into the
+/// seconds as Go's `time.Unix` carries them; a year outside 0 to 9999 is refused, as Go's
+/// `Time.MarshalJSON` refuses it (kube could not serve such an object as JSON).
+fn format_time(seconds: i64, nanos: i32, micro: bool) -> Result<String, Error> {
+    let seconds = seconds.checked_add(i64::from(nanos).div_euclid(1_000_000_000));
+    let nanos = i64::from(nanos).rem_euclid(1_000_000_000) as u32;
+    let t = seconds
+        .and_then(|s| DateTime::<Utc>::from_timestamp(s, nanos))
+        .filter(|t| (0..=9999).contains(&t.year()))
+        .ok_or_else(|| Error::Shape("Time.MarshalJSON: year outside of range [0,9999]".into()))?;
+    let format = if micro { SecondsFormat::Micros } else { SecondsFormat::Secs };
+    Ok(t.to_rfc3339_opts(format, true))
 }
 
 /// Go's `time.Duration.String()` of `nanos`.

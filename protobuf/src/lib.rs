@@ -54,7 +54,16 @@ pub enum Error {
     /// A value whose JSON shape does not match its message.
     #[error("{0}")]
     Shape(String),
+    /// Messages nested deeper than [`MAX_DEPTH`].
+    #[error("exceeded max depth: messages nest deeper than {MAX_DEPTH} levels")]
+    TooDeep,
 }
+
+/// The deepest nesting of messages a body may have (embedded objects in `RawExtension`s
+/// included). Decoding recurses once per level, so without a bound a few megabytes of nested
+/// length prefixes would exhaust the stack; this is far beyond any real object, and a body
+/// this deep would be refused by the server's nesting bound on objects anyway.
+pub const MAX_DEPTH: usize = 256;
 
 fn type_of(obj: &Value) -> (&str, &str) {
     (obj["apiVersion"].as_str().unwrap_or(""), obj["kind"].as_str().unwrap_or(""))
@@ -106,6 +115,11 @@ pub fn unknown_head(api_version: &str, kind: &str, raw_len: usize) -> Vec<u8> {
 
 /// Decodes an enveloped body into the object, `apiVersion` and `kind` set from its type.
 pub fn decode_object(body: &[u8]) -> Result<Value, Error> {
+    decode_object_at(body, 0)
+}
+
+/// [`decode_object`] of a body nested `depth` messages deep.
+pub(crate) fn decode_object_at(body: &[u8], depth: usize) -> Result<Value, Error> {
     let rest = body.strip_prefix(MAGIC.as_slice()).ok_or(Error::NoMagic)?;
     let (mut api_version, mut kind, mut raw) = (String::new(), String::new(), &[][..]);
     for item in fields(rest) {
@@ -126,16 +140,20 @@ pub fn decode_object(body: &[u8]) -> Result<Value, Error> {
             _ => {}
         }
     }
-    decode_raw(raw, &api_version, &kind)
+    decode_raw_at(raw, &api_version, &kind, depth)
 }
 
 /// Decodes message bytes of `api_version` and `kind` into the object, with both set.
 pub fn decode_raw(raw: &[u8], api_version: &str, kind: &str) -> Result<Value, Error> {
+    decode_raw_at(raw, api_version, kind, 0)
+}
+
+fn decode_raw_at(raw: &[u8], api_version: &str, kind: &str, depth: usize) -> Result<Value, Error> {
     let schema = Schema::global();
     let id = schema
         .message_for(api_version, kind)
         .ok_or_else(|| Error::NoMessage { api_version: api_version.into(), kind: kind.into() })?;
-    let mut obj = codec::decode(schema, id, raw)?;
+    let mut obj = codec::decode_at(schema, id, raw, depth)?;
     if let Value::Object(map) = &mut obj {
         map.insert("apiVersion".into(), Value::String(api_version.into()));
         map.insert("kind".into(), Value::String(kind.into()));

@@ -174,6 +174,54 @@ fn micro_times_durations_and_unknown_kinds() {
     assert_eq!(codec_duration("1.5ms"), "1.5ms");
 }
 
+#[test]
+fn times_out_of_go_range_or_leap_seconds_are_refused() {
+    let schema = Schema::global();
+    let time = schema.message("k8s.io.apimachinery.pkg.apis.meta.v1.Time").unwrap();
+    let micro = schema.message("k8s.io.apimachinery.pkg.apis.meta.v1.MicroTime").unwrap();
+    let decode = |id, seconds: i64, nanos: i64| {
+        let mut out = Vec::new();
+        codec::write_varint(1, seconds as u64, &mut out);
+        codec::write_varint(2, nanos as u64, &mut out);
+        codec::decode(schema, id, &out)
+    };
+    // Year 10000: chrono wrote `+10000-…`, which no RFC 3339 parser (nor kube) reads back.
+    assert!(decode(time, 253_402_300_800, 0).is_err());
+    assert_eq!(decode(time, 253_402_300_799, 0).unwrap(), json!("9999-12-31T23:59:59Z"));
+    // Nanoseconds outside a second carry as Go's time.Unix carries them (not as a leap second).
+    assert_eq!(decode(micro, 59, 1_500_000_000).unwrap(), json!("1970-01-01T00:01:00.500000Z"));
+    assert_eq!(decode(micro, 60, -1_000).unwrap(), json!("1970-01-01T00:00:59.999999Z"));
+    // A leap second in JSON does not encode: Go's time.Parse refuses `:60`.
+    let mut out = Vec::new();
+    assert!(codec::encode(schema, time, &json!("2024-05-01T10:20:60Z"), &mut out).is_err());
+}
+
+#[test]
+fn bodies_nested_past_the_depth_bound_are_refused_not_a_stack_overflow() {
+    // A ControllerRevision whose `data` embeds another enveloped ControllerRevision, and so on.
+    let mut body = encode_object(&json!({"apiVersion": "apps/v1", "kind": "ControllerRevision",
+                                         "metadata": {"name": "r"}, "revision": 1}))
+    .unwrap();
+    let raw_ext_field = |body: &[u8]| {
+        let mut ext = Vec::new();
+        codec::write_bytes(1, body, &mut ext);
+        let mut raw = Vec::new();
+        codec::write_bytes(2, &ext, &mut raw);
+        let mut out = unknown_head("apps/v1", "ControllerRevision", raw.len());
+        out.extend_from_slice(&raw);
+        out
+    };
+    for _ in 0..20 {
+        body = raw_ext_field(&body);
+    }
+    assert!(decode_object(&body).is_ok());
+    // Two messages a level (the revision, its RawExtension): past MAX_DEPTH.
+    for _ in 0..MAX_DEPTH / 2 {
+        body = raw_ext_field(&body);
+    }
+    assert!(matches!(decode_object(&body), Err(Error::TooDeep)));
+}
+
 fn codec_duration(s: &str) -> String {
     let schema = Schema::global();
     let id = schema.message("k8s.io.apimachinery.pkg.apis.meta.v1.Duration").unwrap();

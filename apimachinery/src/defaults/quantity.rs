@@ -38,6 +38,11 @@ pub const ERR_NUMERIC: &str = "unable to parse numeric part of quantity";
 const NANO: i128 = 1_000_000_000;
 /// kube caps binary-SI quantities at 2⁶³-1 units.
 const MAX_ALLOWED: i128 = i64::MAX as i128 * NANO;
+/// The largest magnitude held, 10³⁸-1 nano-units (about 10²⁹ units): kube's quantities are
+/// arbitrary-precision decimals, ours an `i128`, which must keep room for rounding up to a
+/// milli-unit and for sums. Anything larger (39 or more digits of nano-units) is refused as a
+/// bad number rather than overflowing.
+const MAX_NANOS: i128 = 10i128.pow(38) - 1;
 
 fn pow10(e: u32) -> Option<i128> {
     10i128.checked_pow(e)
@@ -46,12 +51,12 @@ fn pow10(e: u32) -> Option<i128> {
 /// Multiplies `digits × 10^exp10 × 2^exp2` into nanos, rounding fractions of a nano up.
 fn scale(digits: i128, frac_len: u32, exp10: i32, exp2: u32) -> Option<i128> {
     // value = digits × 10^(exp10 - frac_len) × 2^exp2; nanos = value × 10^9
-    let e = exp10 - frac_len as i32 + 9;
+    let e = i64::from(exp10) - i64::from(frac_len) + 9;
     let base = digits.checked_mul(1i128.checked_shl(exp2)?)?;
     if e >= 0 {
-        base.checked_mul(pow10(e as u32)?)
+        base.checked_mul(pow10(u32::try_from(e).ok()?)?)
     } else {
-        let div = pow10((-e) as u32).unwrap_or(i128::MAX);
+        let div = u32::try_from(-e).ok().and_then(pow10).unwrap_or(i128::MAX);
         let q = base / div;
         Some(if base % div != 0 { q + 1 } else { q })
     }
@@ -94,7 +99,8 @@ pub fn parse(s: &str) -> Result<Quantity, &'static str> {
     }
     let all_digits = format!("{int_part}{frac_part}");
     let trimmed = all_digits.trim_start_matches('0');
-    if trimmed.len() > 36 {
+    // 38 digits always fit an i128, and every canonical form (at most MAX_NANOS) has no more.
+    if trimmed.len() > 38 {
         return Err(ERR_NUMERIC);
     }
     let digits: i128 = if trimmed.is_empty() { 0 } else { trimmed.parse().map_err(|_| ERR_NUMERIC)? };
@@ -121,13 +127,17 @@ pub fn parse(s: &str) -> Result<Quantity, &'static str> {
         }
         _ => return Err(ERR_SUFFIX),
     };
-    let mut nanos = scale(digits, frac_part.len() as u32, exp10, exp2).ok_or(ERR_NUMERIC)?;
+    let frac_len = u32::try_from(frac_part.len()).map_err(|_| ERR_NUMERIC)?;
+    let mut nanos = scale(digits, frac_len, exp10, exp2).ok_or(ERR_NUMERIC)?;
     let mut format = format;
     if format == Format::BinarySi {
         nanos = nanos.min(MAX_ALLOWED);
         if nanos > 0 && nanos < NANO {
             format = Format::DecimalSi;
         }
+    }
+    if nanos > MAX_NANOS {
+        return Err(ERR_NUMERIC);
     }
     if negative {
         nanos = -nanos;
@@ -242,6 +252,23 @@ pub fn from_json(v: &serde_json::Value) -> Result<Quantity, &'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quantities_past_what_is_held_are_refused_not_overflowed() {
+        // 39 digits of nano-units: rounding up to a milli-unit once overflowed.
+        assert_eq!(parse("170141183460469231731687303715884105e-6"), Err(ERR_NUMERIC));
+        assert_eq!(parse("100000000000000000000000000000"), Err(ERR_NUMERIC));
+        let largest = parse("999999999999999999999999999999999999e-7").unwrap();
+        assert_eq!(largest.nanos, MAX_NANOS - 99);
+        assert_eq!(largest.round_up_milli().nanos, MAX_NANOS + 1);
+        // An exponent at the edge of i32 once overflowed the scale arithmetic.
+        assert_eq!(parse("1e2147483647"), Err(ERR_NUMERIC));
+        assert_eq!(parse("1e-2147483648").map(|q| q.nanos), Ok(1));
+        // A canonical form of 37 digits once failed to parse back.
+        let q = parse("9284290928404290928469904409.28469904").unwrap();
+        assert_eq!(q.canonical(), "9284290928404290928469904409284699040n");
+        assert_eq!(parse(&q.canonical()), Ok(q));
+    }
 
     fn canon(s: &str) -> String {
         parse(s).unwrap().canonical()

@@ -34,13 +34,14 @@ pub fn to_json(list: &ResourceList) -> Value {
 /// `Quantity.Add`: the sum keeps the format of `a` unless `a` is zero.
 pub fn add_quantity(a: Quantity, b: Quantity) -> Quantity {
     let format = if a.is_zero() { b.format } else { a.format };
-    Quantity { nanos: a.nanos + b.nanos, format }
+    // Saturating: a quantity holds up to 10^38 nano-units, so a sum of many can pass i128.
+    Quantity { nanos: a.nanos.saturating_add(b.nanos), format }
 }
 
 /// `Quantity.Sub`: as [`add_quantity`], of the difference.
 pub fn sub_quantity(a: Quantity, b: Quantity) -> Quantity {
     let format = if a.is_zero() { b.format } else { a.format };
-    Quantity { nanos: a.nanos - b.nanos, format }
+    Quantity { nanos: a.nanos.saturating_sub(b.nanos), format }
 }
 
 /// `quota.Add`: every resource of either list, summed where both have it.

@@ -70,6 +70,9 @@ pub struct OidcAuthenticator {
     client: WebhookClient,
     /// Read by every token check, written by a refresh: a read-mostly lock.
     keys: RwLock<Keys>,
+    /// The keys were given up front ([`OidcAuthenticator::with_keys`]): the issuer is never
+    /// contacted for others.
+    fixed_keys: bool,
 }
 
 fn algorithm(name: &str) -> Result<Algorithm, String> {
@@ -93,7 +96,17 @@ impl OidcAuthenticator {
         let names =
             if options.signing_algs.is_empty() { vec!["RS256".to_string()] } else { options.signing_algs.clone() };
         let algorithms = names.iter().map(|n| algorithm(n)).collect::<Result<_, _>>()?;
-        Ok(OidcAuthenticator { options, algorithms, client, keys: RwLock::default() })
+        Ok(OidcAuthenticator { options, algorithms, client, keys: RwLock::default(), fixed_keys: false })
+    }
+
+    /// An authenticator that verifies with `jwks` and never fetches the issuer's keys: for an
+    /// issuer that cannot be reached from the server, and for tests of token checks without one.
+    pub fn with_keys(options: OidcOptions, jwks: &JwkSet) -> Result<Self, String> {
+        let mut authenticator = Self::new(options)?;
+        let keys = issuer_keys(jwks);
+        authenticator.keys = RwLock::new(Keys { keys, fetched: Some(Instant::now()) });
+        authenticator.fixed_keys = true;
+        Ok(authenticator)
     }
 
     fn prefix(&self) -> String {
@@ -126,15 +139,7 @@ impl OidcAuthenticator {
             return Err(format!("{jwks_uri}: {code}"));
         }
         let set: JwkSet = serde_json::from_value(jwks).map_err(|e| format!("{jwks_uri}: {e}"))?;
-        Ok(set
-            .keys
-            .iter()
-            .filter_map(|k| {
-                let key = DecodingKey::from_jwk(k).ok()?;
-                let algorithm = k.common.key_algorithm.and_then(|a| a.to_string().parse().ok());
-                Some(IssuerKey { kid: k.common.key_id.clone(), algorithm, key })
-            })
-            .collect())
+        Ok(issuer_keys(&set))
     }
 
     /// Refreshes the keys if none are known or `kid` is unknown, no more often than allowed.
@@ -143,7 +148,7 @@ impl OidcAuthenticator {
             let keys = self.keys.read().unwrap_or_else(std::sync::PoisonError::into_inner);
             let known = keys.keys.iter().any(|k| kid.is_none() || k.kid.as_deref() == kid);
             let recent = keys.fetched.is_some_and(|t| t.elapsed() < REFRESH_INTERVAL);
-            if known || recent {
+            if known || recent || self.fixed_keys {
                 return Ok(());
             }
         }
@@ -159,6 +164,10 @@ impl OidcAuthenticator {
         let mut validation = Validation::new(header.alg);
         validation.set_audience(&[&self.options.client_id]);
         validation.set_issuer(&[&self.options.issuer_url]);
+        // go-oidc refuses a token without an audience naming the client, without an expiry (a
+        // zero expiry is long past) or without the issuer; jsonwebtoken checks each only
+        // when present unless it is required.
+        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
         validation.leeway = 0;
         let mut last = "no key of the issuer matches the token".to_string();
         for k in keys.keys.iter().filter(|k| header.kid.is_none() || k.kid == header.kid) {
@@ -205,6 +214,19 @@ impl OidcAuthenticator {
     }
 }
 
+/// The keys of a JWK set that this server can verify with (others are skipped, as go-oidc
+/// skips them).
+fn issuer_keys(set: &JwkSet) -> Vec<IssuerKey> {
+    set.keys
+        .iter()
+        .filter_map(|k| {
+            let key = DecodingKey::from_jwk(k).ok()?;
+            let algorithm = k.common.key_algorithm.and_then(|a| a.to_string().parse().ok());
+            Some(IssuerKey { kid: k.common.key_id.clone(), algorithm, key })
+        })
+        .collect()
+}
+
 #[async_trait(?Send)]
 impl TokenAuthenticator for OidcAuthenticator {
     fn name(&self) -> &'static str {
@@ -222,5 +244,58 @@ impl TokenAuthenticator for OidcAuthenticator {
         self.ensure_key(header.kid.as_deref()).await?;
         let claims = self.verify(token, &header)?;
         Ok(Some(Authenticated { user: self.user(&claims)?, audiences: Vec::new() }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use base64::Engine;
+    use jsonwebtoken::{EncodingKey, Header};
+    use serde_json::json;
+
+    use super::*;
+
+    const ISSUER: &str = "https://issuer.test";
+    const SECRET: &[u8] = b"a-test-secret-of-thirty-two-byte";
+
+    fn authenticator() -> OidcAuthenticator {
+        let k = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(SECRET);
+        let jwks =
+            serde_json::from_value(json!({"keys": [{"kty": "oct", "k": k, "kid": "k1", "alg": "HS256"}]})).unwrap();
+        let options = OidcOptions {
+            issuer_url: ISSUER.into(),
+            client_id: "kubernetes".into(),
+            signing_algs: vec!["HS256".into()],
+            ..Default::default()
+        };
+        OidcAuthenticator::with_keys(options, &jwks).unwrap()
+    }
+
+    fn token(claims: &Value) -> String {
+        let header = jsonwebtoken::Header { kid: Some("k1".into()), ..Header::new(Algorithm::HS256) };
+        jsonwebtoken::encode(&header, claims, &EncodingKey::from_secret(SECRET)).unwrap()
+    }
+
+    #[actix::test]
+    async fn tokens_without_audience_expiry_or_issuer_are_refused() {
+        let a = authenticator();
+        let exp = chrono::Utc::now().timestamp() + 600;
+        let full = json!({"iss": ISSUER, "aud": "kubernetes", "exp": exp, "sub": "alice"});
+        let user = a.authenticate(&token(&full), &[]).await.unwrap().unwrap().user;
+        assert_eq!(user.name, "https://issuer.test#alice");
+        for missing in ["aud", "exp"] {
+            let mut claims = full.clone();
+            claims.as_object_mut().unwrap().remove(missing);
+            let refused = a.authenticate(&token(&claims), &[]).await;
+            assert!(refused.is_err(), "a token without {missing} was accepted: {refused:?}");
+        }
+        // Without `iss` a token is not this issuer's at all, and checked against the issuer
+        // when verified anyway.
+        let mut claims = full.clone();
+        claims.as_object_mut().unwrap().remove("iss");
+        assert!(a.authenticate(&token(&claims), &[]).await.unwrap().is_none());
+        assert!(
+            a.verify(&token(&claims), &Header { kid: Some("k1".into()), ..Header::new(Algorithm::HS256) }).is_err()
+        );
     }
 }

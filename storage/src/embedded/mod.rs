@@ -179,7 +179,8 @@ impl EmbeddedStore {
         }
 
         let mut replayed: Option<State> = None;
-        let end = log::replay(&path, |record| replay_record(&mut replayed, record))
+        let mut restoring = true;
+        let end = log::replay(&path, |record| replay_record(&mut replayed, &mut restoring, record))
             .map_err(|e| fail(format!("reading {}: {e}", path.display())))?;
         if let Some(damage) = &end.damage {
             tracing::warn!(
@@ -330,13 +331,20 @@ impl Drop for EmbeddedStore {
     }
 }
 
-/// Applies one replayed record, checking it continues the log consistently.
-fn replay_record(state: &mut Option<State>, record: Record) -> Result<(), String> {
+/// Applies one replayed record, checking it continues the log consistently: a header first
+/// (revisions within etcd's `int64`), then the snapshot's restores (each key once, before any
+/// write), then writes at consecutive revisions. `restoring` is true until the first write.
+fn replay_record(state: &mut Option<State>, restoring: &mut bool, record: Record) -> Result<(), String> {
     let Some(s) = state.as_mut() else {
         return match record {
-            Record::Header { format: 1, compacted, revision } if compacted <= revision && revision >= 1 => {
+            Record::Header { format: 1, compacted, revision }
+                if compacted <= revision && revision >= 1 && revision <= MAX_REVISION =>
+            {
                 *state = Some(State::new(compacted, revision));
                 Ok(())
+            }
+            Record::Header { format: 1, compacted, revision } => {
+                Err(format!("a header at revision {revision} compacted at {compacted}"))
             }
             Record::Header { format, .. } => Err(format!("unsupported header (format {format})")),
             _ => Err("the log does not start with a header".into()),
@@ -345,13 +353,20 @@ fn replay_record(state: &mut Option<State>, record: Record) -> Result<(), String
     match record {
         Record::Header { .. } => Err("a second header".into()),
         Record::Restore { key, create_revision, mod_revision, value } => {
-            if mod_revision > s.revision || create_revision > mod_revision {
+            if !*restoring {
+                return Err(format!("restore of {key} after the snapshot's writes"));
+            }
+            if mod_revision > s.revision || create_revision > mod_revision || create_revision == 0 {
                 return Err(format!("restore of {key} at {mod_revision} beyond the snapshot at {}", s.revision));
+            }
+            if s.latest(&key).is_some() {
+                return Err(format!("a second restore of {key}"));
             }
             s.restore(key, Version { mod_revision, create_revision, value: Some(value) });
             Ok(())
         }
         Record::Put { revision, key, create_revision, value } => {
+            *restoring = false;
             next_revision(s, revision)?;
             let expected = s.latest(&key).map_or(revision, |kv| kv.create_revision);
             if expected != create_revision {
@@ -361,6 +376,7 @@ fn replay_record(state: &mut Option<State>, record: Record) -> Result<(), String
             Ok(())
         }
         Record::Delete { revision, key } => {
+            *restoring = false;
             next_revision(s, revision)?;
             let Some(kv) = s.latest(&key) else { return Err(format!("delete of absent key {key}")) };
             s.apply(Change { key, revision, create_revision: kv.create_revision, value: None });
@@ -369,9 +385,17 @@ fn replay_record(state: &mut Option<State>, record: Record) -> Result<(), String
     }
 }
 
+/// The largest revision: etcd's revisions are `int64`, and so are kube's resourceVersions as
+/// clients parse them.
+const MAX_REVISION: Revision = i64::MAX as Revision;
+
 /// Checks that a replayed write comes right after the state's revision.
 fn next_revision(s: &State, revision: Revision) -> Result<(), String> {
-    if revision == s.revision + 1 { Ok(()) } else { Err(format!("revision {revision} follows {}", s.revision)) }
+    if s.revision < MAX_REVISION && revision == s.revision + 1 {
+        Ok(())
+    } else {
+        Err(format!("revision {revision} follows {}", s.revision))
+    }
 }
 
 #[async_trait]
@@ -444,5 +468,49 @@ impl Storage for EmbeddedStore {
     /// Progress is queued behind already-published events at once: no batching delay.
     fn prompt_progress(&self) -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod replay_tests {
+    use super::log::encode_into;
+    use super::*;
+
+    fn open_log(records: &[Record]) -> Result<Arc<EmbeddedStore>, StorageError> {
+        let dir = tempfile::tempdir().unwrap();
+        let mut buf = Vec::new();
+        for r in records {
+            encode_into(&mut buf, r);
+        }
+        fs::write(dir.path().join(LOG_FILE), &buf).unwrap();
+        EmbeddedStore::open(dir.path(), EmbeddedOptions::default())
+    }
+
+    fn restore(key: &str, revision: Revision) -> Record {
+        Record::Restore { key: key.into(), create_revision: revision, mod_revision: revision, value: Bytes::new() }
+    }
+
+    fn put(key: &str, revision: Revision) -> Record {
+        Record::Put { revision, key: key.into(), create_revision: revision, value: Bytes::new() }
+    }
+
+    #[test]
+    fn restores_come_once_per_key_and_before_any_write() {
+        assert!(open_log(&[Record::header(3, 3), restore("/a", 2), put("/b", 4)]).is_ok());
+        // A restore after a write would change history without an event.
+        assert!(open_log(&[Record::header(3, 3), put("/b", 4), restore("/a", 2)]).is_err());
+        // A second restore of a key would stack two versions of it out of order.
+        assert!(open_log(&[Record::header(3, 3), restore("/a", 2), restore("/a", 1)]).is_err());
+        assert!(open_log(&[Record::header(3, 3), restore("/a", 0)]).is_err());
+    }
+
+    #[test]
+    fn revisions_past_int64_are_refused_not_overflowed() {
+        let max = i64::MAX as Revision;
+        // A header at u64::MAX once overflowed the next revision's check.
+        assert!(open_log(&[Record::header(0, Revision::MAX), put("/a", 0)]).is_err());
+        assert!(open_log(&[Record::header(0, max + 1)]).is_err());
+        assert!(open_log(&[Record::header(0, max), put("/a", max + 1)]).is_err());
+        assert!(open_log(&[Record::header(4, 3)]).is_err());
     }
 }
