@@ -1,13 +1,2 @@
-//! A request body as JSON, decoded as the gateway decodes it (`negotiate::decode_body_keys`):
-//! never a panic; an accepted body is an object within the nesting bound that re-encodes to
-//! the same value.
 #![no_main]
-use gateway::negotiate::{Input, decode_body_keys};
-use libfuzzer_sys::fuzz_target;
-
-fuzz_target!(|data: &[u8]| {
-    if let Ok((value, _keys)) = decode_body_keys(Input::Json, data) {
-        assert!(value.is_object());
-        apiserver_fuzz::assert_storable(&value);
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| apiserver_fuzz::targets::body_json::check(data));

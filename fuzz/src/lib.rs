@@ -5,6 +5,8 @@
 //! input (never a panic; round trips where a printer exists; results within the server's
 //! bounds), so a finding is a behaviour, not only a crash.
 
+pub mod targets;
+
 use serde_json::{Value, json};
 
 /// The deepest object the server stores: what its JSON decoder reads back.

@@ -7,7 +7,8 @@
 //! - `storage` (the key-value contract and backends) only on `apimachinery`;
 //! - the stage crates only on `actors`, `apimachinery`, `webhook-client` (admission and the
 //!   auth stages) and, for `registry` and `cacher`, `storage`: never on each other;
-//! - `gateway`, the composition root, depends on every stage crate, and nothing depends on it;
+//! - `gateway`, the composition root, depends on every stage crate, and nothing depends on it
+//!   but the fuzz targets;
 //! - inside every crate, the top-level modules import each other without cycles (tests
 //!   excluded).
 
@@ -73,7 +74,8 @@ fn crates_depend_only_as_the_architecture_allows() {
                 }
             }
         }
-        if name != "gateway" && deps.contains("gateway") {
+        // The fuzz targets drive the gateway's request decoding from outside, as a client would.
+        if name != "gateway" && name != "apiserver-fuzz" && deps.contains("gateway") {
             broken.push(format!("{name} depends on gateway, the composition root"));
         }
     }

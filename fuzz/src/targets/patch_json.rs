@@ -1,0 +1,13 @@
+//! A RFC 6902 JSON patch body applied to a fixed Deployment (`patch::apply_patch`): never a panic;
+//! a result is an object the server can store and decode again.
+use apimachinery::patch::{PatchType, apply_patch};
+
+/// The target: never a panic, and the properties above.
+pub fn check(data: &[u8]) {
+    apimachinery::schema::prepare();
+    let original = crate::deployment();
+    if let Ok(patched) = apply_patch(PatchType::Json, &original, data, ("apps", "v1", "Deployment")) {
+        assert!(patched.is_object());
+        crate::assert_storable(&patched);
+    }
+}

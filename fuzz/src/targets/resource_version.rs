@@ -1,0 +1,38 @@
+//! `resourceVersion`, `resourceVersionMatch`, `limit` and `continue` of a get, list and watch
+//! (`GetOptions`, `ListOptions`, `WatchOptions::parse`): never a panic; a revision accepted is
+//! what kube's `strconv.ParseUint` accepts (decimal digits only) and prints back as sent.
+use apimachinery::options::{GetOptions, ListOptions, Params, ReadAt, WatchOptions};
+
+fn check(read_at: ReadAt, rv: &str) {
+    if let ReadAt::NotOlderThan(r) | ReadAt::Exact(r) = read_at {
+        assert!(rv.bytes().all(|b| b.is_ascii_digit()), "resourceVersion {rv:?} accepted as {r}");
+        assert_eq!(r.to_string(), rv.trim_start_matches('0'), "resourceVersion {rv:?} read as {r}");
+    }
+}
+
+/// The target: never a panic, and the properties above.
+pub fn check(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    // `rv\0match\0limit\0continue\0sendInitialEvents`
+    let mut parts = text.split('\0');
+    let mut next = || parts.next().unwrap_or("").to_string();
+    let (rv, rv_match, limit, cont, sie) = (next(), next(), next(), next(), next());
+    let mut pairs = vec![("resourceVersion".to_string(), rv.clone())];
+    for (k, v) in [("resourceVersionMatch", rv_match), ("limit", limit), ("continue", cont), ("sendInitialEvents", sie)]
+    {
+        if !v.is_empty() {
+            pairs.push((k.to_string(), v));
+        }
+    }
+    let q = Params::new(pairs);
+    let def = apimachinery::builtin::find("", "v1", "pods").expect("pods are built in");
+    if let Ok(o) = GetOptions::parse(&q) {
+        check(o.read_at, &rv);
+    }
+    if let Ok(o) = ListOptions::parse(&q, def) {
+        check(o.read_at, &rv);
+    }
+    if let Ok(o) = WatchOptions::parse(&q, def) {
+        check(o.read_at, &rv);
+    }
+}
