@@ -25,7 +25,7 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked
 fi
 
-cd "$ROOT/fuzz"
+cd "$ROOT"
 if (($# == 0)); then
   mapfile -t targets < <(cargo fuzz list)
 else
@@ -38,8 +38,8 @@ cargo fuzz build --sanitizer "$SANITIZER"
 failed=()
 for t in "${targets[@]}"; do
   log "$t: ${SECONDS_EACH}s"
-  mkdir -p "corpus/$t"
-  if ! cargo fuzz run --sanitizer "$SANITIZER" "$t" "corpus/$t" -- \
+  mkdir -p "fuzz/corpus/$t"
+  if ! cargo fuzz run --sanitizer "$SANITIZER" "$t" "fuzz/corpus/$t" -- \
       -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1; then
     failed+=("$t")
   fi

@@ -32,7 +32,7 @@ fn authenticator() -> &'static OidcAuthenticator {
     })
 }
 
-fn check(token: &str) {
+fn check_token(token: &str) {
     let outcome = crate::block_on(authenticator().authenticate(token, &[]));
     let Ok(Some(found)) = outcome else { return };
     let claims = claims_of(token);
@@ -62,7 +62,7 @@ pub fn check(data: &[u8]) {
     let Some((&mode, rest)) = data.split_first() else { return };
     if mode % 2 == 0 {
         if let Ok(token) = std::str::from_utf8(rest) {
-            check(token);
+            check_token(token);
         }
         return;
     }
@@ -75,5 +75,5 @@ pub fn check(data: &[u8]) {
     }
     let header = Header { kid: Some("k1".into()), ..Header::new(Algorithm::HS256) };
     let Ok(token) = jsonwebtoken::encode(&header, &claims, &EncodingKey::from_secret(SECRET)) else { return };
-    check(&token);
+    check_token(&token);
 }

@@ -45,7 +45,7 @@ fn fixture() -> &'static Fixture {
     })
 }
 
-fn check(token: &str, claims: Option<&Value>) {
+fn check_token(token: &str, claims: Option<&Value>) {
     let f = fixture();
     let audiences = [AUDIENCE.to_string()];
     let outcome = crate::block_on(f.authn.authenticate(token, &audiences));
@@ -61,7 +61,7 @@ pub fn check(data: &[u8]) {
     let Some((&mode, rest)) = data.split_first() else { return };
     if mode % 2 == 0 {
         if let Ok(token) = std::str::from_utf8(rest) {
-            check(token, None);
+            check_token(token, None);
         }
         return;
     }
@@ -74,5 +74,5 @@ pub fn check(data: &[u8]) {
     let f = fixture();
     let header = Header { kid: Some(f.kid.clone()), ..Header::new(Algorithm::ES256) };
     let Ok(token) = jsonwebtoken::encode(&header, &claims, &f.key) else { return };
-    check(&token, Some(&claims));
+    check_token(&token, Some(&claims));
 }

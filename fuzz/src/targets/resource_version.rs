@@ -3,7 +3,7 @@
 //! what kube's `strconv.ParseUint` accepts (decimal digits only) and prints back as sent.
 use apimachinery::options::{GetOptions, ListOptions, Params, ReadAt, WatchOptions};
 
-fn check(read_at: ReadAt, rv: &str) {
+fn check_read_at(read_at: ReadAt, rv: &str) {
     if let ReadAt::NotOlderThan(r) | ReadAt::Exact(r) = read_at {
         assert!(rv.bytes().all(|b| b.is_ascii_digit()), "resourceVersion {rv:?} accepted as {r}");
         assert_eq!(r.to_string(), rv.trim_start_matches('0'), "resourceVersion {rv:?} read as {r}");
@@ -27,12 +27,12 @@ pub fn check(data: &[u8]) {
     let q = Params::new(pairs);
     let def = apimachinery::builtin::find("", "v1", "pods").expect("pods are built in");
     if let Ok(o) = GetOptions::parse(&q) {
-        check(o.read_at, &rv);
+        check_read_at(o.read_at, &rv);
     }
     if let Ok(o) = ListOptions::parse(&q, def) {
-        check(o.read_at, &rv);
+        check_read_at(o.read_at, &rv);
     }
     if let Ok(o) = WatchOptions::parse(&q, def) {
-        check(o.read_at, &rv);
+        check_read_at(o.read_at, &rv);
     }
 }

@@ -338,7 +338,7 @@ fn replay_record(state: &mut Option<State>, restoring: &mut bool, record: Record
     let Some(s) = state.as_mut() else {
         return match record {
             Record::Header { format: 1, compacted, revision }
-                if compacted <= revision && revision >= 1 && revision <= MAX_REVISION =>
+                if compacted <= revision && (1..=MAX_REVISION).contains(&revision) =>
             {
                 *state = Some(State::new(compacted, revision));
                 Ok(())
