@@ -133,8 +133,16 @@ async fn check_recovers(
     }
 }
 
+/// Opens `bytes` as the log in `dir` and checks the store refuses to open, leaving the file as
+/// it was: damage inside the snapshot the log begins with is never a torn write.
+fn check_refuses(dir: &Path, bytes: &[u8], what: &str) {
+    fs::write(dir.join(LOG_FILE), bytes).unwrap();
+    assert!(EmbeddedStore::open(dir, EmbeddedOptions::default()).is_err(), "{what}: opened");
+    assert_eq!(fs::read(dir.join(LOG_FILE)).unwrap(), bytes, "{what}: the log was changed");
+}
+
 #[tokio::test]
-async fn torn_tail_recovers_every_record_before_the_damage() {
+async fn torn_tail_recovers_every_record_before_the_damage_and_a_damaged_snapshot_refuses_to_open() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path());
     let ends = boundaries(&store, dir.path(), 24).await;
@@ -154,6 +162,10 @@ async fn torn_tail_recovers_every_record_before_the_damage() {
     let scratch = tempfile::tempdir().unwrap();
     for &offset in &offsets {
         let what = format!("truncated at {offset}");
+        if offset < ends[0] {
+            check_refuses(scratch.path(), &log[..offset as usize], &what);
+            continue;
+        }
         let at_boundary = ends.contains(&offset);
         check_recovers(scratch.path(), &log[..offset as usize], &store, complete(offset), at_boundary, &what).await;
     }
@@ -163,6 +175,10 @@ async fn torn_tail_recovers_every_record_before_the_damage() {
         // The record holding the flipped byte and everything after it are dropped.
         let intact = ends.iter().skip(1).take_while(|&&end| end <= offset).count();
         let what = format!("byte flipped at {offset}");
+        if offset < ends[0] {
+            check_refuses(scratch.path(), &flipped, &what);
+            continue;
+        }
         check_recovers(scratch.path(), &flipped, &store, intact, offset % 3 == 0, &what).await;
     }
 }

@@ -191,15 +191,17 @@ impl EmbeddedStore {
                 "truncating the damaged tail of the log (writes there were never acknowledged)"
             );
         }
-        let (state, good_len) = match replayed {
-            Some(state) => (state, end.good_len),
-            None => {
-                tracing::warn!(path = %path.display(), "log has no readable header; starting empty");
-                let len = log::write_snapshot(dir, std::iter::once(Record::header(0, 1)))
-                    .map_err(|e| fail(format!("rewriting {}: {e}", path.display())))?;
-                (State::new(0, 1), len)
-            }
+        // The log begins with a snapshot written whole and fsynced before it was renamed into
+        // place, so an unreadable beginning is damage, never a torn write: starting empty would
+        // lose everything the store held.
+        let Some(state) = replayed else {
+            return Err(fail(format!(
+                "{} is damaged at its beginning ({:?}): refusing to start empty over it",
+                path.display(),
+                end.damage
+            )));
         };
+        let good_len = end.good_len;
         let log = LogWriter::open(&path, good_len).map_err(|e| fail(format!("opening {}: {e}", path.display())))?;
         tracing::info!(
             dir = %dir.display(),
@@ -502,6 +504,21 @@ mod replay_tests {
         // A second restore of a key would stack two versions of it out of order.
         assert!(open_log(&[Record::header(3, 3), restore("/a", 2), restore("/a", 1)]).is_err());
         assert!(open_log(&[Record::header(3, 3), restore("/a", 0)]).is_err());
+    }
+
+    #[test]
+    fn a_damaged_snapshot_header_refuses_to_open_instead_of_starting_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut buf = Vec::new();
+        encode_into(&mut buf, &Record::header(0, 5));
+        encode_into(&mut buf, &put("/a", 6));
+        buf[10] ^= 0x40;
+        fs::write(dir.path().join(LOG_FILE), &buf).unwrap();
+        let e =
+            EmbeddedStore::open(dir.path(), EmbeddedOptions::default()).err().expect("a damaged log refuses to open");
+        assert!(e.to_string().contains("refusing to start empty"), "{e}");
+        // The file is left as found, for the operator to restore.
+        assert_eq!(fs::read(dir.path().join(LOG_FILE)).unwrap(), buf);
     }
 
     #[test]
