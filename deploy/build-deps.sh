@@ -4,11 +4,12 @@
 #   etcd-client crate compiles its protocol with;
 # - Kubernetes' own .proto files (and the Go types beside them), from Debian's
 #   golang-k8s-api-dev and golang-k8s-apimachinery-dev packages, into $K8S_PROTO_DIR
-#   (default: target/k8s-protos). The `protobuf` crate compiles the wire format from them.
+#   (default: target/k8s-protos). The `protobuf` crate compiles the wire format from them;
+# - a C++ compiler (g++), which the fuzz crate's libFuzzer is built with.
 # Idempotent: a second run only checks.
 set -euo pipefail
 
-APT=(protobuf-compiler libprotobuf-dev xz-utils curl ca-certificates)
+APT=(protobuf-compiler libprotobuf-dev g++ xz-utils curl ca-certificates)
 SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 PROTO_DIR="${K8S_PROTO_DIR:-$ROOT/target/k8s-protos}"
