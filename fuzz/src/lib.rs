@@ -58,6 +58,27 @@ pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
     RT.with(|rt| rt.block_on(f))
 }
 
+/// Asserts that what a write made is either storable (below) or refused by the validation
+/// every write passes (what the server adds, such as managedFields, can nest past a body's
+/// bound).
+pub fn assert_storable_or_refused(v: &Value) {
+    if apimachinery::object::nesting(v) <= MAX_NESTING {
+        return assert_storable(v);
+    }
+    let def = apimachinery::kinds::ResourceDef::new(
+        "example.com",
+        "v1",
+        "widgets",
+        "Widget",
+        apimachinery::kinds::DefaultStrategy,
+    );
+    let causes = def.validate(v);
+    assert!(
+        causes.iter().any(|c| c.message.contains("levels deep, past the")),
+        "a too-deep result passes validation: {causes:?}"
+    );
+}
+
 /// Asserts that `v` survives the server's own encode/decode (what `EncodedObject::value` does
 /// with every stored object) and nests no deeper than a body may.
 pub fn assert_storable(v: &Value) {

@@ -134,7 +134,8 @@ async fn check_recovers(
 }
 
 /// Opens `bytes` as the log in `dir` and checks the store refuses to open, leaving the file as
-/// it was: damage inside the snapshot the log begins with is never a torn write.
+/// it was: damage inside the snapshot the log begins with, or with good records after it, is
+/// never a torn write.
 fn check_refuses(dir: &Path, bytes: &[u8], what: &str) {
     fs::write(dir.join(LOG_FILE), bytes).unwrap();
     assert!(EmbeddedStore::open(dir, EmbeddedOptions::default()).is_err(), "{what}: opened");
@@ -142,7 +143,7 @@ fn check_refuses(dir: &Path, bytes: &[u8], what: &str) {
 }
 
 #[tokio::test]
-async fn torn_tail_recovers_every_record_before_the_damage_and_a_damaged_snapshot_refuses_to_open() {
+async fn a_torn_tail_is_cut_away_and_damage_before_good_records_refuses_to_open() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path());
     let ends = boundaries(&store, dir.path(), 24).await;
@@ -169,18 +170,23 @@ async fn torn_tail_recovers_every_record_before_the_damage_and_a_damaged_snapsho
         let at_boundary = ends.contains(&offset);
         check_recovers(scratch.path(), &log[..offset as usize], &store, complete(offset), at_boundary, &what).await;
     }
-    for offset in (0..total).step_by(37) {
+    let last_start = ends[ends.len() - 2];
+    for offset in (0..total).step_by(37).chain(last_start..total) {
         let mut flipped = log.clone();
         flipped[offset as usize] ^= 0x20;
-        // The record holding the flipped byte and everything after it are dropped.
-        let intact = ends.iter().skip(1).take_while(|&&end| end <= offset).count();
         let what = format!("byte flipped at {offset}");
-        if offset < ends[0] {
+        // Damage with good records after it is not a torn write: the store refuses to open
+        // rather than drop them. Only damage in the last record is cut away.
+        if offset < last_start {
             check_refuses(scratch.path(), &flipped, &what);
             continue;
         }
-        check_recovers(scratch.path(), &flipped, &store, intact, offset % 3 == 0, &what).await;
+        check_recovers(scratch.path(), &flipped, &store, ends.len() - 2, offset % 3 == 0, &what).await;
     }
+    // Zeros after the last record: blocks a torn append grew the file over.
+    let mut zeros = log.clone();
+    zeros.extend_from_slice(&[0; 8192]);
+    check_recovers(scratch.path(), &zeros, &store, ends.len() - 1, true, "zeros after the end").await;
 }
 
 #[tokio::test]

@@ -23,7 +23,7 @@ use std::sync::{Arc, RwLock};
 use serde_json::Value;
 
 use crate::error::Cause;
-use crate::object::ObjectExt;
+use crate::object::{MAX_NESTING, ObjectExt};
 use crate::selector::FieldLabels;
 use crate::table::Printer;
 
@@ -436,19 +436,26 @@ impl ResourceDef {
         }
     }
 
-    /// The strategy's `Validate` (create), duplicate causes reported once.
+    /// The strategy's `Validate` (create), duplicate causes reported once. Every validation
+    /// also refuses an object nesting deeper than storage reads back (see [`too_deep`]).
     pub fn validate(&self, obj: &Value) -> Vec<Cause> {
-        dedup(self.strategy.validate(self, obj))
+        let mut causes = self.strategy.validate(self, obj);
+        causes.extend(too_deep(obj));
+        dedup(causes)
     }
 
     /// The strategy's `ValidateUpdate` of the main resource.
     pub fn validate_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
-        dedup(self.strategy.validate_update(self, new, old))
+        let mut causes = self.strategy.validate_update(self, new, old);
+        causes.extend(too_deep(new));
+        dedup(causes)
     }
 
     /// The status strategy's `ValidateUpdate`.
     pub fn validate_status_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
-        dedup(self.strategy.validate_status_update(self, new, old))
+        let mut causes = self.strategy.validate_status_update(self, new, old);
+        causes.extend(too_deep(new));
+        dedup(causes)
     }
 
     /// The fields field selectors can match on, with kube's value rendering: `metadata.name`,
@@ -471,6 +478,27 @@ impl ResourceDef {
     pub fn printer(&self) -> Option<&dyn Printer> {
         self.strategy.printer()
     }
+}
+
+/// An object nesting deeper than [`MAX_NESTING`] could be stored but never decoded again. A
+/// body is bounded on the way in, but what the server adds can go past it: managedFields
+/// mirror the object's own nesting four levels further down.
+fn too_deep(obj: &Value) -> Option<Cause> {
+    let depth = crate::object::nesting(obj);
+    if depth <= MAX_NESTING {
+        return None;
+    }
+    let mut bare = obj.clone();
+    let removed = bare.get_mut("metadata").and_then(Value::as_object_mut).and_then(|m| m.remove("managedFields"));
+    let field =
+        if removed.is_some() && crate::object::nesting(&bare) <= MAX_NESTING { "metadata.managedFields" } else { "" };
+    Some(Cause {
+        reason: "FieldValueForbidden".into(),
+        message: format!(
+            "Forbidden: the object would nest {depth} levels deep, past the {MAX_NESTING} the server stores"
+        ),
+        field: field.into(),
+    })
 }
 
 fn dedup(causes: Vec<Cause>) -> Vec<Cause> {
@@ -723,5 +751,25 @@ mod tests {
         let fields = d.field_set(&serde_json::json!({"metadata": {"name": "w", "namespace": "a"}}));
         assert_eq!(fields, [("metadata.name", "w".to_string()), ("metadata.namespace", "a".to_string())]);
         assert!(d.printer().is_none());
+    }
+
+    #[test]
+    fn validation_refuses_an_object_that_would_nest_past_what_storage_reads() {
+        let d = widgets();
+        let nested = |levels: usize| (0..levels).fold(serde_json::json!(1), |v, _| serde_json::json!({ "a": v }));
+        let meta = serde_json::json!({"name": "w", "namespace": "a"});
+        let fits = serde_json::json!({"metadata": meta, "spec": nested(MAX_NESTING - 1)});
+        assert_eq!(d.validate(&fits), []);
+        let deep = serde_json::json!({"metadata": meta, "spec": nested(MAX_NESTING)});
+        let causes = d.validate_update(&deep, &fits);
+        assert_eq!((causes.len(), causes[0].field.as_str()), (1, ""));
+        assert_eq!(
+            causes[0].message,
+            "Forbidden: the object would nest 128 levels deep, past the 127 the server stores"
+        );
+        // Only the managedFields go past it: they are named.
+        let mut managed = fits.clone();
+        managed["metadata"]["managedFields"] = serde_json::json!([{"fieldsV1": nested(MAX_NESTING - 3)}]);
+        assert_eq!(d.validate(&managed)[0].field, "metadata.managedFields");
     }
 }

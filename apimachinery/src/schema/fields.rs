@@ -329,13 +329,19 @@ impl Walker<'_> {
         match v {
             Value::String(s) if s.is_empty() => {}
             Value::String(s) => {
-                if chrono::DateTime::parse_from_rfc3339(s).is_err() {
-                    self.decode_error(format!(
+                match chrono::DateTime::parse_from_rfc3339(s) {
+                    Err(_) => self.decode_error(format!(
                         "parsing time {} as {}: cannot parse {} as \"2006\"",
                         go_quote(s),
                         go_quote(layout),
                         go_quote(s)
-                    ));
+                    )),
+                    // chrono reads a leap second (`:60`) as nanoseconds past a second; Go's
+                    // time.Parse refuses it.
+                    Ok(t) if t.timestamp_subsec_nanos() >= 1_000_000_000 => {
+                        self.decode_error(format!("parsing time {}: second out of range", go_quote(s)))
+                    }
+                    Ok(_) => {}
                 }
             }
             other => {

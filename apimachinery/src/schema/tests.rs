@@ -167,6 +167,13 @@ fn check_fields_reports_type_errors_in_go_words() {
         "resources": {"limits": {"cpu": true}}}]}});
     let r = check_fields("", "v1", "Pod", &mut c);
     assert!(r.decode_error.unwrap().starts_with("quantities must match the regular expression"));
+
+    // Go's time.Parse refuses a leap second; a time at the last ordinary second passes.
+    let mut l = serde_json::json!({"kind": "Pod", "metadata": {"creationTimestamp": "2016-12-31T23:59:60Z"}});
+    let r = check_fields("", "v1", "Pod", &mut l);
+    assert_eq!(r.decode_error.as_deref(), Some("parsing time \"2016-12-31T23:59:60Z\": second out of range"));
+    let mut t = serde_json::json!({"kind": "Pod", "metadata": {"creationTimestamp": "2016-12-31T23:59:59Z"}});
+    assert_eq!(check_fields("", "v1", "Pod", &mut t).decode_error, None);
 }
 
 #[test]

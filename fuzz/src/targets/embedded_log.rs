@@ -3,9 +3,10 @@
 //! Two kinds of input: a log written as the store writes it (a snapshot header, restores, then
 //! puts and deletes) and then damaged (bytes changed, the file cut short); and frames with
 //! valid checksums around arbitrary payloads, which reach the record decoder and the replay's
-//! checks. Opening never panics. A store that opens holds a consistent prefix of what was
-//! written: exactly the state after some record, and never less than every record before the
-//! first damaged byte. It then takes a write at the next revision.
+//! checks. Opening never panics. Damage with a whole record after it is refused (it is not a
+//! torn tail). A store that opens holds a consistent prefix of what was written: exactly the
+//! state after some record, and never less than every record before the first damaged byte. It
+//! then takes a write at the next revision.
 use std::collections::BTreeMap;
 
 use arbitrary::Arbitrary;
@@ -95,6 +96,7 @@ pub fn check(input: Input) {
     // For a written log: the state after each record with where that record ends.
     let mut states: Vec<(u64, u64, Model)> = Vec::new();
     let mut damaged_at = usize::MAX;
+    let mut must_refuse = false;
     match input {
         Input::Written { snapshot, restores, ops, flips, cut } => {
             let revision = u64::from(snapshot) + 1;
@@ -135,18 +137,24 @@ pub fn check(input: Input) {
                     }
                 }
             }
+            let written = log.clone();
             for (at, xor) in flips.into_iter().take(4) {
                 let at = usize::from(at) % log.len();
-                if xor != 0 {
-                    log[at] ^= xor;
-                    damaged_at = damaged_at.min(at);
-                }
+                log[at] ^= xor;
             }
             if let Some(cut) = cut {
-                let cut = usize::from(cut) % (log.len() + 1);
-                log.truncate(cut);
-                damaged_at = damaged_at.min(cut);
+                log.truncate(usize::from(cut) % (log.len() + 1));
             }
+            let changed: Vec<usize> = (0..written.len()).filter(|&i| log.get(i) != Some(&written[i])).collect();
+            damaged_at = changed.first().copied().unwrap_or(usize::MAX);
+            // A record written whole after the damaged one: the damage is not a torn tail.
+            let ends: Vec<usize> = states.iter().map(|(end, _, _)| *end as usize).collect();
+            let damaged_end = ends.iter().copied().find(|&end| end > damaged_at);
+            must_refuse = damaged_end.is_some_and(|damaged_end| {
+                ends.windows(2).any(|w| {
+                    w[0] >= damaged_end && w[1] <= log.len() && !changed.iter().any(|&c| c >= w[0] && c < w[1])
+                })
+            });
         }
         Input::Frames(payloads) => {
             for p in payloads {
@@ -158,6 +166,7 @@ pub fn check(input: Input) {
     std::fs::write(dir.path().join(LOG_FILE), &log).expect("writing the log");
 
     let Ok(store) = EmbeddedStore::open(dir.path(), EmbeddedOptions::default()) else { return };
+    assert!(!must_refuse, "the store opened over damage with a whole record written after it");
     crate::block_on(async {
         let revision = store.current_revision().await.expect("a revision");
         let compacted = store.compacted_revision().await.expect("a compacted revision");

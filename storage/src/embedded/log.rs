@@ -3,9 +3,11 @@
 //! A log is a sequence of frames `[u32 length][u32 crc32 of payload][payload]` (little endian),
 //! each payload one [`Record`] encoded with rmp-serde's named encoding. It always starts with a
 //! [`Record::Header`], then the snapshot's [`Record::Restore`]s, then one [`Record::Put`] or
-//! [`Record::Delete`] per revision. A frame that does not check out (short, or a crc mismatch)
-//! ends the log: it is the torn tail of a write that was never acknowledged, and replay truncates
-//! it away.
+//! [`Record::Delete`] per revision. A frame that does not check out (short, a crc mismatch, or
+//! zeros where a length should be) ends the log when nothing good follows it: it is the torn
+//! tail of a write that was never acknowledged, and replay truncates it away. When a good record
+//! does follow it, the damage is in the middle of what was written (every batch is fsynced
+//! before the next is written), so truncating would drop acknowledged writes: replay refuses.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufReader, BufWriter, Read, Write};
@@ -136,6 +138,8 @@ pub(super) enum TailDamage {
     Short,
     /// A frame's checksum does not match its payload.
     Checksum,
+    /// A frame's length is zero.
+    Zeros,
 }
 
 /// What replay found.
@@ -151,8 +155,48 @@ pub(super) struct ReplayEnd {
 
 /// Reads every good record of the log at `path` into `apply`, in order. Stops at the first frame
 /// that does not check out. A record that checks out but does not decode, or that `apply`
-/// rejects, is an error: that is not a torn write, and truncating it could drop acknowledged data.
-pub(super) fn replay(path: &Path, mut apply: impl FnMut(Record) -> Result<(), String>) -> io::Result<ReplayEnd> {
+/// rejects, is an error: that is not a torn write, and truncating it could drop acknowledged
+/// data. So is a frame that does not check out with a good record somewhere after it.
+pub(super) fn replay(path: &Path, apply: impl FnMut(Record) -> Result<(), String>) -> io::Result<ReplayEnd> {
+    let end = replay_frames(path, apply)?;
+    if end.damage.is_some() {
+        let mut rest = Vec::new();
+        let mut file = File::open(path)?;
+        io::Seek::seek(&mut file, io::SeekFrom::Start(end.good_len + 1))?;
+        file.read_to_end(&mut rest)?;
+        if let Some(at) = first_good_frame(&rest) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "the frame at offset {} does not check out ({:?}) but a good record follows it at offset {}: \
+                     the log is damaged in the middle, not torn at its end, and truncating it would drop \
+                     acknowledged writes",
+                    end.good_len,
+                    end.damage.as_ref().expect("damage"),
+                    end.good_len + 1 + at as u64
+                ),
+            ));
+        }
+    }
+    Ok(end)
+}
+
+/// Where in `bytes` the first frame starts that checks out and holds a record, if any: a
+/// search at every offset, since damage may have changed the lengths that chain frames.
+fn first_good_frame(bytes: &[u8]) -> Option<usize> {
+    (0..bytes.len().saturating_sub(FRAME_HEADER)).find(|&at| {
+        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes")) as usize;
+        let crc = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().expect("4 bytes"));
+        let body = at + FRAME_HEADER;
+        len != 0
+            && bytes.len() - body >= len
+            && crc32fast::hash(&bytes[body..body + len]) == crc
+            && rmp_serde::from_slice::<Record>(&bytes[body..body + len]).is_ok()
+    })
+}
+
+/// [`replay`]'s first pass: the good records up to the first frame that does not check out.
+fn replay_frames(path: &Path, mut apply: impl FnMut(Record) -> Result<(), String>) -> io::Result<ReplayEnd> {
     let file = File::open(path)?;
     let file_len = file.metadata()?.len();
     let mut reader = BufReader::with_capacity(1 << 20, file);
@@ -169,6 +213,11 @@ pub(super) fn replay(path: &Path, mut apply: impl FnMut(Record) -> Result<(), St
         reader.read_exact(&mut header)?;
         let len = u32::from_le_bytes(header[..4].try_into().expect("4 bytes")) as u64;
         let crc = u32::from_le_bytes(header[4..].try_into().expect("4 bytes"));
+        if len == 0 {
+            // Every record has a payload: zeros here are blocks of a torn append that the file
+            // grew over but that never reached the disk.
+            break Some(TailDamage::Zeros);
+        }
         if file_len - offset - (FRAME_HEADER as u64) < len {
             break Some(TailDamage::Short);
         }
@@ -349,5 +398,51 @@ mod tests {
         let end = replay(&path, |_| Ok(())).unwrap();
         assert_eq!(end.good_len, first as u64);
         assert_eq!(end.damage, Some(TailDamage::Checksum));
+    }
+
+    /// A log of a header and three deletes, with where each frame ends.
+    fn three_writes() -> (Vec<u8>, Vec<usize>) {
+        let mut buf = Vec::new();
+        encode_into(&mut buf, &Record::header(0, 1));
+        let mut ends = vec![buf.len()];
+        for revision in 2..5 {
+            encode_into(&mut buf, &Record::Delete { revision, key: format!("/k{revision}") });
+            ends.push(buf.len());
+        }
+        (buf, ends)
+    }
+
+    fn replay_bytes(bytes: &[u8]) -> io::Result<ReplayEnd> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOG_FILE);
+        fs::write(&path, bytes).unwrap();
+        replay(&path, |_| Ok(()))
+    }
+
+    #[test]
+    fn damage_with_a_good_record_after_it_is_refused_not_truncated() {
+        let (buf, ends) = three_writes();
+        // In a payload, and in a length, of a record that is not the last.
+        for (at, next_good) in [(ends[1] + 12, ends[2]), (ends[0] + 1, ends[1])] {
+            let mut damaged = buf.clone();
+            damaged[at] ^= 0x10;
+            let e = replay_bytes(&damaged).expect_err("mid-log damage refuses");
+            assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+            assert!(e.to_string().contains("damaged in the middle"), "{e}");
+            assert!(e.to_string().contains(&format!("good record follows it at offset {next_good}")), "{e}");
+        }
+        // The last record damaged: a torn tail.
+        let mut torn = buf.clone();
+        torn[ends[2] + 12] ^= 0x10;
+        let end = replay_bytes(&torn).unwrap();
+        assert_eq!((end.good_len, end.damage), (ends[2] as u64, Some(TailDamage::Checksum)));
+    }
+
+    #[test]
+    fn zeros_after_the_last_record_are_a_torn_tail() {
+        let (mut buf, ends) = three_writes();
+        buf.extend_from_slice(&[0u8; 4096]);
+        let end = replay_bytes(&buf).unwrap();
+        assert_eq!((end.good_len, end.damage), (ends[3] as u64, Some(TailDamage::Zeros)));
     }
 }

@@ -188,7 +188,7 @@ impl EmbeddedStore {
                 good_len = end.good_len,
                 file_len = end.file_len,
                 ?damage,
-                "truncating the damaged tail of the log (writes there were never acknowledged)"
+                "truncating the torn tail of the log (nothing good follows it: writes there were never acknowledged)"
             );
         }
         // The log begins with a snapshot written whole and fsynced before it was renamed into
@@ -508,17 +508,23 @@ mod replay_tests {
 
     #[test]
     fn a_damaged_snapshot_header_refuses_to_open_instead_of_starting_empty() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut buf = Vec::new();
-        encode_into(&mut buf, &Record::header(0, 5));
-        encode_into(&mut buf, &put("/a", 6));
-        buf[10] ^= 0x40;
-        fs::write(dir.path().join(LOG_FILE), &buf).unwrap();
-        let e =
-            EmbeddedStore::open(dir.path(), EmbeddedOptions::default()).err().expect("a damaged log refuses to open");
-        assert!(e.to_string().contains("refusing to start empty"), "{e}");
-        // The file is left as found, for the operator to restore.
-        assert_eq!(fs::read(dir.path().join(LOG_FILE)).unwrap(), buf);
+        // Alone, and with a write after it.
+        for (records, says) in [(1, "refusing to start empty"), (2, "damaged in the middle")] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut buf = Vec::new();
+            encode_into(&mut buf, &Record::header(0, 5));
+            if records == 2 {
+                encode_into(&mut buf, &put("/a", 6));
+            }
+            buf[10] ^= 0x40;
+            fs::write(dir.path().join(LOG_FILE), &buf).unwrap();
+            let e = EmbeddedStore::open(dir.path(), EmbeddedOptions::default())
+                .err()
+                .expect("a damaged log refuses to open");
+            assert!(e.to_string().contains(says), "{e}");
+            // The file is left as found, for the operator to restore.
+            assert_eq!(fs::read(dir.path().join(LOG_FILE)).unwrap(), buf);
+        }
     }
 
     #[test]

@@ -638,8 +638,8 @@ async fn versions_convert_through_a_conversion_webhook_including_a_list_of_mixed
 }
 
 /// Preserved-unknown content is bounded: a body nesting deeper than the decoder reads is 400,
-/// a patch that would make an object deeper than a body may is 422 naming the patch, a body
-/// over the request limit is 413, an object over the storage limit is 413; the resource's
+/// a patch that would make an object deeper than a body may is 422 naming the patch, an object
+/// whose managedFields would nest too deep is 422 naming them, a body over the request limit is 413, an object over the storage limit is 413; the resource's
 /// objects stay readable through it all.
 #[actix_web::test]
 async fn deep_or_large_preserved_unknown_content_is_refused_and_the_resource_stays_readable() {
@@ -676,6 +676,21 @@ async fn deep_or_large_preserved_unknown_content_is_refused_and_the_resource_sta
     let cause = &patched.body["details"]["causes"][0];
     assert_eq!(cause["field"], "patch", "{}", patched.body);
     assert_eq!(cause["message"], "Forbidden: the patched object must not nest deeper than 127 levels");
+
+    // A body that fits, whose managedFields (the object's shape four levels further down)
+    // would not: 422 naming them, on create and on server-side apply.
+    let managed = s.admin_call("POST", BLOBS, Some(&blob("managed", nested(122)))).await;
+    assert_eq!(managed.code, 422, "{}", managed.body);
+    let cause = &managed.body["details"]["causes"][0];
+    assert_eq!(cause["field"], "metadata.managedFields", "{}", managed.body);
+    assert_eq!(cause["message"], "Forbidden: the object would nest 128 levels deep, past the 127 the server stores");
+    let applied = s
+        .request(Caller::Admin, "PATCH", &format!("{BLOBS}/managed?fieldManager=fuzz"))
+        .body_with_type(blob("managed", nested(122)).to_string().into_bytes(), "application/apply-patch+yaml")
+        .send()
+        .await;
+    assert_eq!(applied.code, 422, "{}", applied.body);
+    assert_eq!(applied.body["details"]["causes"][0]["field"], "metadata.managedFields", "{}", applied.body);
 
     // 4 MiB of preserved content: over the request limit.
     let huge = s.admin_call("POST", BLOBS, Some(&blob("huge", json!({"data": "x".repeat(4 << 20)})))).await;
