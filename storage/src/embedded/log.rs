@@ -159,7 +159,7 @@ pub(super) struct ReplayEnd {
 /// data. So is a frame that does not check out with a good record somewhere after it.
 pub(super) fn replay(path: &Path, apply: impl FnMut(Record) -> Result<(), String>) -> io::Result<ReplayEnd> {
     let end = replay_frames(path, apply)?;
-    if end.damage.is_some() {
+    if let Some(damage) = &end.damage {
         let mut rest = Vec::new();
         let mut file = File::open(path)?;
         io::Seek::seek(&mut file, io::SeekFrom::Start(end.good_len + 1))?;
@@ -172,7 +172,7 @@ pub(super) fn replay(path: &Path, apply: impl FnMut(Record) -> Result<(), String
                      the log is damaged in the middle, not torn at its end, and truncating it would drop \
                      acknowledged writes",
                     end.good_len,
-                    end.damage.as_ref().expect("damage"),
+                    damage,
                     end.good_len + 1 + at as u64
                 ),
             ));

@@ -6,10 +6,11 @@
 //!   from by index. Values are `Bytes` shared by the index, events and readers: no write copies
 //!   the state.
 //! - **Log** (`log`): frames `[u32 length][u32 crc32][rmp-serde payload]`. Open replays it and
-//!   truncates a torn or corrupt tail at the last good frame. Compaction rewrites it as a
-//!   snapshot (live keys at the compacted revision, then the history after it) through a temp
-//!   file, fsync, rename and directory fsync, so disk space is reclaimed and the compacted
-//!   revision is durable.
+//!   truncates a torn tail at the last good frame; damage with a good record after it is not a
+//!   torn write, and open refuses it rather than drop acknowledged writes. Compaction rewrites
+//!   it as a snapshot (live keys at the compacted revision, then the history after it)
+//!   through a temp file, fsync, rename and directory fsync, so disk space is reclaimed and
+//!   the compacted revision is durable.
 //! - **Writes** (`writer`): one writer thread. Callers queue a request with a oneshot reply on
 //!   a bounded channel; the writer takes everything queued (group commit), checks preconditions
 //!   in order against the committed index plus the batch's earlier writes, appends the batch,

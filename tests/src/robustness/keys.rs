@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::history::{History, Request, Response, WatchEvent, WatchStart, WatchStream};
-use super::linearizable::{Entry, Outcome, search};
-use super::model::{KeyModel, KeyOp, WriteResult};
+use super::linearizable::{Entry, Goal, Model, Outcome, Start, explore, search};
+use super::model::{KeyModel, KeyOp, KeyState, UNSEEN, WriteResult};
 use super::revisions::{Effect, Resolution};
 use super::{Findings, Limits, ViolationKind, excerpt};
 
@@ -15,6 +15,8 @@ pub(crate) struct KeyStats {
     pub checked: usize,
     /// Keys whose search ran out of steps.
     pub undecided: Vec<String>,
+    /// Windows searched, over all keys.
+    pub windows: usize,
 }
 
 /// Searches every key and reports the failures.
@@ -26,16 +28,177 @@ pub(crate) fn check(h: &History, res: &Resolution, limits: &Limits, out: &mut Fi
             by_key.entry(key).or_default().push(i);
         }
     }
-    let mut undecided = Vec::new();
+    let (mut undecided, mut windows) = (Vec::new(), 0);
     for (&key, ops) in &by_key {
         let key_ops = KeyOps::new(h, res, ops);
-        match search(&KeyModel::fresh(key_ops.revisions(res)), &key_ops.entries, limits.steps_per_key).0 {
-            Outcome::Linearizable => {}
-            Outcome::Undecided => undecided.push(key.to_string()),
-            Outcome::NotLinearizable => report(h, res, &key_ops, key, limits, out),
+        let (verdict, searched) = search_windows(res, &key_ops, limits.steps_per_key);
+        windows += searched;
+        match verdict {
+            Verdict::Linearizable => {}
+            Verdict::Undecided => undecided.push(key.to_string()),
+            Verdict::FailsBy { window, prefix } => {
+                // The failing window alone when it fails from any state; else everything
+                // through it, which fails from the key's start.
+                let ops_of = |entries: &[usize]| {
+                    let mut ops: Vec<usize> = entries.iter().map(|&n| key_ops.ops[n]).collect();
+                    ops.sort_unstable();
+                    KeyOps::new(h, res, &ops)
+                };
+                let window = ops_of(&window);
+                let all: Vec<usize> = (0..window.ops.len()).collect();
+                let alone = window.still_fails(res, &all, limits.shrink_steps / 4).0;
+                report(h, res, &if alone { window } else { ops_of(&prefix) }, key, limits, out);
+            }
         }
     }
-    KeyStats { checked: by_key.len(), undecided }
+    KeyStats { checked: by_key.len(), undecided, windows }
+}
+
+/// Operations a window holds at least before it may end at a cut: carrying configurations
+/// across a cut costs more than searching a few operations more.
+const MIN_WINDOW: usize = 64;
+/// Configurations carried across one cut before the key is left undecided.
+const MAX_CARRIED: usize = 4096;
+
+/// What the windowed search of one key found.
+enum Verdict {
+    Linearizable,
+    Undecided,
+    /// Not linearizable: the entries (indices into the key's entries) of the window where
+    /// the search found no configuration, with those carried into it, and all the entries
+    /// through it.
+    FailsBy {
+        window: Vec<usize>,
+        prefix: Vec<usize>,
+    },
+}
+
+/// Searches one key's history window by window: the history is cut wherever every operation
+/// that returned did so before the next one was called, and each window is searched from
+/// every configuration the one before could end in (see [`explore`]). A cut is exact, so the
+/// verdict is the one a search of the whole history would give, in time that grows with the
+/// history instead of with the product of its windows' choices. Also returns the windows
+/// searched.
+fn search_windows(res: &Resolution, key_ops: &KeyOps, budget: u64) -> (Verdict, usize) {
+    let entries = &key_ops.entries;
+    let model = KeyModel::fresh(key_ops.revisions(res));
+    let mut order: Vec<usize> = (0..entries.len()).collect();
+    order.sort_by_key(|&n| (entries[n].call, entries[n].ret));
+    let mut windows = Vec::new();
+    let (mut begin, mut latest_return) = (0, 0);
+    for (at, &n) in order.iter().enumerate() {
+        if at - begin >= MIN_WINDOW && latest_return < entries[n].call {
+            windows.push(begin..at);
+            begin = at;
+        }
+        if entries[n].ret != u64::MAX {
+            latest_return = latest_return.max(entries[n].ret);
+        }
+    }
+    windows.push(begin..order.len());
+
+    let mut configs = vec![(model.init(), Vec::<usize>::new())];
+    let mut spent = 0;
+    for (w, range) in windows.iter().enumerate() {
+        let last = w + 1 == windows.len();
+        let mut carried: Vec<usize> = configs.iter().flat_map(|(_, pending)| pending.iter().copied()).collect();
+        carried.sort_unstable();
+        carried.dedup();
+        let ids: Vec<usize> = carried.iter().chain(&order[range.clone()]).copied().collect();
+        let window: Vec<Entry<KeyOp>> = ids.iter().map(|&n| entries[n].clone()).collect();
+        let starts: Vec<Start<KeyState>> = configs
+            .iter()
+            .map(|(state, pending)| Start {
+                state: *state,
+                done: (0..carried.len()).filter(|&j| pending.binary_search(&carried[j]).is_err()).collect(),
+            })
+            .collect();
+        let goal = if last { Goal::All } else { Goal::Returned };
+        let found = explore(&model, &window, &starts, goal, budget.saturating_sub(spent));
+        spent += found.steps;
+        let fails = || (Verdict::FailsBy { window: ids.clone(), prefix: order[..range.end].to_vec() }, w + 1);
+        match found.outcome {
+            Outcome::Undecided => return (Verdict::Undecided, w + 1),
+            Outcome::NotLinearizable => return fails(),
+            Outcome::Linearizable if last => return (Verdict::Linearizable, w + 1),
+            Outcome::Linearizable => {}
+        }
+        let ends =
+            found.ends.into_iter().map(|(state, pending)| (state, pending.into_iter().map(|j| ids[j]).collect()));
+        configs = carry(&model, entries, ends);
+        if configs.is_empty() {
+            return fails();
+        }
+        if configs.len() > MAX_CARRIED {
+            return (Verdict::Undecided, w + 1);
+        }
+    }
+    (Verdict::Linearizable, windows.len())
+}
+
+/// The configurations worth carrying across a cut: never-returned operations that can no
+/// longer take effect are let go (a configuration that still owed one of them is impossible),
+/// and a configuration is dropped when another has the same state and more optional
+/// operations left to apply, since it can do everything the first can.
+fn carry(
+    model: &KeyModel,
+    entries: &[Entry<KeyOp>],
+    ends: impl Iterator<Item = (KeyState, Vec<usize>)>,
+) -> Vec<(KeyState, Vec<usize>)> {
+    let mut out: Vec<(KeyState, Vec<usize>)> = Vec::new();
+    'each: for (state, pending) in ends {
+        let mut kept = Vec::with_capacity(pending.len());
+        for n in pending {
+            if !model.expired(&state, &entries[n].op) {
+                kept.push(n);
+            } else if !entries[n].optional {
+                continue 'each;
+            }
+        }
+        out.push((state, kept));
+    }
+    // Carried operations alike (the same operation, all called before the cut, none
+    // returned) are interchangeable: which of them are left does not matter, only how many.
+    // Each configuration keeps the first ones of each kind, so such configurations become one.
+    let mut alike: Vec<(KeyOp, Vec<usize>)> = Vec::new();
+    for n in out.iter().flat_map(|(_, pending)| pending.iter().copied()) {
+        match alike.iter_mut().find(|(op, _)| *op == entries[n].op) {
+            Some((_, members)) => members.push(n),
+            None => alike.push((entries[n].op, vec![n])),
+        }
+    }
+    for (_, members) in &mut alike {
+        members.sort_unstable();
+        members.dedup();
+    }
+    for (_, pending) in &mut out {
+        let mut canonical = Vec::with_capacity(pending.len());
+        for (op, members) in &alike {
+            let count = pending.iter().filter(|&&n| entries[n].op == *op).count();
+            canonical.extend_from_slice(&members[..count]);
+        }
+        canonical.sort_unstable();
+        *pending = canonical;
+    }
+    let unique: HashSet<(KeyState, Vec<usize>)> = out.into_iter().collect();
+    let mut out: Vec<(KeyState, Vec<usize>)> = unique.into_iter().collect();
+    // Larger pending sets first, so each is kept before those it covers.
+    out.sort_unstable_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.1.cmp(&b.1)));
+    if out.len() > MAX_CARRIED {
+        return out;
+    }
+    let covers = |big: &(KeyState, Vec<usize>), small: &(KeyState, Vec<usize>)| {
+        big.0 == small.0
+            && small.1.iter().all(|n| big.1.binary_search(n).is_ok())
+            && big.1.iter().all(|n| small.1.binary_search(n).is_ok() || entries[*n].optional)
+    };
+    let mut kept: Vec<(KeyState, Vec<usize>)> = Vec::with_capacity(out.len());
+    for config in out {
+        if !kept.iter().any(|big| covers(big, &config)) {
+            kept.push(config);
+        }
+    }
+    kept
 }
 
 /// Classifies and shrinks one key's failure, then records it.
@@ -68,9 +231,14 @@ impl KeyOps {
         let mut writes = Vec::with_capacity(ops.len());
         for &i in ops {
             let op = &h.operations[i];
-            let value = op.request.value().map(&mut intern);
+            // No read or event showed a write of unknown outcome: its value is one no read
+            // can match, the same for all of them, so the search treats them as alike.
+            let value = match res.effects[i] {
+                Effect::Maybe => op.request.value().map(|_| UNSEEN),
+                _ => op.request.value().map(&mut intern),
+            };
             let (step, optional) = key_op(&op.request, &op.response, res.effects[i], value, &mut intern);
-            writes.push(value.filter(|_| matches!(res.effects[i], Effect::Applied(_) | Effect::Maybe)));
+            writes.push(value.filter(|&v| v != UNSEEN && matches!(res.effects[i], Effect::Applied(_))));
             // An unknown outcome may take effect up to its return (a 5xx), if it returned at all.
             let ret = op.ret_or_max().max(op.call);
             entries.push(Entry { call: op.call, ret, optional, op: step });

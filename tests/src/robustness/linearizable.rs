@@ -6,6 +6,12 @@
 //! out. One that never returned (`ret == u64::MAX`) never bounds the others, so it is simply
 //! left pending; one that returned (a 5xx) must be applied or dropped before anything called
 //! after its return, so dropping it is a move of the search.
+//!
+//! A long history is searched window by window ([`explore`] with [`Goal::Returned`]): at a cut
+//! where nothing that returned is still in flight, the search collects every configuration it
+//! can be in (a state, and the never-returned operations that may still take effect), and the
+//! next window starts from exactly those. The cost then grows with the history's length, not
+//! with the product of its windows' choices.
 
 use std::collections::HashSet;
 use std::hash::{BuildHasherDefault, DefaultHasher, Hash, Hasher};
@@ -14,8 +20,8 @@ use std::hash::{BuildHasherDefault, DefaultHasher, Hash, Hasher};
 pub(crate) trait Model {
     /// The state; cloned and hashed at every step, so keep it small.
     type State: Clone + Eq + Hash;
-    /// One operation with its observed result.
-    type Op;
+    /// One operation with its observed result; equal operations are interchangeable.
+    type Op: PartialEq;
 
     /// The state before any operation.
     fn init(&self) -> Self::State;
@@ -28,6 +34,10 @@ pub(crate) trait Model {
     /// model knows little about). A read that leaves the current state unchanged is applied
     /// without trying alternatives: moving it first never hurts.
     fn is_read(&self, op: &Self::Op) -> bool;
+
+    /// Whether `op` can no longer take effect in `state` nor in any state after it (a guarded
+    /// write whose revision the key has moved past): a window's search stops carrying it.
+    fn expired(&self, state: &Self::State, op: &Self::Op) -> bool;
 }
 
 /// An operation with its time window.
@@ -76,63 +86,142 @@ struct Frame {
 /// Searches for a linearization of `entries`, trying at most `budget` moves; also returns the
 /// moves tried, so a caller running many searches can bound their sum.
 pub(crate) fn search<M: Model>(model: &M, entries: &[Entry<M::Op>], budget: u64) -> (Outcome, u64) {
-    let mut sorted: Vec<&Entry<M::Op>> = entries.iter().collect();
-    sorted.sort_by_key(|e| (e.call, e.ret));
-    let never_due = |i: usize| sorted[i].optional && sorted[i].ret == u64::MAX;
-    let mut left = sorted.iter().filter(|e| !e.optional).count();
-    let mut done = BitSet::new(sorted.len());
+    let found = explore(model, entries, &[Start { state: model.init(), done: Vec::new() }], Goal::All, budget);
+    (found.outcome, found.steps)
+}
+
+/// Where a search stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Goal {
+    /// Every operation that must take effect has: the end of the history.
+    All,
+    /// Every operation that returned has taken effect or been dropped: a cut in time after
+    /// which only never-returned operations (`ret == u64::MAX`) may still take effect.
+    Returned,
+}
+
+/// A configuration a search starts from: a state, and the entries already done in it.
+#[derive(Debug, Clone)]
+pub(crate) struct Start<S> {
+    pub state: S,
+    /// Indices into the searched entries.
+    pub done: Vec<usize>,
+}
+
+/// What [`explore`] found.
+#[derive(Debug)]
+pub(crate) struct Found<S> {
+    pub outcome: Outcome,
+    /// Moves tried.
+    pub steps: u64,
+    /// For [`Goal::Returned`]: every configuration reachable at the cut, as its state and the
+    /// never-returned entries not yet done (indices into the searched entries, ascending).
+    pub ends: Vec<(S, Vec<usize>)>,
+}
+
+/// Wing & Gong's search from each of `starts` towards `goal`. For [`Goal::All`] it stops at
+/// the first linearization; for [`Goal::Returned`] it collects every configuration at the
+/// cut (the history is linearizable so far if there is one), so the search of what follows
+/// can start from exactly those: a long history is then searched window by window.
+pub(crate) fn explore<M: Model>(
+    model: &M,
+    entries: &[Entry<M::Op>],
+    starts: &[Start<M::State>],
+    goal: Goal,
+    budget: u64,
+) -> Found<M::State> {
+    let mut order: Vec<usize> = (0..entries.len()).collect();
+    order.sort_by_key(|&i| (entries[i].call, entries[i].ret));
+    let mut position = vec![0; entries.len()];
+    for (at, &i) in order.iter().enumerate() {
+        position[i] = at;
+    }
+    let sorted: Vec<&Entry<M::Op>> = order.iter().map(|&i| &entries[i]).collect();
+    let never_returns = |i: usize| sorted[i].ret == u64::MAX;
+    let never_due = |i: usize| sorted[i].optional && never_returns(i);
     let mut memo = Memo::new(sorted.len());
-    let mut states = vec![model.init()];
-    let mut path: Vec<usize> = Vec::new();
-    // The operations on the path that never returned and were optional: see `Memo::visit`.
-    let mut spent_optional: Vec<usize> = Vec::new();
-    let mut frames = vec![Frame { moves: moves(model, &sorted, &done, &states[0]), next: 0 }];
+    let mut ends = HashSet::new();
     let mut steps = 0u64;
-    loop {
-        if left == 0 {
-            return (Outcome::Linearizable, steps);
+    for start in starts {
+        let mut done = BitSet::new(sorted.len());
+        memo.done = 0;
+        for &i in &start.done {
+            done.set(position[i]);
+            memo.toggle(position[i]);
         }
-        let Some(frame) = frames.last_mut() else { return (Outcome::NotLinearizable, steps) };
-        let Some(&mv) = frame.moves.get(frame.next) else {
-            frames.pop();
-            if let Some(i) = path.pop() {
-                done.clear(i);
-                memo.toggle(i);
-                states.pop();
-                left += usize::from(!sorted[i].optional);
-                if never_due(i) {
-                    spent_optional.pop();
+        let open: Vec<usize> = done.zeros().collect();
+        // Entries that must still take effect; entries that returned and are not yet decided.
+        let mut left = open.iter().filter(|&&i| !sorted[i].optional).count();
+        let mut returned = open.iter().filter(|&&i| !never_returns(i)).count();
+        let mut states = vec![start.state.clone()];
+        let mut path: Vec<usize> = Vec::new();
+        // The operations on the path that never returned and were optional: see `Memo::visit`.
+        let mut spent_optional: Vec<usize> = Vec::new();
+        let mut frames = vec![Frame { moves: moves(model, &sorted, &done, &start.state), next: 0 }];
+        loop {
+            let complete = match goal {
+                Goal::All => left == 0,
+                Goal::Returned => returned == 0,
+            };
+            if complete {
+                if goal == Goal::All {
+                    return Found { outcome: Outcome::Linearizable, steps, ends: Vec::new() };
+                }
+                // What follows the cut can apply the remaining never-returned entries: no need
+                // to try them here.
+                let mut pending: Vec<usize> = done.zeros().map(|i| order[i]).collect();
+                pending.sort_unstable();
+                ends.insert((states.last().expect("a state").clone(), pending));
+                if let Some(frame) = frames.last_mut() {
+                    frame.next = frame.moves.len();
                 }
             }
-            continue;
-        };
-        frame.next += 1;
-        steps += 1;
-        if steps > budget {
-            return (Outcome::Undecided, steps);
-        }
-        let state = states.last().expect("a state per depth");
-        let next = match mv {
-            Move::Apply(i) => model.step(state, &sorted[i].op),
-            Move::Drop(_) => Some(state.clone()),
-        };
-        let Some(next) = next else { continue };
-        let i = mv.index();
-        memo.toggle(i);
-        let optional = spent_optional.iter().copied().chain(never_due(i).then_some(i));
-        if !memo.visit(&next, optional) {
+            let Some(frame) = frames.last_mut() else { break };
+            let Some(&mv) = frame.moves.get(frame.next) else {
+                frames.pop();
+                if let Some(i) = path.pop() {
+                    done.clear(i);
+                    memo.toggle(i);
+                    states.pop();
+                    left += usize::from(!sorted[i].optional);
+                    returned += usize::from(!never_returns(i));
+                    if never_due(i) {
+                        spent_optional.pop();
+                    }
+                }
+                continue;
+            };
+            frame.next += 1;
+            steps += 1;
+            if steps > budget {
+                return Found { outcome: Outcome::Undecided, steps, ends: Vec::new() };
+            }
+            let state = states.last().expect("a state per depth");
+            let next = match mv {
+                Move::Apply(i) => model.step(state, &sorted[i].op),
+                Move::Drop(_) => Some(state.clone()),
+            };
+            let Some(next) = next else { continue };
+            let i = mv.index();
             memo.toggle(i);
-            continue;
+            let optional = spent_optional.iter().copied().chain(never_due(i).then_some(i));
+            if !memo.visit(&next, optional) {
+                memo.toggle(i);
+                continue;
+            }
+            done.set(i);
+            left -= usize::from(!sorted[i].optional);
+            returned -= usize::from(!never_returns(i));
+            if never_due(i) {
+                spent_optional.push(i);
+            }
+            path.push(i);
+            frames.push(Frame { moves: moves(model, &sorted, &done, &next), next: 0 });
+            states.push(next);
         }
-        done.set(i);
-        left -= usize::from(!sorted[i].optional);
-        if never_due(i) {
-            spent_optional.push(i);
-        }
-        path.push(i);
-        frames.push(Frame { moves: moves(model, &sorted, &done, &next), next: 0 });
-        states.push(next);
     }
+    let outcome = if ends.is_empty() { Outcome::NotLinearizable } else { Outcome::Linearizable };
+    Found { outcome, steps, ends: ends.into_iter().collect() }
 }
 
 /// Lowe's cache of visited (operations done, state) configurations, kept as 128-bit
@@ -230,6 +319,20 @@ fn moves<M: Model>(model: &M, sorted: &[&Entry<M::Op>], done: &BitSet, state: &M
     }
     // A later candidate may have lowered the bound below an earlier one's call.
     candidates.retain(|&i| sorted[i].call <= bound);
+    // Of equal operations that never returned and may go now, trying one is enough: what
+    // follows cannot tell them apart.
+    let mut tried: Vec<(&M::Op, bool)> = Vec::new();
+    candidates.retain(|&i| {
+        let e = sorted[i];
+        if e.ret != u64::MAX {
+            return true;
+        }
+        if tried.contains(&(&e.op, e.optional)) {
+            return false;
+        }
+        tried.push((&e.op, e.optional));
+        true
+    });
     for &i in &candidates {
         let op = &sorted[i].op;
         if model.is_read(op) && model.step(state, op).as_ref() == Some(state) {

@@ -6,7 +6,8 @@
 //!    seen may or may not have happened.
 //! 2. **Per-key linearizability** of creates, guarded updates and deletes and consistent gets
 //!    (P-compositionality: one search per key), by Wing & Gong's search with Lowe's
-//!    memoisation against the model of one ConfigMap. Unknown outcomes are optional. A failure
+//!    memoisation against the model of one ConfigMap, window by window between the points
+//!    where nothing that returned is in flight. Unknown outcomes are optional. A failure
 //!    is classified as a stale read, a lost write or plain non-linearizable, and the key's
 //!    history is shrunk to the few operations that still fail.
 //! 3. **Revisions.** One global counter: two writes never share a revision, a write's revision
@@ -122,6 +123,9 @@ pub struct Report {
     pub keys: usize,
     /// Keys whose search ran out of steps: neither passed nor failed.
     pub undecided_keys: Vec<String>,
+    /// Windows the keys' histories were searched in (see `keys::search_windows`).
+    #[serde(default)]
+    pub windows: usize,
     /// Violations found beyond [`Limits::max_per_kind`], counted but not kept.
     pub suppressed: usize,
     /// What was found.
@@ -152,11 +156,12 @@ impl Report {
             format!("{} violations ({})", self.violations.len() + self.suppressed, kinds.join(", "))
         };
         format!(
-            "{} operations, {} watches, {} events, {} keys ({} undecided): {verdict}",
+            "{} operations, {} watches, {} events, {} keys in {} windows ({} undecided): {verdict}",
             self.operations,
             self.watches,
             self.events,
             self.keys,
+            self.windows,
             self.undecided_keys.len()
         )
     }
@@ -205,6 +210,7 @@ pub fn check_with(history: &History, limits: &Limits) -> Report {
         events: history.watches.iter().map(|w| w.events.len()).sum(),
         keys: keys.checked,
         undecided_keys: keys.undecided,
+        windows: keys.windows,
         suppressed: out.suppressed,
         violations: out.violations,
     }

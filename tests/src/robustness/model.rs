@@ -6,6 +6,11 @@ use std::collections::HashSet;
 
 use super::linearizable::Model;
 
+/// The value of every write of unknown outcome that no read or event showed: one no read
+/// matches. Such writes differ only in when they were called, so the search tries only one of
+/// several alike.
+pub(crate) const UNSEEN: u32 = u32::MAX;
+
 /// What a write answered, as the model needs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum WriteResult {
@@ -184,6 +189,20 @@ impl Model for KeyModel {
             KeyOp::Found { value, rv } => self.found(*s, value, rv),
             KeyOp::Absent => s.absent(),
             KeyOp::Invalid => None,
+        }
+    }
+
+    fn expired(&self, s: &KeyState, op: &KeyOp) -> bool {
+        // Revisions only grow: once the key's last write is past a guard or a known revision,
+        // nothing brings it back.
+        let past = |rv: Option<u64>| rv.is_some_and(|rv| rv <= s.floor);
+        match *op {
+            KeyOp::Create { result: WriteResult::Applied(rv), .. } => past(rv),
+            KeyOp::Update { expected, result: WriteResult::Applied(rv), .. } => expected < s.floor || past(rv),
+            KeyOp::Delete { expected, result: WriteResult::Applied(rv) } => {
+                expected.is_some_and(|e| e < s.floor) || past(rv)
+            }
+            _ => false,
         }
     }
 
