@@ -170,10 +170,12 @@ pub(super) fn replay(path: &Path, apply: impl FnMut(Record) -> Result<(), String
                 format!(
                     "the frame at offset {} does not check out ({:?}) but a good record follows it at offset {}: \
                      the log is damaged in the middle, not torn at its end, and truncating it would drop \
-                     acknowledged writes",
+                     acknowledged writes (to start from the records before the damage, keep a copy of the \
+                     log and cut it to {} bytes)",
                     end.good_len,
                     damage,
-                    end.good_len + 1 + at as u64
+                    end.good_len + 1 + at as u64,
+                    end.good_len
                 ),
             ));
         }
