@@ -1,7 +1,7 @@
 //! A robustness run: the real server (on its embedded store, or on a 3-member etcd cluster)
 //! takes random traffic from concurrent clients and watchers ([`super::traffic`]) while a
 //! fault thread injects failpoints one after another; then the recorded history is checked
-//! ([`super::check`]) and, on any violation, written out for a reader.
+//! ([`super::check`]) and, on any violation or undecided key, written out for a reader.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -123,7 +123,8 @@ pub struct Outcome {
     pub unexpected: Vec<String>,
     /// The seed, to run it again.
     pub seed: u64,
-    /// Where the history and violations were written (failing runs only).
+    /// Where the history (and any violations) were written: failing runs, and runs that left
+    /// keys undecided.
     pub written: Option<PathBuf>,
 }
 
@@ -312,11 +313,15 @@ pub fn run(config: &Config) -> Outcome {
     let unexpected = history.unexpected.into_inner();
     let history = history.history.into_inner();
     let report = check(&history);
-    let written = (!report.violations.is_empty() || !unexpected.is_empty()).then(|| {
+    // A run that left keys undecided writes its history too, for `robustness --check`.
+    let failed = !report.violations.is_empty() || !unexpected.is_empty();
+    let written = (failed || !report.undecided_keys.is_empty()).then(|| {
         std::fs::create_dir_all(&config.out_dir).expect("output directory");
         history.save(&config.out_dir.join("history.json")).expect("writing the history");
         report.write_violations(&config.out_dir).expect("writing the violations");
-        std::fs::write(config.out_dir.join("apiserver.log"), &server_log).expect("writing the server's log");
+        if failed {
+            std::fs::write(config.out_dir.join("apiserver.log"), &server_log).expect("writing the server's log");
+        }
         config.out_dir.clone()
     });
     Outcome { report, faults, unexpected, seed: config.seed, written }

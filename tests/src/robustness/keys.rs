@@ -31,7 +31,7 @@ pub(crate) fn check(h: &History, res: &Resolution, limits: &Limits, out: &mut Fi
     let (mut undecided, mut windows) = (Vec::new(), 0);
     for (&key, ops) in &by_key {
         let key_ops = KeyOps::new(h, res, ops);
-        let (verdict, searched) = search_windows(res, &key_ops, limits.steps_per_key);
+        let (verdict, searched) = search_windows(res, &key_ops, limits.steps_per_window);
         windows += searched;
         match verdict {
             Verdict::Linearizable => {}
@@ -77,8 +77,8 @@ enum Verdict {
 /// that returned did so before the next one was called, and each window is searched from
 /// every configuration the one before could end in (see [`explore`]). A cut is exact, so the
 /// verdict is the one a search of the whole history would give, in time that grows with the
-/// history instead of with the product of its windows' choices. Also returns the windows
-/// searched.
+/// history instead of with the product of its windows' choices. Each window may take
+/// `budget` moves. Also returns the windows searched.
 fn search_windows(res: &Resolution, key_ops: &KeyOps, budget: u64) -> (Verdict, usize) {
     let entries = &key_ops.entries;
     let model = KeyModel::fresh(key_ops.revisions(res));
@@ -98,7 +98,6 @@ fn search_windows(res: &Resolution, key_ops: &KeyOps, budget: u64) -> (Verdict, 
     windows.push(begin..order.len());
 
     let mut configs = vec![(model.init(), Vec::<usize>::new())];
-    let mut spent = 0;
     for (w, range) in windows.iter().enumerate() {
         let last = w + 1 == windows.len();
         let mut carried: Vec<usize> = configs.iter().flat_map(|(_, pending)| pending.iter().copied()).collect();
@@ -114,8 +113,7 @@ fn search_windows(res: &Resolution, key_ops: &KeyOps, budget: u64) -> (Verdict, 
             })
             .collect();
         let goal = if last { Goal::All } else { Goal::Returned };
-        let found = explore(&model, &window, &starts, goal, budget.saturating_sub(spent));
-        spent += found.steps;
+        let found = explore(&model, &window, &starts, goal, budget);
         let fails = || (Verdict::FailsBy { window: ids.clone(), prefix: order[..range.end].to_vec() }, w + 1);
         match found.outcome {
             Outcome::Undecided => return (Verdict::Undecided, w + 1),

@@ -49,9 +49,10 @@ use serde::{Deserialize, Serialize};
 /// Bounds on the work of one check.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
-    /// Search moves per key before the key is left undecided: a blow-up costs one key's
-    /// verdict, not the run.
-    pub steps_per_key: u64,
+    /// Search moves per window of a key's history before the key is left undecided: a
+    /// blow-up costs one key's verdict, not the run, and a long history is not undecided for
+    /// its length alone.
+    pub steps_per_window: u64,
     /// Search moves the minimiser may spend on one violation; then it keeps what it has.
     pub shrink_steps: u64,
     /// Violations kept per kind; more are only counted, so one bug does not bury the rest.
@@ -60,7 +61,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { steps_per_key: 4_000_000, shrink_steps: 5_000_000, max_per_kind: 50 }
+        Self { steps_per_window: 4_000_000, shrink_steps: 5_000_000, max_per_kind: 50 }
     }
 }
 
