@@ -1,8 +1,9 @@
 //! A request body as Kubernetes protobuf (`k8s\0` + runtime.Unknown), decoded as the gateway
 //! decodes it. Never a panic; an accepted body is an object within the nesting bound, and it
 //! encodes back to protobuf and decodes to the same object (the server answers protobuf
-//! clients with what it stored).
+//! clients with what it stored), times at the Unix epoch aside.
 use gateway::negotiate::{Input, decode_body};
+use serde_json::Value;
 
 /// The target: never a panic, and the properties above.
 pub fn check(data: &[u8]) {
@@ -24,6 +25,19 @@ pub fn check(data: &[u8]) {
     let encoded =
         protobuf::encode_object(&value).unwrap_or_else(|e| panic!("a decoded body does not encode: {e}: {value}"));
     let back = protobuf::decode_object(&encoded).unwrap_or_else(|e| panic!("a re-encoded body does not decode: {e}"));
-    assert_eq!(back, value, "protobuf round trip changed the object");
+    assert_eq!(without_epoch(&back), without_epoch(&value), "protobuf round trip changed the object");
     drop(body);
+}
+
+/// `v` without the times at the Unix epoch: kube's `Time.Unmarshal` reads a zero Timestamp as
+/// the zero Time (no time), so the epoch does not survive a protobuf round trip in kube either.
+fn without_epoch(v: &Value) -> Value {
+    let epoch = |v: &Value| matches!(v.as_str(), Some("1970-01-01T00:00:00Z" | "1970-01-01T00:00:00.000000Z"));
+    match v {
+        Value::Object(m) => {
+            Value::Object(m.iter().filter(|(_, x)| !epoch(x)).map(|(k, x)| (k.clone(), without_epoch(x))).collect())
+        }
+        Value::Array(a) => Value::Array(a.iter().map(without_epoch).collect()),
+        other => other.clone(),
+    }
 }
