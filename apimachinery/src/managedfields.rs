@@ -501,13 +501,22 @@ impl FieldManager<'_> {
         };
         let merged = fieldpath::merge(live, config, self.node).map_err(Refusal::Typed)?;
         let last = managed.entries.get(&id).map(|o| o.set.clone());
-        let set = strip_meta(&self.scope.restrict(FieldSet::of_applied(config, self.node)));
+        // Pruning sees the configuration's whole set, identity fields included, as kube's
+        // merge does beneath its meta-stripping layer: that is what keeps `metadata` (owned
+        // through its name) when the last label or annotation the applier owned goes.
+        let applied = self.scope.restrict(FieldSet::of_applied(config, self.node));
         let previous_time = managed.entries.get(&id).and_then(|o| o.time.clone());
-        managed.entries.insert(id.clone(), Owned { set, api_version: self.api_version.into(), time: previous_time });
+        managed.entries.insert(
+            id.clone(),
+            Owned { set: applied.clone(), api_version: self.api_version.into(), time: previous_time },
+        );
         let new = match &last {
             Some(last) if !last.is_empty() => self.prune(&merged, &managed, last),
             _ => merged,
         };
+        if let Some(o) = managed.entries.get_mut(&id) {
+            o.set = strip_meta(&applied);
+        }
         // Conflicts: another manager's fields this apply changes.
         // What the write may not change (kube's reset fields) is no one's conflict.
         let cmp = fieldpath::compare(live, &new, self.node);

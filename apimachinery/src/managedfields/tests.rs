@@ -427,3 +427,20 @@ mod recorded {
         );
     }
 }
+
+#[test]
+fn an_apply_that_drops_the_last_label_it_owned_removes_the_labels_and_keeps_the_object() {
+    let m = manager(NOW);
+    let created = stored(m.apply(None, &deployment(2, "nginx:1"), "kubectl", false).unwrap());
+    let mut config = deployment(2, "nginx:1");
+    config["metadata"].as_object_mut().unwrap().remove("labels");
+    let applied = manager(LATER).apply(Some(&created), &config, "kubectl", false).unwrap();
+    assert_eq!(applied["metadata"]["name"], "web", "{applied}");
+    assert!(applied["metadata"].get("labels").is_none(), "{applied}");
+    assert_eq!(applied["spec"]["replicas"], 2);
+    assert!(fields_of(&applied, "kubectl").starts_with(r#"{"f:spec":"#), "{}", fields_of(&applied, "kubectl"));
+    // And the manager can apply again.
+    let again = manager(LATER).apply(Some(&stored(applied)), &deployment(3, "nginx:1"), "kubectl", false).unwrap();
+    assert_eq!(again["metadata"]["labels"], json!({"app": "web"}));
+    assert_eq!(again["spec"]["replicas"], 3);
+}
