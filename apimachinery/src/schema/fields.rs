@@ -172,6 +172,33 @@ const QUANTITY: &str = "io.k8s.apimachinery.pkg.api.resource.Quantity";
 const TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Time";
 const MICRO_TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime";
 
+/// The precision kube writes a time field with.
+#[derive(Clone, Copy)]
+enum TimeLayout {
+    /// `metav1.Time`: RFC 3339 in whole seconds.
+    Seconds,
+    /// `metav1.MicroTime`: RFC 3339 with six fractional digits.
+    Micros,
+}
+
+impl TimeLayout {
+    /// Go's layout, as its parse errors name it.
+    fn go(self) -> &'static str {
+        match self {
+            TimeLayout::Seconds => "2006-01-02T15:04:05Z07:00",
+            TimeLayout::Micros => "2006-01-02T15:04:05.000000Z07:00",
+        }
+    }
+
+    /// The same layout for a UTC time, in chrono's words.
+    fn chrono(self) -> &'static str {
+        match self {
+            TimeLayout::Seconds => "%Y-%m-%dT%H:%M:%SZ",
+            TimeLayout::Micros => "%Y-%m-%dT%H:%M:%S%.6fZ",
+        }
+    }
+}
+
 impl Walker<'_> {
     fn walk(&mut self, node: Node<'static>, def: Option<&str>, v: &mut Value) {
         if v.is_null() {
@@ -180,8 +207,8 @@ impl Walker<'_> {
         match def {
             Some(INT_OR_STRING) => return self.int_or_string(v),
             Some(QUANTITY) => return self.quantity(v),
-            Some(TIME) => return self.time(v, "2006-01-02T15:04:05Z07:00"),
-            Some(MICRO_TIME) => return self.time(v, "2006-01-02T15:04:05.000000Z07:00"),
+            Some(TIME) => return self.time(v, TimeLayout::Seconds),
+            Some(MICRO_TIME) => return self.time(v, TimeLayout::Micros),
             _ => {}
         }
         if node.is_int_or_string() {
@@ -314,26 +341,34 @@ impl Walker<'_> {
     }
 
     /// `Quantity.UnmarshalJSON`: a string or a number that parses as a quantity.
-    fn quantity(&mut self, v: &Value) {
-        let text = match v {
+    /// `Quantity.UnmarshalJSON`, then its `MarshalJSON`: a quantity kube reads is written back
+    /// in canonical form (`0.5` as `500m`, `1024Mi` as `1Gi`, a bare number as a string).
+    fn quantity(&mut self, v: &mut Value) {
+        let text = match &*v {
             Value::String(s) => s.trim().to_string(),
             other => other.to_string(),
         };
         if let Err(e) = check_quantity(&text) {
-            self.decode_error(e.to_string());
+            return self.decode_error(e.to_string());
+        }
+        // A value too large or too fine for the parser's nano-units stays as sent.
+        if let Ok(q) = crate::defaults::quantity::parse(&text) {
+            *v = Value::String(q.canonical());
         }
     }
 
-    /// `Time.UnmarshalJSON`: a string in RFC 3339.
-    fn time(&mut self, v: &Value, layout: &str) {
-        match v {
+    /// `Time.UnmarshalJSON`: a string in RFC 3339, in any offset and precision; then its
+    /// `MarshalJSON`, so the value is stored as kube stores it: in UTC, ending in `Z`, whole
+    /// seconds for a `Time` and microseconds for a `MicroTime`.
+    fn time(&mut self, v: &mut Value, layout: TimeLayout) {
+        match &*v {
             Value::String(s) if s.is_empty() => {}
             Value::String(s) => {
                 match chrono::DateTime::parse_from_rfc3339(s) {
                     Err(_) => self.decode_error(format!(
                         "parsing time {} as {}: cannot parse {} as \"2006\"",
                         go_quote(s),
-                        go_quote(layout),
+                        go_quote(layout.go()),
                         go_quote(s)
                     )),
                     // chrono reads a leap second (`:60`) as nanoseconds past a second; Go's
@@ -341,7 +376,14 @@ impl Walker<'_> {
                     Ok(t) if t.timestamp_subsec_nanos() >= 1_000_000_000 => {
                         self.decode_error(format!("parsing time {}: second out of range", go_quote(s)))
                     }
-                    Ok(_) => {}
+                    Ok(t) => {
+                        let utc = t.with_timezone(&chrono::Utc);
+                        // Go refuses to write a year it cannot print in four digits; such a
+                        // time stays as sent.
+                        if (0..=9999).contains(&chrono::Datelike::year(&utc)) {
+                            *v = Value::String(utc.format(layout.chrono()).to_string());
+                        }
+                    }
                 }
             }
             other => {

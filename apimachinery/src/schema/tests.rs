@@ -114,7 +114,8 @@ fn check_fields_prunes_unknown_fields_with_kube_paths() {
     assert!(d["metadata"].get("bogus").is_none());
     assert!(d["spec"]["template"]["spec"]["containers"][1].get("imagePullPolicyX").is_none());
     assert_eq!(d["metadata"]["labels"]["app"], "web");
-    assert_eq!(d["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["memory"], 128);
+    // A bare number decodes as a quantity and is written back as its canonical string.
+    assert_eq!(d["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["memory"], "128");
     assert_eq!(
         r.strict_message().unwrap(),
         "strict decoding error: unknown field \"metadata.bogus\", unknown field \"spec.foo\", \
@@ -209,6 +210,29 @@ fn check_fields_keeps_what_kube_keeps() {
     let mut unknown_kind = serde_json::json!({"x": 1});
     assert!(check_fields("example.com", "v1", "Widget", &mut unknown_kind).is_clean());
     assert_eq!(unknown_kind["x"], 1);
+}
+
+#[test]
+fn check_fields_writes_times_and_quantities_as_kube_writes_them() {
+    let mut e = serde_json::json!({
+        "apiVersion": "v1", "kind": "Event", "metadata": {"name": "e", "managedFields": [
+            {"manager": "m", "operation": "Update", "time": "2024-01-01T02:00:00+02:00"}
+        ]},
+        "involvedObject": {"kind": "Pod", "name": "p"},
+        "firstTimestamp": "2024-01-01T00:00:00.987654321Z",
+        "lastTimestamp": "2023-12-31T19:30:00-05:00",
+        "eventTime": "2024-01-01T01:00:00.5+01:00",
+    });
+    assert!(check_fields("", "v1", "Event", &mut e).is_clean());
+    assert_eq!(e["metadata"]["managedFields"][0]["time"], "2024-01-01T00:00:00Z");
+    assert_eq!(e["firstTimestamp"], "2024-01-01T00:00:00Z", "whole seconds, truncated as Go formats");
+    assert_eq!(e["lastTimestamp"], "2024-01-01T00:30:00Z");
+    assert_eq!(e["eventTime"], "2024-01-01T00:00:00.500000Z", "a MicroTime keeps microseconds");
+
+    let mut q =
+        serde_json::json!({"spec": {"hard": {"cpu": "0.5", "memory": "1024Mi", "pods": 10, "storage": " 2Gi "}}});
+    assert!(check_fields("", "v1", "ResourceQuota", &mut q).is_clean());
+    assert_eq!(q["spec"]["hard"], serde_json::json!({"cpu": "500m", "memory": "1Gi", "pods": "10", "storage": "2Gi"}));
 }
 
 #[test]
