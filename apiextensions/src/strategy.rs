@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use apimachinery::error::{ApiError, Cause};
-use apimachinery::kinds::{Converter, ResourceDef, Strategy, meta_create, meta_update};
+use apimachinery::kinds::{Converter, ResourceDef, StatusMetadata, Strategy, meta_create, meta_update};
 use apimachinery::scale::ScalePaths;
 use apimachinery::selector::fields::FieldLabels;
 use apimachinery::selector::selectable;
@@ -78,6 +78,22 @@ fn counted(obj: &Value, status: bool) -> Vec<(&String, &Value)> {
 }
 
 impl Strategy for CustomResource {
+    /// kube's custom resource status strategy: the stored object with the written status.
+    fn status_metadata(&self) -> StatusMetadata {
+        StatusMetadata::KeptAll
+    }
+
+    fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
+        let (Some(new_map), Some(old_map)) = (new.as_object_mut(), old.as_object()) else { return };
+        let keep = |k: &str| matches!(k, "status" | "metadata" | "apiVersion" | "kind");
+        new_map.retain(|k, _| keep(k));
+        for (k, v) in old_map {
+            if !keep(k) {
+                new_map.insert(k.clone(), v.clone());
+            }
+        }
+    }
+
     fn defaults(&self, obj: &mut Value) {
         if let Some(s) = &self.schema {
             schema::apply_defaults(s, obj);

@@ -21,6 +21,7 @@ use serde_json::{Map, Value, json};
 
 use crate::error::{ApiError, Cause, Reason};
 use crate::fieldpath::{self, FieldSet, PathElement, display_path};
+use crate::kinds::StatusMetadata;
 use crate::schema::Node;
 
 /// kube's cap on update entries (`DefaultMaxUpdateManagers`).
@@ -258,25 +259,35 @@ fn strip_meta(set: &FieldSet) -> FieldSet {
 }
 
 /// Which part of an object a write through a (sub)resource may change, and so own or take
-/// from others (kube's reset fields, simplified: the resource's writes leave `status` alone
-/// where a status subresource exists; a status write changes only `status`).
+/// from others: kube's reset fields. The resource's writes leave `status` alone where a status
+/// subresource exists; a status write changes `status` and the metadata its kind lets it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scope {
     /// Everything.
     All,
     /// Everything but `status`.
     NotStatus,
-    /// `status` only.
-    StatusOnly,
+    /// `status`, and `metadata` as the kind's status strategy says.
+    Status(StatusMetadata),
 }
 
 impl Scope {
     fn restrict(self, set: FieldSet) -> FieldSet {
         let status = PathElement::Field("status".into());
+        let metadata = PathElement::Field("metadata".into());
         match self {
             Scope::All => set,
             Scope::NotStatus => set.without(&status),
-            Scope::StatusOnly => set.only(&status),
+            Scope::Status(StatusMetadata::KeptAll | StatusMetadata::WritableUnowned) => set.only(&status),
+            Scope::Status(rule) => {
+                let mut meta = set.only(&metadata);
+                if let StatusMetadata::Kept(fields) = rule {
+                    for f in fields {
+                        meta = meta.without_below(&metadata, &PathElement::Field((*f).to_string()));
+                    }
+                }
+                set.only(&status).union(&meta)
+            }
         }
     }
 }

@@ -289,7 +289,7 @@ fn field_manager<'a>(
     now: &'a str,
 ) -> FieldManager<'a> {
     let scope = match subresource {
-        Some(Subresource::Status) => Scope::StatusOnly,
+        Some(Subresource::Status) => Scope::Status(def.strategy.status_metadata()),
         None if def.has(Subresource::Status) => Scope::NotStatus,
         _ => Scope::All,
     };
@@ -779,17 +779,11 @@ impl RegistryStore {
                 return out;
             }
             Some(Subresource::Status) => {
-                def.prepare_for_status_update(&mut new, old);
-                // kube's ResetObjectMetaForStatus: a status write changes no metadata but the
-                // managed fields that recorded it.
+                // The kind's status strategy: spec and identity as stored, and what it says of
+                // the metadata (most kinds take labels, annotations, finalizers and owners).
                 let rv = new.resource_version().to_string();
-                let managed = new.pointer("/metadata/managedFields").cloned();
-                new["metadata"] = old.get("metadata").cloned().unwrap_or_else(|| json!({}));
+                def.prepare_for_status_update(&mut new, old);
                 new.set_meta_str("resourceVersion", &rv);
-                match managed {
-                    Some(m) => new.meta_mut().insert("managedFields".into(), m),
-                    None => new.meta_mut().remove("managedFields"),
-                };
             }
             Some(Subresource::Approval) => {
                 // kube's approval strategy: only the conditions (Approved, Denied) change.

@@ -343,7 +343,7 @@ async fn deletion_waits_for_finalizers_and_the_last_one_removed_completes_it() {
 }
 
 #[actix::test]
-async fn status_writes_change_only_status() {
+async fn status_writes_change_status_and_the_metadata_their_kind_allows() {
     let r = registry("10.0.0.0/24");
     let node = r
         .create("", "nodes", "", json!({"metadata": {"name": "n1"}, "spec": {"podCIDR": "10.1.0.0/24"}}))
@@ -359,7 +359,24 @@ async fn status_writes_change_only_status() {
     let after = object_of(r.store.update(msg, Deadline::NONE).await.unwrap());
     assert_eq!(after["status"]["phase"], "Running");
     assert_eq!(after["spec"]["podCIDR"], "10.1.0.0/24");
-    assert!(after["metadata"].get("labels").is_none());
+    assert_eq!(after["metadata"]["labels"], json!({"new": "label"}), "kube's node status strategy takes labels");
+
+    // A Deployment's status writer may not change its labels.
+    let labels = json!({"app": "web"});
+    let template = json!({"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "i"}]}});
+    let spec = json!({"selector": {"matchLabels": labels}, "template": template});
+    let deployment = json!({"metadata": {"name": "web", "labels": labels, "annotations": {"a": "1"}}, "spec": spec});
+    let deployment = r.create("apps", "deployments", "team", deployment).await.unwrap();
+    let mut status = deployment.clone();
+    status["metadata"]["labels"] = json!({"app": "other"});
+    status["metadata"]["annotations"] = json!({"a": "2"});
+    status["status"] = json!({"replicas": 1});
+    let mut t = target("apps", "deployments", "team", "web");
+    t.subresource = Some(Subresource::Status);
+    let msg = UpdateObject { target: t, object: status, user: admin(), options: WriteOptions::default() };
+    let after = object_of(r.store.update(msg, Deadline::NONE).await.unwrap());
+    assert_eq!(after["status"]["replicas"], 1);
+    assert_eq!((&after["metadata"]["labels"], &after["metadata"]["annotations"]), (&labels, &json!({"a": "2"})));
 }
 
 /// A backend with faults for one test: lists failing as an unreachable backend's do, or writes

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::apiregistration::{self, Availability};
 use crate::error::Cause;
-use crate::kinds::{ResourceDef, Strategy, Subresource};
+use crate::kinds::{ResourceDef, StatusMetadata, Strategy, Subresource};
 use crate::table::printers::{AGE, NAME, StaticPrinter, age, col, name};
 use crate::table::{Printer, Row};
 use crate::validation::apiregistration as validation;
@@ -79,14 +79,8 @@ impl Strategy for ApiServices {
 
     /// A status writer changes only the status: labels, annotations, finalizers and owners
     /// stay as stored.
-    fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
-        let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) else { return };
-        for key in ["labels", "annotations", "finalizers", "ownerReferences"] {
-            match old.pointer(&format!("/metadata/{key}")) {
-                Some(v) => meta.insert(key.into(), v.clone()),
-                None => meta.remove(key),
-            };
-        }
+    fn status_metadata(&self) -> StatusMetadata {
+        StatusMetadata::Kept(&["labels", "annotations", "finalizers", "ownerReferences"])
     }
 
     fn validate(&self, _: &ResourceDef, obj: &Value) -> Vec<Cause> {

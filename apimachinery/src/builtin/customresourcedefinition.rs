@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::defaults::apiextensions as defaults;
 use crate::error::Cause;
-use crate::kinds::{ResourceDef, Strategy, Subresource};
+use crate::kinds::{ResourceDef, StatusMetadata, Strategy, Subresource};
 use crate::validation::apiextensions as validation;
 
 pub(super) fn definition() -> ResourceDef {
@@ -36,6 +36,12 @@ struct CustomResourceDefinitions;
 const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 
 impl Strategy for CustomResourceDefinitions {
+    /// kube's CRD status strategy means to reset metadata but resets the new object to itself,
+    /// so status writes change it; its reset fields still name all of `metadata`.
+    fn status_metadata(&self) -> StatusMetadata {
+        StatusMetadata::WritableUnowned
+    }
+
     /// kube's CRD delete: the first DELETE only marks the CRD, so its objects are deleted
     /// before it goes.
     fn awaits_finalization(&self, obj: &Value) -> bool {

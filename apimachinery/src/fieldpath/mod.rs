@@ -227,6 +227,18 @@ impl FieldSet {
         out
     }
 
+    /// Without `child` below top-level element `parent`, nor what is below `child`.
+    pub fn without_below(&self, parent: &PathElement, child: &PathElement) -> FieldSet {
+        let mut out = self.clone();
+        if let Some(c) = out.children.get_mut(parent) {
+            *c = c.without(child);
+            if c.is_empty() {
+                out.children.remove(parent);
+            }
+        }
+        out
+    }
+
     /// Only `pe` (one top-level element) and what is below it.
     pub fn only(&self, pe: &PathElement) -> FieldSet {
         let mut out = FieldSet::default();

@@ -28,7 +28,9 @@ use crate::selector::FieldLabels;
 use crate::table::Printer;
 
 pub use crate::validation::names::NameRule;
-pub use strategy::{ClusterIp, Converter, DefaultStrategy, Strategy, meta_create, meta_update};
+pub use strategy::{
+    ClusterIp, Converter, DefaultStrategy, RESET_FOR_STATUS, StatusMetadata, Strategy, meta_create, meta_update,
+};
 
 /// A subresource served beside the main resource.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -430,10 +432,33 @@ impl ResourceDef {
     /// The `/status` flavour: identity and spec from `old`, only status and metadata changes
     /// taken from `new`, then the strategy's own status preparation.
     pub fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
-        if new.is_object() {
-            crate::defaults::prepare_for_status_update(new, old);
-            self.strategy.prepare_for_status_update(new, old);
+        if !new.is_object() {
+            return;
         }
+        crate::defaults::prepare_for_status_update(new, old);
+        let kept: &[&str] = match self.strategy.status_metadata() {
+            StatusMetadata::Writable | StatusMetadata::WritableUnowned => &[],
+            StatusMetadata::Kept(fields) => fields,
+            StatusMetadata::KeptAll => {
+                let managed = new.pointer("/metadata/managedFields").cloned();
+                new["metadata"] = old.get("metadata").cloned().unwrap_or_else(|| serde_json::json!({}));
+                let meta = new.meta_mut();
+                match managed {
+                    Some(m) => meta.insert("managedFields".into(), m),
+                    None => meta.remove("managedFields"),
+                };
+                &[]
+            }
+        };
+        let old_meta = old.meta().cloned().unwrap_or_default();
+        let meta = new.meta_mut();
+        for key in kept {
+            match old_meta.get(*key) {
+                Some(v) => meta.insert((*key).to_string(), v.clone()),
+                None => meta.remove(*key),
+            };
+        }
+        self.strategy.prepare_for_status_update(new, old);
     }
 
     /// The strategy's `Validate` (create), duplicate causes reported once. Every validation

@@ -24,6 +24,27 @@ pub enum ClusterIp {
     Static(String),
 }
 
+/// What a write through `/status` does to metadata, as each of kube's status strategies
+/// says in its `PrepareForUpdate` and its reset fields (what no manager of such a write owns).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StatusMetadata {
+    /// Labels, annotations, finalizers and owner references change as written, and the writer
+    /// owns what it changed.
+    Writable,
+    /// Like `Writable`, except these fields of `metadata`, which stay as stored.
+    Kept(&'static [&'static str]),
+    /// Metadata changes as written, but no manager owns it (kube's CustomResourceDefinition
+    /// status strategy: its reset of metadata resets the new object to itself, while its reset
+    /// fields name all of `metadata`).
+    WritableUnowned,
+    /// All of it stays as stored but the managed fields.
+    KeptAll,
+}
+
+/// `metav1.ResetObjectMetaForStatus`: what several status strategies keep as stored.
+pub const RESET_FOR_STATUS: &[&str] =
+    &["deletionTimestamp", "generation", "selfLink", "labels", "annotations", "finalizers", "ownerReferences"];
+
 /// The behaviour of one kind. Implementations are stateless or hold only configuration.
 pub trait Strategy: Send + Sync {
     /// kube's decode-time defaults: applied to every body and to every object read back.
@@ -78,8 +99,16 @@ pub trait Strategy: Send + Sync {
     fn prepare_for_update(&self, _new: &mut Value, _old: &Value) {}
 
     /// The status strategy's `PrepareForUpdate`, after spec and identity are carried over
-    /// from `old`: what else a `/status` write may not change.
+    /// from `old` and [`Strategy::status_metadata`] is applied: what else a `/status` write
+    /// may not change.
     fn prepare_for_status_update(&self, _new: &mut Value, _old: &Value) {}
+
+    /// Which metadata a `/status` write may change. Most of kube's status strategies take
+    /// labels, annotations, finalizers and owners from the write; some keep part or all of
+    /// the stored metadata.
+    fn status_metadata(&self) -> StatusMetadata {
+        StatusMetadata::Writable
+    }
 
     /// `Validate` on create: by default, kube's `ValidateObjectMeta`, then the kind's own rules
     /// ([`Strategy::validate_kind`]).

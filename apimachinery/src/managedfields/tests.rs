@@ -235,7 +235,11 @@ fn a_status_value_in_a_resource_apply_is_no_conflict() {
     // different status neither conflicts nor takes it (status is reset there).
     let mut live = stored(manager(NOW).apply(None, &deployment(1, "x"), "kubectl", false).unwrap());
     live["status"] = json!({"replicas": 1});
-    let status_manager = FieldManager { subresource: "status", scope: Scope::StatusOnly, ..manager(NOW) };
+    let status_manager = FieldManager {
+        subresource: "status",
+        scope: Scope::Status(crate::kinds::StatusMetadata::Writable),
+        ..manager(NOW)
+    };
     let mut with_status = live.clone();
     with_status["status"]["replicas"] = 2.into();
     status_manager.update(Some(&live), &mut with_status, "controller");

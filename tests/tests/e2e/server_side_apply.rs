@@ -453,3 +453,79 @@ fn a_pod_created_records_its_defaults_but_not_what_admission_adds() {
         }])
     );
 }
+
+fn config_map(labels: &str, annotations: &str, value: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: {NS}\n{labels}{annotations}data:\n  k: {value}\n"
+    )
+}
+
+/// The entries of an object as (manager, operation, fieldsV1).
+fn entries(object: &Value) -> Vec<(String, String, Value)> {
+    let list = object["metadata"]["managedFields"].as_array().cloned().unwrap_or_default();
+    list.iter()
+        .map(|e| {
+            (
+                e["manager"].as_str().unwrap().to_string(),
+                e["operation"].as_str().unwrap().to_string(),
+                e["fieldsV1"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// What kube-apiserver 1.32 answers (recorded with kubectl 1.30): a manifest that no longer
+/// has labels or annotations removes them, whether the fields were applied server-side or
+/// client-side before, and the manager can go on applying.
+#[test]
+fn kubectl_applies_a_manifest_that_dropped_its_last_label() {
+    let s = server();
+    let labelled = config_map("  labels: {a: b}\n", "  annotations: {note: x}\n", "v");
+    let bare = config_map("", "", "v2");
+    ok(apply(&s, &labelled, &[]), "server-side apply with labels");
+    ok(apply(&s, &bare, &[]), "server-side apply without labels");
+    let cm = get(&s, "configmap/settings");
+    assert!(cm["metadata"].get("labels").is_none() && cm["metadata"].get("annotations").is_none(), "{cm}");
+    assert_eq!(entries(&cm), [("kubectl".into(), "Apply".into(), json!({"f:data": {"f:k": {}}}))]);
+    ok(apply(&s, &labelled, &[]), "server-side apply with labels again");
+    assert_eq!(get(&s, "configmap/settings")["metadata"]["labels"], json!({"a": "b"}));
+    ok(s.kubectl_stdin(&["delete", "-f", "-"], &bare), "delete");
+
+    // From client-side apply to server-side apply and back.
+    ok(s.kubectl_stdin(&["apply", "-f", "-"], &labelled), "client-side apply");
+    ok(apply(&s, &bare, &[]), "server-side apply without labels after client-side apply");
+    let cm = get(&s, "configmap/settings");
+    assert!(cm["metadata"].get("labels").is_none(), "{cm}");
+    assert_eq!(
+        cm["metadata"]["annotations"],
+        json!({"kubectl.kubernetes.io/last-applied-configuration":
+            "{\"apiVersion\":\"v1\",\"data\":{\"k\":\"v2\"},\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"settings\",\"namespace\":\"ssa\"}}\n"})
+    );
+    assert_eq!(
+        entries(&cm),
+        [
+            (
+                "kubectl-last-applied".into(),
+                "Apply".into(),
+                json!({"f:metadata": {"f:annotations": {"f:kubectl.kubernetes.io/last-applied-configuration": {}}}})
+            ),
+            ("kubectl".into(), "Apply".into(), json!({"f:data": {"f:k": {}}})),
+        ]
+    );
+    ok(s.kubectl_stdin(&["apply", "-f", "-"], &labelled), "client-side apply again");
+    let cm = get(&s, "configmap/settings");
+    assert_eq!((&cm["metadata"]["labels"], &cm["data"]["k"]), (&json!({"a": "b"}), &json!("v")));
+    assert_eq!(
+        entries(&cm),
+        [(
+            "kubectl-client-side-apply".into(),
+            "Update".into(),
+            json!({"f:data": {"f:k": {}}, "f:metadata": {
+                "f:annotations": {"f:kubectl.kubernetes.io/last-applied-configuration": {}, "f:note": {}},
+                "f:labels": {".": {}, "f:a": {}}}})
+        )]
+    );
+    ok(apply(&s, &bare, &[]), "server-side apply without labels again");
+    let cm = get(&s, "configmap/settings");
+    assert!(cm["metadata"].get("labels").is_none() && cm["metadata"]["annotations"].get("note").is_none(), "{cm}");
+}
