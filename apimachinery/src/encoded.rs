@@ -54,7 +54,7 @@ impl EncodedObject {
     /// Encodes `obj`.
     pub fn encode(obj: &Value) -> Self {
         let Some(map) = obj.as_object() else {
-            let json = serde_json::to_vec(obj).unwrap_or_default();
+            let json = to_json(obj);
             return EncodedObject::new(Bytes::from(json), 0);
         };
         let mut out = Vec::with_capacity(256);
@@ -138,7 +138,94 @@ impl EncodedObject {
 fn write_entry(out: &mut Vec<u8>, key: &str, value: &Value) {
     serde_json::to_writer(&mut *out, key).expect("writing to a Vec cannot fail");
     out.push(b':');
-    serde_json::to_writer(&mut *out, value).expect("writing to a Vec cannot fail");
+    serde_json::to_writer(&mut *out, &KubeJson::at(value, Place::of_key(Place::Other, key)))
+        .expect("writing to a Vec cannot fail");
+}
+
+/// JSON as kube writes it: a value serialized as serde_json does, except that the keys of
+/// every `metadata.managedFields[].fieldsV1` come in structured-merge-diff's order
+/// ([`protobuf::fields_v1`]), which differs from a map's byte order for numeric keys.
+pub struct KubeJson<'a> {
+    value: &'a Value,
+    place: Place,
+}
+
+impl<'a> KubeJson<'a> {
+    /// `value`, an object, a list or a watch event.
+    pub fn new(value: &'a Value) -> Self {
+        KubeJson { value, place: Place::Other }
+    }
+
+    fn at(value: &'a Value, place: Place) -> Self {
+        KubeJson { value, place }
+    }
+}
+
+/// Where a value sits on the way to a `fieldsV1`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Other,
+    Metadata,
+    ManagedFields,
+    Entry,
+    FieldsV1,
+}
+
+impl Place {
+    fn of_key(self, key: &str) -> Place {
+        match (self, key) {
+            (Place::FieldsV1, _) => Place::FieldsV1,
+            (Place::Metadata, "managedFields") => Place::ManagedFields,
+            (Place::Entry, "fieldsV1") => Place::FieldsV1,
+            (_, "metadata") => Place::Metadata,
+            _ => Place::Other,
+        }
+    }
+
+    fn of_item(self) -> Place {
+        if self == Place::ManagedFields { Place::Entry } else { Place::Other }
+    }
+}
+
+impl Serialize for KubeJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        match self.value {
+            Value::Object(map) => {
+                let mut m = s.serialize_map(Some(map.len()))?;
+                if self.place == Place::FieldsV1 && protobuf::fields_v1::needs_sorting(map.keys()) {
+                    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                    entries.sort_by(|a, b| protobuf::fields_v1::compare_keys(a.0, b.0));
+                    for (k, v) in entries {
+                        m.serialize_entry(k, &KubeJson::at(v, Place::FieldsV1))?;
+                    }
+                } else {
+                    for (k, v) in map {
+                        m.serialize_entry(k, &KubeJson::at(v, self.place.of_key(k)))?;
+                    }
+                }
+                m.end()
+            }
+            Value::Array(items) => {
+                let mut seq = s.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(&KubeJson::at(item, self.place.of_item()))?;
+                }
+                seq.end()
+            }
+            scalar => scalar.serialize(s),
+        }
+    }
+}
+
+/// `value` as JSON bytes, as kube writes it ([`KubeJson`]).
+pub fn to_json(value: &Value) -> Vec<u8> {
+    serde_json::to_vec(&KubeJson::new(value)).expect("a Value serializes")
+}
+
+/// `value` as indented JSON bytes, as kube writes it ([`KubeJson`]).
+pub fn to_json_pretty(value: &Value) -> Vec<u8> {
+    serde_json::to_vec_pretty(&KubeJson::new(value)).expect("a Value serializes")
 }
 
 impl std::fmt::Debug for EncodedObject {
@@ -225,6 +312,19 @@ fn build_line(kind: WatchEventType, object: &EncodedObject) -> Bytes {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn managed_fields_keys_are_written_in_kube_order_and_nothing_else_moves() {
+        let obj = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "managedFields": [{"manager": "m", "fieldsV1": {"f:spec": {"f:ports": {
+                "k:{\"port\":443}": {}, "k:{\"port\":80}": {}}}}}]},
+            "spec": {"k:{\"port\":443}": 1, "k:{\"port\":80}": 2}});
+        let text = String::from_utf8(EncodedObject::encode(&obj).json().to_vec()).unwrap();
+        assert!(text.contains(r#"{"k:{\"port\":80}":{},"k:{\"port\":443}":{}}"#), "{text}");
+        assert!(text.contains(r#""spec":{"k:{\"port\":443}":1,"k:{\"port\":80}":2}"#), "{text}");
+        let list = serde_json::json!({"items": [obj]});
+        assert!(String::from_utf8(to_json(&list)).unwrap().contains(r#"{"k:{\"port\":80}":{},"#));
+    }
+
     use super::*;
     use serde_json::json;
 

@@ -422,7 +422,11 @@ pub fn respond(status: StatusCode, output: Output, value: &Value, pretty: bool) 
     let body = match output.encoding {
         Encoding::Yaml => serde_yaml_ng::to_string(value).map(String::into_bytes).unwrap_or_default(),
         Encoding::Json => {
-            if pretty { serde_json::to_vec_pretty(value) } else { serde_json::to_vec(value) }.unwrap_or_default()
+            if pretty {
+                apimachinery::encoded::to_json_pretty(value)
+            } else {
+                apimachinery::encoded::to_json(value)
+            }
         }
         Encoding::Protobuf => match protobuf::encode_object(value) {
             Ok(body) => body,

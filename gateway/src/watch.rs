@@ -137,8 +137,7 @@ pub async fn serve(
                 let frame = if output.encoding == Encoding::Protobuf {
                     protobuf_frame(event.kind, &object, &api_version, &def.kind)
                 } else {
-                    let mut line =
-                        serde_json::to_vec(&json!({ "type": event.kind, "object": object })).unwrap_or_default();
+                    let mut line = apimachinery::encoded::to_json(&json!({ "type": event.kind, "object": object }));
                     line.push(b'\n');
                     line
                 };

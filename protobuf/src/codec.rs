@@ -64,9 +64,8 @@ pub fn encode(schema: &Schema, id: MessageId, value: &Value, out: &mut Vec<u8>) 
                 write_bytes(3, scalar_text(other).as_bytes(), out);
             }
         },
-        Special::RawExtension | Special::FieldsV1 => {
-            write_bytes(1, &serde_json::to_vec(value).unwrap_or_default(), out);
-        }
+        Special::RawExtension => write_bytes(1, &serde_json::to_vec(value).unwrap_or_default(), out),
+        Special::FieldsV1 => write_bytes(1, &crate::fields_v1::to_json(value), out),
         Special::Items => {
             let field = &message.fields[0];
             for item in value.as_array().into_iter().flatten() {

@@ -16,6 +16,7 @@
 //! [`unknown_head`] and [`watch_frame_head`] write everything before the raw message.
 
 pub mod codec;
+pub mod fields_v1;
 pub mod schema;
 
 use serde_json::Value;

@@ -19,6 +19,8 @@ use crate::schema::Node;
 
 mod typed;
 
+use protobuf::fields_v1::compare_values;
+
 pub use typed::{Comparison, check_keys, compare, display_path, merge, remove_items, with_named_members};
 
 /// One step into an object.
@@ -131,50 +133,6 @@ fn compare_fields(a: &[(String, Value)], b: &[(String, Value)]) -> Ordering {
     a.len().cmp(&b.len())
 }
 
-/// Values in structured-merge-diff's total order: numbers (compared numerically), strings,
-/// booleans, lists, maps, then null.
-fn compare_values(a: &Value, b: &Value) -> Ordering {
-    fn rank(v: &Value) -> u8 {
-        match v {
-            Value::Number(_) => 0,
-            Value::String(_) => 1,
-            Value::Bool(_) => 2,
-            Value::Array(_) => 3,
-            Value::Object(_) => 4,
-            Value::Null => 5,
-        }
-    }
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64()) {
-            (Some(x), Some(y)) => x.cmp(&y),
-            _ => x.as_f64().unwrap_or(0.0).total_cmp(&y.as_f64().unwrap_or(0.0)),
-        },
-        (Value::String(x), Value::String(y)) => x.cmp(y),
-        (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
-        (Value::Array(x), Value::Array(y)) => {
-            for (x, y) in x.iter().zip(y) {
-                let c = compare_values(x, y);
-                if c != Ordering::Equal {
-                    return c;
-                }
-            }
-            x.len().cmp(&y.len())
-        }
-        (Value::Object(x), Value::Object(y)) => {
-            // Maps compare as their entries in key order.
-            let (x, y): (Vec<_>, Vec<_>) = (x.iter().collect(), y.iter().collect());
-            for ((xk, xv), (yk, yv)) in x.iter().zip(&y) {
-                let c = xk.cmp(yk).then_with(|| compare_values(xv, yv));
-                if c != Ordering::Equal {
-                    return c;
-                }
-            }
-            x.len().cmp(&y.len())
-        }
-        _ => rank(a).cmp(&rank(b)),
-    }
-}
-
 /// A set of field paths: the elements owned here (`members`), and the sets under each element
 /// that has owned descendants (`children`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -227,16 +185,22 @@ impl FieldSet {
         out
     }
 
-    /// Without `child` below top-level element `parent`, nor what is below `child`.
-    pub fn without_below(&self, parent: &PathElement, child: &PathElement) -> FieldSet {
-        let mut out = self.clone();
-        if let Some(c) = out.children.get_mut(parent) {
-            *c = c.without(child);
-            if c.is_empty() {
-                out.children.remove(parent);
+    /// Without `path` (not empty), nor what is below it.
+    pub fn without_path(&self, path: &[PathElement]) -> FieldSet {
+        match path {
+            [] => self.clone(),
+            [last] => self.without(last),
+            [first, rest @ ..] => {
+                let mut out = self.clone();
+                if let Some(c) = out.children.get_mut(first) {
+                    *c = c.without_path(rest);
+                    if c.is_empty() {
+                        out.children.remove(first);
+                    }
+                }
+                out
             }
         }
-        out
     }
 
     /// Only `pe` (one top-level element) and what is below it.
