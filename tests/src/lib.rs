@@ -167,8 +167,7 @@ impl TestServer {
     pub fn start_with(args: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let data_dir = dir.path().to_path_buf();
-        let mut s =
-            Self::launch(data_dir, free_port(), free_port(), args.iter().map(|s| s.to_string()).collect(), None);
+        let mut s = Self::launch_on_free_ports(data_dir, args.iter().map(|s| s.to_string()).collect(), None);
         s._owned_dir = Some(dir);
         s
     }
@@ -178,7 +177,7 @@ impl TestServer {
     pub fn start_logging(level: &str, args: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let args = args.iter().map(|s| s.to_string()).collect();
-        let mut s = Self::launch(dir.path().to_path_buf(), free_port(), free_port(), args, Some(level.into()));
+        let mut s = Self::launch_on_free_ports(dir.path().to_path_buf(), args, Some(level.into()));
         s._owned_dir = Some(dir);
         s
     }
@@ -190,10 +189,36 @@ impl TestServer {
 
     /// Starts a server on an existing data directory (kept afterwards).
     pub fn start_in(data_dir: &Path) -> Self {
-        Self::launch(data_dir.to_path_buf(), free_port(), free_port(), Vec::new(), None)
+        Self::launch_on_free_ports(data_dir.to_path_buf(), Vec::new(), None)
+    }
+
+    /// Launches on ports that were free a moment ago; another process on the machine may take
+    /// one first (the ports are released before the server binds them), so a server that could
+    /// not bind is started again on new ones.
+    fn launch_on_free_ports(data_dir: PathBuf, args: Vec<String>, log_level: Option<String>) -> Self {
+        for _ in 0..4 {
+            match Self::try_launch(data_dir.clone(), free_port(), free_port(), args.clone(), log_level.clone()) {
+                Ok(s) => return s,
+                Err(log) if log.contains("Address already in use") => continue,
+                Err(log) => panic!("apiserver did not start:\n{log}"),
+            }
+        }
+        panic!("apiserver found no free port in four tries")
     }
 
     fn launch(data_dir: PathBuf, port: u16, admin_port: u16, args: Vec<String>, log_level: Option<String>) -> Self {
+        Self::try_launch(data_dir, port, admin_port, args, log_level)
+            .unwrap_or_else(|log| panic!("apiserver did not start:\n{log}"))
+    }
+
+    /// Starts the server and waits until it is ready; the log's tail when it exits first.
+    fn try_launch(
+        data_dir: PathBuf,
+        port: u16,
+        admin_port: u16,
+        args: Vec<String>,
+        log_level: Option<String>,
+    ) -> Result<Self, String> {
         // Named by port, so a restart appends to the same log.
         let log = data_dir.join(format!("apiserver-{port}.log"));
         let log_file = std::fs::OpenOptions::new().create(true).append(true).open(&log).expect("log file");
@@ -215,7 +240,7 @@ impl TestServer {
         let mut child = cmd.spawn().expect("spawn apiserver");
         // The first line names the kubeconfig.
         let first = first_line(&mut child);
-        let server = TestServer {
+        let mut server = TestServer {
             child: Some(child),
             kubeconfig: data_dir.join("admin.kubeconfig"),
             data_dir,
@@ -226,18 +251,27 @@ impl TestServer {
             log_level,
             log,
         };
-        assert!(first.contains("kubeconfig"), "apiserver did not start: {first}\n{}", server.log_tail());
-        server.wait_ready();
-        server
+        if !first.contains("kubeconfig") {
+            return Err(format!("{first}\n{}", server.log_tail()));
+        }
+        server.ready_or_exited()?;
+        Ok(server)
     }
 
-    fn wait_ready(&self) {
+    /// Waits until the server answers `/readyz`; the log's tail when the process exits first.
+    fn ready_or_exited(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
+            if let Some(child) = self.child.as_mut()
+                && child.try_wait().ok().flatten().is_some()
+            {
+                self.child = None;
+                return Err(self.log_tail());
+            }
             if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
                 let out = self.kubectl(&["get", "--raw", "/readyz"]);
                 if out.status.success() {
-                    return;
+                    return Ok(());
                 }
             }
             std::thread::sleep(Duration::from_millis(100));
