@@ -330,12 +330,57 @@ def custom_resources():
     print("ok")
 
 
+def noop_replace():
+    """A read-modify-write that changes nothing writes nothing: the client sends its times as
+    Python writes them (`+00:00`), which the server reads as kube reads them."""
+    config.load_kube_config(config_file=sys.argv[1])
+    v1, apps = client.CoreV1Api(), client.AppsV1Api()
+    v1.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name="noop")))
+    labels = {"app": "web"}
+    dep = client.V1Deployment(
+        metadata=client.V1ObjectMeta(name="web", labels=labels),
+        spec=client.V1DeploymentSpec(
+            replicas=1,
+            selector=client.V1LabelSelector(match_labels=labels),
+            template=client.V1PodTemplateSpec(
+                metadata=client.V1ObjectMeta(labels=labels),
+                spec=client.V1PodSpec(containers=[client.V1Container(
+                    name="c", image="nginx",
+                    resources=client.V1ResourceRequirements(limits={"cpu": "0.5", "memory": "1024Mi"}))]),
+            ),
+        ),
+    )
+    created = apps.create_namespaced_deployment("noop", dep)
+    rv = created.metadata.resource_version
+    limits = created.spec.template.spec.containers[0].resources.limits
+    assert limits == {"cpu": "500m", "memory": "1Gi"}, limits
+    got = apps.read_namespaced_deployment("web", "noop")
+    assert got.metadata.managed_fields[0].time is not None
+    same = apps.replace_namespaced_deployment("web", "noop", got)
+    assert same.metadata.resource_version == rv, (rv, same.metadata.resource_version)
+    cm_ = v1.create_namespaced_config_map("noop", cm("c", {"a": "b"}, {"k": "v"}))
+    again = v1.replace_namespaced_config_map("c", "noop", v1.read_namespaced_config_map("c", "noop"))
+    assert again.metadata.resource_version == cm_.metadata.resource_version
+    # The first event after the object's creation is a real change, not the no-op write.
+    got.metadata.labels = {"app": "web", "changed": "yes"}
+    changed = apps.replace_namespaced_deployment("web", "noop", got)
+    assert changed.metadata.resource_version != rv
+    w = watch.Watch()
+    events = []
+    for ev in w.stream(apps.list_namespaced_deployment, "noop", resource_version=rv, timeout_seconds=5):
+        events.append((ev["type"], ev["object"].metadata.labels))
+        break
+    assert events == [("MODIFIED", {"app": "web", "changed": "yes"})], events
+    print("ok")
+
+
 SCENARIOS = {
     "crud_and_selectors": crud_and_selectors,
     "watch_in_order": watch_in_order,
     "concurrent_updates": concurrent_updates,
     "new_kinds": new_kinds,
     "custom_resources": custom_resources,
+    "noop_replace": noop_replace,
 }
 
 if __name__ == "__main__":

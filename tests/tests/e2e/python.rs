@@ -33,3 +33,10 @@ fn python_typed_apis_of_the_newer_kinds() {
 fn python_custom_resources_through_a_crd() {
     scenario("custom_resources");
 }
+
+/// The client writes times as Python does (`+00:00`); a write that changes nothing after kube's
+/// decoding keeps the resourceVersion and wakes no watcher.
+#[test]
+fn python_no_op_replace_writes_nothing() {
+    scenario("noop_replace");
+}
