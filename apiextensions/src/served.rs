@@ -100,6 +100,7 @@ pub fn definitions(crd: &Value, services: Option<&Arc<dyn ObjectLookup>>) -> Vec
                 field_labels: field_labels(&labels),
                 selectable,
                 schema: schema.cloned().map(Arc::new),
+                field_schema: CustomResource::typed_schema(schema),
                 rules: schema.and_then(Validator::new),
                 status: subresources.contains(&Subresource::Status),
                 api_version: format!("{group}/{version}"),

@@ -25,6 +25,10 @@ const BLOCKING: [&str; 5] =
 pub struct CustomResource {
     /// The version's `openAPIV3Schema`, if it has one.
     pub(crate) schema: Option<Arc<Value>>,
+    /// The schema server-side apply walks objects with: `schema` with `metadata` typed as
+    /// `ObjectMeta` (kube's typed custom resources know labels as a map and owner references
+    /// as a list keyed by uid).
+    pub(crate) field_schema: Arc<Value>,
     /// Whether the version serves `/status` (then writes to the main resource keep the status).
     pub(crate) status: bool,
     /// `group/version` of this version.
@@ -48,6 +52,21 @@ pub struct CustomResource {
 }
 
 impl CustomResource {
+    /// [`CustomResource::field_schema`] of a version's `openAPIV3Schema`.
+    pub(crate) fn typed_schema(schema: Option<&Value>) -> Arc<Value> {
+        let mut typed = schema.cloned().unwrap_or_else(|| serde_json::json!({"type": "object"}));
+        if let Some(o) = typed.as_object_mut() {
+            let properties = o.entry("properties").or_insert_with(|| serde_json::json!({}));
+            if let Some(p) = properties.as_object_mut() {
+                let meta = "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+                p.insert("metadata".into(), serde_json::json!({"$ref": meta}));
+                p.insert("apiVersion".into(), serde_json::json!({"type": "string"}));
+                p.insert("kind".into(), serde_json::json!({"type": "string"}));
+            }
+        }
+        Arc::new(typed)
+    }
+
     fn schema_causes(&self, obj: &Value) -> Vec<Cause> {
         self.schema.as_deref().map(|s| schema::validate(s, obj)).unwrap_or_default()
     }
@@ -78,6 +97,10 @@ fn counted(obj: &Value, status: bool) -> Vec<(&String, &Value)> {
 }
 
 impl Strategy for CustomResource {
+    fn field_schema(&self) -> Option<apimachinery::schema::Node<'_>> {
+        Some(apimachinery::schema::Node::root(&self.field_schema))
+    }
+
     /// kube's custom resource status strategy: the stored object with the written status.
     fn status_metadata(&self) -> StatusMetadata {
         StatusMetadata::KeptAll

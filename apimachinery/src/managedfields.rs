@@ -21,7 +21,7 @@ use serde_json::{Map, Value, json};
 
 use crate::error::{ApiError, Cause, Reason};
 use crate::fieldpath::{self, FieldSet, PathElement, display_path};
-use crate::kinds::StatusMetadata;
+use crate::kinds::ResetFields;
 use crate::schema::Node;
 
 /// kube's cap on update entries (`DefaultMaxUpdateManagers`).
@@ -258,37 +258,20 @@ fn strip_meta(set: &FieldSet) -> FieldSet {
     set.difference(&strip)
 }
 
-/// Which part of an object a write through a (sub)resource may change, and so own or take
-/// from others: kube's reset fields. The resource's writes leave `status` alone where a status
-/// subresource exists; a status write changes `status` and the metadata its kind lets it.
+/// What a write may not change, and so neither own nor take from others: kube's reset
+/// fields, each a path of field names (`["status"]`, `["metadata", "labels"]`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scope {
-    /// Everything.
-    All,
-    /// Everything but `status`.
-    NotStatus,
-    /// `status`, and `metadata` as the kind's status strategy says.
-    Status(StatusMetadata),
-}
+pub struct Scope(pub ResetFields);
 
 impl Scope {
+    /// Everything may change.
+    pub const ALL: Scope = Scope(&[]);
+
     fn restrict(self, set: FieldSet) -> FieldSet {
-        let status = PathElement::Field("status".into());
-        let metadata = PathElement::Field("metadata".into());
-        match self {
-            Scope::All => set,
-            Scope::NotStatus => set.without(&status),
-            Scope::Status(StatusMetadata::KeptAll | StatusMetadata::WritableUnowned) => set.only(&status),
-            Scope::Status(rule) => {
-                let mut meta = set.only(&metadata);
-                if let StatusMetadata::Kept(fields) = rule {
-                    for f in fields {
-                        meta = meta.without_below(&metadata, &PathElement::Field((*f).to_string()));
-                    }
-                }
-                set.only(&status).union(&meta)
-            }
-        }
+        self.0.iter().fold(set, |set, path| {
+            let path: Vec<PathElement> = path.iter().map(|f| PathElement::Field((*f).to_string())).collect();
+            set.without_path(&path)
+        })
     }
 }
 
@@ -376,6 +359,12 @@ impl FieldManager<'_> {
         ))
     }
 
+    /// kube's 500 for an apply configuration that is not a valid typed object: a field the
+    /// schema does not declare (whatever `fieldValidation` says), a list repeating a key.
+    pub fn check_config(&self, config: &Value) -> Result<(), ApiError> {
+        fieldpath::check_keys(config, self.node).map_err(|e| self.typed_error(config, e))
+    }
+
     /// Records an update (create when `live` is `None`) by `manager` into `new`'s
     /// `managedFields`. `new` is the object about to be stored.
     pub fn update(&self, live: Option<&Value>, new: &mut Value, manager: &str) {
@@ -441,7 +430,7 @@ impl FieldManager<'_> {
             return Err(ApiError::bad_request("metadata.managedFields must be nil"));
         }
         // The configuration must be a valid typed object before anything merges it.
-        fieldpath::check_keys(config, self.node).map_err(|e| self.typed_error(config, e))?;
+        self.check_config(config)?;
         let mut live = live.cloned().unwrap_or_else(|| json!({}));
         let mut managed =
             Managed::decode(&live).map_err(|e| ApiError::internal(format!("failed to decode managed fields: {e}")))?;

@@ -288,13 +288,9 @@ fn field_manager<'a>(
     api_version: &'a str,
     now: &'a str,
 ) -> FieldManager<'a> {
-    let scope = match subresource {
-        Some(Subresource::Status) => Scope::Status(def.strategy.status_metadata()),
-        None if def.has(Subresource::Status) => Scope::NotStatus,
-        _ => Scope::All,
-    };
+    let scope = Scope(def.reset_fields(subresource));
     FieldManager {
-        node: schema::kind_node(&def.group, &def.version, &def.kind),
+        node: def.strategy.field_schema().or_else(|| schema::kind_node(&def.group, &def.version, &def.kind)),
         api_version,
         kind: &def.kind,
         subresource: subresource.map(Subresource::name).unwrap_or_default(),
@@ -763,20 +759,15 @@ impl RegistryStore {
         }
         match subresource {
             Some(Subresource::Finalize) => {
-                // `/finalize` changes only `spec.finalizers`.
-                let finalizers = new.pointer("/spec/finalizers").cloned();
-                let rv = new.resource_version().to_string();
-                let mut out = old.clone();
-                match finalizers {
-                    Some(f) => out["spec"]["finalizers"] = f,
+                // kube's finalize strategy: the status stays as stored; the spec (its
+                // finalizers) and the metadata change as written.
+                apimachinery::defaults::carry_identity(&mut new, old);
+                match old.get("status") {
+                    Some(status) => new["status"] = status.clone(),
                     None => {
-                        if let Some(spec) = out.get_mut("spec").and_then(Value::as_object_mut) {
-                            spec.remove("finalizers");
-                        }
+                        new.as_object_mut().map(|o| o.remove("status"));
                     }
                 }
-                out.set_meta_str("resourceVersion", &rv);
-                return out;
             }
             Some(Subresource::Status) => {
                 // The kind's status strategy: spec and identity as stored, and what it says of
@@ -804,8 +795,16 @@ impl RegistryStore {
                         c["lastTransitionTime"] = kept.unwrap_or_else(|| now.clone().into());
                     }
                 }
-                let rv = new.resource_version().to_string();
-                new = old.clone();
+                // Spec and status as stored, but the conditions; the metadata as written.
+                apimachinery::defaults::carry_identity(&mut new, old);
+                for part in ["spec", "status"] {
+                    match old.get(part) {
+                        Some(v) => new[part] = v.clone(),
+                        None => {
+                            new.as_object_mut().map(|o| o.remove(part));
+                        }
+                    }
+                }
                 match conditions {
                     Some(c) => new["status"]["conditions"] = c,
                     None => {
@@ -814,7 +813,6 @@ impl RegistryStore {
                         }
                     }
                 }
-                new.set_meta_str("resourceVersion", &rv);
             }
             Some(Subresource::EphemeralContainers) => {
                 // kube's ephemeral containers strategy: only that list changes.
@@ -941,10 +939,27 @@ impl RegistryStore {
         if target.subresource == Some(Subresource::Scale) {
             return self.apply_scale(def, &target, &config, user, options, deadline).await;
         }
-        let warnings = check_fields(def, &mut config, options, true)?;
-        let api_version = def.api_version();
+        // An apply in another version than the stored one is made to the object in that
+        // version, as kube converts the live object to the request's version; entries keep
+        // the versions they were written in.
+        let requested = match &target.requested {
+            Some((group, version)) => Some(
+                self.catalogue
+                    .find(group, version, &target.resource)
+                    .ok_or_else(|| ApiError::not_found(group, &target.resource, &target.name))?,
+            ),
+            None => None,
+        };
+        let served: &ResourceDef = requested.as_deref().unwrap_or(def);
+        // A configuration that is not a valid typed object fails before field validation, as
+        // kube's apply converts it first (an unknown field is a 500 whatever `fieldValidation`).
+        let api_version = served.api_version();
+        field_manager(served, target.subresource, &api_version, "").check_config(&config)?;
+        let warnings = check_fields(served, &mut config, options, true)?;
         let writer = Writer::new(user, options, deadline, "PatchOptions");
         self.guaranteed_update(def, &target, writer, options, Tracking::Applied, |old| {
+            let old_served = old.map(|o| served.strategy.to_served(o).unwrap_or_else(|| o.clone()));
+            let old = old_served.as_ref();
             if old.is_none() && target.subresource.is_some() {
                 return Err(ApiError::not_found(&def.group, &def.resource, &target.name));
             }
@@ -955,7 +970,7 @@ impl RegistryStore {
                 return Err(ApiError::conflict(&def.group, &def.resource, &target.name, &why));
             }
             let now = now_rfc3339();
-            let manager = field_manager(def, target.subresource, &api_version, &now);
+            let manager = field_manager(served, target.subresource, &api_version, &now);
             let mut applied = manager.apply(old, &config, options.manager(), options.force)?;
             // As kube checks it: on the merged object, so a configuration may leave its name out.
             check_name(&applied, &target)?;
@@ -963,6 +978,9 @@ impl RegistryStore {
                 && applied.resource_version() == old.resource_version()
             {
                 applied.meta_mut().remove("resourceVersion");
+            }
+            if requested.is_some() {
+                applied = served.strategy.to_storage(applied)?;
             }
             Ok((applied, warnings.clone()))
         })

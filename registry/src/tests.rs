@@ -487,3 +487,46 @@ async fn servers_sharing_storage_see_each_others_allocations() {
     let e = b.service("none-left").await.unwrap_err();
     assert!(e.message.ends_with("range is full"), "{e:?}");
 }
+
+/// kube's reset fields per kind and subresource, seen in the entries writes record.
+#[actix::test]
+async fn reset_fields_decide_what_a_write_records() {
+    let r = registry("10.0.0.0/24");
+    let as_manager = |m: &str| WriteOptions { field_manager: Some(m.into()), ..WriteOptions::default() };
+    let managers = |o: &Value| -> Vec<(String, String)> {
+        o["metadata"]["managedFields"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|e| (e["manager"].as_str().unwrap().into(), e["subresource"].as_str().unwrap_or("").into()))
+            .collect()
+    };
+    // A CertificateSigningRequest's spec is fixed at creation and no manager owns it: a
+    // create that sets only the spec records no entry.
+    let csr = json!({"metadata": {"name": "alice"}, "spec": {"request": CSR_PEM_BASE64, "signerName": "example.com/x",
+        "usages": ["client auth"]}});
+    let msg = CreateObject {
+        target: target("certificates.k8s.io", "certificatesigningrequests", "", ""),
+        object: csr,
+        user: admin(),
+        options: as_manager("creator"),
+    };
+    let created = object_of(r.store.create(msg, Deadline::NONE).await.unwrap());
+    assert_eq!(managers(&created), Vec::<(String, String)>::new());
+    // A namespace's /finalize writes the spec and the metadata, and records its entry.
+    let ns = r.create("", "namespaces", "", json!({"metadata": {"name": "team"}})).await.unwrap();
+    let mut finalized = ns.clone();
+    finalized["metadata"]["labels"] = json!({"added": "by-finalize"});
+    finalized["spec"] = json!({"finalizers": []});
+    finalized["status"] = json!({"phase": "Terminating"});
+    let mut t = target("", "namespaces", "", "team");
+    t.subresource = Some(Subresource::Finalize);
+    let msg = UpdateObject { target: t, object: finalized, user: admin(), options: as_manager("finalizer-x") };
+    let after = object_of(r.store.update(msg, Deadline::NONE).await.unwrap());
+    assert_eq!(after["metadata"]["labels"]["added"], "by-finalize");
+    assert_eq!(after["status"], ns["status"], "the status stays as stored");
+    assert!(managers(&after).contains(&("finalizer-x".into(), "finalize".into())), "{:?}", managers(&after));
+}
+
+/// A certificate request for `CN=alice` (`openssl req -new`), base64 as the API carries it.
+const CSR_PEM_BASE64: &str = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlJQ1ZUQ0NBVDBDQVFBd0VERU9NQXdHQTFVRUF3d0ZZV3hwWTJVd2dnRWlNQTBHQ1NxR1NJYjNEUUVCQVFVQQpBNElCRHdBd2dnRUtBb0lCQVFDdlJFUXVta3BoOWZJWnEwZmVNenNudGxLQXlzTzdtL00zUFNzME4wTDhtSVlkCjRLczNaVXl5RWFqSVdOYnExaVlsL0JSRk52MUtPMzB5bFV5REVldlZOSDBxODZ2akFCY2JJSWxOQ0tjUEdSUGMKMDNYR2tlL2d6d1l0ZGx5REs2YUdyay8wMjJtQ0c3b3pQWmdXN09NcDNOTy9MdU5CYkpqNzZIQjZ6UkxONjVwRApnOER1RE9oaEhNUkUyMGFIcEhualhCVzFQdjFLd1lDSEQzUlBrMERNajM2VnA2cUxEcFFqTlcza2pJNjl5K2JMClFWV0JVUHVrR1JCRmtWNmZVbGQzUTFIa0hnbU1ndUFTeE04a3NqWWNUMFlaakY1QWM5REVGc1Y5TGVFcG5BZVQKbXN5Z3V1WXV6REplanMxbEg4dndLaGZpUjRHZUh0ajdNdDd0Z3hVaEFnTUJBQUdnQURBTkJna3Foa2lHOXcwQgpBUXNGQUFPQ0FRRUFlcHVQL3UzbVBHdEVoOWpPV1ZTeVBQcDdvV3N6SGxMb0ljWnZOMUlSQ3lic3B1NGg2ck9sCk5ra0ZPRmovZlo5OEtMNDZnVThUcEZZKy9IVGpqYXNCUmtnZTZSY1k3R0JlZVZOb3ZNT00yckJzUmdLV3JZNW4KdkJBVzVuaERTb2Y4Mm9tMVl5RWhFelpaNWlJY3Nydm14UzBUQzZFL1NwREFhRXB0T2h3eGtUTFovK3dWVnB3cQp0L2RSeXVMWHQyenUraW5mTVVZZkJoWkxWa0dOdkd0MU1JUmp5bGgvU0g2Vk9GVGg2WjZqbUN5TnhFOFZyaklaCmFmK243anBUbjdMeWUzYTNWb0VtTjZwTlNNVUZHdDFnbi9LamROVTlQUVdCS2Q4QnFmeFZlNit0SzhPMEd6dDQKQkdRbXdkKzYydU0vazBuNHlyUW95K2paUTcyZU8yR0Mrdz09Ci0tLS0tRU5EIENFUlRJRklDQVRFIFJFUVVFU1QtLS0tLQo=";

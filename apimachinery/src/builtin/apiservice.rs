@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::apiregistration::{self, Availability};
 use crate::error::Cause;
-use crate::kinds::{ResourceDef, StatusMetadata, Strategy, Subresource};
+use crate::kinds::{ResetFields, ResourceDef, StatusMetadata, Strategy, Subresource};
 use crate::table::printers::{AGE, NAME, StaticPrinter, age, col, name};
 use crate::table::{Printer, Row};
 use crate::validation::apiregistration as validation;
@@ -57,6 +57,11 @@ fn text<'a>(v: &'a Value, key: &str) -> &'a str {
 }
 
 impl Strategy for ApiServices {
+    /// A status writer owns no metadata (kube's reset fields).
+    fn reset_fields(&self, subresource: Option<Subresource>) -> Option<ResetFields> {
+        (subresource == Some(Subresource::Status)).then_some(&[&["metadata"], &["spec"]])
+    }
+
     /// `SetDefaults_ServiceReference`: port 443.
     fn defaults(&self, obj: &mut Value) {
         if let Some(service) = obj.pointer_mut("/spec/service").and_then(Value::as_object_mut)

@@ -4,7 +4,7 @@ use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use serde_json::{Value, json};
 
 use crate::error::Cause;
-use crate::kinds::{ResourceDef, Strategy, Subresource};
+use crate::kinds::{ResetFields, ResourceDef, Strategy, Subresource};
 use crate::table::{Printer, printers};
 use crate::validation::certificates;
 
@@ -25,6 +25,16 @@ pub(super) fn definition() -> ResourceDef {
 struct CertificateSigningRequests;
 
 impl Strategy for CertificateSigningRequests {
+    /// No writer owns the spec, fixed at creation; the resource's writers own no status, a
+    /// status writer no conditions (those are `/approval`'s): kube's reset fields.
+    fn reset_fields(&self, subresource: Option<Subresource>) -> Option<ResetFields> {
+        match subresource {
+            None => Some(&[&["spec"], &["status"]]),
+            Some(Subresource::Status) => Some(&[&["spec"], &["status", "conditions"]]),
+            _ => None,
+        }
+    }
+
     /// Updates (and `/approval`, which the registry checks as an update) keep the condition
     /// rules.
     fn validate_kind_update(&self, new: &Value, old: &Value) -> Vec<Cause> {

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::defaults::apiextensions as defaults;
 use crate::error::Cause;
-use crate::kinds::{ResourceDef, StatusMetadata, Strategy, Subresource};
+use crate::kinds::{ResetFields, ResourceDef, Strategy, Subresource};
 use crate::validation::apiextensions as validation;
 
 pub(super) fn definition() -> ResourceDef {
@@ -37,9 +37,10 @@ const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 
 impl Strategy for CustomResourceDefinitions {
     /// kube's CRD status strategy means to reset metadata but resets the new object to itself,
-    /// so status writes change it; its reset fields still name all of `metadata`.
-    fn status_metadata(&self) -> StatusMetadata {
-        StatusMetadata::WritableUnowned
+    /// so status writes change it; its reset fields still name all of `metadata`, so no
+    /// status writer owns what it changed there.
+    fn reset_fields(&self, subresource: Option<Subresource>) -> Option<ResetFields> {
+        (subresource == Some(Subresource::Status)).then_some(&[&["metadata"], &["spec"]])
     }
 
     /// kube's CRD delete: the first DELETE only marks the CRD, so its objects are deleted

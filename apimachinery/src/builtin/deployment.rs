@@ -5,7 +5,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use serde_json::{Value, json};
 
 use crate::error::Cause;
-use crate::kinds::{ResourceDef, StatusMetadata, Strategy, Subresource};
+use crate::kinds::{ResetFields, ResourceDef, StatusMetadata, Strategy, Subresource};
 use crate::table::{Printer, printers};
 use crate::validation::apps;
 
@@ -20,6 +20,11 @@ pub(super) fn definition() -> ResourceDef {
 struct Deployments;
 
 impl Strategy for Deployments {
+    /// A status writer owns neither the spec nor the labels (kube's reset fields).
+    fn reset_fields(&self, subresource: Option<Subresource>) -> Option<ResetFields> {
+        (subresource == Some(Subresource::Status)).then_some(&[&["spec"], &["metadata", "labels"]])
+    }
+
     /// A status writer may not change the labels (kube's deployment status strategy).
     fn status_metadata(&self) -> StatusMetadata {
         StatusMetadata::Kept(&["labels"])

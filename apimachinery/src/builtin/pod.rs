@@ -5,7 +5,7 @@ use k8s_openapi::api::core::v1::Pod;
 use serde_json::Value;
 
 use crate::error::Cause;
-use crate::kinds::{ResourceDef, StatusMetadata, Strategy, Subresource};
+use crate::kinds::{ResetFields, ResourceDef, StatusMetadata, Strategy, Subresource};
 use crate::selector::FieldLabels;
 use crate::selector::selectable::{flag, text};
 use crate::table::{Printer, printers};
@@ -32,6 +32,15 @@ pub(super) fn definition() -> ResourceDef {
 struct Pods;
 
 impl Strategy for Pods {
+    /// A status writer owns neither the spec nor the deletion time and owners (kube's reset fields).
+    fn reset_fields(&self, subresource: Option<Subresource>) -> Option<ResetFields> {
+        (subresource == Some(Subresource::Status)).then_some(&[
+            &["spec"],
+            &["metadata", "deletionTimestamp"],
+            &["metadata", "ownerReferences"],
+        ])
+    }
+
     /// A status writer may not change the owners: old kubelets corrupted them, which broke
     /// garbage collection (kube's pod status strategy).
     fn status_metadata(&self) -> StatusMetadata {

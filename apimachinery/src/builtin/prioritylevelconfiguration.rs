@@ -7,7 +7,7 @@ use k8s_openapi::api::flowcontrol::v1::PriorityLevelConfiguration;
 use serde_json::{Value, json};
 
 use crate::error::Cause;
-use crate::kinds::{ResourceDef, StatusMetadata, Strategy, Subresource, meta_update};
+use crate::kinds::{ResetFields, ResourceDef, StatusMetadata, Strategy, Subresource, meta_update};
 use crate::table::{Printer, printers};
 use crate::validation::flowcontrol;
 
@@ -27,6 +27,11 @@ pub(super) fn definition() -> ResourceDef {
 struct PriorityLevelConfigurations;
 
 impl Strategy for PriorityLevelConfigurations {
+    /// A status writer owns no metadata (kube's reset fields).
+    fn reset_fields(&self, subresource: Option<Subresource>) -> Option<ResetFields> {
+        (subresource == Some(Subresource::Status)).then_some(&[&["metadata"], &["spec"]])
+    }
+
     /// kube's status strategy keeps all of the stored metadata but the managed fields.
     fn status_metadata(&self) -> StatusMetadata {
         StatusMetadata::KeptAll

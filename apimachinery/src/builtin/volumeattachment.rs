@@ -4,7 +4,7 @@ use k8s_openapi::api::storage::v1::VolumeAttachment;
 use serde_json::{Value, json};
 
 use crate::error::Cause;
-use crate::kinds::{RESET_FOR_STATUS, ResourceDef, StatusMetadata, Strategy, Subresource};
+use crate::kinds::{RESET_FOR_STATUS, ResetFields, ResourceDef, StatusMetadata, Strategy, Subresource};
 use crate::table::{Printer, printers};
 use crate::validation::storage;
 
@@ -18,6 +18,11 @@ pub(super) fn definition() -> ResourceDef {
 struct VolumeAttachments;
 
 impl Strategy for VolumeAttachments {
+    /// A status writer owns no metadata (kube's reset fields).
+    fn reset_fields(&self, subresource: Option<Subresource>) -> Option<ResetFields> {
+        (subresource == Some(Subresource::Status)).then_some(&[&["metadata"], &["spec"]])
+    }
+
     /// kube's status strategy resets metadata for status (`ResetObjectMetaForStatus`).
     fn status_metadata(&self) -> StatusMetadata {
         StatusMetadata::Kept(RESET_FOR_STATUS)

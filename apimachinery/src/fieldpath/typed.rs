@@ -127,10 +127,11 @@ fn walk_set(value: &Value, node: Option<Node<'_>>, path: &mut Vec<PathElement>, 
     }
 }
 
-/// Checks that `value` is a valid typed object for list keys, as structured-merge-diff's
-/// conversion of an apply configuration does: every element of an associative list has its
-/// key fields (or their defaults), and no list repeats a key or a set a value. The error
-/// lists each problem with its path, worded as structured-merge-diff words it.
+/// Checks that `value` is a valid typed object, as structured-merge-diff's conversion of an
+/// apply configuration does: every field is declared where the schema declares a struct's
+/// fields, every element of an associative list has its key fields (or their defaults), and
+/// no list repeats a key or a set a value. The error lists each problem with its path, worded
+/// as structured-merge-diff words it.
 pub fn check_keys(value: &Value, node: Option<Node<'_>>) -> Result<(), String> {
     let mut errors = Vec::new();
     walk_keys(value, node, &mut Vec::new(), &mut errors);
@@ -147,9 +148,15 @@ fn walk_keys(value: &Value, node: Option<Node<'_>>, path: &mut Vec<PathElement>,
             if map_is_atomic(node) {
                 return;
             }
+            let closed = node.is_some_and(|n| n.raw().get("properties").is_some() && !n.preserves_unknown_fields());
             for (key, child) in map {
                 path.push(PathElement::Field(key.clone()));
-                walk_keys(child, field_node(node, key).0, path, errors);
+                let child_node = field_node(node, key).0;
+                if closed && child_node.is_none() {
+                    errors.push(format!("{}: field not declared in schema", display_path(path)));
+                } else {
+                    walk_keys(child, child_node, path, errors);
+                }
                 path.pop();
             }
         }

@@ -29,7 +29,8 @@ use crate::table::Printer;
 
 pub use crate::validation::names::NameRule;
 pub use strategy::{
-    ClusterIp, Converter, DefaultStrategy, RESET_FOR_STATUS, StatusMetadata, Strategy, meta_create, meta_update,
+    ClusterIp, Converter, DefaultStrategy, RESET_FOR_STATUS, ResetFields, StatusMetadata, Strategy, meta_create,
+    meta_update,
 };
 
 /// A subresource served beside the main resource.
@@ -429,6 +430,23 @@ impl ResourceDef {
         self.strategy.prepare_for_update(new, old);
     }
 
+    /// The paths a write through `subresource` may not change, which no manager of it owns
+    /// (kube's `GetResetFields`): the kind's own, else `status` for the resource when it has
+    /// a status subresource, `spec` for `/status`, `status` for `/finalize`, `spec` and
+    /// `status.certificate` for `/approval`.
+    pub fn reset_fields(&self, subresource: Option<Subresource>) -> ResetFields {
+        if let Some(own) = self.strategy.reset_fields(subresource) {
+            return own;
+        }
+        match subresource {
+            None if self.has(Subresource::Status) => &[&["status"]],
+            Some(Subresource::Status) => &[&["spec"]],
+            Some(Subresource::Finalize) => &[&["status"]],
+            Some(Subresource::Approval) => &[&["spec"], &["status", "certificate"]],
+            _ => &[],
+        }
+    }
+
     /// The `/status` flavour: identity and spec from `old`, only status and metadata changes
     /// taken from `new`, then the strategy's own status preparation.
     pub fn prepare_for_status_update(&self, new: &mut Value, old: &Value) {
@@ -437,7 +455,7 @@ impl ResourceDef {
         }
         crate::defaults::prepare_for_status_update(new, old);
         let kept: &[&str] = match self.strategy.status_metadata() {
-            StatusMetadata::Writable | StatusMetadata::WritableUnowned => &[],
+            StatusMetadata::Writable => &[],
             StatusMetadata::Kept(fields) => fields,
             StatusMetadata::KeptAll => {
                 let managed = new.pointer("/metadata/managedFields").cloned();

@@ -24,22 +24,20 @@ pub enum ClusterIp {
     Static(String),
 }
 
-/// What a write through `/status` does to metadata, as each of kube's status strategies
-/// says in its `PrepareForUpdate` and its reset fields (what no manager of such a write owns).
+/// What a write through `/status` does to metadata, as each of kube's status strategies says
+/// in its `PrepareForUpdate`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StatusMetadata {
-    /// Labels, annotations, finalizers and owner references change as written, and the writer
-    /// owns what it changed.
+    /// Labels, annotations, finalizers and owner references change as written.
     Writable,
     /// Like `Writable`, except these fields of `metadata`, which stay as stored.
     Kept(&'static [&'static str]),
-    /// Metadata changes as written, but no manager owns it (kube's CustomResourceDefinition
-    /// status strategy: its reset of metadata resets the new object to itself, while its reset
-    /// fields name all of `metadata`).
-    WritableUnowned,
     /// All of it stays as stored but the managed fields.
     KeptAll,
 }
+
+/// Paths a write may not change, which no manager of it owns: kube's `GetResetFields`.
+pub type ResetFields = &'static [&'static [&'static str]];
 
 /// `metav1.ResetObjectMetaForStatus`: what several status strategies keep as stored.
 pub const RESET_FOR_STATUS: &[&str] =
@@ -102,6 +100,19 @@ pub trait Strategy: Send + Sync {
     /// from `old` and [`Strategy::status_metadata`] is applied: what else a `/status` write
     /// may not change.
     fn prepare_for_status_update(&self, _new: &mut Value, _old: &Value) {}
+
+    /// The schema the field manager walks objects with, when the kind's is not a built-in
+    /// definition: a custom resource's structural schema, whose `x-kubernetes-list-type`,
+    /// `x-kubernetes-list-map-keys` and `x-kubernetes-map-type` say how its lists and maps merge.
+    fn field_schema(&self) -> Option<crate::schema::Node<'_>> {
+        None
+    }
+
+    /// kube's reset fields of a write through `subresource` (`None`: the resource itself),
+    /// where the kind's differ from the defaults ([`crate::kinds::ResourceDef::reset_fields`]).
+    fn reset_fields(&self, _subresource: Option<crate::kinds::Subresource>) -> Option<ResetFields> {
+        None
+    }
 
     /// Which metadata a `/status` write may change. Most of kube's status strategies take
     /// labels, annotations, finalizers and owners from the write; some keep part or all of

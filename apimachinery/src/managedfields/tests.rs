@@ -12,7 +12,7 @@ fn manager(now: &str) -> FieldManager<'static> {
         api_version: "apps/v1",
         kind: "Deployment",
         subresource: "",
-        scope: Scope::NotStatus,
+        scope: Scope(&[&["status"]]),
         now: Box::leak(now.to_string().into_boxed_str()),
     }
 }
@@ -235,11 +235,7 @@ fn a_status_value_in_a_resource_apply_is_no_conflict() {
     // different status neither conflicts nor takes it (status is reset there).
     let mut live = stored(manager(NOW).apply(None, &deployment(1, "x"), "kubectl", false).unwrap());
     live["status"] = json!({"replicas": 1});
-    let status_manager = FieldManager {
-        subresource: "status",
-        scope: Scope::Status(crate::kinds::StatusMetadata::Writable),
-        ..manager(NOW)
-    };
+    let status_manager = FieldManager { subresource: "status", scope: Scope(&[&["spec"]]), ..manager(NOW) };
     let mut with_status = live.clone();
     with_status["status"]["replicas"] = 2.into();
     status_manager.update(Some(&live), &mut with_status, "controller");
@@ -277,7 +273,7 @@ fn an_existing_ancient_changes_entry_takes_older_ones_without_failing() {
     managed.encode_into(&mut live);
     let mut scaled = live.clone();
     scaled["spec"]["replicas"] = 3.into();
-    let scale = FieldManager { subresource: "scale", scope: Scope::All, ..manager(LATER) };
+    let scale = FieldManager { subresource: "scale", scope: Scope::ALL, ..manager(LATER) };
     scale.update(Some(&live), &mut scaled, "hpa");
     let list = entries(&scaled);
     assert_eq!(list.iter().filter(|e| e.1 == "Update").count(), MAX_UPDATE_MANAGERS, "{list:?}");
@@ -337,7 +333,7 @@ mod recorded {
             api_version: Box::leak(api_version.into_boxed_str()),
             kind: Box::leak(kind.to_string().into_boxed_str()),
             subresource: "",
-            scope: Scope::All,
+            scope: Scope::ALL,
             now: Box::leak(now.to_string().into_boxed_str()),
         }
     }
@@ -447,4 +443,29 @@ fn an_apply_that_drops_the_last_label_it_owned_removes_the_labels_and_keeps_the_
     let again = manager(LATER).apply(Some(&stored(applied)), &deployment(3, "nginx:1"), "kubectl", false).unwrap();
     assert_eq!(again["metadata"]["labels"], json!({"app": "web"}));
     assert_eq!(again["spec"]["replicas"], 3);
+}
+
+#[test]
+fn an_apply_configuration_with_a_field_the_schema_does_not_declare_is_refused_as_kube_refuses_it() {
+    let mut config = deployment(2, "nginx:1");
+    config["spec"]["bogus"] = json!(1);
+    config["metadata"]["namespace"] = json!("team");
+    let e = manager(NOW).apply(None, &config, "kubectl", false).unwrap_err();
+    assert_eq!(e.code, 500);
+    assert_eq!(
+        e.message,
+        "failed to create typed patch object (team/web; apps/v1, Kind=Deployment): .spec.bogus: field not declared in schema"
+    );
+    config["other"] = json!(2);
+    let e = manager(NOW).apply(None, &config, "kubectl", false).unwrap_err();
+    assert!(
+        e.message
+            .ends_with("errors:\n  .other: field not declared in schema\n  .spec.bogus: field not declared in schema"),
+        "{}",
+        e.message
+    );
+    // Below a map of anything (labels, annotations) every key is declared.
+    let mut labelled = deployment(2, "nginx:1");
+    labelled["metadata"]["labels"]["any.example.com/key"] = json!("v");
+    assert!(manager(NOW).apply(None, &labelled, "kubectl", false).is_ok());
 }

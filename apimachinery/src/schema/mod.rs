@@ -61,6 +61,12 @@ impl<'a> Node<'a> {
         Node { own, schema: build::resolve(own) }
     }
 
+    /// The root of a schema held elsewhere (a custom resource's): its `$ref`s resolve to the
+    /// built-in definitions (`ObjectMeta`).
+    pub fn root(schema: &'a Value) -> Node<'a> {
+        Node::at(schema)
+    }
+
     /// The schema of property `name` of this object node (`$ref`/`allOf` resolved for further
     /// walking; the returned node still carries the property's own extensions).
     pub fn property(&self, name: &str) -> Option<Node<'a>> {

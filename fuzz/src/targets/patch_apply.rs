@@ -19,7 +19,7 @@ pub fn check(data: &[u8]) {
         api_version: "apps/v1",
         kind: "Deployment",
         subresource: "",
-        scope: Scope::NotStatus,
+        scope: Scope(&[&["status"]]),
         now: NOW,
     };
     let live = crate::deployment();
@@ -45,7 +45,7 @@ pub fn check(data: &[u8]) {
         api_version: "example.com/v1",
         kind: "Widget",
         subresource: "",
-        scope: Scope::NotStatus,
+        scope: Scope(&[&["status"]]),
         now: NOW,
     };
     if let Ok(applied) = widgets.apply(None, &widget, "fuzz", false) {

@@ -529,3 +529,92 @@ fn kubectl_applies_a_manifest_that_dropped_its_last_label() {
     let cm = get(&s, "configmap/settings");
     assert!(cm["metadata"].get("labels").is_none() && cm["metadata"]["annotations"].get("note").is_none(), "{cm}");
 }
+
+/// A CRD of two versions with the same schema, like Gateway API's ReferenceGrant: `v1`
+/// served, `v1beta1` stored; a list of structs keyed by group and kind, a set of strings.
+const GRANTS_CRD: &str = include_str!("../../fixtures/grants-crd.yaml");
+
+fn grant(version: &str, spec: &str) -> String {
+    format!("apiVersion: example.com/{version}\nkind: Grant\nmetadata: {{name: g1, namespace: {NS}}}\nspec:\n{spec}")
+}
+
+/// Server-side apply of a custom resource in a served version that is not its storage
+/// version merges by the CRD's list types, and each entry keeps the version it was written
+/// in. The expectations were recorded from kube-apiserver 1.32 with kubectl 1.30.
+#[test]
+fn kubectl_applies_a_custom_resource_in_a_version_that_is_not_stored() {
+    let s = server();
+    ok(s.kubectl_stdin(&["apply", "-f", "-"], GRANTS_CRD), "create the CRD");
+    s.kubectl_ok(&["wait", "--for=condition=Established", "crd/grants.example.com", "--timeout=10s"]);
+    let first = grant("v1", "  from: [{group: a, kind: A}, {group: b, kind: B}]\n  to: [x1, y1]\n  note: first\n");
+    ok(apply(&s, &first, &[]), "apply in v1");
+    let second = grant("v1", "  from: [{group: c, kind: C}]\n  to: [z]\n");
+    ok(apply(&s, &second, &["--field-manager=other"]), "apply of another manager in v1");
+    let g = get(&s, "grants.v1.example.com/g1");
+    assert_eq!(
+        g["spec"],
+        json!({"from": [{"group": "a", "kind": "A"}, {"group": "b", "kind": "B"}, {"group": "c", "kind": "C"}],
+               "note": "first", "to": ["x1", "y1", "z"]})
+    );
+    let key = |g: &str, k: &str| format!("k:{{\"group\":\"{g}\",\"kind\":\"{k}\"}}");
+    let item = json!({".": {}, "f:group": {}, "f:kind": {}});
+    let kubectl_fields = json!({"f:spec": {
+        "f:from": {key("a", "A"): item, key("b", "B"): item}, "f:note": {}, "f:to": {"v:\"x1\"": {}, "v:\"y1\"": {}}}});
+    let other_fields = json!({"f:spec": {"f:from": {key("c", "C"): item}, "f:to": {"v:\"z\"": {}}}});
+    let versions = |g: &Value| -> Vec<(String, String)> {
+        g["metadata"]["managedFields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| (e["manager"].as_str().unwrap().into(), e["apiVersion"].as_str().unwrap().into()))
+            .collect()
+    };
+    assert_eq!((fields_of(&g, "kubectl"), fields_of(&g, "other")), (&kubectl_fields, &other_fields));
+    let stored_view = get(&s, "grants.v1beta1.example.com/g1");
+    assert_eq!(
+        versions(&stored_view),
+        [("kubectl".into(), "example.com/v1".into()), ("other".into(), "example.com/v1".into())]
+    );
+
+    // An apply in the stored version conflicts with what an applier of v1 owns, and shares
+    // what it sets to the same value.
+    let third = grant("v1beta1", "  note: third\n");
+    let out = apply(&s, &third, &["--field-manager=third"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("error: Apply failed with 1 conflict: conflict with \"kubectl\": .spec.note"),
+        "{stderr}"
+    );
+    ok(apply(&s, &grant("v1beta1", "  from: [{group: a, kind: A}]\n"), &["--field-manager=fourth"]), "shared");
+    let g = get(&s, "grants.v1.example.com/g1");
+    assert_eq!(g["spec"]["note"], "first");
+    assert_eq!(fields_of(&g, "fourth"), &json!({"f:spec": {"f:from": {key("a", "A"): item}}}));
+    assert_eq!(versions(&g)[0], ("fourth".into(), "example.com/v1beta1".into()));
+    assert!(g["metadata"]["managedFields"][0].get("time").is_none(), "an apply that changed nothing has no time");
+}
+
+/// kube's apply converts the configuration to a typed object first: a field the schema
+/// does not declare is its 500, whatever `fieldValidation` asks (recorded from kube-apiserver
+/// 1.32).
+#[test]
+fn an_apply_with_an_undeclared_field_is_kubes_500() {
+    let s = server();
+    let config = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: unk, namespace: {NS}, bogus: 3}}\ndata: {{k: v}}\n"
+    );
+    for validation in ["Ignore", "Warn", "Strict"] {
+        let out = s.kubectl_stdin(
+            &["apply", "--server-side", "-f", "-", &format!("--validate={}", validation.to_lowercase())],
+            &config,
+        );
+        assert!(!out.status.success(), "{validation}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(
+                "failed to create typed patch object (ssa/unk; /v1, Kind=ConfigMap): .metadata.bogus: field not declared in schema"
+            ),
+            "{validation}: {stderr}"
+        );
+    }
+}
