@@ -16,9 +16,9 @@
 //! its roots: a server certificate that is itself in the bundle is accepted as it is, whatever
 //! its basic constraints say (the self-signed CA:TRUE certificate `openssl req -x509` makes),
 //! and any other must chain to the bundle. Names, validity and handshake signatures are
-//! checked either way; see the `verify` module. Every outbound TLS connection of the server
-//! (admission, conversion, token and audit webhooks, the aggregator's proxy, OIDC discovery)
-//! is made by this crate, so they all trust alike.
+//! checked either way; see the `verify` module. Every call-out of the server (admission,
+//! conversion, token and audit webhooks, the aggregator's proxy, OIDC discovery) is made by
+//! this crate, so they all trust alike; only etcd's client has TLS of its own.
 //!
 //! # Threads
 //! awc's client is `!Send`: it must be built and used on a thread running an actix (tokio
