@@ -1,6 +1,7 @@
 //! What a newcomer's checkout promises, checked: the declared minimum Rust version is the one
-//! `Cargo.lock` needs.
+//! `Cargo.lock` needs, and the install scripts leave the machine's own files as they found them.
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -60,4 +61,100 @@ fn the_declared_rust_version_is_the_one_the_locked_dependencies_need() {
         (major, minor),
         "Cargo.toml's rust-version should be \"{major}.{minor}\": {by} needs it (and nothing locked needs more)"
     );
+}
+
+/// Runs `script` in bash with `deploy/<file>` sourced (which defines its functions and does
+/// nothing else) and `SUDO` empty, with `env` set: whether it succeeded, and its stdout.
+fn sourced(file: &str, env: &[(&str, &Path)], script: &str) -> (bool, String) {
+    let path = workspace_root().join("deploy").join(file);
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(format!("source {}; SUDO=''; {script}", path.display()))
+        .envs(env.iter().copied())
+        .output()
+        .expect("bash runs");
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// [`sourced`] install-tools.sh with `POLICY_RC_D` at `policy`.
+fn with_install_tools(policy: &Path, script: &str) -> (bool, String) {
+    sourced("install-tools.sh", &[("POLICY_RC_D", policy)], script)
+}
+
+/// The names in `dir`, sorted.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> =
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    names
+}
+
+const OURS: &str = "#!/bin/sh\nexit 101\n";
+
+#[test]
+fn install_tools_puts_back_a_policy_rc_d_it_did_not_write_and_removes_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy-rc.d");
+
+    // None before: ours while the command runs, none after.
+    let (ok, seen) = with_install_tools(&policy, "with_services_held_off cat \"$POLICY_RC_D\"");
+    assert!(ok);
+    assert_eq!(seen, OURS, "services are held off during the install");
+    assert!(listing(dir.path()).is_empty(), "nothing left behind: {:?}", listing(dir.path()));
+
+    // The machine's own: the same bytes and mode after, whether the command succeeds or fails.
+    let theirs = "#!/bin/sh\n# the administrator's\nexit 0\n";
+    std::fs::write(&policy, theirs).unwrap();
+    std::fs::set_permissions(&policy, std::fs::Permissions::from_mode(0o750)).unwrap();
+    for (command, succeeds) in [("cat \"$POLICY_RC_D\"", true), ("false", false)] {
+        let (ok, seen) = with_install_tools(&policy, &format!("with_services_held_off {command}"));
+        assert_eq!(ok, succeeds, "{command}");
+        if succeeds {
+            assert_eq!(seen, OURS);
+        }
+        assert_eq!(std::fs::read_to_string(&policy).unwrap(), theirs, "after {command}");
+        assert_eq!(std::fs::metadata(&policy).unwrap().permissions().mode() & 0o777, 0o750, "after {command}");
+        assert_eq!(listing(dir.path()), ["policy-rc.d"], "after {command}");
+    }
+
+    // A link stays a link to the same file, which is not written through.
+    let target = dir.path().join("shared-policy");
+    std::fs::rename(&policy, &target).unwrap();
+    std::os::unix::fs::symlink(&target, &policy).unwrap();
+    let (ok, _) = with_install_tools(&policy, "with_services_held_off true");
+    assert!(ok);
+    assert_eq!(std::fs::read_link(&policy).unwrap(), target);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), theirs);
+}
+
+#[test]
+fn build_deps_replaces_only_a_proto_directory_it_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("k8s-protos");
+    let fetch = |content: &str| {
+        let fetched = tempfile::Builder::new().prefix("fetched").tempdir_in(dir.path()).unwrap().keep();
+        std::fs::write(fetched.join("generated.proto"), content).unwrap();
+        fetched
+    };
+    let install = |fetched: &Path| {
+        let script = format!("install_protos {} \"$DEST\"", fetched.display());
+        sourced("build-deps.sh", &[("DEST", &dest)], &script).0
+    };
+
+    // Nothing there: the fetched files arrive, marked as the script's.
+    assert!(install(&fetch("first")));
+    assert_eq!(std::fs::read_to_string(dest.join("generated.proto")).unwrap(), "first");
+    // Its own: replaced.
+    assert!(install(&fetch("second")));
+    assert_eq!(std::fs::read_to_string(dest.join("generated.proto")).unwrap(), "second");
+    assert_eq!(listing(dir.path()), ["k8s-protos"]);
+
+    // Someone else's directory: left as it is, and the run fails saying so.
+    std::fs::remove_dir_all(&dest).unwrap();
+    std::fs::create_dir(&dest).unwrap();
+    std::fs::write(dest.join("notes.txt"), "mine").unwrap();
+    let fetched = fetch("third");
+    assert!(!install(&fetched));
+    assert_eq!(listing(&dest), ["notes.txt"]);
+    assert_eq!(std::fs::read_to_string(dest.join("notes.txt")).unwrap(), "mine");
 }
