@@ -1,5 +1,6 @@
 //! What an operator meets first: duration flags in Go's syntax, as kube-apiserver's; a
-//! `/metrics` with kube's help texts and Go's process metrics.
+//! `/metrics` with kube's help texts and Go's process metrics; logs without colour codes when
+//! they go to a file.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -70,4 +71,13 @@ fn metrics_carry_kubes_help_texts_and_gos_process_metrics() {
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs_f64();
     let started = sample(&page, "process_start_time_seconds");
     assert!(now - 600.0 < started && started <= now + 1.0, "started at {started}, now {now}");
+}
+
+#[test]
+fn logs_written_to_a_file_carry_no_colour_codes() {
+    let s = TestServer::start_logging("info", &[]);
+    s.kubectl_ok(&["get", "namespaces"]);
+    let log = s.log_text();
+    assert!(log.contains(" INFO "), "the log has lines at info: {log}");
+    assert!(!log.contains('\x1b'), "no terminal escape codes in a log file: {:?}", &log[..log.len().min(400)]);
 }
