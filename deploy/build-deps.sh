@@ -21,6 +21,27 @@ K8S_PACKAGES=(golang-k8s-api-dev golang-k8s-apimachinery-dev)
 
 log() { printf '[build-deps] %s\n' "$*" >&2; }
 
+# Marks a directory of protos this script made, so that a later run replaces only its own.
+MARKER=".fetched-by-build-deps"
+# Puts the protos fetched into $1 (a directory this script made) at $2. Something already at $2
+# is replaced only if this script made it; anything else is left as it is, and the run stops
+# saying so. Never deletes what it did not create.
+install_protos() {
+  local fetched=$1 dest=$2
+  touch "$fetched/$MARKER"
+  if [[ -e $dest || -L $dest ]]; then
+    if [[ -L $dest || ! -f $dest/$MARKER ]]; then
+      log "$dest already exists and was not made by this script: move it away, or set K8S_PROTO_DIR to another directory"
+      return 1
+    fi
+    rm -rf "$dest"
+  fi
+  mv "$fetched" "$dest"
+}
+
+# Sourced (by the tests of the functions above): define, do nothing.
+[[ "${BASH_SOURCE[0]}" == "$0" ]] || return 0
+
 missing=()
 for p in "${APT[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -33,7 +54,12 @@ fi
 
 if [[ ! -f "$PROTO_DIR/k8s.io/api/core/v1/generated.proto" \
    || ! -f "$PROTO_DIR/k8s.io/apimachinery/pkg/apis/meta/v1/generated.proto" ]]; then
-  work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+  mkdir -p "$(dirname "$PROTO_DIR")"
+  # Both made here, and removed however the run ends; the staging directory sits beside the
+  # destination, so the files arrive there in one rename.
+  work="$(mktemp -d)"
+  staging="$(mktemp -d "$(dirname "$PROTO_DIR")/.k8s-protos.XXXXXX")"
+  trap 'rm -rf "$work" "$staging"' EXIT
   log "reading $DEBIAN_SUITE's package index for ${K8S_PACKAGES[*]}"
   curl -fsSL "$DEBIAN_MIRROR/dists/$DEBIAN_SUITE/main/binary-all/Packages.xz" | xz -dc >"$work/Packages"
   for pkg in "${K8S_PACKAGES[@]}"; do
@@ -50,11 +76,10 @@ if [[ ! -f "$PROTO_DIR/k8s.io/api/core/v1/generated.proto" \
     dpkg-deb -x "$work/$pkg.deb" "$work/x"
   done
   src="$work/x/usr/share/gocode/src"
-  rm -rf "$PROTO_DIR.tmp" && mkdir -p "$PROTO_DIR.tmp"
   # The .proto files, and the Go types they are generated from (which say what JSON inlines
   # and omits when empty).
   (cd "$src" && find k8s.io -name generated.proto -o -name 'types*.go' ! -name '*_test.go' \
-     | tar -cf - -T -) | tar -xf - -C "$PROTO_DIR.tmp"
-  rm -rf "$PROTO_DIR" && mv "$PROTO_DIR.tmp" "$PROTO_DIR"
+     | tar -cf - -T -) | tar -xf - -C "$staging"
+  install_protos "$staging" "$PROTO_DIR"
   log "Kubernetes protos in $PROTO_DIR ($(find "$PROTO_DIR" -name generated.proto | wc -l) files)"
 fi

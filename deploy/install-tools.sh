@@ -21,6 +21,33 @@ APT=(etcd-server etcd-client python3-venv haproxy curl chromium openssl)
 log() { printf '[install-tools] %s\n' "$*" >&2; }
 SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
 
+# Runs "$@" (an apt-get install) with a policy-rc.d that keeps packages from starting services:
+# the etcd-server package would start a system etcd, and the tests start their own. A
+# policy-rc.d already there is the machine's own: it is moved aside and put back as it was
+# (file or link, mode and owner), however the command ends; none is left behind otherwise.
+POLICY_RC_D="${POLICY_RC_D:-/usr/sbin/policy-rc.d}"
+with_services_held_off() {
+  local saved=""
+  if [[ -e $POLICY_RC_D || -L $POLICY_RC_D ]]; then
+    saved="$($SUDO mktemp "$POLICY_RC_D.saved.XXXXXX")"
+    $SUDO mv -f "$POLICY_RC_D" "$saved"
+  fi
+  # shellcheck disable=SC2064  # the path is fixed now, on purpose
+  trap "restore_policy_rc_d '$saved'" EXIT
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$POLICY_RC_D" >/dev/null
+  $SUDO chmod +x "$POLICY_RC_D"
+  "$@"
+  restore_policy_rc_d "$saved"
+  trap - EXIT
+}
+# Puts back the policy-rc.d saved at $1, or removes ours when there was none.
+restore_policy_rc_d() {
+  if [[ -n $1 ]]; then $SUDO mv -f "$1" "$POLICY_RC_D"; else $SUDO rm -f "$POLICY_RC_D"; fi
+}
+
+# Sourced (by the tests of the functions above): define, do nothing.
+[[ "${BASH_SOURCE[0]}" == "$0" ]] || return 0
+
 "$(dirname "$0")/build-deps.sh"
 
 missing=()
@@ -30,11 +57,8 @@ done
 if ((${#missing[@]})); then
   log "apt-get install ${missing[*]}"
   $SUDO apt-get update -qq
-  # Keep the etcd-server package from starting a system etcd: tests start their own.
-  printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
-  $SUDO chmod +x /usr/sbin/policy-rc.d
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  $SUDO rm -f /usr/sbin/policy-rc.d
+  with_services_held_off $SUDO env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
 $SUDO mkdir -p "$PREFIX/bin"

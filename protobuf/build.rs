@@ -9,11 +9,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::{env, fs};
 
+mod prepare;
+
 fn main() {
-    let dir = match env::var_os("K8S_PROTO_DIR") {
-        Some(d) => PathBuf::from(d),
-        None => Path::new(&env::var("CARGO_MANIFEST_DIR").unwrap()).join("../target/k8s-protos"),
-    };
+    let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
+    let from_env = env::var_os("K8S_PROTO_DIR").map(PathBuf::from);
+    let dir =
+        from_env.clone().unwrap_or_else(|| manifest_dir.parent().unwrap_or(&manifest_dir).join("target/k8s-protos"));
     println!("cargo:rerun-if-env-changed=K8S_PROTO_DIR");
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut protos = Vec::new();
@@ -27,13 +29,13 @@ fn main() {
         }
     });
     if protos.is_empty() {
-        panic!("no Kubernetes .proto files under {}: run deploy/build-deps.sh (or set K8S_PROTO_DIR)", dir.display());
+        stop(&prepare::missing_protos(&manifest_dir, &dir, from_env.as_deref()));
     }
     protos.sort();
     go_types.sort();
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
     let protoc = env::var_os("PROTOC").unwrap_or_else(|| "protoc".into());
-    let status = Command::new(protoc)
+    let status = Command::new(&protoc)
         .arg("-I")
         .arg(&dir)
         .arg("--include_imports")
@@ -41,7 +43,9 @@ fn main() {
         .args(protos.iter().map(|p| p.strip_prefix(&dir).unwrap()))
         .current_dir(&dir)
         .output()
-        .expect("running protoc (install it with deploy/build-deps.sh)");
+        .unwrap_or_else(|e| {
+            stop(&prepare::missing_protoc(&manifest_dir, &protoc.to_string_lossy(), &e, from_env.as_deref()))
+        });
     if !status.status.success() {
         panic!("protoc failed: {}", String::from_utf8_lossy(&status.stderr));
     }
@@ -51,6 +55,12 @@ fn main() {
         go_fields(&package, &fs::read_to_string(file).unwrap(), &mut table);
     }
     fs::write(out.join("go_fields.txt"), table).unwrap();
+}
+
+/// Ends the build with `message`, which cargo shows under the build script's stderr.
+fn stop(message: &str) -> ! {
+    eprintln!("\n{message}\n");
+    std::process::exit(1)
 }
 
 fn walk(dir: &Path, f: &mut dyn FnMut(&Path)) {

@@ -167,6 +167,16 @@ pub fn parse_duration(orig: &str) -> Result<i128, String> {
     Ok(if neg { -total } else { total })
 }
 
+/// A duration flag's value as kube's flags read it (pflag's `DurationVar`, so
+/// `time.ParseDuration`: `1m30s`, `1h2m3.5s`, `500ms`, `0`, and no bare number but `0`), as a
+/// `std::time::Duration`. A negative duration, which Go accepts, is refused: no flag here has a
+/// meaning for one.
+pub fn parse_flag_duration(s: &str) -> Result<std::time::Duration, String> {
+    let nanos = parse_duration(s)?;
+    let nanos = u64::try_from(nanos).map_err(|_| format!("negative duration {} is not allowed", quote(s)))?;
+    Ok(std::time::Duration::from_nanos(nanos))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,5 +211,24 @@ mod tests {
         assert_eq!(aggregate(&["x".into()]), "x");
         assert_eq!(aggregate(&["x".into(), "x".into()]), "x");
         assert_eq!(aggregate(&["x".into(), "y".into(), "x".into()]), "[x, y]");
+    }
+
+    #[test]
+    fn flag_durations_read_as_kube_flags_read_them() {
+        use std::time::Duration;
+        let ok = |s: &str| parse_flag_duration(s).unwrap();
+        assert_eq!(ok("1m0s"), Duration::from_secs(60), "how Go prints a minute");
+        assert_eq!(ok("1m30s"), Duration::from_secs(90));
+        assert_eq!(ok("1h2m3.5s"), Duration::from_millis(3_723_500));
+        assert_eq!(ok("500ms"), Duration::from_millis(500));
+        assert_eq!(ok("1.5h"), Duration::from_secs(5_400));
+        assert_eq!(ok("0"), Duration::ZERO);
+        assert_eq!(ok("0s"), Duration::ZERO);
+        assert_eq!(ok("+2s"), Duration::from_secs(2));
+        assert_eq!(parse_flag_duration("7"), Err("time: missing unit in duration \"7\"".into()));
+        assert_eq!(parse_flag_duration("5x"), Err("time: unknown unit \"x\" in duration \"5x\"".into()));
+        assert_eq!(parse_flag_duration(""), Err("time: invalid duration \"\"".into()));
+        assert_eq!(parse_flag_duration("-1s"), Err("negative duration \"-1s\" is not allowed".into()));
+        assert_eq!(parse_flag_duration("-0s"), Ok(Duration::ZERO));
     }
 }

@@ -167,8 +167,9 @@ async fn faults(server: web::Data<ServerState>, req: actix_web::HttpRequest) -> 
     let query = Params::new(
         web::Query::<Vec<(String, String)>>::from_query(req.query_string()).map(|q| q.into_inner()).unwrap_or_default(),
     );
-    let duration =
-        |name: &str| query.get(name).map(|d| crate::config::parse_duration(d).map_err(|e| format!("{name}: {e}")));
+    let duration = |name: &str| {
+        query.get(name).map(|d| apimachinery::gofmt::parse_flag_duration(d).map_err(|e| format!("{name}: {e}")))
+    };
     let set = || -> Result<(), String> {
         if let Some(delay) = duration("storageWriteDelay") {
             faults.set_write_delay(delay?);

@@ -410,7 +410,7 @@ async fn non_resource(ctx: &RequestContext<'_>) -> Result<HttpResponse, ApiError
         "/openid/v1/jwks" => crate::tokens::jwks(ctx),
         "/metrics" => HttpResponse::Ok()
             .content_type("text/plain; version=0.0.4; charset=utf-8")
-            .body(ctx.server.metrics.render()),
+            .body(crate::prometheus::render(&ctx.server.metrics)),
         "/healthz" | "/livez" | "/readyz" => health::report(ctx, path.trim_start_matches('/'), None).await,
         p if p.starts_with("/healthz/") || p.starts_with("/livez/") || p.starts_with("/readyz/") => {
             let (endpoint, check) = p.trim_start_matches('/').split_once('/').expect("has a slash");

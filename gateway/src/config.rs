@@ -1,5 +1,6 @@
 //! Command-line flags. Where kube-apiserver has a flag for something, it has the same name and
-//! meaning here.
+//! meaning here. Duration flags take Go's syntax, as kube's do (`1m30s`, `500ms`, `0`;
+//! [`parse_flag_duration`]).
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -7,6 +8,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use apimachinery::gofmt::parse_flag_duration;
 use auth::AuthorizationMode;
 
 /// A Kubernetes-compatible API server built from actors.
@@ -90,7 +92,7 @@ pub struct ServeOptions {
     #[arg(long)]
     pub service_account_key_file: Vec<PathBuf>,
     /// The longest lifetime a TokenRequest gets (longer requests are cut to it).
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_flag_duration)]
     pub service_account_max_token_expiration: Option<Duration>,
     /// The `jwks_uri` published in `/.well-known/openid-configuration` (default:
     /// `https://<this server's address>/openid/v1/jwks`).
@@ -162,7 +164,7 @@ pub struct ServeOptions {
     #[arg(long, default_value = "v1beta1", value_parser = ["v1", "v1beta1"])]
     pub authentication_token_webhook_version: String,
     /// How long the token webhook's answers are kept.
-    #[arg(long, default_value = "2m", value_parser = parse_duration)]
+    #[arg(long, default_value = "2m", value_parser = parse_flag_duration)]
     pub authentication_token_webhook_cache_ttl: Duration,
     /// kubeconfig of the service answering SubjectAccessReviews for `--authorization-mode=Webhook`.
     #[arg(long)]
@@ -171,10 +173,10 @@ pub struct ServeOptions {
     #[arg(long, default_value = "v1beta1", value_parser = ["v1", "v1beta1"])]
     pub authorization_webhook_version: String,
     /// How long the authorization webhook's allowed answers are kept.
-    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    #[arg(long, default_value = "5m", value_parser = parse_flag_duration)]
     pub authorization_webhook_cache_authorized_ttl: Duration,
     /// How long its other answers are kept.
-    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    #[arg(long, default_value = "30s", value_parser = parse_flag_duration)]
     pub authorization_webhook_cache_unauthorized_ttl: Duration,
     /// audit.k8s.io/v1 Policy: what is audited, at which level; nothing without it.
     #[arg(long)]
@@ -198,10 +200,10 @@ pub struct ServeOptions {
     #[arg(long, default_value_t = 400)]
     pub audit_webhook_batch_max_size: usize,
     /// Longest a batch waits to fill before it is sent.
-    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    #[arg(long, default_value = "30s", value_parser = parse_flag_duration)]
     pub audit_webhook_batch_max_wait: Duration,
     /// First wait before a failed batch is retried.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = parse_flag_duration)]
     pub audit_webhook_initial_backoff: Duration,
     /// Events buffered between requests and the audit writer; past it events are dropped and
     /// counted, never waited for.
@@ -261,14 +263,14 @@ pub struct ServeOptions {
     #[arg(long, default_value = "/registry")]
     pub etcd_prefix: String,
     /// How often history is compacted (0 disables).
-    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    #[arg(long, default_value = "5m", value_parser = parse_flag_duration)]
     pub etcd_compaction_interval: Duration,
     /// Minimum watch timeout; each watch gets a random timeout between it and twice it.
     #[arg(long, default_value_t = 1800)]
     pub min_request_timeout: u64,
     /// How long a non-long-running request may take before it is answered with 504 and its
     /// stage work is cancelled (a client's `?timeout=` may shorten it).
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    #[arg(long, default_value = "60s", value_parser = parse_flag_duration)]
     pub request_timeout: Duration,
     /// The range Service cluster IPs are allocated from; its first address is the
     /// `kubernetes` Service's.
@@ -276,7 +278,7 @@ pub struct ServeOptions {
     pub service_cluster_ip_range: registry::ServiceRange,
     /// How long the server keeps serving after SIGTERM with `/readyz` failing, so load
     /// balancers move traffic away before it stops taking requests.
-    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    #[arg(long, default_value = "0s", value_parser = parse_flag_duration)]
     pub shutdown_delay_duration: Duration,
     /// During shutdown, keep the listener open while the requests in flight drain, answering
     /// new ones 429 with `Retry-After`, and close it only then (rather than at once).
@@ -285,7 +287,7 @@ pub struct ServeOptions {
     /// During shutdown, the longest time the watches take to end once new requests are refused:
     /// they are ended one after the other (at 200 a second or faster), cleanly, so clients
     /// re-watch elsewhere from their last resourceVersion; 0 ends them all at once.
-    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    #[arg(long, default_value = "0s", value_parser = parse_flag_duration)]
     pub shutdown_watch_termination_grace_period: Duration,
     /// Run the built-in controllers (and the APF configuration upkeep) only while holding the
     /// `kube-system/apiserver-controllers` Lease, so replicas sharing storage run them one at a
@@ -294,13 +296,13 @@ pub struct ServeOptions {
     pub leader_elect: bool,
     /// How long a Lease holder is trusted without renewing; others wait this long (by their own
     /// clock, from when they saw the Lease last change) before taking it over.
-    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    #[arg(long, default_value = "15s", value_parser = parse_flag_duration)]
     pub leader_elect_lease_duration: Duration,
     /// How long the holder keeps trying to renew before it stops its controllers.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = parse_flag_duration)]
     pub leader_elect_renew_deadline: Duration,
     /// How often the Lease is renewed, and how often the others try to take it.
-    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    #[arg(long, default_value = "2s", value_parser = parse_flag_duration)]
     pub leader_elect_retry_period: Duration,
     /// Largest accepted request body, in bytes.
     #[arg(long, default_value_t = 3 * 1024 * 1024)]
@@ -324,7 +326,7 @@ pub struct ServeOptions {
     #[arg(long, default_value_t = 1024)]
     pub stage_mailbox_capacity: usize,
     /// How long a request waits for a slot in a full mailbox before it is refused with 429.
-    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    #[arg(long, default_value = "2s", value_parser = parse_flag_duration)]
     pub stage_mailbox_wait: Duration,
     /// Let the admin endpoint inject storage faults (`POST /faults?storageWriteDelay=2s`), for
     /// testing backpressure and deadlines; off in normal operation.
@@ -380,11 +382,11 @@ pub struct ServeOptions {
     pub default_watch_cache_size: usize,
     /// Events younger than this stay in the watch cache window past its size, so clients
     /// re-watching soon after a burst resume without a re-list (kube keeps about 75 s).
-    #[arg(long, default_value = "75s", value_parser = parse_duration)]
+    #[arg(long, default_value = "75s", value_parser = parse_flag_duration)]
     pub watch_cache_event_freshness: Duration,
     /// How long a watcher may leave events undelivered (its buffer full) before it is cut
     /// off; it then re-watches from its last resourceVersion.
-    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    #[arg(long, default_value = "5s", value_parser = parse_flag_duration)]
     pub slow_watcher_budget: Duration,
 }
 
@@ -440,34 +442,30 @@ pub enum StorageBackend {
     Etcd3,
 }
 
-/// Parses `300ms`, `5s`, `5m`, `1h` or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let (num, unit) = s.find(|c: char| !c.is_ascii_digit() && c != '.').map(|i| s.split_at(i)).unwrap_or((s, "s"));
-    let n: f64 = num.parse().map_err(|_| format!("invalid duration: {s}"))?;
-    let secs = match unit {
-        "ms" => n / 1000.0,
-        "s" => n,
-        "m" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return Err(format!("invalid duration unit in {s}")),
-    };
-    Duration::try_from_secs_f64(secs).map_err(|_| format!("invalid duration: {s}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn durations() {
-        assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
-        // Past what a Duration holds: once a panic in Duration::from_secs_f64.
-        assert!(parse_duration(&"9".repeat(400)).is_err());
-        assert!(parse_duration("99999999999999999999h").is_err());
-        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
-        assert_eq!(parse_duration("7").unwrap(), Duration::from_secs(7));
-        assert!(parse_duration("5x").is_err());
+    fn duration_flags_take_go_durations_and_refuse_a_bare_number() {
+        let cli = Cli::try_parse_from([
+            "apiserver",
+            "--request-timeout=1m0s",
+            "--shutdown-delay-duration=1m30s",
+            "--etcd-compaction-interval",
+            "0",
+            "--stage-mailbox-wait=1h2m3.5s",
+            "--slow-watcher-budget=500ms",
+        ])
+        .unwrap();
+        assert_eq!(cli.serve.request_timeout, Duration::from_secs(60));
+        assert_eq!(cli.serve.shutdown_delay_duration, Duration::from_secs(90));
+        assert_eq!(cli.serve.etcd_compaction_interval, Duration::ZERO);
+        assert_eq!(cli.serve.stage_mailbox_wait, Duration::from_millis(3_723_500));
+        assert_eq!(cli.serve.slow_watcher_budget, Duration::from_millis(500));
+        let refused = Cli::try_parse_from(["apiserver", "--request-timeout=60"]).unwrap_err().to_string();
+        assert!(refused.contains("time: missing unit in duration \"60\""), "{refused}");
+        assert!(Cli::try_parse_from(["apiserver", "--request-timeout=-1s"]).is_err());
     }
 
     #[test]

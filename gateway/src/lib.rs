@@ -15,7 +15,8 @@
 //! - [`subresources`]: the subresources that act (binding, eviction) or belong to a kubelet.
 //! - [`unstored`]: resources stored nowhere, answered by the gateway (`bindings`);
 //!   [`componentstatuses`], the deprecated read-only component health list, is one.
-//! - [`discovery`], [`openapi`], [`health`], [`admin`]: the non-resource endpoints.
+//! - [`discovery`], [`openapi`], [`health`], [`admin`]: the non-resource endpoints;
+//!   [`prometheus`], what `/metrics` serves: kube's help texts and Go's process metrics.
 //! - [`lifecycle`]: graceful termination in kube's steps: its signals, the requests it waits
 //!   for and turns away, the sequence from SIGTERM to exit.
 //! - [`aggregator`]: API aggregation: remote group versions' requests passed on to their
@@ -52,6 +53,7 @@ pub mod lifecycle;
 pub mod negotiate;
 pub mod openapi;
 pub mod pipeline;
+pub mod prometheus;
 pub mod rbac_feed;
 pub mod rest;
 pub mod reviews;

@@ -1,5 +1,7 @@
 //! `apiserver`: a Kubernetes-compatible API server built from actors.
 
+use std::io::IsTerminal;
+
 use clap::Parser;
 use gateway::config::{Cli, Command};
 
@@ -10,6 +12,7 @@ fn main() {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,actix_server=warn".into()),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(colour_logs())
         .init();
     let system = actix_web::rt::System::new();
     let result = match cli.command {
@@ -21,4 +24,10 @@ fn main() {
         eprintln!("apiserver: {e}");
         std::process::exit(1);
     }
+}
+
+/// Whether log lines carry colour codes: only when stderr is a terminal, so files, journald and
+/// pipes get plain text, and not when `NO_COLOR` is set (no-color.org).
+fn colour_logs() -> bool {
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }

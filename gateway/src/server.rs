@@ -56,6 +56,7 @@ pub(crate) fn install_metrics(signals: Option<Arc<diagnosis::Signals>>) -> Prome
         None => metrics::set_global_recorder(recorder).is_ok(),
     };
     assert!(installed, "the metrics recorder is installed once");
+    crate::prometheus::describe_all();
     // Histograms buffer raw samples until upkeep folds them into buckets; without it, a server
     // nobody scrapes would grow by every request's samples.
     let upkeep = handle.clone();

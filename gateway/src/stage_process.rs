@@ -87,7 +87,7 @@ pub async fn run(options: StageOptions) -> Result<(), String> {
     service.route(
         "/stages/metrics",
         Arc::new(move |_: Incoming| {
-            let body = metrics.render();
+            let body = crate::prometheus::render(&metrics);
             Box::pin(async move { answer(200, "text/plain; version=0.0.4", body) })
         }),
     );

@@ -234,4 +234,7 @@ pub fn read_watch_frame(buf: &[u8]) -> Result<Option<(String, Value, usize)>, Er
 }
 
 #[cfg(test)]
+#[path = "../prepare.rs"]
+mod prepare;
+#[cfg(test)]
 mod tests;

@@ -11,8 +11,10 @@
 //! certificates of both, [`fleet`] storage stage processes beside gateways; [`load`] is the
 //! load generator's per-stage capacity runs and clusterloader2-style scenario. [`robustness`]
 //! checks a history recorded under faults for linearizability and the watch guarantees.
+//! [`flags`] reads the duration flags of the load generator and the robustness runner.
 
 pub mod extension;
+pub mod flags;
 pub mod fleet;
 pub mod http;
 pub mod load;

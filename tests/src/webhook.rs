@@ -1,6 +1,6 @@
 //! A webhook server for tests and the load generator: actix-web over HTTPS on a thread of its
 //! own, with a certificate signed by a CA made here (rcgen) that webhook configurations name
-//! as `caBundle`. It records the AdmissionReviews it gets, so a test can count calls and read
+//! as `caBundle`, or with a self-signed certificate given to it that is its own `caBundle`. It records the AdmissionReviews it gets, so a test can count calls and read
 //! what the apiserver sent.
 
 use std::net::TcpListener;
@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use base64::Engine;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::{Value, json};
 
 /// What a webhook answers: the `response` fields besides `uid`, after `delay`.
@@ -97,7 +99,37 @@ impl WebhookServer {
         answer: impl Fn(&str, &Value) -> Reply + Send + Sync + 'static,
     ) -> WebhookServer {
         let ca = crate::pki::TestCa::new("webhook");
-        let tls = ca.server_config(names, None);
+        Self::serve(ip, ca.server_config(names, None), ca.bundle(), answer)
+    }
+
+    /// A server on `ip` presenting `cert_pem` (with `key_pem`), whose `caBundle` is that
+    /// certificate itself: a self-signed certificate made outside the tests (`openssl req -x509`).
+    pub fn start_with_certificate(
+        ip: &str,
+        cert_pem: &str,
+        key_pem: &str,
+        answer: impl Fn(&str, &Value) -> Reply + Send + Sync + 'static,
+    ) -> WebhookServer {
+        let chain = CertificateDer::pem_slice_iter(cert_pem.as_bytes()).collect::<Result<Vec<_>, _>>().unwrap();
+        let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).expect("a PEM private key");
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let tls = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .expect("the certificate and key match");
+        let bundle = base64::engine::general_purpose::STANDARD.encode(cert_pem);
+        Self::serve(ip, tls, bundle, answer)
+    }
+
+    /// Serves HTTPS with `tls` on `ip`; `ca_bundle` is what configurations name to trust it.
+    fn serve(
+        ip: &str,
+        tls: rustls::ServerConfig,
+        ca_bundle: String,
+        answer: impl Fn(&str, &Value) -> Reply + Send + Sync + 'static,
+    ) -> WebhookServer {
         let listener = TcpListener::bind((ip, 0)).unwrap();
         let port = listener.local_addr().unwrap().port();
         let calls: Arc<Mutex<Vec<Call>>> = Arc::default();
@@ -143,7 +175,7 @@ impl WebhookServer {
             })
         });
         let handle = rx.recv_timeout(Duration::from_secs(10)).expect("webhook server started");
-        WebhookServer { port, ca_bundle: ca.bundle(), calls, handle }
+        WebhookServer { port, ca_bundle, calls, handle }
     }
 
     /// `https://127.0.0.1:<port><path>`.

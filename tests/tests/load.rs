@@ -111,3 +111,35 @@ fn the_cl2_scenario_runs_against_a_test_server() {
     assert_svg(&out.path().join("cl2-latency.svg"));
     assert_svg(&out.path().join("cl2-mailbox.svg"));
 }
+
+/// The load generator's command line: `--help` lists the modes; an unknown mode, options a mode
+/// does not take, or seconds that are no duration are usage errors before anything runs; a
+/// mode's own `--help` is its options'.
+#[test]
+fn the_load_generator_explains_itself_and_refuses_what_it_does_not_know() {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_loadgen")).args(args).output().expect("loadgen runs");
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    let (code, help, _) = run(&["--help"]);
+    assert_eq!(code, Some(0));
+    assert!(help.contains("Usage: loadgen [SECONDS] [MODE]"), "{help}");
+    assert!(help.contains("Modes:\n") && help.contains("\n  cl2 ") && help.contains("\n  watch=WxR,... "), "{help}");
+
+    let (code, _, stderr) = run(&["5", "everything"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("unknown mode \"everything\""), "{stderr}");
+    let (code, _, stderr) = run(&["5", "crds=many"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    let (code, _, stderr) = run(&["1m30s", "embedded", "--rate", "5"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("mode embedded takes no options"), "{stderr}");
+    let (code, _, stderr) = run(&["soon", "embedded"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("time: invalid duration \"soon\""), "{stderr}");
+
+    let (code, cl2_help, _) = run(&["cl2", "--help"]);
+    assert_eq!(code, Some(0));
+    assert!(cl2_help.contains("--namespaces"), "{cl2_help}");
+}

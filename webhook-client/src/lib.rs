@@ -11,6 +11,15 @@
 //! `tokenFile`, or `username`/`password`). Relative paths are read from the kubeconfig's
 //! directory, as client-go resolves them. Files are read once, when the client is built.
 //!
+//! # Trust
+//! A CA bundle (`certificate-authority`, a `caBundle`) is trusted as Go's `crypto/x509` trusts
+//! its roots: a server certificate that is itself in the bundle is accepted as it is, whatever
+//! its basic constraints say (the self-signed CA:TRUE certificate `openssl req -x509` makes),
+//! and any other must chain to the bundle. Names, validity and handshake signatures are
+//! checked either way; see the `verify` module. Every call-out of the server (admission,
+//! conversion, token and audit webhooks, the aggregator's proxy, OIDC discovery) is made by
+//! this crate, so they all trust alike; only etcd's client has TLS of its own.
+//!
 //! # Threads
 //! awc's client is `!Send`: it must be built and used on a thread running an actix (tokio
 //! `LocalSet`) runtime, such as an actix arbiter (inside an actor) or an actix-web worker
@@ -36,6 +45,7 @@ use serde_json::Value;
 
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+mod verify;
 
 /// The largest response body read, so a misbehaving webhook cannot exhaust memory.
 const MAX_RESPONSE_BYTES: usize = 10 << 20;
@@ -277,15 +287,10 @@ pub fn send_error(url: &str, e: &awc::error::SendRequestError) -> CallError {
 /// A failed connection or TLS handshake in Go's words where they are well known (`dial tcp
 /// 127.0.0.1:8443: connect: connection refused`, `tls: failed to verify certificate: x509:
 /// certificate signed by unknown authority`), as kube's errors quote them after the URL;
-/// other TLS failures keep rustls's words after `tls: `.
+/// other TLS failures keep rustls's words after `tls: ` (see [`verify::go_words`]).
 fn connect_error(url: &str, e: &std::io::Error) -> String {
     if let Some(tls) = e.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
-        return match tls {
-            rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer) => {
-                "tls: failed to verify certificate: x509: certificate signed by unknown authority".into()
-            }
-            other => format!("tls: {other}"),
-        };
+        return verify::go_words(tls);
     }
     let address = url
         .parse::<awc::http::Uri>()
@@ -542,24 +547,12 @@ fn tls_config(r: &Resolved) -> Result<Option<Arc<rustls::ClientConfig>>, String>
         .map_err(|e| e.to_string())?;
     let builder = match &r.ca_pem {
         Some(pem) => {
-            let mut roots = rustls::RootCertStore::empty();
-            for cert in CertificateDer::pem_slice_iter(pem) {
-                roots.add(cert.map_err(|e| format!("certificate-authority: {e}"))?).map_err(|e| e.to_string())?;
-            }
-            if roots.is_empty() {
-                return Err("certificate-authority holds no certificate".into());
-            }
-            match &r.verify_name {
-                Some(name) => {
-                    let name = ServerName::try_from(name.clone()).map_err(|e| format!("{name}: {e}"))?;
-                    let inner =
-                        rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots), verifier_provider)
-                            .build()
-                            .map_err(|e| e.to_string())?;
-                    builder.dangerous().with_custom_certificate_verifier(Arc::new(VerifyAs { name, inner }))
-                }
-                None => builder.with_root_certificates(roots),
-            }
+            let name = match &r.verify_name {
+                Some(n) => Some(ServerName::try_from(n.clone()).map_err(|e| format!("{n}: {e}"))?),
+                None => None,
+            };
+            let verifier = verify::BundleVerifier::new(pem, name, verifier_provider)?;
+            builder.dangerous().with_custom_certificate_verifier(Arc::new(verifier))
         }
         None if r.verify_name.is_some() => {
             return Err("a server reached through a Service needs a caBundle".into());
@@ -587,49 +580,6 @@ fn tls_config(r: &Resolved) -> Result<Option<Arc<rustls::ClientConfig>>, String>
     // HTTP/1.1 only: webhook servers are plain request/response endpoints.
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Some(Arc::new(config)))
-}
-
-/// Verifies the server certificate as webpki does, but for `name` rather than the host the
-/// connection was made to (an endpoint's IP address).
-#[derive(Debug)]
-struct VerifyAs {
-    name: ServerName<'static>,
-    inner: Arc<rustls::client::WebPkiServerVerifier>,
-}
-
-impl ServerCertVerifier for VerifyAs {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        ocsp: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        self.inner.verify_server_cert(end_entity, intermediates, &self.name, ocsp, now)
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.inner.supported_verify_schemes()
-    }
 }
 
 /// `insecure-skip-tls-verify`: any server certificate is accepted, but handshake signatures are

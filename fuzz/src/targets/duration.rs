@@ -1,7 +1,8 @@
 //! Go-format durations (`1h2m3.5s`, `time.ParseDuration`) as the server reads them: in
-//! apimachinery (`gofmt::parse_duration`, behind CRD and webhook fields) and in the gateway's
-//! flags (`config::parse_duration`). Never a panic; an accepted duration fits Go's int64
-//! nanoseconds, and a leading `+` changes nothing.
+//! apimachinery (`gofmt::parse_duration`, behind CRD and webhook fields) and in every binary's
+//! flags (`gofmt::parse_flag_duration`). Never a panic; an accepted duration fits Go's int64
+//! nanoseconds, a leading `+` changes nothing, and a flag takes exactly the durations Go
+//! accepts that are not negative, at the same length.
 
 /// The target: never a panic, and the properties above.
 pub fn check(data: &[u8]) {
@@ -12,5 +13,7 @@ pub fn check(data: &[u8]) {
             assert_eq!(apimachinery::gofmt::parse_duration(&format!("+{text}")), Ok(nanos));
         }
     }
-    let _ = gateway::config::parse_duration(text);
+    let nanos = apimachinery::gofmt::parse_duration(text).ok();
+    let flag = apimachinery::gofmt::parse_flag_duration(text).ok().map(|d| i128::try_from(d.as_nanos()).unwrap());
+    assert_eq!(flag, nanos.filter(|n| *n >= 0), "{text:?} as a flag");
 }

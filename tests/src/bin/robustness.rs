@@ -20,12 +20,12 @@ struct Args {
     /// `embedded` or `etcd` (a 3-member cluster); both when absent.
     #[arg(long)]
     backend: Option<String>,
-    /// Minutes of traffic and faults per backend.
-    #[arg(long, default_value_t = 5.0)]
-    minutes: f64,
-    /// Seconds between two faults.
-    #[arg(long, default_value_t = 6)]
-    fault_every: u64,
+    /// Traffic and faults per backend (minutes, or a duration: `90s`).
+    #[arg(long, default_value = "5", value_parser = tests::flags::minutes)]
+    minutes: Duration,
+    /// Time between two faults (seconds, or a duration: `6s`).
+    #[arg(long, default_value = "6", value_parser = tests::flags::seconds)]
+    fault_every: Duration,
     /// The faults to fire, in turn (default: every one the backend supports).
     #[arg(long, value_enum, value_delimiter = ',')]
     faults: Vec<Fault>,
@@ -53,8 +53,8 @@ fn main() -> ExitCode {
     };
     let mut clean = true;
     for backend in backends {
-        let mut config = Config::new(backend, Duration::from_secs_f64(args.minutes * 60.0));
-        config.fault_every = Duration::from_secs(args.fault_every);
+        let mut config = Config::new(backend, args.minutes);
+        config.fault_every = args.fault_every;
         let supported = Fault::all(backend);
         if !args.faults.is_empty() {
             config.faults = args.faults.iter().copied().filter(|f| supported.contains(f)).collect();

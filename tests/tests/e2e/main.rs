@@ -21,6 +21,7 @@ mod kinds;
 mod kubectl;
 mod leader_election;
 mod namespaces;
+mod operator;
 mod options;
 mod pod_security;
 mod protobuf;

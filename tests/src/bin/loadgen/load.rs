@@ -79,17 +79,17 @@ struct WindowArgs {
     /// Informers restarting.
     #[arg(long, default_value_t = 16)]
     informers: usize,
-    /// The longest downtime of an informer, in seconds.
-    #[arg(long, default_value_t = 4.0)]
-    max_down: f64,
-    /// The window's freshness in seconds (`--watch-cache-event-freshness`).
-    #[arg(long, default_value_t = 0.0)]
-    freshness: f64,
+    /// The longest downtime of an informer (seconds, or a duration: `4s`).
+    #[arg(long, default_value = "4", value_parser = tests::flags::seconds)]
+    max_down: Duration,
+    /// The window's freshness (`--watch-cache-event-freshness`; seconds, or a duration).
+    #[arg(long, default_value = "0", value_parser = tests::flags::seconds)]
+    freshness: Duration,
     /// Window capacities to sweep.
     #[arg(long, value_delimiter = ',', default_value = "100,500,1000,2000")]
     windows: Vec<usize>,
-    /// Compaction retentions to sweep, in seconds.
-    #[arg(long, value_delimiter = ',', default_value = "5,60")]
+    /// Compaction retentions to sweep, in whole seconds (or durations: `5s,1m`).
+    #[arg(long, value_delimiter = ',', default_value = "5,60", value_parser = tests::flags::whole_seconds)]
     retentions: Vec<u64>,
     /// Object counts to sweep.
     #[arg(long, value_delimiter = ',', default_value = "100,2000")]
@@ -107,8 +107,8 @@ pub async fn window(seconds: Duration, rest: Vec<String>) {
         duration: seconds,
         update_rate: args.rate,
         informers: args.informers,
-        max_down: Duration::from_secs_f64(args.max_down),
-        freshness: Duration::from_secs_f64(args.freshness),
+        max_down: args.max_down,
+        freshness: args.freshness,
     };
     let mut results = Vec::new();
     for &objects in &args.objects {
@@ -126,8 +126,8 @@ pub async fn window(seconds: Duration, rest: Vec<String>) {
         seconds.as_secs(),
         args.rate,
         args.informers,
-        args.max_down,
-        args.freshness
+        args.max_down.as_secs_f64(),
+        args.freshness.as_secs_f64()
     );
     print!("{}", window::table(&results));
     let path = args.out.join("window.json");
@@ -236,9 +236,9 @@ struct FaultArgs {
     /// Watchers of each resource.
     #[arg(long, default_value_t = 2)]
     watchers: usize,
-    /// How long a killed process stays down, in seconds.
-    #[arg(long, default_value_t = 5)]
-    down_for: u64,
+    /// How long a killed process stays down (seconds, or a duration: `5s`).
+    #[arg(long, default_value = "5", value_parser = tests::flags::seconds)]
+    down_for: Duration,
     /// The fleet's first port (see deploy/fleet.sh).
     #[arg(long, default_value_t = 23000)]
     port_base: u16,
@@ -256,7 +256,7 @@ pub fn faults(seconds: Duration, rest: Vec<String>) {
         rate: args.rate,
         watchers: args.watchers,
         settle: seconds,
-        down_for: Duration::from_secs(args.down_for),
+        down_for: args.down_for,
         ..FaultOptions::new(&args.out)
     };
     let runtime =

@@ -4,7 +4,8 @@
 //! ratio measured in the same run on the same machine.
 //!
 //! Usage: `cargo run --release -p tests --bin loadgen -- [seconds-per-phase] [embedded|etcd|startup|watch|watch-matrix|watch=WxR,...|cache|cache=N,...|protobuf|rbac|apf|admission|crds|crds=N|stages|stage=KEY,...|cl2|faults|lag|window|diagnosis|apply|all]`
-//! (default 5 seconds, all). `etcd` runs the same phases on a real etcd started for the run (the
+//! (default 5 seconds, all; `--help` lists the modes, an unknown one is an error, and the
+//! seconds may be a Go duration, `1m30s`). `etcd` runs the same phases on a real etcd started for the run (the
 //! storage-trait rows are then etcd's own put/get rate through our client); `startup` times a
 //! server start on a store already holding 100,000 objects; `watch` measures watch delivery with
 //! 100 to 10,000 watchers (see `watch.rs`), `watch-remote` the same through a storage stage
@@ -337,11 +338,106 @@ async fn startup(n: usize) {
     );
 }
 
+/// The modes, each what it runs (see the module documentation); `all` runs those marked.
+const MODES: &[(&str, &str)] = &[
+    ("all", "embedded, etcd, startup, watch, cache, protobuf, apf, admission, crds and rbac"),
+    ("embedded", "creates and gets through the pipeline beside the embedded store's own rate"),
+    ("etcd", "the same on an etcd started for the run"),
+    ("startup", "a server start on a store holding 100,000 objects"),
+    ("watch", "watch delivery to 100 to 10,000 watchers"),
+    ("watch=WxR,...", "chosen watch phases, watchers x changes/s"),
+    ("watch-matrix", "watch phases of 100 to 10,000 watchers at 10 to 100 changes/s"),
+    ("watch-remote", "watch phases through a storage stage process"),
+    ("replicas", "creates/s through 1 and 3 gateway replicas on one etcd"),
+    ("cache", "memory per cached object and LISTs from the cache and from storage"),
+    ("cache=N,...", "the same for N objects, on the embedded store"),
+    ("protobuf", "protobuf beside JSON"),
+    ("apf", "APF classification and dispatch per request"),
+    ("admission", "creates/s with no admission, the default chain, and a webhook"),
+    ("crds", "1,000 CRDs created and served"),
+    ("crds=N", "N CRDs"),
+    ("rbac", "authorization decisions, in process and over HTTPS"),
+    ("stages", "each stage stepped up to its capacity (options: `stages --help`)"),
+    ("stage=KEY,...", "chosen stages"),
+    ("cl2", "the clusterloader2-style scenario (options: `cl2 --help`)"),
+    ("faults", "a local fleet loaded while processes are killed (options: `faults --help`)"),
+    ("lag", "each read kind's revision lag (options: `lag --help`)"),
+    ("window", "the watch cache's hit rate swept (options: `window --help`)"),
+    ("diagnosis", "a server judging its axes beside one that does not"),
+    ("apply", "server-side applies beside strategic merge patches and updates"),
+];
+
+/// Each phase's length when the command line gives none.
+const DEFAULT_SECONDS: &str = "5";
+
+/// The modes that read options of their own after their name.
+const WITH_OPTIONS: &[&str] = &["stages", "stage=", "cl2", "faults", "lag", "window"];
+
+/// The load generator's command line; a mode's own options follow the mode and go to its parser.
+#[derive(clap::Parser, Debug)]
+#[command(name = "loadgen", about = "Load generator: the pipeline's cost measured beside storage's own rate, \
+    and capacity, watch, cache and fault runs", after_help = modes_help())]
+struct Args {
+    /// Length of each phase: seconds, or a Go duration (`1m30s`).
+    #[arg(default_value = DEFAULT_SECONDS, value_parser = tests::flags::seconds)]
+    seconds: Duration,
+    /// What to run (see the modes below).
+    #[arg(default_value = "all", value_parser = mode)]
+    mode: String,
+}
+
+/// The list of modes shown after the options in `--help`.
+fn modes_help() -> String {
+    let width = MODES.iter().map(|(m, _)| m.len()).max().unwrap_or(0);
+    let lines: Vec<String> = MODES.iter().map(|(m, what)| format!("  {m:<width$}  {what}")).collect();
+    format!("Modes:\n{}", lines.join("\n"))
+}
+
+/// `text` if it names a mode, with a well-formed argument for those that take one.
+fn mode(text: &str) -> Result<String, String> {
+    let counts = |list: &str| list.split(',').all(|n| n.parse::<usize>().is_ok());
+    let known = match text.split_once('=') {
+        None => MODES.iter().any(|(m, _)| !m.contains('=') && *m == text),
+        Some(("crds", n)) => n.parse::<usize>().is_ok(),
+        Some(("cache", list)) => counts(list),
+        Some(("stage", keys)) => !keys.is_empty(),
+        Some(("watch", list)) => list
+            .split(',')
+            .all(|p| p.split_once('x').is_some_and(|(w, r)| w.parse::<usize>().is_ok() && r.parse::<u32>().is_ok())),
+        Some(_) => false,
+    };
+    if known { Ok(text.to_string()) } else { Err(format!("unknown mode {text:?} (see --help for the modes)")) }
+}
+
+/// Whether `mode` reads options of its own.
+fn takes_options(mode: &str) -> bool {
+    WITH_OPTIONS.iter().any(|m| if m.ends_with('=') { mode.starts_with(m) } else { mode == *m })
+}
+
+/// The command line: the seconds and the mode (checked, `--help` answered), and what follows a
+/// mode that takes options of its own. Options after any other mode are refused.
+fn command_line() -> (Duration, String, Vec<String>) {
+    use clap::{CommandFactory, Parser};
+    let argv: Vec<String> = std::env::args().collect();
+    // Everything after the first argument naming a mode is the mode's own (its `--help` too).
+    let split = argv.iter().skip(1).position(|a| mode(a).is_ok()).map_or(argv.len(), |i| i + 2);
+    let mut head = argv[..split].to_vec();
+    // `loadgen cl2`: a mode first leaves each phase at its default length.
+    if head.len() == 2 && mode(&head[1]).is_ok() {
+        head.insert(1, DEFAULT_SECONDS.into());
+    }
+    let args = Args::parse_from(head);
+    let rest = argv[split..].to_vec();
+    if !rest.is_empty() && !takes_options(&args.mode) {
+        Args::command()
+            .error(clap::error::ErrorKind::UnknownArgument, format!("mode {} takes no options: {rest:?}", args.mode))
+            .exit();
+    }
+    (args.seconds, args.mode, rest)
+}
+
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let seconds = Duration::from_secs(args.next().and_then(|s| s.parse().ok()).unwrap_or(5));
-    let what = args.next().unwrap_or_else(|| "all".into());
-    let rest: Vec<String> = args.collect();
+    let (seconds, what, rest) = command_line();
     if what == "cl2" {
         load::cl2(seconds, rest);
         return;
