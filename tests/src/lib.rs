@@ -157,6 +157,8 @@ pub struct TestServer {
     /// `RUST_LOG` it was started with, when not the test run's own.
     log_level: Option<String>,
     log: PathBuf,
+    /// The binary it runs ([`apiserver_bin`] unless started with another).
+    bin: PathBuf,
 }
 
 impl TestServer {
@@ -169,7 +171,19 @@ impl TestServer {
     pub fn start_with(args: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let data_dir = dir.path().to_path_buf();
-        let mut s = Self::launch_on_free_ports(data_dir, args.iter().map(|s| s.to_string()).collect(), None);
+        let mut s =
+            Self::launch_on_free_ports(apiserver_bin(), data_dir, args.iter().map(|s| s.to_string()).collect(), None);
+        s._owned_dir = Some(dir);
+        s
+    }
+
+    /// Starts `bin`, another build of the server, with a fresh data directory and extra flags:
+    /// benchmarks compare two builds in one run.
+    pub fn start_binary(bin: &Path, args: &[&str]) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let data_dir = dir.path().to_path_buf();
+        let args = args.iter().map(|s| s.to_string()).collect();
+        let mut s = Self::launch_on_free_ports(bin.to_path_buf(), data_dir, args, None);
         s._owned_dir = Some(dir);
         s
     }
@@ -179,7 +193,7 @@ impl TestServer {
     pub fn start_logging(level: &str, args: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let args = args.iter().map(|s| s.to_string()).collect();
-        let mut s = Self::launch_on_free_ports(dir.path().to_path_buf(), args, Some(level.into()));
+        let mut s = Self::launch_on_free_ports(apiserver_bin(), dir.path().to_path_buf(), args, Some(level.into()));
         s._owned_dir = Some(dir);
         s
     }
@@ -191,15 +205,16 @@ impl TestServer {
 
     /// Starts a server on an existing data directory (kept afterwards).
     pub fn start_in(data_dir: &Path) -> Self {
-        Self::launch_on_free_ports(data_dir.to_path_buf(), Vec::new(), None)
+        Self::launch_on_free_ports(apiserver_bin(), data_dir.to_path_buf(), Vec::new(), None)
     }
 
     /// Launches on ports that were free a moment ago; another process on the machine may take
     /// one first (the ports are released before the server binds them), so a server that could
     /// not bind is started again on new ones.
-    fn launch_on_free_ports(data_dir: PathBuf, args: Vec<String>, log_level: Option<String>) -> Self {
+    fn launch_on_free_ports(bin: PathBuf, data_dir: PathBuf, args: Vec<String>, log_level: Option<String>) -> Self {
         for _ in 0..4 {
-            match Self::try_launch(data_dir.clone(), free_port(), free_port(), args.clone(), log_level.clone()) {
+            let ports = (free_port(), free_port());
+            match Self::try_launch(&bin, data_dir.clone(), ports, args.clone(), log_level.clone()) {
                 Ok(s) => return s,
                 Err(log) if log.contains("Address already in use") => continue,
                 Err(log) => panic!("apiserver did not start:\n{log}"),
@@ -208,23 +223,25 @@ impl TestServer {
         panic!("apiserver found no free port in four tries")
     }
 
-    fn launch(data_dir: PathBuf, port: u16, admin_port: u16, args: Vec<String>, log_level: Option<String>) -> Self {
-        Self::try_launch(data_dir, port, admin_port, args, log_level)
+    /// Starts this server's binary again on its data directory and ports.
+    fn relaunch(&self) -> Self {
+        let (args, level) = (self.args.clone(), self.log_level.clone());
+        Self::try_launch(&self.bin, self.data_dir.clone(), (self.port, self.admin_port), args, level)
             .unwrap_or_else(|log| panic!("apiserver did not start:\n{log}"))
     }
 
     /// Starts the server and waits until it is ready; the log's tail when it exits first.
     fn try_launch(
+        bin: &Path,
         data_dir: PathBuf,
-        port: u16,
-        admin_port: u16,
+        (port, admin_port): (u16, u16),
         args: Vec<String>,
         log_level: Option<String>,
     ) -> Result<Self, String> {
         // Named by port, so a restart appends to the same log.
         let log = data_dir.join(format!("apiserver-{port}.log"));
         let log_file = std::fs::OpenOptions::new().create(true).append(true).open(&log).expect("log file");
-        let mut cmd = Command::new(apiserver_bin());
+        let mut cmd = Command::new(bin);
         cmd.arg("serve")
             .arg("--data-dir")
             .arg(&data_dir)
@@ -252,6 +269,7 @@ impl TestServer {
             args,
             log_level,
             log,
+            bin: bin.to_path_buf(),
         };
         if !first.contains("kubeconfig") {
             return Err(format!("{first}\n{}", server.log_tail()));
@@ -336,8 +354,7 @@ impl TestServer {
     pub fn restart(&mut self) {
         self.stop();
         let owned = self._owned_dir.take();
-        let mut s =
-            Self::launch(self.data_dir.clone(), self.port, self.admin_port, self.args.clone(), self.log_level.clone());
+        let mut s = self.relaunch();
         s._owned_dir = owned;
         *self = s;
     }
@@ -346,8 +363,7 @@ impl TestServer {
     pub fn start_again(&mut self) {
         assert!(self.child.is_none(), "still running");
         let owned = self._owned_dir.take();
-        let mut s =
-            Self::launch(self.data_dir.clone(), self.port, self.admin_port, self.args.clone(), self.log_level.clone());
+        let mut s = self.relaunch();
         s._owned_dir = owned;
         *self = s;
     }

@@ -423,3 +423,23 @@ async fn an_unchanged_object_put_back_in_protobuf_keeps_its_resource_version() {
     let same = core::ConfigMap::decode(open(&bytes).raw.unwrap().as_slice()).unwrap();
     assert_eq!(same.metadata.unwrap().resource_version.unwrap(), rv);
 }
+
+/// A server-side apply answers in protobuf when the client asks for it, as kube-apiserver
+/// 1.32 does (recorded: 201, the entry `m`/`Apply` with `{"f:data":{"f:k":{}}}` as raw bytes).
+#[actix_web::test]
+async fn server_side_apply_answers_in_protobuf() {
+    let s = TestServer::start();
+    let c = Client { http: s.client(true), base: s.url("") };
+    let config = b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: pb}\ndata: {k: v}\n".to_vec();
+    let (code, ct, bytes) = c
+        .call("PATCH", &format!("{CONFIGMAPS}/pb?fieldManager=m"), PB, Some(("application/apply-patch+yaml", config)))
+        .await;
+    assert_eq!((code, ct.as_str()), (201, PB), "{}", String::from_utf8_lossy(&bytes));
+    let u = open(&bytes);
+    assert_eq!(kind_of(&u), ("v1".into(), "ConfigMap".into()));
+    let cm = core::ConfigMap::decode(u.raw.unwrap().as_slice()).unwrap();
+    let entry = &cm.metadata.unwrap().managed_fields[0];
+    assert_eq!((entry.manager.as_deref(), entry.operation.as_deref()), (Some("m"), Some("Apply")));
+    let raw = entry.fields_v1.clone().unwrap().raw.unwrap();
+    assert_eq!(String::from_utf8(raw).unwrap(), r#"{"f:data":{"f:k":{}}}"#);
+}

@@ -25,7 +25,9 @@
 //! against linearizable storage reads for `seconds` per backend, and `window [--windows ...]`
 //! sweeps the watch cache's hit rate over retention × window × objects, `seconds` per cell;
 //! `diagnosis` compares a server judging its axes with one that does not, and `apply` times
-//! server-side applies beside strategic merge patches and updates (see `apply.rs`, `load.rs` and
+//! server-side applies beside strategic merge patches and updates, and `noop [--baseline PATH]`
+//! writes that change nothing beside changing ones, on this build and another (see `apply.rs`,
+//! `noop.rs`, `load.rs` and
 //! `tests::load`; none is part of `all`). HTTPS rows show the server's CPU time per request,
 //! which other load on a shared machine disturbs far less than rates. `APISERVER_BIN` picks the
 //! server binary, so two builds can be compared by one load generator. Needs the release apiserver binary
@@ -48,6 +50,7 @@ mod apply;
 mod cache;
 mod crds;
 mod load;
+mod noop;
 mod protobuf;
 mod rbac;
 mod replicas;
@@ -365,13 +368,14 @@ const MODES: &[(&str, &str)] = &[
     ("window", "the watch cache's hit rate swept (options: `window --help`)"),
     ("diagnosis", "a server judging its axes beside one that does not"),
     ("apply", "server-side applies beside strategic merge patches and updates"),
+    ("noop", "writes that change nothing beside changing ones (options: `--baseline PATH`)"),
 ];
 
 /// Each phase's length when the command line gives none.
 const DEFAULT_SECONDS: &str = "5";
 
 /// The modes that read options of their own after their name.
-const WITH_OPTIONS: &[&str] = &["stages", "stage=", "cl2", "faults", "lag", "window"];
+const WITH_OPTIONS: &[&str] = &["stages", "stage=", "cl2", "faults", "lag", "window", "noop"];
 
 /// The load generator's command line; a mode's own options follow the mode and go to its parser.
 #[derive(clap::Parser, Debug)]
@@ -466,10 +470,13 @@ fn main() {
             load::window(seconds, rest.clone()).await;
         }
         if what == "lag" {
-            load::lag(seconds, rest).await;
+            load::lag(seconds, rest.clone()).await;
         }
         if what == "apply" {
             apply::run_all(seconds).await;
+        }
+        if what == "noop" {
+            noop::run_all(seconds, rest).await;
         }
         if what == "replicas" {
             replicas::run_replicas(seconds).await;
