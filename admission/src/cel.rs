@@ -59,6 +59,9 @@ impl Authz<'_> {
         let mut info = RequestInfo { verb: request.verb.clone(), ..RequestInfo::default() };
         match &request.target {
             AuthzTarget::Path(path) => info.path = path.clone(),
+            // kube also passes a check's field and label selectors (`fieldSelector()`,
+            // `labelSelector()`); the authorizers here take no selectors, so they decide on
+            // the resource alone.
             AuthzTarget::Resource { group, resource, subresource, namespace, name, .. } => {
                 info.is_resource_request = true;
                 info.api_group = group.clone();
