@@ -43,6 +43,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 mod attributes;
+pub mod cel;
 pub mod certificates;
 pub mod config;
 pub mod default_class;
@@ -242,14 +243,18 @@ pub fn build_chain(names: &[&str], ctx: &PluginContext) -> Result<AdmissionChain
                 webhooks::config::HookKind::Mutating,
                 ctx.objects.clone(),
                 ctx.catalogue.clone(),
+                ctx.access.clone(),
             )),
-            "ValidatingAdmissionPolicy" => {
-                Arc::new(policy::ValidatingAdmissionPolicy::new(ctx.objects.clone(), ctx.catalogue.clone()))
-            }
+            "ValidatingAdmissionPolicy" => Arc::new(policy::ValidatingAdmissionPolicy::new(
+                ctx.objects.clone(),
+                ctx.catalogue.clone(),
+                ctx.access.clone(),
+            )),
             "ValidatingAdmissionWebhook" => Arc::new(webhooks::WebhookPlugin::new(
                 webhooks::config::HookKind::Validating,
                 ctx.objects.clone(),
                 ctx.catalogue.clone(),
+                ctx.access.clone(),
             )),
             "ResourceQuota" => {
                 let limited = match ctx.configuration.plugin("ResourceQuota") {

@@ -33,7 +33,7 @@
 
 pub mod apiregistration;
 pub mod builtin;
-pub mod cel;
+pub use kube_cel as cel;
 pub mod defaults;
 pub mod encoded;
 pub mod error;

@@ -198,6 +198,17 @@ impl ObjectWriter for LateWriter {
 pub trait AccessCheck: Send + Sync {
     /// Whether `user` may do what `attributes` describe (verb, group, resource, name).
     async fn allowed(&self, user: &UserInfo, attributes: RequestInfo) -> Result<bool, ApiError>;
+
+    /// The whole decision, reason and error included: what CEL's authorizer library reads
+    /// (`check(..).reason()`). By default only whether it was allowed.
+    async fn decide(
+        &self,
+        user: &UserInfo,
+        attributes: RequestInfo,
+    ) -> Result<crate::messages::AuthorizationDecision, ApiError> {
+        let allowed = self.allowed(user, attributes).await?;
+        Ok(crate::messages::AuthorizationDecision { allowed, ..Default::default() })
+    }
 }
 
 /// `https://<endpoint address>:<target port><path>` for a client of a Service (a webhook, a

@@ -10,7 +10,7 @@ use admission::{AdmissionActor, PluginContext};
 use apimachinery::error::ApiError;
 use apimachinery::kinds::Catalogue;
 use apimachinery::lookup::{AccessCheck, KindResource, LateWriter, ObjectLookup};
-use apimachinery::messages::{Authorize, GetObject, ListObjects, Target};
+use apimachinery::messages::{AuthorizationDecision, Authorize, GetObject, ListObjects, Target};
 use apimachinery::options::{GetOptions, ListOptions, ReadAt};
 use apimachinery::request::{RequestInfo, UserInfo};
 use apimachinery::selector::FieldSelector;
@@ -111,8 +111,12 @@ const ACCESS_CHECK_TIMEOUT: Duration = Duration::from_secs(10);
 #[async_trait]
 impl AccessCheck for StageAccess {
     async fn allowed(&self, user: &UserInfo, attributes: RequestInfo) -> Result<bool, ApiError> {
+        Ok(self.decide(user, attributes).await?.allowed)
+    }
+
+    async fn decide(&self, user: &UserInfo, attributes: RequestInfo) -> Result<AuthorizationDecision, ApiError> {
         let ask = Authorize { user: user.clone(), request: attributes };
-        Ok(self.0.ask(ask, Deadline::after(ACCESS_CHECK_TIMEOUT)).await?.allowed)
+        Ok(self.0.ask(ask, Deadline::after(ACCESS_CHECK_TIMEOUT)).await?)
     }
 }
 

@@ -12,8 +12,10 @@
 //! `deployments.apps "web" is forbidden: ValidatingAdmissionPolicy 'max-replicas' with binding
 //! 'max-replicas-binding' denied request: <message>`.
 //!
-//! CEL sees `object`, `oldObject`, `request`, `params`, `namespaceObject` and `variables`;
-//! kube's `authorizer` is not available (validation refuses expressions naming it).
+//! CEL sees `object`, `oldObject`, `request`, `params`, `namespaceObject` and `variables`,
+//! and `authorizer` (in match conditions, variables and validations), whose checks the
+//! server's authorizers answer for the requesting user. Costs are limited as kube limits
+//! them ([`validator`]).
 //!
 //! # Layout
 //! - this module: the plugin, which dispatches as kube's `dispatcher.go`, and its metrics.
@@ -30,13 +32,15 @@ pub mod validator;
 use std::sync::Arc;
 use std::time::Duration;
 
+use apimachinery::cel::library::authz::request_resource_value;
 use apimachinery::error::{ApiError, Cause, Reason};
-use apimachinery::lookup::ObjectLookup;
+use apimachinery::lookup::{AccessCheck, ObjectLookup};
 use apimachinery::messages::{Admit, Operation};
 use apimachinery::object::ObjectExt;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
+use crate::cel::Authz;
 use crate::matching::RequestAttributes;
 use crate::versions::{self, Seen};
 use crate::{AdmissionPlugin, Review};
@@ -56,12 +60,15 @@ pub struct ValidatingAdmissionPolicy {
     objects: Arc<dyn ObjectLookup>,
     /// The served versions, for `matchPolicy: Equivalent` and to show objects as served.
     catalogue: Arc<Catalogue>,
+    /// Answers the expressions' `authorizer` checks.
+    access: Arc<dyn AccessCheck>,
 }
 
 impl ValidatingAdmissionPolicy {
-    /// The plugin, reading policies, bindings, params and namespaces via `objects`.
-    pub fn new(objects: Arc<dyn ObjectLookup>, catalogue: Arc<Catalogue>) -> Self {
-        ValidatingAdmissionPolicy { source: PolicySource::new(objects.clone()), objects, catalogue }
+    /// The plugin, reading policies, bindings, params and namespaces via `objects`, the
+    /// expressions' authorization checks answered by `access`.
+    pub fn new(objects: Arc<dyn ObjectLookup>, catalogue: Arc<Catalogue>, access: Arc<dyn AccessCheck>) -> Self {
+        ValidatingAdmissionPolicy { source: PolicySource::new(objects.clone()), objects, catalogue, access }
     }
 }
 
@@ -242,6 +249,11 @@ impl ValidatingAdmissionPolicy {
                 d.namespace = Some(self.namespace_of(d.request).await?);
             }
             let view = d.view(version);
+            let request: &Admit = d.request;
+            let t = &request.target;
+            let subresource = t.subresource.map(|s| s.name()).unwrap_or("");
+            let request_resource = request_resource_value(&t.group, &t.resource, subresource, &t.namespace, &t.name);
+            let authz = Authz { user: &request.user, access: self.access.as_ref() };
             for params in params {
                 let inputs = Inputs {
                     object: view.object.clone(),
@@ -249,8 +261,9 @@ impl ValidatingAdmissionPolicy {
                     request: view.request.clone(),
                     params,
                     namespace: d.namespace.clone().unwrap_or(Value::Null),
+                    request_resource: request_resource.clone(),
                 };
-                let validated = validator::validate(policy, &inputs);
+                let validated = validator::validate(policy, &inputs, &authz).await;
                 d.act(policy, binding, &validated.decisions, review);
                 for outcome in validated.audit {
                     match outcome {

@@ -9,11 +9,13 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use apimachinery::cel::Program;
+use apimachinery::cel::{Program, Type};
 use apimachinery::error::Reason;
 use apimachinery::lookup::{KindResource, ObjectLookup};
 use apimachinery::object::{ObjectExt, string_list};
 use apimachinery::selector::LabelSelector;
+use apimachinery::validation::cel::{self, ExpressionKind};
+use apimachinery::validation::field::Path;
 use serde_json::Value;
 
 use crate::matching::{Rule, Selectors, selector};
@@ -21,7 +23,8 @@ use crate::matching::{Rule, Selectors, selector};
 /// The group both kinds belong to.
 pub const GROUP: &str = "admissionregistration.k8s.io";
 
-/// An expression, compiled when the policy was read.
+/// An expression, compiled when the policy was read, in kube's environment for stored
+/// expressions.
 #[derive(Debug)]
 pub struct Expression {
     /// The text, as written.
@@ -30,9 +33,28 @@ pub struct Expression {
     pub program: Result<Program, String>,
 }
 
-impl Expression {
-    fn compile(source: &str) -> Expression {
-        Expression { source: source.to_string(), program: Program::compile(source) }
+/// What every expression of one policy compiles with: `params` when it has a paramKind, and
+/// its variables typed by their expressions.
+struct Compiler {
+    has_params: bool,
+    variables: Vec<(String, Type)>,
+}
+
+impl Compiler {
+    /// Compiles `source` as an expression of `kind` seeing the first `visible` variables.
+    fn compile(&self, source: &str, kind: ExpressionKind, visible: usize) -> Expression {
+        let path = Path::new("");
+        let expr = cel::Expression {
+            kind,
+            text: source,
+            path: &path,
+            has_params: self.has_params,
+            // kube declares no authorizer for message expressions only.
+            has_authorizer: kind != ExpressionKind::MessageExpression,
+            variables: &self.variables[..visible.min(self.variables.len())],
+            stored: true,
+        };
+        Expression { source: source.to_string(), program: cel::compile(&expr) }
     }
 }
 
@@ -163,15 +185,13 @@ fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
-fn named(spec: &Value, key: &str) -> Vec<Named> {
+/// The `name` and `expression` of each of `spec.<key>`.
+fn named(spec: &Value, key: &str) -> Vec<(String, String)> {
     spec.get(key)
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .map(|c| Named {
-            name: str_of(c, "name").to_string(),
-            expression: Expression::compile(str_of(c, "expression")),
-        })
+        .map(|c| (str_of(c, "name").to_string(), str_of(c, "expression").to_string()))
         .collect()
 }
 
@@ -186,6 +206,10 @@ impl Policy {
             let served = objects.resource_for_kind(group, version, &kind);
             ParamKind { group: group.to_string(), api_version: api_version.clone(), kind, served }
         });
+        let has_params = param_kind.is_some();
+        let variables = named(&spec, "variables");
+        let compiler = Compiler { has_params, variables: cel::variable_types(&variables, has_params, &|_| true) };
+        let all = variables.len();
         let configuration_error = param_kind
             .as_ref()
             .filter(|p| p.served.is_none())
@@ -196,11 +220,11 @@ impl Policy {
             .into_iter()
             .flatten()
             .map(|v| Validation {
-                expression: Expression::compile(str_of(v, "expression")),
+                expression: compiler.compile(str_of(v, "expression"), ExpressionKind::Validation, all),
                 message: str_of(v, "message").trim().to_string(),
                 message_expression: Some(str_of(v, "messageExpression"))
                     .filter(|m| !m.trim().is_empty())
-                    .map(Expression::compile),
+                    .map(|m| compiler.compile(m, ExpressionKind::MessageExpression, all)),
                 reason: serde_json::from_value(v.get("reason").cloned().unwrap_or(Value::Null))
                     .unwrap_or(Reason::Invalid),
             })
@@ -212,7 +236,11 @@ impl Policy {
             .flatten()
             .map(|a| AuditAnnotation {
                 key: str_of(a, "key").to_string(),
-                value_expression: Expression::compile(str_of(a, "valueExpression").trim()),
+                value_expression: compiler.compile(
+                    str_of(a, "valueExpression").trim(),
+                    ExpressionKind::AuditAnnotationValue,
+                    all,
+                ),
             })
             .collect();
         Policy {
@@ -220,8 +248,18 @@ impl Policy {
             fail_closed: str_of(&spec, "failurePolicy") != "Ignore",
             param_kind,
             match_constraints: MatchResources::parse(spec.get("matchConstraints").unwrap_or(&Value::Null)),
-            match_conditions: named(&spec, "matchConditions"),
-            variables: named(&spec, "variables"),
+            match_conditions: named(&spec, "matchConditions")
+                .into_iter()
+                .map(|(name, e)| Named { expression: compiler.compile(&e, ExpressionKind::MatchCondition, 0), name })
+                .collect(),
+            variables: variables
+                .iter()
+                .enumerate()
+                .map(|(i, (name, e))| Named {
+                    name: name.clone(),
+                    expression: compiler.compile(e, ExpressionKind::Variable, i),
+                })
+                .collect(),
             validations,
             audit_annotations,
             configuration_error,

@@ -64,7 +64,11 @@ struct Fixture {
 fn fixture() -> Fixture {
     let objects = Arc::new(Objects::default());
     objects.put("namespaces", json!({"metadata": {"name": "team", "labels": {"env": "prod"}}}));
-    let plugin = ValidatingAdmissionPolicy::new(objects.clone(), Arc::new(apimachinery::builtin::catalogue()));
+    let plugin = ValidatingAdmissionPolicy::new(
+        objects.clone(),
+        Arc::new(apimachinery::builtin::catalogue()),
+        Arc::new(crate::testing::Grants { allowed: vec!["alice get /healthz".into()], ..Default::default() }),
+    );
     Fixture { objects, plugin }
 }
 
@@ -382,13 +386,13 @@ async fn audit_annotations_are_published_under_the_policy_name() {
     let (result, review) = f.admit(&deployment("d", 4)).await;
     assert!(result.is_ok());
     assert_eq!(review.audit_annotations, [("p/replicas".to_string(), "replicas: 4".to_string())]);
+    // A value of another type does not compile (validation refuses it); stored anyway, it
+    // fails as kube's runtime compile fails.
     f.policy("p", json!({"auditAnnotations": [{"key": "n", "valueExpression": "object.spec.replicas"}]}));
     let e = f.admit(&deployment("d", 4)).await.0.unwrap_err();
     assert!(
-        e.message.ends_with(
-            "denied request: valueExpression 'object.spec.replicas' resulted in unsupported return type: int. \
-             Return type must be either string or null."
-        ),
+        e.message
+            .ends_with("denied request: compilation error: must evaluate to one of [string null_type] but got dyn"),
         "{}",
         e.message
     );
@@ -455,7 +459,7 @@ async fn audit_annotation_values_of_several_params_are_joined_once_each() {
     f.policy(
         "p",
         json!({"paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
-        "auditAnnotations": [{"key": "max", "valueExpression": "params.data.maxReplicas"}]}),
+        "auditAnnotations": [{"key": "max", "valueExpression": "string(params.data.maxReplicas)"}]}),
     );
     f.limits("a", "3", json!({"audit": "yes"}));
     f.limits("b", "5", json!({"audit": "yes"}));
@@ -517,9 +521,97 @@ async fn an_equivalent_version_is_matched_and_seen_as_that_version() {
         "v2-view",
         json!({"matchConstraints": hpa_rule("v1"),
             "validations": [{"expression": "object.spec.targetCPUUtilizationPercentage == 70 && object.spec.maxReplicas < 4",
-                "messageExpression": "object.apiVersion"}]}),
+                "messageExpression": "string(object.apiVersion)"}]}),
     );
     let e = f.admit(&v1_autoscaler(5)).await.0.unwrap_err();
     assert!(e.message.ends_with("denied request: autoscaling/v1"), "{}", e.message);
     assert!(f.admit(&v1_autoscaler(3)).await.0.is_ok());
+}
+
+/// A deployment whose spec holds a list of `items` numbers, for costly expressions.
+fn listed(items: usize) -> Admit {
+    let mut d = deployment("d", 1);
+    d.object["spec"]["list"] = json!((0..items).collect::<Vec<_>>());
+    d
+}
+
+/// What `expression` costs over `request`'s object, as this crate counts it.
+fn cost_of(expression: &str, request: &Admit) -> u64 {
+    use apimachinery::cel::{Activation, Env, Program, Type, Version};
+    let env = Env::new(Version::STORED).declare("object", Type::Dyn);
+    let program = Program::compile(&env, expression).unwrap();
+    let activation = Activation::new().bind("object", crate::cel::value(&request.object));
+    program.evaluate(&activation, None).cost
+}
+
+#[tokio::test]
+async fn validations_share_kubes_runtime_budget_and_each_has_the_per_call_limit() {
+    let f = fixture();
+    let expression = "object.spec.list.all(a, object.spec.list.all(b, b >= 0))";
+    let request = listed(400);
+    let cost = cost_of(expression, &request);
+    assert!(cost < crate::cel::PER_CALL_LIMIT && cost > crate::cel::RUNTIME_COST_BUDGET / 20, "{cost}");
+    let fits = (crate::cel::RUNTIME_COST_BUDGET / cost) as usize;
+    let validations = |n: usize| Value::Array(vec![json!({"expression": expression}); n]);
+    f.policy("p", json!({"validations": validations(fits)}));
+    f.binding("b", "p", json!({}));
+    assert!(f.admit(&request).await.0.is_ok());
+    f.policy("p", json!({"validations": validations(fits + 1)}));
+    let e = f.admit(&request).await.0.unwrap_err();
+    assert!(e.message.ends_with(&format!("denied request: {}", crate::cel::OUT_OF_BUDGET)), "{}", e.message);
+    // Under Ignore the exhausted budget lets the request through.
+    f.policy("p", json!({"failurePolicy": "Ignore", "validations": validations(fits + 1)}));
+    assert!(f.admit(&request).await.0.is_ok());
+    // One expression over the per-call limit fails alone.
+    f.policy("p", json!({"validations": [{"expression": expression}]}));
+    let e = f.admit(&listed(1000)).await.0.unwrap_err();
+    assert!(
+        e.message.ends_with(&format!(
+            "denied request: expression '{expression}' resulted in error: operation cancelled: actual cost limit \
+             exceeded"
+        )),
+        "{}",
+        e.message
+    );
+}
+
+#[tokio::test]
+async fn validations_and_variables_ask_the_authorizer_for_the_requesting_user() {
+    let f = fixture();
+    f.policy(
+        "p",
+        json!({"variables": [{"name": "healthy", "expression": "authorizer.path('/healthz').check('get').allowed()"}],
+            "validations": [
+                {"expression": "variables.healthy"},
+                {"expression": "authorizer.group('').resource('pods').check('delete').allowed()",
+                 "message": "may not delete pods"}]}),
+    );
+    f.binding("b", "p", json!({}));
+    let e = f.admit(&deployment("d", 1)).await.0.unwrap_err();
+    assert!(e.message.ends_with("denied request: may not delete pods"), "{}", e.message);
+}
+
+#[tokio::test]
+async fn variables_are_evaluated_once_when_named_and_their_errors_are_the_namers() {
+    let f = fixture();
+    f.policy(
+        "p",
+        json!({"variables": [
+                {"name": "bad", "expression": "object.spec.nope == 1"},
+                {"name": "replicas", "expression": "object.spec.replicas"},
+                {"name": "twice", "expression": "variables.replicas * 2"}],
+            "validations": [
+                {"expression": "variables.twice == 2"},
+                {"expression": "variables.bad"}]}),
+    );
+    f.binding("b", "p", json!({}));
+    let e = f.admit(&deployment("d", 1)).await.0.unwrap_err();
+    assert!(
+        e.message.ends_with(
+            "denied request: expression 'variables.bad' resulted in error: composited variable \"bad\" fails to \
+             evaluate: no such key: nope"
+        ),
+        "{}",
+        e.message
+    );
 }

@@ -11,7 +11,7 @@
 use std::collections::BTreeSet;
 
 use apimachinery::cel::types::{Type, namespace_type, request_type};
-use apimachinery::cel::{Declarations, Program, format_issues};
+use apimachinery::cel::{CompileError, Env, Program, Version, format_issues};
 use apimachinery::object::string_list;
 use apimachinery::schema::{cel_type, kind_node};
 use serde_json::{Value, json};
@@ -90,38 +90,36 @@ pub fn check(policy: &Value, kind_of: &dyn Fn(&str, &str, &str) -> Option<String
             (s("name"), s("expression"))
         })
         .collect();
-    // Per kind: the declarations, variables typed by their expressions in order.
-    let envs: Vec<(&Gvk, Declarations)> = kinds
+    // Per kind: the environment, variables typed by their expressions in order.
+    let envs: Vec<(&Gvk, Env)> = kinds
         .iter()
         .map(|(gvk, t)| {
-            let mut decls = Declarations::new()
+            let mut env = Env::new(Version::STORED)
                 .declare("object", t.clone())
                 .declare("oldObject", t.clone())
                 .declare("request", request_type())
                 .declare("namespaceObject", namespace_type())
-                // Declared for kube's sake; this server refuses expressions that use it.
-                .declare("authorizer", Type::Unknown);
+                .declare("authorizer", Type::named("kubernetes.authorization.Authorizer"))
+                .declare("authorizer.requestResource", Type::named("kubernetes.authorization.ResourceCheck"));
             if let Some(p) = &params {
-                decls = decls.declare("params", p.clone());
+                env = env.declare("params", p.clone());
             }
             let mut fields = std::collections::BTreeMap::new();
             for (name, expression) in &variables {
                 let vars = Type::object_of("kubernetes.variables", fields.clone());
-                let typed = Program::compile(expression)
-                    .map(|p| apimachinery::cel::check(&p, &decls.clone().declare("variables", vars)).output)
-                    .unwrap_or(Type::Unknown);
+                let typed = Program::compile(&env.clone().declare("variables", vars), expression)
+                    .map(|p| p.output_type().clone())
+                    .unwrap_or(Type::Dyn);
                 fields.insert(name.clone(), typed);
             }
-            (gvk, decls.declare("variables", Type::object_of("kubernetes.variables", fields)))
+            (gvk, env.declare("variables", Type::object_of("kubernetes.variables", fields)))
         })
         .collect();
     let check_expression = |source: &str| -> String {
-        let Ok(program) = Program::compile(source) else { return String::new() };
         let mut results = Vec::new();
-        for (gvk, decls) in &envs {
-            let checked = apimachinery::cel::check(&program, decls);
-            if !checked.issues.is_empty() {
-                results.push(format!("{}: {}\n", gvk_string(gvk), format_issues(source, &checked.issues)));
+        for (gvk, env) in &envs {
+            if let Err(CompileError::Issues { issues, .. }) = Program::compile(env, source) {
+                results.push(format!("{}: {}\n", gvk_string(gvk), format_issues(source, &issues)));
             }
         }
         results.join("\n")

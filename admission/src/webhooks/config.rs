@@ -5,8 +5,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use apimachinery::cel::Program;
 use apimachinery::lookup::ObjectLookup;
 use apimachinery::object::ObjectExt;
+use apimachinery::validation::cel::{Expression, ExpressionKind, compile};
+use apimachinery::validation::field::Path;
 use serde_json::Value;
 use webhook_client::{Endpoint, WebhookClient};
 
@@ -42,13 +45,31 @@ impl HookKind {
     }
 }
 
-/// A CEL match condition, compiled when the configuration is read.
+/// A CEL match condition, compiled when the configuration is read, in kube's environment for
+/// stored expressions with `object`, `oldObject`, `request` and `authorizer`.
 #[derive(Clone)]
 pub struct MatchCondition {
     /// Its name, for errors.
     pub name: String,
     /// The compiled program, or why it did not compile.
-    pub program: Result<Arc<apimachinery::cel::Program>, String>,
+    pub program: Result<Arc<Program>, String>,
+}
+
+impl MatchCondition {
+    /// Compiles `expression` as kube's webhook accessor does.
+    pub fn compile(name: &str, expression: &str) -> MatchCondition {
+        let path = Path::new("");
+        let expr = Expression {
+            kind: ExpressionKind::MatchCondition,
+            text: expression,
+            path: &path,
+            has_params: false,
+            has_authorizer: true,
+            variables: &[],
+            stored: true,
+        };
+        MatchCondition { name: name.to_string(), program: compile(&expr).map(Arc::new) }
+    }
 }
 
 /// One webhook of a configuration, ready to match and call.
@@ -81,7 +102,7 @@ pub struct Hook {
 }
 
 /// Parses one webhook of configuration `configuration`.
-fn parse_hook(configuration: &str, kind: HookKind, w: &Value) -> Hook {
+pub(crate) fn parse_hook(configuration: &str, kind: HookKind, w: &Value) -> Hook {
     let rules =
         w.get("rules").and_then(Value::as_array).map(|r| r.iter().map(Rule::parse).collect()).unwrap_or_default();
     let (endpoint, client) = webhook_client::from_client_config(w.get("clientConfig").unwrap_or(&Value::Null));
@@ -92,12 +113,9 @@ fn parse_hook(configuration: &str, kind: HookKind, w: &Value) -> Hook {
         .map(|conditions| {
             conditions
                 .iter()
-                .map(|c| MatchCondition {
-                    name: c.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
-                    program: apimachinery::cel::Program::compile(
-                        c.get("expression").and_then(Value::as_str).unwrap_or(""),
-                    )
-                    .map(Arc::new),
+                .map(|c| {
+                    let s = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or("");
+                    MatchCondition::compile(s("name"), s("expression"))
                 })
                 .collect()
         })

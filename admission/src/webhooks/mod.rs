@@ -8,6 +8,12 @@
 //! last one's patch; validating webhooks are called concurrently. Every call is bounded by its
 //! `timeoutSeconds` and by what is left of the request's deadline.
 //!
+//! Match conditions are evaluated as kube's matcher evaluates them: all of them, within
+//! [`MATCH_CONDITIONS_BUDGET`] together and each within kube's per-call limit, their
+//! `authorizer` checks answered by the server's authorizers. A false condition skips the
+//! webhook; errors refuse the request under `failurePolicy: Fail` (`<resource> "<name>" is
+//! forbidden: expression '<expression>' resulted in error: <why>`) and skip it under `Ignore`.
+//!
 //! Errors name the webhook as kube's do: a denial is `admission webhook "x" denied the
 //! request: <message>`; a failed call is `Internal error occurred: failed calling webhook
 //! "x": failed to call webhook: Post "<url>?timeout=10s": <why>` under `failurePolicy: Fail`,
@@ -20,13 +26,15 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use apimachinery::cel::Value as CelValue;
 use apimachinery::error::ApiError;
-use apimachinery::lookup::ObjectLookup;
+use apimachinery::lookup::{AccessCheck, ObjectLookup};
 use apimachinery::messages::Admit;
 use apimachinery::patch::{PatchType, apply_patch};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
+use crate::cel::{self, MATCH_CONDITIONS_BUDGET, OUT_OF_BUDGET};
 use crate::matching::Rule;
 use crate::versions::{self, Seen};
 use crate::{AdmissionPlugin, Review};
@@ -47,6 +55,14 @@ pub struct Rounds {
     last_output: Option<Value>,
 }
 
+/// Why a webhook's applicability could not be decided.
+enum Undecided {
+    /// A selector's namespace could not be read: the webhook fails by its failure policy.
+    Setup(String),
+    /// A match condition failed under `failurePolicy: Fail`: the request is refused.
+    Refused(ApiError),
+}
+
 /// One of the two webhook plugins.
 pub struct WebhookPlugin {
     kind: HookKind,
@@ -54,47 +70,85 @@ pub struct WebhookPlugin {
     objects: Arc<dyn ObjectLookup>,
     /// The served versions, for `matchPolicy: Equivalent` and to show objects as served.
     catalogue: Arc<Catalogue>,
+    /// Answers match conditions' `authorizer` checks.
+    access: Arc<dyn AccessCheck>,
 }
 
 impl WebhookPlugin {
-    /// The plugin of `kind`, reading configurations, namespaces and endpoints via `objects`.
-    pub fn new(kind: HookKind, objects: Arc<dyn ObjectLookup>, catalogue: Arc<Catalogue>) -> Self {
-        WebhookPlugin { kind, source: HookSource::new(kind, objects.clone()), objects, catalogue }
+    /// The plugin of `kind`, reading configurations, namespaces and endpoints via `objects`,
+    /// match conditions' authorization checks answered by `access`.
+    pub fn new(
+        kind: HookKind,
+        objects: Arc<dyn ObjectLookup>,
+        catalogue: Arc<Catalogue>,
+        access: Arc<dyn AccessCheck>,
+    ) -> Self {
+        WebhookPlugin { kind, source: HookSource::new(kind, objects.clone()), objects, catalogue, access }
     }
 
     /// The request as `hook` sees it, if the hook applies (a rule matches the request or,
     /// under `matchPolicy: Equivalent`, an equivalent version of it; the selectors; the match
-    /// conditions, over the version matched); an error when a selector's namespace cannot be
-    /// read or a condition fails to evaluate.
+    /// conditions, over the version matched).
     async fn applies<'a>(
         &self,
         hook: &Hook,
         request: &'a Admit,
         object: &'a Value,
         candidates: &'a [Arc<ResourceDef>],
-    ) -> Result<Option<Seen<'a>>, String> {
+    ) -> Result<Option<Seen<'a>>, Undecided> {
         let Some(matched) = versions::matched(candidates, request, hook.exact, &hook.rules, Rule::matches) else {
             return Ok(None);
         };
-        if !hook.selectors.select(self.objects.as_ref(), request, object).await? {
+        if !hook.selectors.select(self.objects.as_ref(), request, object).await.map_err(Undecided::Setup)? {
             return Ok(None);
         }
         let seen = Seen::new(request, object, matched.map(|d| d.as_ref()), candidates);
-        if hook.match_conditions.is_empty() {
+        if hook.match_conditions.is_empty() || self.conditions_hold(hook, request, &seen).await? {
             return Ok(Some(seen));
         }
-        // Built once for all of the hook's conditions.
-        let vars = review::cel_variables(request, &seen);
-        let refs: Vec<(&str, &Value)> = vars.iter().map(|(k, v)| (*k, v)).collect();
+        Ok(None)
+    }
+
+    /// kube's match condition matcher: every condition is evaluated (at most
+    /// [`MATCH_CONDITIONS_BUDGET`] together), a false one skips the webhook, and errors
+    /// otherwise refuse the request under `failurePolicy: Fail` (`<resource> "<name>" is
+    /// forbidden: <errors>`) and skip the webhook under `Ignore`.
+    async fn conditions_hold(&self, hook: &Hook, request: &Admit, seen: &Seen<'_>) -> Result<bool, Undecided> {
+        let vars = cel::admission_vars(review::cel_variables(request, seen), request);
+        let authz = cel::Authz { user: &request.user, access: self.access.as_ref() };
+        let mut budget = MATCH_CONDITIONS_BUDGET;
+        let mut outcomes = Vec::with_capacity(hook.match_conditions.len());
         for condition in &hook.match_conditions {
-            let program = condition.program.as_ref().map_err(|e| format!("{}: {e}", condition.name))?;
-            match program.eval_bool(&refs) {
-                Ok(true) => {}
-                Ok(false) => return Ok(None),
-                Err(e) => return Err(format!("failed to evaluate match condition {:?}: {e}", condition.name)),
+            let program = condition.program.as_deref().map_err(String::as_str);
+            match cel::run(program, &vars, Some(&authz), &mut budget).await {
+                Ok(outcome) => outcomes.push(outcome),
+                Err(cel::OutOfBudget) => return self.condition_errors(hook, request, vec![OUT_OF_BUDGET.to_string()]),
             }
         }
-        Ok(Some(seen))
+        let mut errors: Vec<String> = Vec::new();
+        for outcome in outcomes {
+            match outcome {
+                Ok(CelValue::Bool(false)) => return Ok(false),
+                Ok(_) => {}
+                Err(e) => {
+                    if !errors.contains(&e) {
+                        errors.push(e);
+                    }
+                }
+            }
+        }
+        if errors.is_empty() { Ok(true) } else { self.condition_errors(hook, request, errors) }
+    }
+
+    /// Match condition errors, as kube's failure policy treats them.
+    fn condition_errors(&self, hook: &Hook, request: &Admit, errors: Vec<String>) -> Result<bool, Undecided> {
+        if !hook.fail_closed {
+            return Ok(false);
+        }
+        // Go's error aggregate.
+        let why = if errors.len() == 1 { errors[0].clone() } else { format!("[{}]", errors.join(", ")) };
+        let t = &request.target;
+        Err(Undecided::Refused(ApiError::forbidden(&t.group, &t.resource, &t.name, &why)))
     }
 
     /// Calls `hook` with the request as it sees it, bounded by its timeout and what is left of
@@ -213,7 +267,8 @@ impl WebhookPlugin {
                 let seen = match self.applies(hook, request, object, &candidates).await {
                     Ok(Some(seen)) => seen,
                     Ok(None) => continue,
-                    Err(e) => {
+                    Err(Undecided::Refused(e)) => return Err(e),
+                    Err(Undecided::Setup(e)) => {
                         self.failed(hook, CallFailure::Setup(e), round, index, review)?;
                         continue;
                     }
@@ -284,7 +339,8 @@ impl WebhookPlugin {
                     called.push((index, hook, seen));
                 }
                 Ok(None) => {}
-                Err(e) => self.failed(hook, CallFailure::Setup(e), 0, index, review)?,
+                Err(Undecided::Refused(e)) => return Err(e),
+                Err(Undecided::Setup(e)) => self.failed(hook, CallFailure::Setup(e), 0, index, review)?,
             }
         }
         if called.is_empty() {
@@ -352,3 +408,6 @@ impl AdmissionPlugin for WebhookPlugin {
         self.validate_all(request, object, review).await
     }
 }
+
+#[cfg(test)]
+mod tests;

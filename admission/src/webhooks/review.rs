@@ -195,8 +195,8 @@ pub fn request_body(request: &Admit, seen: &Seen<'_>) -> Value {
     json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": req})
 }
 
-/// The variables a match condition sees: `object`, `oldObject`, `request` (kube's
-/// `authorizer` is not bound).
+/// The JSON variables a match condition sees: `object`, `oldObject`, `request` (the
+/// authorizer is added by [`crate::cel::admission_vars`]).
 pub fn cel_variables(request: &Admit, seen: &Seen<'_>) -> Vec<(&'static str, Value)> {
     let mut body = request_body(request, seen);
     let mut req = body["request"].take();

@@ -21,17 +21,20 @@
 //! map lists by key, so a reordered map list counts as changed here).
 //!
 //! # Cost
-//! kube meters every evaluation and stops at 1,000,000 units per call and 10,000,000 per
-//! request. The interpreter here cannot be metered, so the bound is the static estimate the
-//! CRD's validation enforces: no rule may be estimated above 10,000,000 units over all the
-//! values it can run on in one request, nor all rules of a schema above 100,000,000.
+//! As kube, every evaluation is metered ([`kube_cel`] counts cost as cel-go does): one
+//! evaluation may cost at most 1,000,000 (`PerCallLimit`), all evaluations on one object at
+//! most 10,000,000 (`RuntimeCELCostBudget`). Past either, validation stops with kube's message
+//! for it. Before any of this, the CRD's validation refused rules whose estimate exceeds
+//! kube's static limits.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use apimachinery::cel::decl::escape;
-use apimachinery::cel::rules::{self, Compiled, OLD_SELF, Rule, SELF};
-use apimachinery::cel::{DeclType, EvalError, Val};
+use apimachinery::cel::rules::{
+    self, Compiled, OLD_SELF, PER_CALL_LIMIT, Preexisting, RUNTIME_COST_BUDGET, Rule, SELF,
+};
+use apimachinery::cel::{Activation, DeclType, EvalError, Program, Value as CelValue};
 use apimachinery::error::Cause;
 use apimachinery::validation::apiextensions::valid_field_path;
 use apimachinery::validation::field::{self, Bad, Path};
@@ -82,7 +85,7 @@ impl Validator {
                 Validator::node(p, d).map(|v| (name.clone(), v))
             })
             .collect();
-        let rules: Vec<(Compiled, Option<Path>)> = rules::compile(s, &decl)
+        let rules: Vec<(Compiled, Option<Path>)> = rules::compile(s, &decl, &Preexisting::all())
             .into_iter()
             .map(|c| {
                 let path = Some(c.rule.field_path.as_str()).filter(|f| !f.is_empty());
@@ -115,17 +118,29 @@ impl Validator {
     pub fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         let mut out = Vec::new();
         let ratchet = Ratchet { old, unchanged: old.is_some_and(|o| o == obj) };
-        self.walk(&Path::new(""), obj, old, ratchet, &mut out);
+        let mut budget = RUNTIME_COST_BUDGET as i64;
+        self.walk(&Path::new(""), obj, old, ratchet, &mut out, &mut budget);
         out
     }
 
-    fn walk(&self, path: &Path, obj: &Value, old: Option<&Value>, ratchet: Ratchet<'_>, out: &mut Vec<Cause>) {
+    fn walk(
+        &self,
+        path: &Path,
+        obj: &Value,
+        old: Option<&Value>,
+        ratchet: Ratchet<'_>,
+        out: &mut Vec<Cause>,
+        budget: &mut i64,
+    ) {
         // Rules validate values, not their absence: a null is for the parent's rules to judge.
-        if obj.is_null() {
+        if obj.is_null() || *budget < 0 {
             return;
         }
         let old = old.filter(|o| !o.is_null());
-        self.evaluate(path, obj, old, ratchet.unchanged, out);
+        self.evaluate(path, obj, old, ratchet.unchanged, out, budget);
+        if *budget < 0 {
+            return;
+        }
         match obj {
             Value::Array(items) => {
                 let Some(v) = &self.items else { return };
@@ -137,7 +152,10 @@ impl Validator {
                         .as_ref()
                         .zip(self.map_keys.as_ref())
                         .and_then(|(olds, keys)| olds.get(&map_key(keys, item)?).copied());
-                    v.walk(&path.index(i), item, old_item, ratchet.child(item, old_item), out);
+                    v.walk(&path.index(i), item, old_item, ratchet.child(item, old_item), out, budget);
+                    if *budget < 0 {
+                        return;
+                    }
                 }
             }
             Value::Object(fields) => {
@@ -157,23 +175,41 @@ impl Validator {
                     } else {
                         ratchet.child(value, old_value)
                     };
-                    v.walk(&p, value, correlated, ratchet, out);
+                    v.walk(&p, value, correlated, ratchet, out, budget);
+                    if *budget < 0 {
+                        return;
+                    }
                 }
             }
             _ => {}
         }
     }
 
-    /// kube's `validateExpressions`: the node's rules on one value.
-    fn evaluate(&self, path: &Path, obj: &Value, old: Option<&Value>, unchanged: bool, out: &mut Vec<Cause>) {
+    /// kube's `validateExpressions`: the node's rules on one value, spending `budget`.
+    fn evaluate(
+        &self,
+        path: &Path,
+        obj: &Value,
+        old: Option<&Value>,
+        unchanged: bool,
+        out: &mut Vec<Cause>,
+        budget: &mut i64,
+    ) {
         if self.rules.is_empty() {
             return;
         }
         let at = |p: &Path| if p.as_str().is_empty() { Path::new("<nil>") } else { p.clone() };
         let ty = || Bad::s(self.ty.as_str());
-        let self_val = Val::typed(obj, &self.decl);
-        let old_val = old.map(|o| Val::typed(o, &self.decl));
-        let optional_old = Val::optional(old_val.clone());
+        const OUT_OF_BUDGET: &str =
+            "validation failed due to running out of cost budget, no further validation rules will be run";
+        if *budget <= 0 {
+            out.push(field::invalid(&at(path), ty(), OUT_OF_BUDGET));
+            *budget = -1;
+            return;
+        }
+        let self_val = self.decl.to_value(obj);
+        let old_val = old.map(|o| self.decl.to_value(o));
+        let optional_old = CelValue::Optional(old_val.clone().map(std::sync::Arc::new));
         for (c, field_path) in &self.rules {
             let rule = &c.rule;
             let program = match &c.program {
@@ -188,14 +224,21 @@ impl Validator {
             if c.uses_old_self && old.is_none() && !optional {
                 continue;
             }
-            let mut vars = vec![(SELF, &self_val)];
+            let mut activation = Activation::new().bind(SELF, self_val.clone());
             match (&old_val, optional) {
-                (_, true) => vars.push((OLD_SELF, &optional_old)),
-                (Some(o), false) => vars.push((OLD_SELF, o)),
+                (_, true) => activation = activation.bind(OLD_SELF, optional_old.clone()),
+                (Some(o), false) => activation = activation.bind(OLD_SELF, o.clone()),
                 (None, false) => {}
             }
-            let passed = match program.evaluate(&vars) {
-                Ok(v) => v.as_bool() == Some(true),
+            let evaluation = program.evaluate(&activation, Some(PER_CALL_LIMIT));
+            if evaluation.cost as i64 > *budget {
+                out.push(field::invalid(&at(path), ty(), OUT_OF_BUDGET));
+                *budget = -1;
+                return;
+            }
+            *budget -= evaluation.cost as i64;
+            let passed = match evaluation.result {
+                Ok(v) => v == CelValue::Bool(true),
                 Err(EvalError::NoSuchOverload) => {
                     let detail = format!(
                         "'no such overload': call arguments did not match a supported operator, function or macro signature for rule: {}",
@@ -204,23 +247,52 @@ impl Validator {
                     out.push(field::invalid(&at(path), ty(), &detail));
                     continue;
                 }
-                Err(EvalError::Failed(e)) => {
+                Err(e @ EvalError::CostLimitExceeded) => {
+                    let detail = format!(
+                        "'{e}': no further validation rules will be run due to call cost exceeds limit for rule: {}",
+                        rule.error_string()
+                    );
+                    out.push(field::invalid(&at(path), ty(), &detail));
+                    *budget = -1;
+                    return;
+                }
+                Err(e) => {
                     let detail = format!("{e} evaluating rule: {}", rule.error_string());
                     out.push(field::invalid(&at(path), ty(), &detail));
                     continue;
                 }
             };
-            if passed || (unchanged && !c.uses_old_self) {
+            if passed {
                 continue;
             }
+            let ratcheted = unchanged && !c.uses_old_self;
             let p = at(&field_path.as_ref().map_or_else(|| path.clone(), |f| path.child(f.as_str())));
-            let message = c
-                .message_expression
-                .as_ref()
-                .and_then(|m| m.as_ref().ok())
-                .and_then(|m| message_of(m.evaluate(&vars)))
-                .unwrap_or_else(|| default_message(rule));
-            out.push(match rule.reason.as_deref() {
+            let mut push = |cause: Cause| {
+                // kube warns of a ratcheted failure; this validation has no channel for
+                // warnings.
+                if !ratcheted {
+                    out.push(cause);
+                }
+            };
+            let message = match c.message_expression.as_ref().and_then(|m| m.as_ref().ok()) {
+                None => default_message(rule),
+                Some(m) => match message_of(m, &activation, *budget) {
+                    Message::Stop(detail) => {
+                        push(field::invalid(&p, ty(), &detail));
+                        *budget = -1;
+                        return;
+                    }
+                    Message::Fallback(cost) => {
+                        *budget -= cost;
+                        default_message(rule)
+                    }
+                    Message::Text(text, cost) => {
+                        *budget -= cost;
+                        text
+                    }
+                },
+            };
+            push(match rule.reason.as_deref() {
                 Some("FieldValueForbidden") => field::forbidden(&p, &message),
                 Some("FieldValueRequired") => field::required(&p, &message),
                 Some("FieldValueDuplicate") => field::duplicate(&p, ty()),
@@ -230,12 +302,42 @@ impl Validator {
     }
 }
 
-/// What a message expression gave, if kube would use it: a non-empty string of one line
-/// within kube's size limit, trimmed. Otherwise kube falls back to the rule's message.
-fn message_of(result: Result<Val, EvalError>) -> Option<String> {
-    let v = result.ok()?;
-    let s = v.as_str()?.trim();
-    (!s.is_empty() && s.len() <= MAX_MESSAGE_BYTES && !s.contains('\n')).then(|| s.to_string())
+/// What evaluating a message expression decided (kube's `evalMessageExpression`).
+enum Message {
+    /// The message, and what it cost.
+    Text(String, i64),
+    /// Unusable: the rule's own message is used; what it cost.
+    Fallback(i64),
+    /// Validation stops, with this detail.
+    Stop(String),
+}
+
+/// kube's `evalMessageExpression`: a non-empty string of one line within kube's size limit,
+/// trimmed, else the rule's message; its cost counted against `budget`.
+fn message_of(program: &Program, activation: &Activation<'_>, budget: i64) -> Message {
+    let evaluation = program.evaluate(activation, Some(PER_CALL_LIMIT));
+    let cost = evaluation.cost as i64;
+    if cost > budget {
+        return Message::Stop(
+            "messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run"
+                .into(),
+        );
+    }
+    match evaluation.result {
+        Err(EvalError::CostLimitExceeded) => Message::Stop(format!(
+            "no further validation rules will be run due to call cost exceeds limit for messageExpression: {}",
+            apimachinery::cel::golang::quote(program.source())
+        )),
+        Ok(CelValue::String(s)) => {
+            let s = s.trim();
+            if !s.is_empty() && s.len() <= MAX_MESSAGE_BYTES && !s.contains('\n') {
+                Message::Text(s.to_string(), cost)
+            } else {
+                Message::Fallback(cost)
+            }
+        }
+        _ => Message::Fallback(cost),
+    }
 }
 
 /// kube's `ruleMessageOrDefault`.

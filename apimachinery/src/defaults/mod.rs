@@ -20,7 +20,7 @@ pub mod admissionregistration;
 pub mod apiextensions;
 pub mod flowcontrol;
 pub mod pod;
-pub mod quantity;
+pub use kube_cel::quantity;
 
 use base64::Engine;
 use serde_json::{Map, Value, json};

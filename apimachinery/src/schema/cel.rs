@@ -33,9 +33,9 @@ pub fn cel_type(node: Node<'static>, name: &str) -> Type {
             if node.raw().get("properties").and_then(|p| p.as_object()).is_some_and(|p| !p.is_empty()) {
                 return Type::Object(Object::Lazy { name: name.into(), fields: Arc::new(SchemaFields(node)) });
             }
-            Type::Unknown
+            Type::Dyn
         }
-        Some("array") => Type::list(node.items().map_or(Type::Unknown, |i| cel_type(i, name))),
+        Some("array") => Type::list(node.items().map_or(Type::Dyn, |i| cel_type(i, name))),
         Some("string") => match node.format() {
             Some("byte") => Type::Bytes,
             Some("duration") => Type::Duration,
@@ -45,7 +45,7 @@ pub fn cel_type(node: Node<'static>, name: &str) -> Type {
         Some("boolean") => Type::Bool,
         Some("number") => Type::Double,
         Some("integer") => Type::Int,
-        _ => Type::Unknown,
+        _ => Type::Dyn,
     }
 }
 
@@ -60,7 +60,7 @@ mod tests {
         assert_eq!(d.field_path("spec.replicas").unwrap().to_string(), "int");
         assert_eq!(d.field_path("spec.paused").unwrap().to_string(), "bool");
         assert_eq!(d.field_path("metadata.labels").unwrap().to_string(), "map(string, string)");
-        assert_eq!(d.field_path("metadata.creationTimestamp").unwrap().to_string(), "google.protobuf.Timestamp");
+        assert_eq!(d.field_path("metadata.creationTimestamp").unwrap().to_string(), "timestamp");
         assert_eq!(
             d.field_path("spec.template.spec.containers").unwrap().to_string(),
             "list(Deployment.spec.template.spec.containers)"

@@ -580,7 +580,9 @@ fn validate_policy_spec(name: &str, spec: &Value, mut opts: Options, path: &Path
     if !opts.ignore_match_conditions {
         out.extend(validate_match_conditions(arr(spec, "matchConditions"), &opts, &path.child("matchConditions")));
     }
-    let variables: Vec<String> = arr(spec, "variables").iter().map(|v| s(v, "name").to_string()).collect();
+    let declared: Vec<(String, String)> =
+        arr(spec, "variables").iter().map(|v| (s(v, "name").to_string(), s(v, "expression").to_string())).collect();
+    let variables = cel::variable_types(&declared, has_params, &|e| opts.preexisting.validations.contains(e));
     for (i, v) in arr(spec, "variables").iter().enumerate() {
         let p = path.child("variables").index(i);
         let vname = s(v, "name");
@@ -639,7 +641,13 @@ fn validate_policy_spec(name: &str, spec: &Value, mut opts: Options, path: &Path
 }
 
 /// `validateValidation`.
-fn validate_validation(v: &Value, has_params: bool, variables: &[String], opts: &Options, path: &Path) -> Vec<Cause> {
+fn validate_validation(
+    v: &Value,
+    has_params: bool,
+    variables: &[(String, crate::cel::Type)],
+    opts: &Options,
+    path: &Path,
+) -> Vec<Cause> {
     let mut out = Vec::new();
     let expression = s(v, "expression");
     let ep = path.child("expression");
@@ -688,7 +696,7 @@ fn validate_audit_annotation(
     policy_name: &str,
     a: &Value,
     has_params: bool,
-    variables: &[String],
+    variables: &[(String, crate::cel::Type)],
     opts: &Options,
     path: &Path,
 ) -> Vec<Cause> {

@@ -296,7 +296,7 @@ fn status_enabled(subresources: Option<&Value>) -> bool {
 // Options.
 
 /// kube's `validationOptions` as far as they matter without CEL.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Opts {
     schema: Options,
     require_recognized_conversion_review_version: bool,
@@ -316,6 +316,7 @@ impl Opts {
                 require_atomic_set_type: true,
                 require_map_list_keys_map_set_validation: true,
                 suppress_expression_cost: false,
+                preexisting: Default::default(),
             },
             require_recognized_conversion_review_version: true,
             require_immutable_names: false,
@@ -338,6 +339,7 @@ impl Opts {
                 require_map_list_keys_map_set_validation: !old
                     .has_schema_with(schema::has_invalid_map_list_keys_map_set),
                 suppress_expression_cost: false,
+                preexisting: std::sync::Arc::new(crate::cel::rules::Preexisting::of_crd(old_obj)),
             },
             require_recognized_conversion_review_version: old.conversion.as_ref().is_none_or(|c| {
                 let versions: Vec<&str> = c
@@ -387,7 +389,7 @@ pub fn custom_resource_definition_update(new: &Value, old: &Value) -> Vec<Cause>
             _ => false,
         })
         .collect();
-    out.extend(validate_spec(&spec, opts, &unchanged, &sp));
+    out.extend(validate_spec(&spec, opts.clone(), &unchanged, &sp));
     let immutable = |out: &mut Vec<Cause>, new: &str, old: &str, path: Path| {
         if new != old {
             out.push(field::invalid(&path, Bad::s(new), super::IMMUTABLE));
@@ -663,7 +665,7 @@ fn validate_spec(spec: &Spec<'_>, mut opts: Opts, unchanged: &[&str], path: &Pat
         if !errs.is_empty() {
             out.push(field::invalid(&vp.child("name"), Bad::s(v.name), &errs.join(",")));
         }
-        let mut version_opts = opts;
+        let mut version_opts = opts.clone();
         version_opts.schema.suppress_expression_cost = unchanged.contains(&v.name);
         out.extend(validate_version(v, status_enabled(spec.subresources_for(v)), &version_opts, &vp));
     }
@@ -692,7 +694,8 @@ fn validate_spec(spec: &Spec<'_>, mut opts: Opts, unchanged: &[&str], path: &Pat
         }
     }
     out.extend(custom_resource_definition_names(spec.names, &np));
-    let shared_opts = schema::Options { suppress_expression_cost: unchanged.contains(&spec.version), ..opts.schema };
+    let shared_opts =
+        schema::Options { suppress_expression_cost: unchanged.contains(&spec.version), ..opts.schema.clone() };
     out.extend(schema::validate_validation(
         spec.validation,
         spec.any_status_enabled(),

@@ -4,22 +4,21 @@
 //!
 //! kube compiles each expression where its validation reaches it (`validateCELCondition` and
 //! the policy's composited compiler in `pkg/apis/admissionregistration/validation`) and turns a
-//! compile error into a cause at the expression's path: `cel.ErrorTypeRequired` as
-//! `Required value: <detail>`, `ErrorTypeInvalid` as `Invalid value: "<expression>": <detail>`,
-//! anything else as an internal error. The validators here call [`check`] at those same points,
-//! so causes stay in kube's order.
+//! compile error into a cause at the expression's path: `Invalid value: "<expression>":
+//! <detail>`. The validators here call [`check`] at those same points, so causes stay in
+//! kube's order.
 //!
-//! [`check`] parses the expression and runs [`crate::cel::check`] with the variables kube
-//! declares for its kind: `object`, `oldObject`, `request` and `namespaceObject` always,
-//! `params` with a `paramKind`, `variables` outside match conditions. `object`, `oldObject` and
-//! `params` are `dyn`, as in kube, so only what is wrong whatever the object is refused: syntax,
-//! undeclared names and functions, fields `request` does not have, mismatched literals, and a
-//! result of the wrong type (`must evaluate to bool`). `authorizer` is not declared: this server
-//! cannot evaluate it, so an expression naming it is refused rather than failing every request.
+//! [`check`] compiles in kube's environment ([`kube_cel::Env`]) with the variables kube
+//! declares for the kind of expression (`mustBuildEnvs` and the composition environment):
+//! `object`, `oldObject`, `request` and `namespaceObject` always, `params` with a `paramKind`,
+//! `authorizer` and `authorizer.requestResource` where kube declares them, `variables`
+//! outside match conditions, each typed by its own expression as kube's composited compiler
+//! types it. A new expression compiles in the environment kube stays compatible with (1.31);
+//! one unchanged on update, in the newest (1.32).
 
 use super::field::{self, Bad, Path};
 use crate::cel::types::{namespace_type, request_type};
-use crate::cel::{Declarations, Program, Type, format_issues};
+use crate::cel::{Env, Program, Type, Version};
 use crate::error::Cause;
 
 /// What an expression is, which decides the CEL environment it compiles in and the type it
@@ -53,59 +52,97 @@ pub struct Expression<'a> {
     pub has_params: bool,
     /// Whether `authorizer` is declared.
     pub has_authorizer: bool,
-    /// The variables the expression may read as `variables.<name>`: for a variable, the ones
-    /// declared before it; for the others, all of the policy's.
-    pub variables: &'a [String],
+    /// The variables the expression may read as `variables.<name>`, with their types: for a
+    /// variable, the ones declared before it; for the others, all of the policy's.
+    pub variables: &'a [(String, Type)],
     /// Whether the expression is unchanged from the stored object (an update): kube compiles
-    /// those in its `StoredExpressions` environment, which also accepts library functions a
-    /// newer server may have introduced.
+    /// those in its `StoredExpressions` environment.
     pub stored: bool,
 }
 
-/// Compiles `expr` and reports why it does not compile, as kube's validation would:
-/// `Invalid value: "<expression>": compilation failed: ERROR: <input>:1:5: ...`, or the result
-/// type it must have.
-pub fn check(expr: &Expression<'_>) -> Vec<Cause> {
-    let invalid = |detail: &str| vec![field::invalid(expr.path, Bad::s(expr.text), detail)];
-    let program = match Program::compile(expr.text) {
-        Ok(p) => p,
-        Err(e) => return invalid(&e),
-    };
-    let checked = crate::cel::check(&program, &declarations(expr));
-    if !checked.issues.is_empty() {
-        return invalid(&format!("compilation failed: {}", format_issues(expr.text, &checked.issues)));
+/// cel-go's `Type.String()`, as kube prints types in "must evaluate to" messages.
+fn type_string(t: &Type) -> String {
+    match t {
+        Type::Timestamp => "google.protobuf.Timestamp".into(),
+        Type::Duration => "google.protobuf.Duration".into(),
+        Type::Null => "null_type".into(),
+        other => other.to_string(),
     }
-    let output = &checked.output;
-    let fits = |want: &Type| matches!(output, Type::Unknown) || output.same_kind(want);
-    let wrong = match expr.kind {
-        ExpressionKind::MatchCondition | ExpressionKind::Validation => {
-            (!fits(&Type::Bool)).then_some("must evaluate to bool")
-        }
-        ExpressionKind::MessageExpression => (!fits(&Type::String)).then_some("must evaluate to string"),
-        ExpressionKind::AuditAnnotationValue => {
-            (!fits(&Type::String) && !fits(&Type::Null)).then_some("must evaluate to one of [string null_type]")
-        }
-        ExpressionKind::Variable => None,
-    };
-    wrong.map(invalid).unwrap_or_default()
 }
 
-/// The variables kube declares for `expr` (`mustBuildEnvs` and the composition environment).
-fn declarations(expr: &Expression<'_>) -> Declarations {
-    let mut decls = Declarations::new()
+/// Compiles `expr`, giving the program or why it does not compile in kube's words
+/// (`compilation failed: ERROR: <input>:1:5: ...`, `must evaluate to bool but got int`).
+pub fn compile(expr: &Expression<'_>) -> Result<Program, String> {
+    let program = Program::compile(&environment(expr), expr.text).map_err(|e| e.to_string())?;
+    let output = program.output_type();
+    let accepts = |want: &Type| output.is_exact(want);
+    let wrong = |want: &str| format!("must evaluate to {want} but got {}", type_string(output));
+    match expr.kind {
+        ExpressionKind::MatchCondition | ExpressionKind::Validation if !accepts(&Type::Bool) => Err(wrong("bool")),
+        ExpressionKind::MessageExpression if !accepts(&Type::String) => Err(wrong("string")),
+        ExpressionKind::AuditAnnotationValue if !accepts(&Type::String) && !accepts(&Type::Null) => {
+            Err(format!("must evaluate to one of [string null_type] but got {}", type_string(output)))
+        }
+        _ => Ok(program),
+    }
+}
+
+/// Compiles `expr` and reports why it does not compile, as kube's validation would:
+/// `Invalid value: "<expression>": compilation failed: ERROR: <input>:1:5: ...`.
+pub fn check(expr: &Expression<'_>) -> Vec<Cause> {
+    match compile(expr) {
+        Ok(_) => Vec::new(),
+        Err(detail) => vec![field::invalid(expr.path, Bad::s(expr.text), &detail)],
+    }
+}
+
+/// The types of a policy's variables, each compiled in order seeing the ones before it, as
+/// kube's composited compiler types them (`dyn` for one that does not compile).
+pub fn variable_types(
+    variables: &[(String, String)],
+    has_params: bool,
+    stored: &dyn Fn(&str) -> bool,
+) -> Vec<(String, Type)> {
+    let mut out: Vec<(String, Type)> = Vec::with_capacity(variables.len());
+    let path = Path::new("");
+    for (name, expression) in variables {
+        let expr = Expression {
+            kind: ExpressionKind::Variable,
+            text: expression,
+            path: &path,
+            has_params,
+            has_authorizer: true,
+            variables: &out,
+            stored: stored(expression),
+        };
+        let t = compile(&expr).map(|p| p.output_type().clone()).unwrap_or(Type::Dyn);
+        out.push((name.clone(), t));
+    }
+    out
+}
+
+/// The environment kube compiles `expr` in (`mustBuildEnvs` and the composition
+/// environment).
+fn environment(expr: &Expression<'_>) -> Env {
+    let version = if expr.stored { Version::STORED } else { Version::NEW_EXPRESSIONS };
+    let mut env = Env::new(version)
         .declare("object", Type::Dyn)
         .declare("oldObject", Type::Dyn)
         .declare("request", request_type())
         .declare("namespaceObject", namespace_type());
     if expr.has_params {
-        decls = decls.declare("params", Type::Dyn);
+        env = env.declare("params", Type::Dyn);
+    }
+    if expr.has_authorizer {
+        env = env
+            .declare("authorizer", Type::named("kubernetes.authorization.Authorizer"))
+            .declare("authorizer.requestResource", Type::named("kubernetes.authorization.ResourceCheck"));
     }
     if expr.kind != ExpressionKind::MatchCondition {
-        let fields = expr.variables.iter().map(|v| (v.clone(), Type::Unknown)).collect();
-        decls = decls.declare("variables", Type::object_of("kubernetes.variables", fields));
+        let fields = expr.variables.iter().cloned().collect();
+        env = env.declare("variables", Type::object_of("kubernetes.variables", fields));
     }
-    decls.lenient_references = expr.stored;
-    decls
+    env
 }
 
 #[cfg(test)]
@@ -114,13 +151,13 @@ mod tests {
 
     fn causes(kind: ExpressionKind, text: &str, has_params: bool) -> Vec<String> {
         let path = Path::new("spec").child("validations").index(0).child("expression");
-        let variables = ["ready".to_string()];
+        let variables = [("ready".to_string(), Type::Bool)];
         let expr = Expression {
             kind,
             text,
             path: &path,
             has_params,
-            has_authorizer: true,
+            has_authorizer: kind != ExpressionKind::MessageExpression,
             variables: &variables,
             stored: false,
         };
@@ -155,10 +192,17 @@ mod tests {
         );
         assert_eq!(causes(ExpressionKind::Validation, "variables.nope", false).len(), 1);
         assert_eq!(causes(ExpressionKind::MatchCondition, "variables.ready", false).len(), 1, "no variables there");
-        assert_eq!(
+        assert!(
             causes(ExpressionKind::Validation, "authorizer.group('').resource('pods').check('get').allowed()", false)
-                .len(),
-            1
+                .is_empty()
+        );
+        assert!(
+            causes(ExpressionKind::Validation, "authorizer.requestResource.check('get').allowed()", false).is_empty()
+        );
+        assert_eq!(
+            causes(ExpressionKind::MessageExpression, "authorizer.path('/').check('get').reason()", false).len(),
+            1,
+            "no authorizer in message expressions"
         );
     }
 
@@ -166,16 +210,53 @@ mod tests {
     fn results_must_have_the_kinds_type() {
         assert_eq!(
             causes(ExpressionKind::Validation, "object.spec.paused", false),
-            ["spec.validations[0].expression: Invalid value: \"object.spec.paused\": must evaluate to bool"]
+            [
+                "spec.validations[0].expression: Invalid value: \"object.spec.paused\": must evaluate to bool but got dyn"
+            ]
         );
         assert!(causes(ExpressionKind::Validation, "!object.spec.paused", false).is_empty());
         assert!(
             causes(ExpressionKind::MessageExpression, "'too many: ' + string(object.spec.replicas)", false).is_empty()
         );
-        assert_eq!(causes(ExpressionKind::MessageExpression, "1 + 2", false).len(), 1);
+        assert_eq!(
+            causes(ExpressionKind::MessageExpression, "1 + 2", false),
+            ["spec.validations[0].expression: Invalid value: \"1 + 2\": must evaluate to string but got int"]
+        );
         assert!(
-            causes(ExpressionKind::AuditAnnotationValue, "object.spec.replicas > 1 ? 'big' : null", false).is_empty()
+            causes(ExpressionKind::AuditAnnotationValue, "object.spec.replicas > 1 ? 'big' : 'small'", false)
+                .is_empty()
+        );
+        // kube 1.32 refuses a conditional of a string and null.
+        assert_eq!(
+            causes(ExpressionKind::AuditAnnotationValue, "object.spec.replicas > 1 ? \"big\" : null", false),
+            ["spec.validations[0].expression: Invalid value: \"object.spec.replicas > 1 ? \\\"big\\\" : null\": \
+              compilation failed: ERROR: <input>:1:26: found no matching overload for '_?_:_' applied to '(bool, \
+              string, null)'\n | object.spec.replicas > 1 ? \"big\" : null\n | .........................^"]
         );
         assert!(causes(ExpressionKind::Variable, "object.spec.replicas", false).is_empty());
+    }
+
+    #[test]
+    fn variables_are_typed_by_their_expressions() {
+        let vars = [("x".to_string(), "'s'".to_string()), ("y".to_string(), "variables.x.size()".to_string())];
+        let typed = variable_types(&vars, false, &|_| false);
+        assert_eq!(typed[0].1.to_string(), "string");
+        assert_eq!(typed[1].1.to_string(), "int");
+    }
+
+    #[test]
+    fn two_variable_comprehensions_are_for_stored_expressions_only() {
+        let path = Path::new("x");
+        let expr = |stored| Expression {
+            kind: ExpressionKind::Validation,
+            text: "[1].all(i, v, v > i)",
+            path: &path,
+            has_params: false,
+            has_authorizer: true,
+            variables: &[],
+            stored,
+        };
+        assert_eq!(check(&expr(false)).len(), 1);
+        assert!(check(&expr(true)).is_empty());
     }
 }

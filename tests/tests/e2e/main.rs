@@ -8,6 +8,7 @@ mod audit;
 mod backpressure;
 mod bad_input;
 mod builtin_admission;
+mod cel;
 mod crds;
 mod diagnosis;
 mod durability;

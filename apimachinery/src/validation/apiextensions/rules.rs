@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::GO_ADDRESS;
 use crate::cel::DeclType;
-use crate::cel::rules::{self, Rule};
+use crate::cel::rules::{self, Preexisting, Rule};
 use crate::error::Cause;
 use crate::validation::field::{self, Bad, Path};
 
@@ -53,12 +53,18 @@ pub(super) struct CelContext<'a> {
     total: &'a RefCell<TotalCost>,
     /// Whether the per-expression limit is waived (an unchanged schema on update).
     suppress_expression_cost: bool,
+    /// The expressions of the stored CRD: they compile in the newest environment.
+    preexisting: &'a Preexisting,
 }
 
 impl<'a> CelContext<'a> {
     /// The context of a schema's root.
-    pub(super) fn root(total: &'a RefCell<TotalCost>, suppress_expression_cost: bool) -> Self {
-        CelContext { cardinality: Some(1), total, suppress_expression_cost }
+    pub(super) fn root(
+        total: &'a RefCell<TotalCost>,
+        suppress_expression_cost: bool,
+        preexisting: &'a Preexisting,
+    ) -> Self {
+        CelContext { cardinality: Some(1), total, suppress_expression_cost, preexisting }
     }
 
     /// The context of the children (properties, items, values) of node `s`.
@@ -127,7 +133,7 @@ pub(super) fn compile_errors(
     };
     let mut out = Vec::new();
     let mut total = ctx.total.borrow_mut();
-    for (i, c) in rules::compile(s, &decl).into_iter().enumerate() {
+    for (i, c) in rules::compile(s, &decl, ctx.preexisting).into_iter().enumerate() {
         let rp = rules_path.index(i);
         let cardinality = ctx.cardinality.unwrap_or(c.max_cardinality);
         let cost = |max: u64| if max == 0 { 0 } else { max.saturating_mul(cardinality) };

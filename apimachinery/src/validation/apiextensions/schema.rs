@@ -23,7 +23,7 @@ use crate::validation::field::{self, Bad, Path};
 
 /// What kube's `validationOptions` say about schemas: stricter rules apply unless the stored
 /// object already broke them.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct Options {
     pub allow_defaults: bool,
     pub require_valid_property_type: bool,
@@ -33,6 +33,9 @@ pub(super) struct Options {
     pub require_map_list_keys_map_set_validation: bool,
     /// Whether rules are spared the per-expression cost limit (their schema is unchanged).
     pub suppress_expression_cost: bool,
+    /// The rules and message expressions of the stored CRD, which compile in the newest CEL
+    /// environment (kube's `preexistingExpressions`).
+    pub preexisting: std::sync::Arc<crate::cel::rules::Preexisting>,
 }
 
 const OPENAPI_V3_TYPES: [&str; 6] = ["array", "boolean", "integer", "number", "object", "string"];
@@ -1112,7 +1115,7 @@ pub(super) fn validate_validation(
         &ssv,
         true,
         opts,
-        cel.then(|| CelContext::root(&total, opts.suppress_expression_cost)),
+        cel.then(|| CelContext::root(&total, opts.suppress_expression_cost, &opts.preexisting)),
     );
     out.extend(found.schema);
     out.extend(found.cel);

@@ -1,27 +1,44 @@
 //! `x-kubernetes-validations` rules compiled against the schema node they sit on, as kube's
 //! `apiextensions-apiserver/pkg/apiserver/schema/cel` compiles them (`Compile`; its
-//! `ValidFieldPath`, for `fieldPath`, is `crate::validation::apiextensions::valid_field_path`,
-//! beside the CRD validation that uses it most): `self` is the node's value, typed by its declaration; `oldSelf` its value
+//! `ValidFieldPath`, for `fieldPath`, is apimachinery's, beside the CRD validation that uses
+//! it most): `self` is the node's value, typed by its declaration; `oldSelf` its value
 //! before an update (a rule naming it is a transition rule; with `optionalOldSelf` it is an
 //! optional that may be `optional.none()`). Both the CRD's validation (which refuses what does
 //! not compile or costs too much) and the custom resources' validation (which evaluates) use
 //! the one compilation.
 
+use std::collections::HashSet;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
 
-use super::cost::{self, Estimate};
-use super::decl::{DeclType, MAX_REQUEST_SIZE_BYTES};
-use super::{Declarations, Program, Type, check, format_issues};
+use crate::Program;
+use crate::cost::{Estimate, SizeEstimator};
+use crate::decl::{DeclKind, DeclType, MAX_REQUEST_SIZE_BYTES};
+use crate::env::{Env, Version};
+use crate::types::Type;
 
 /// The variable a rule's node value is bound to.
 pub const SELF: &str = "self";
 /// The variable the node's old value is bound to in transition rules.
 pub const OLD_SELF: &str = "oldSelf";
-/// The name of `self`'s type in messages. kube makes up a new one (`selfType<n>`) for every
-/// compilation so that rules cannot depend on it.
-const SELF_TYPE: &str = "selfType";
+
+/// kube's `PerCallLimit`: the most one evaluation of a rule may cost.
+pub const PER_CALL_LIMIT: u64 = 1_000_000;
+/// kube's `RuntimeCELCostBudget`: the most all rules may cost on one object.
+pub const RUNTIME_COST_BUDGET: u64 = 10_000_000;
+
+/// The name of `self`'s type: kube makes up a new one (`selfType<n>`) for every compilation
+/// so that rules cannot depend on it.
+fn self_type_name() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::from(d.subsec_nanos()))
+        .unwrap_or(0);
+    format!("selfType{}", nanos.wrapping_add(NEXT.fetch_add(1, Ordering::Relaxed)))
+}
 
 /// One `x-kubernetes-validations` entry, as written.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -68,6 +85,70 @@ impl Rule {
     }
 }
 
+/// Which environment each expression compiles in: kube's `preexistingExpressions`. An
+/// expression found anywhere in the stored CRD compiles in the newest environment; one a user
+/// adds, in the one kube stays compatible with.
+#[derive(Clone, Debug, Default)]
+pub struct Preexisting {
+    rules: HashSet<String>,
+    messages: HashSet<String>,
+    /// Every expression is stored: custom resources' validation.
+    all: bool,
+}
+
+impl Preexisting {
+    /// Nothing stored: a CRD being created.
+    pub fn none() -> Preexisting {
+        Preexisting::default()
+    }
+
+    /// Everything stored: rules evaluated on custom resources.
+    pub fn all() -> Preexisting {
+        Preexisting { all: true, ..Preexisting::default() }
+    }
+
+    /// The expressions of the stored CRD `crd` (every version's schema).
+    pub fn of_crd(crd: &Value) -> Preexisting {
+        let mut out = Preexisting::default();
+        let mut visit = |s: &Value| out.collect(s);
+        if let Some(s) = crd.pointer("/spec/validation/openAPIV3Schema") {
+            visit(s);
+        }
+        for v in crd.pointer("/spec/versions").and_then(Value::as_array).into_iter().flatten() {
+            if let Some(s) = v.pointer("/schema/openAPIV3Schema") {
+                visit(s);
+            }
+        }
+        out
+    }
+
+    fn collect(&mut self, s: &Value) {
+        match s {
+            Value::Object(m) => {
+                for r in Rule::list(s) {
+                    self.rules.insert(r.rule);
+                    if !r.message_expression.is_empty() {
+                        self.messages.insert(r.message_expression);
+                    }
+                }
+                for v in m.values() {
+                    self.collect(v);
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|v| self.collect(v)),
+            _ => {}
+        }
+    }
+
+    fn rule_version(&self, rule: &str) -> Version {
+        if self.all || self.rules.contains(rule) { Version::STORED } else { Version::NEW_EXPRESSIONS }
+    }
+
+    fn message_version(&self, expr: &str) -> Version {
+        if self.all || self.messages.contains(expr) { Version::STORED } else { Version::NEW_EXPRESSIONS }
+    }
+}
+
 /// Why a rule or its message expression does not compile, in kube's words (`compilation
 /// failed: ERROR: <input>:1:6: ...`, `cel expression must evaluate to a bool`).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -94,30 +175,67 @@ pub struct Compiled {
     pub message_expression_max_cost: u64,
 }
 
-/// Compiles the rules of schema node `s`, whose values are declared by `decl`.
-pub fn compile(s: &Value, decl: &Arc<DeclType>) -> Vec<Compiled> {
-    let self_type = decl.cel_type(SELF_TYPE);
-    let plain = Declarations::new().declare(SELF, self_type.clone()).declare(OLD_SELF, self_type.clone());
-    // The checker has no optional types: an optional `oldSelf` is typed loosely.
-    let optional = Declarations::new().declare(SELF, self_type).declare(OLD_SELF, Type::Unknown);
+/// kube's size estimator for CRD rules: a path's size is the declared maximum of what it leads
+/// to, walked from the rule's node (whatever variable the path starts at, as kube walks it).
+pub struct DeclSizes<'a>(pub &'a DeclType);
+
+impl SizeEstimator for DeclSizes<'_> {
+    fn estimate_size(&self, path: Option<&[String]>, _: &Type) -> Option<Estimate> {
+        let path = path.filter(|p| !p.is_empty())?;
+        let mut node: &DeclType = self.0;
+        for step in &path[1..] {
+            node = match step.as_str() {
+                "@items" | "@values" => node.elem()?,
+                "@keys" => {
+                    return matches!(node.kind, DeclKind::Map(_)).then_some(Estimate::default());
+                }
+                field => node.field(field)?,
+            };
+        }
+        Some(Estimate { min: 0, max: node.max_elements })
+    }
+}
+
+/// Compiles the rules of schema node `s`, whose values are declared by `decl`, each in the
+/// environment `preexisting` chooses for it.
+pub fn compile(s: &Value, decl: &Arc<DeclType>, preexisting: &Preexisting) -> Vec<Compiled> {
+    let self_type = decl.cel_type(&self_type_name());
     let max_cardinality = MAX_REQUEST_SIZE_BYTES / (decl.min_serialized_size + 1);
     Rule::list(s)
         .into_iter()
         .map(|rule| {
-            let decls = if rule.optional_old_self == Some(true) { &optional } else { &plain };
-            compile_rule(rule, decl, decls, max_cardinality)
+            let old_self = if rule.optional_old_self == Some(true) {
+                Type::optional(self_type.clone())
+            } else {
+                self_type.clone()
+            };
+            let env = |v: Version| Env::new(v).declare(SELF, self_type.clone()).declare(OLD_SELF, old_self.clone());
+            compile_rule(rule, decl, &env, preexisting, max_cardinality)
         })
         .collect()
 }
 
-fn compile_rule(rule: Rule, decl: &DeclType, decls: &Declarations, max_cardinality: u64) -> Compiled {
+fn compile_rule(
+    rule: Rule,
+    decl: &DeclType,
+    env: &dyn Fn(Version) -> Env,
+    preexisting: &Preexisting,
+    max_cardinality: u64,
+) -> Compiled {
     let mut out = Compiled { max_cardinality, ..Compiled::default() };
     if rule.rule.trim().is_empty() {
         out.rule = rule;
         return out;
     }
-    let roots = [(SELF, decl), (OLD_SELF, decl)];
-    let compiled = typed(&rule.rule, decls, &roots, Type::Bool, "", "cel expression must evaluate to a bool");
+    let sizes = DeclSizes(decl);
+    let compiled = typed(
+        &rule.rule,
+        &env(preexisting.rule_version(&rule.rule)),
+        &sizes,
+        &Type::Bool,
+        "",
+        "cel expression must evaluate to a bool",
+    );
     match compiled {
         Err(e) => out.program = Some(Err(e)),
         Ok((program, cost)) => {
@@ -127,9 +245,9 @@ fn compile_rule(rule: Rule, decl: &DeclType, decls: &Declarations, max_cardinali
             if !rule.message_expression.is_empty() {
                 let compiled = typed(
                     &rule.message_expression,
-                    decls,
-                    &roots,
-                    Type::String,
+                    &env(preexisting.message_version(&rule.message_expression)),
+                    &sizes,
+                    &Type::String,
                     "messageExpression ",
                     "messageExpression must evaluate to a string",
                 );
@@ -144,26 +262,20 @@ fn compile_rule(rule: Rule, decl: &DeclType, decls: &Declarations, max_cardinali
     out
 }
 
-/// Compiles and checks `source`, which must give a `want`, and estimates its cost.
+/// Compiles `source`, which must give a `want`, and estimates its cost.
 fn typed(
     source: &str,
-    decls: &Declarations,
-    roots: &[(&str, &DeclType)],
-    want: Type,
+    env: &Env,
+    sizes: &dyn SizeEstimator,
+    want: &Type,
     prefix: &str,
     wrong_type: &str,
 ) -> Result<(Program, Estimate), CompileError> {
-    let failed = |issues: String| CompileError(format!("{prefix}compilation failed: {issues}"));
-    let program = Program::parse(source).map_err(failed)?;
-    let checked = check(&program, decls);
-    if !checked.issues.is_empty() {
-        return Err(failed(format_issues(source, &checked.issues)));
-    }
-    // cel-go knows every output type; where this checker does not, the rule gets the benefit.
-    if !matches!(checked.output, Type::Unknown) && !checked.output.same_kind(&want) {
+    let program = Program::compile(env, source).map_err(|e| CompileError(format!("{prefix}{e}")))?;
+    if !program.output_type().is_exact(want) {
         return Err(CompileError(wrong_type.to_string()));
     }
-    let cost = cost::estimate(&program, &checked, roots);
+    let cost = program.estimate(sizes);
     Ok((program, cost))
 }
 
@@ -174,7 +286,7 @@ mod tests {
 
     fn compiled(s: &Value) -> Compiled {
         let decl = DeclType::of(s, false).unwrap();
-        compile(s, &decl).remove(0)
+        compile(s, &decl, &Preexisting::none()).remove(0)
     }
 
     /// A scalar schema: `integer`, `number`, `string`, `boolean`, a string format
@@ -495,7 +607,7 @@ mod tests {
             {"rule": "self.a > 0", "messageExpression": "'a is ' + string(self.a)"},
             {"rule": " "},
         ]});
-        let got = compile(&s, &DeclType::of(&s, false).unwrap());
+        let got = compile(&s, &DeclType::of(&s, false).unwrap(), &Preexisting::none());
         let error = |c: &Compiled| c.program.as_ref().and_then(|p| p.as_ref().err()).map(|e| e.0.clone());
         assert_eq!(
             error(&got[0]).unwrap(),

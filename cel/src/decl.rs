@@ -21,7 +21,8 @@ use std::sync::{Arc, LazyLock};
 use base64::Engine;
 use serde_json::{Value, json};
 
-use super::types::{FieldSource, Object, Type};
+use crate::types::{FieldSource, Object, Type};
+use crate::value::{Key, List, ListType, Map, Value as CelValue};
 
 /// kube's `MaxRequestSizeBytes`: the largest request, which bounds every size estimate.
 pub const MAX_REQUEST_SIZE_BYTES: u64 = 3 * 1024 * 1024;
@@ -63,6 +64,8 @@ pub struct DeclType {
     pub max_elements: u64,
     /// The smallest JSON a value serializes to: how many of them a request can repeat.
     pub min_serialized_size: u64,
+    /// How a list compares and concatenates (`x-kubernetes-list-type`).
+    pub list_type: ListType,
 }
 
 /// A schema node that says nothing more than a string.
@@ -154,7 +157,7 @@ pub fn escape(name: &str) -> Option<String> {
 
 impl DeclType {
     fn new(kind: DeclKind, max_elements: u64, min_serialized_size: u64) -> Arc<DeclType> {
-        Arc::new(DeclType { kind, max_elements, min_serialized_size })
+        Arc::new(DeclType { kind, max_elements, min_serialized_size, list_type: ListType::Atomic })
     }
 
     /// The declaration of structural schema node `s`, or `None` where kube has none (a node
@@ -170,7 +173,25 @@ impl DeclType {
                 let items = s.get("items").filter(|i| i.is_object())?;
                 let elem = DeclType::of(items, false)?;
                 let max = int(s, "maxItems").unwrap_or((MAX_REQUEST_SIZE_BYTES - 2) / (elem.min_serialized_size + 1));
-                Some(DeclType::new(DeclKind::List(elem), max, 2))
+                let list_type = match s.get("x-kubernetes-list-type").and_then(Value::as_str) {
+                    Some("set") => ListType::Set,
+                    Some("map") => ListType::Map(
+                        s.get("x-kubernetes-list-map-keys")
+                            .and_then(Value::as_array)
+                            .into_iter()
+                            .flatten()
+                            .filter_map(Value::as_str)
+                            .map(|k| Arc::from(escape(k).unwrap_or_else(|| k.to_string()).as_str()))
+                            .collect(),
+                    ),
+                    _ => ListType::Atomic,
+                };
+                Some(Arc::new(DeclType {
+                    kind: DeclKind::List(elem),
+                    max_elements: max,
+                    min_serialized_size: 2,
+                    list_type,
+                }))
             }
             "object" => {
                 if let Some(values) = s.get("additionalProperties").filter(|a| a.is_object()) {
@@ -272,35 +293,38 @@ impl DeclType {
 
     /// `value` as CEL sees it here (kube's `UnstructuredToVal`). A value that does not match
     /// the declaration (schema validation reported it) is taken as plain JSON.
-    pub(crate) fn to_cel(&self, value: &Value) -> cel::Value {
-        use std::sync::Arc as A;
+    pub fn to_value(&self, value: &Value) -> CelValue {
         match (&self.kind, value) {
-            (_, Value::Null) => cel::Value::Null,
-            (DeclKind::Double, Value::Number(n)) => cel::Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+            (_, Value::Null) => CelValue::Null,
+            (DeclKind::Double, Value::Number(n)) => CelValue::Double(n.as_f64().unwrap_or(f64::NAN)),
             (DeclKind::Bytes, Value::String(s)) => match base64::engine::general_purpose::STANDARD.decode(s) {
-                Ok(b) => cel::Value::Bytes(A::new(b)),
-                Err(_) => super::json_to_cel(value),
+                Ok(b) => CelValue::Bytes(Arc::from(b)),
+                Err(_) => crate::value::from_json(value),
             },
-            (DeclKind::Duration, Value::String(s)) => match crate::gofmt::parse_duration(s) {
-                Ok(nanos) => cel::Value::Duration(chrono::Duration::nanoseconds(nanos as i64)),
-                Err(_) => super::json_to_cel(value),
+            (DeclKind::Duration, Value::String(s)) => match crate::golang::parse_duration(s) {
+                Ok(nanos) => CelValue::Duration(nanos as i64),
+                Err(_) => crate::value::from_json(value),
             },
             (DeclKind::Timestamp, Value::String(s)) => match parse_timestamp(s) {
-                Some(t) => cel::Value::Timestamp(t),
-                None => super::json_to_cel(value),
+                Some(t) => CelValue::Timestamp(t),
+                None => crate::value::from_json(value),
             },
-            (DeclKind::List(elem), Value::Array(items)) => {
-                cel::Value::List(A::new(items.iter().map(|i| elem.to_cel(i)).collect()))
-            }
-            (DeclKind::Map(elem), Value::Object(m)) => {
-                super::cel_map(m.iter().map(|(k, v)| (k.clone(), elem.to_cel(v))))
-            }
-            (DeclKind::Object(fields), Value::Object(m)) => super::cel_map(
+            (DeclKind::List(elem), Value::Array(items)) => CelValue::List(List {
+                items: Arc::new(items.iter().map(|i| elem.to_value(i)).collect()),
+                list_type: self.list_type.clone(),
+            }),
+            (DeclKind::Map(elem), Value::Object(m)) => CelValue::Map(Map::new(
+                m.iter().map(|(k, v)| (Key::String(Arc::from(k.as_str())), elem.to_value(v))).collect(),
+            )),
+            (DeclKind::Object(fields), Value::Object(m)) => CelValue::Map(Map::new(
                 fields
                     .iter()
-                    .filter_map(|(escaped, (name, decl))| m.get(name).map(|v| (escaped.clone(), decl.to_cel(v)))),
-            ),
-            _ => super::json_to_cel(value),
+                    .filter_map(|(escaped, (name, decl))| {
+                        m.get(name).map(|v| (Key::String(Arc::from(escaped.as_str())), decl.to_value(v)))
+                    })
+                    .collect(),
+            )),
+            _ => crate::value::from_json(value),
         }
     }
 }
@@ -362,12 +386,12 @@ mod tests {
             "x-y": {"type": "integer"},
         }});
         let d = DeclType::of(&s, false).unwrap();
-        let v = d.to_cel(&json!({"ratio": 1, "at": "2024-01-02T03:04:05Z", "x-y": 2, "hidden": true}));
-        let cel::Value::Map(m) = v else { panic!("{v:?}") };
-        let get = |k: &str| m.map.get(&cel::objects::Key::String(Arc::new(k.to_string()))).cloned();
-        assert_eq!(get("ratio"), Some(cel::Value::Float(1.0)));
-        assert!(matches!(get("at"), Some(cel::Value::Timestamp(_))));
-        assert_eq!(get("x__dash__y"), Some(cel::Value::Int(2)));
+        let v = d.to_value(&json!({"ratio": 1, "at": "2024-01-02T03:04:05Z", "x-y": 2, "hidden": true}));
+        let CelValue::Map(m) = v else { panic!("{v:?}") };
+        let get = |k: &str| m.get(&Key::String(Arc::from(k))).cloned();
+        assert_eq!(get("ratio"), Some(CelValue::Double(1.0)));
+        assert!(matches!(get("at"), Some(CelValue::Timestamp(_))));
+        assert_eq!(get("x__dash__y"), Some(CelValue::Int(2)));
         assert_eq!(get("hidden"), None, "undeclared fields are invisible");
     }
 }
