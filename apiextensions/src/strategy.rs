@@ -97,8 +97,8 @@ fn counted(obj: &Value, status: bool) -> Vec<(&String, &Value)> {
 }
 
 impl Strategy for CustomResource {
-    fn field_schema(&self) -> Option<apimachinery::schema::Node<'_>> {
-        Some(apimachinery::schema::Node::root(&self.field_schema))
+    fn field_schema(&self) -> Option<&Value> {
+        Some(&self.field_schema)
     }
 
     /// kube's custom resource status strategy: the stored object with the written status.

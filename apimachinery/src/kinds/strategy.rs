@@ -104,7 +104,8 @@ pub trait Strategy: Send + Sync {
     /// The schema the field manager walks objects with, when the kind's is not a built-in
     /// definition: a custom resource's structural schema, whose `x-kubernetes-list-type`,
     /// `x-kubernetes-list-map-keys` and `x-kubernetes-map-type` say how its lists and maps merge.
-    fn field_schema(&self) -> Option<crate::schema::Node<'_>> {
+    /// Walked from its root by `schema::Node::root`.
+    fn field_schema(&self) -> Option<&Value> {
         None
     }
 
