@@ -109,8 +109,7 @@ async fn get(ctx: &RequestContext<'_>, def: &Arc<ResourceDef>, target: Target) -
         && output.encoding == Encoding::Protobuf
         && let Some(raw) = encoded.protobuf()
     {
-        let mut body = protobuf::unknown_head(&def.api_version(), &def.kind, raw.len());
-        body.extend_from_slice(raw);
+        let body = protobuf::enveloped(&def.api_version(), &def.kind, raw);
         return Ok(HttpResponse::Ok().content_type(protobuf::CONTENT_TYPE).body(body));
     }
     let obj = served_one(def, encoded.value()).await?;
@@ -178,7 +177,7 @@ async fn list(ctx: &RequestContext<'_>, def: &Arc<ResourceDef>, target: Target) 
 
 /// A protobuf list response from the cached messages, in chunks as [`ListChunks`]: the
 /// envelope and ListMeta first (the total length is known from the items' sizes), then the
-/// items, each copied once into a chunk.
+/// items, each copied once into a chunk, then the envelope's tail.
 struct ProtobufListChunks {
     head: Option<Vec<u8>>,
     items: std::vec::IntoIter<EncodedObject>,
@@ -214,6 +213,7 @@ impl Iterator for ProtobufListChunks {
         let mut out = self.head.take().unwrap_or_else(|| Vec::with_capacity(ListChunks::CHUNK + 4096));
         while out.len() < ListChunks::CHUNK {
             let Some(item) = self.items.next() else {
+                out.extend_from_slice(protobuf::UNKNOWN_TAIL);
                 self.done = true;
                 break;
             };
