@@ -972,7 +972,7 @@ impl RegistryStore {
         // kube applies a patch to the object in the version the request was made to: one
         // served from these objects in another form is patched in that form, then converted
         // back (conversion webhooks are the gateway's, around the stages).
-        let form = self.requested(&target).filter(|r| target.subresource.is_none() && r.strategy.converter().is_none());
+        let form = self.request_form(&target);
         let form = form.as_deref().unwrap_or(&def);
         let gvk = (form.group.as_str(), form.version.as_str(), form.kind.as_str());
         // kube's `patchToUpdateOptions`: admission sees a patch as an update, with UpdateOptions.
