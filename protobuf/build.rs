@@ -1,9 +1,12 @@
 //! Compiles Kubernetes' .proto files into a descriptor set, and reads the Go types beside them
-//! for what the .proto files do not say about JSON: which embedded structs are inlined, which
-//! fields are omitted when empty, and JSON names that differ from the proto names.
+//! for what the .proto files do not say about JSON and about Go's marshallers: which embedded
+//! structs are inlined, which fields are omitted when empty, which are written even when zero,
+//! and JSON names that differ from the proto names.
 //!
 //! The files come from `deploy/build-deps.sh` (Debian's golang-k8s-api-dev and
-//! golang-k8s-apimachinery-dev), in `$K8S_PROTO_DIR` or `target/k8s-protos`.
+//! golang-k8s-apimachinery-dev), in `$K8S_PROTO_DIR` or `target/k8s-protos`. Groups Debian does
+//! not package (apiextensions.k8s.io, apiregistration.k8s.io) have .proto files of our own in
+//! `proto/`, each with a `.fields` table saying what the Go types would (see [`own_fields`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -33,14 +36,26 @@ fn main() {
     }
     protos.sort();
     go_types.sort();
+    let own = Path::new(&env::var("CARGO_MANIFEST_DIR").unwrap()).join("proto");
+    println!("cargo:rerun-if-changed={}", own.display());
+    let mut own_protos: Vec<PathBuf> = fs::read_dir(&own)
+        .expect("the crate's proto/ directory")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "proto"))
+        .collect();
+    own_protos.sort();
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
     let protoc = env::var_os("PROTOC").unwrap_or_else(|| "protoc".into());
     let status = Command::new(&protoc)
         .arg("-I")
         .arg(&dir)
+        .arg("-I")
+        .arg(&own)
         .arg("--include_imports")
         .arg(format!("--descriptor_set_out={}", out.join("k8s.fds").display()))
         .args(protos.iter().map(|p| p.strip_prefix(&dir).unwrap()))
+        .args(own_protos.iter().map(|p| p.strip_prefix(&own).unwrap()))
         .current_dir(&dir)
         .output()
         .unwrap_or_else(|e| {
@@ -53,6 +68,9 @@ fn main() {
     for file in &go_types {
         let package = file.parent().unwrap().strip_prefix(&dir).unwrap().to_string_lossy().replace('/', ".");
         go_fields(&package, &fs::read_to_string(file).unwrap(), &mut table);
+    }
+    for proto in &own_protos {
+        own_fields(&proto.with_extension("fields"), &mut table);
     }
     fs::write(out.join("go_fields.txt"), table).unwrap();
 }
@@ -71,8 +89,10 @@ fn walk(dir: &Path, f: &mut dyn FnMut(&Path)) {
     }
 }
 
-/// One line per protobuf-tagged field of a Go struct: `<message> <number> <flags> <json name>`,
-/// flags `i` (inlined), `z` (omitted when zero: `omitempty` on a non-pointer), `-` (neither).
+/// One line per protobuf-tagged field of a Go struct: `<message> <number> <flags> <json name>`.
+/// Flags are letters, `-` for none: `i` (inlined), `z` (omitted from JSON when zero:
+/// `omitempty` on a non-pointer), `w` (written by Go's marshaller even when zero: a value, not
+/// a pointer, slice or map).
 fn go_fields(package: &str, source: &str, out: &mut String) {
     let mut current: Option<&str> = None;
     for line in source.lines() {
@@ -97,13 +117,36 @@ fn go_fields(package: &str, source: &str, out: &mut String) {
         let options: Vec<&str> = json_parts.collect();
         let inline = options.contains(&"inline");
         let omit_zero = options.contains(&"omitempty") && !go_type.starts_with('*');
-        let flags = match (inline, omit_zero) {
-            (true, _) => "i",
-            (false, true) => "z",
-            (false, false) => "-",
-        };
+        let value = !(go_type.starts_with('*') || go_type.starts_with("[]") || go_type.starts_with("map["));
+        let mut flags = String::new();
+        for (set, letter) in [(inline, 'i'), (omit_zero, 'z'), (value, 'w')] {
+            if set {
+                flags.push(letter);
+            }
+        }
+        if flags.is_empty() {
+            flags.push('-');
+        }
         let name = if json_name.is_empty() { "-" } else { json_name };
         out.push_str(&format!("{package}.{message} {number} {flags} {name}\n"));
+    }
+}
+
+/// The table of one of our own .proto files, in [`go_fields`]' format but for the message's
+/// short name, after a `package <name>` line; `#` starts a comment.
+fn own_fields(path: &Path, out: &mut String) {
+    println!("cargo:rerun-if-changed={}", path.display());
+    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut package = None;
+    for line in text.lines().map(|l| l.split('#').next().unwrap_or("").trim()).filter(|l| !l.is_empty()) {
+        if let Some(p) = line.strip_prefix("package ") {
+            package = Some(p.trim().to_string());
+            continue;
+        }
+        let package = package.as_deref().unwrap_or_else(|| panic!("{}: no package line first", path.display()));
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let [message, number, flags, json] = words[..] else { panic!("{}: bad line {line:?}", path.display()) };
+        out.push_str(&format!("{package}.{message} {number} {flags} {json}\n"));
     }
 }
 

@@ -65,9 +65,10 @@ impl Output {
 pub struct Offer {
     /// Tables (reads of resources).
     pub tables: bool,
-    /// Metadata-only views (reads of resources).
+    /// Metadata-only views (reads of resources), in protobuf too whatever the kind: they are
+    /// `meta.k8s.io` messages (kube serves them for custom resources since 1.16).
     pub metadata: bool,
-    /// Protobuf (built-in kinds).
+    /// Protobuf of the objects themselves (built-in kinds, not custom resources).
     pub protobuf: bool,
 }
 
@@ -82,12 +83,10 @@ impl Offer {
         Offer { tables: false, metadata: false, protobuf: has_protobuf(def) }
     }
 
+    /// What a 406 names: kube's serializers for a resource, custom ones included, are these
+    /// three (a custom resource's protobuf one serves only metadata views).
     fn accepted(&self) -> &'static str {
-        if self.protobuf {
-            "application/json, application/yaml, application/vnd.kubernetes.protobuf"
-        } else {
-            "application/json, application/yaml"
-        }
+        "application/json, application/yaml, application/vnd.kubernetes.protobuf"
     }
 }
 
@@ -143,14 +142,14 @@ pub fn negotiate(accept: Option<&str>, offer: Offer) -> Result<Output, ApiError>
     ];
     for range in parse_ranges(accept) {
         for &(encoding, kind, subtype) in encodings {
-            if encoding == Encoding::Protobuf && !offer.protobuf {
-                continue;
-            }
             let matches = (range.kind == kind && (range.subtype == subtype || range.subtype == "*"))
                 || (range.kind == "*" && range.subtype == "*");
-            if matches && let Some(view) = view_of(&range, encoding, offer) {
-                return Ok(Output { encoding, view });
+            let Some(view) = view_of(&range, encoding, offer).filter(|_| matches) else { continue };
+            let metadata = matches!(view, View::Metadata | View::MetadataList);
+            if encoding == Encoding::Protobuf && !offer.protobuf && !metadata {
+                continue;
             }
+            return Ok(Output { encoding, view });
         }
     }
     Err(ApiError::new(
@@ -195,13 +194,15 @@ pub fn input_format(content_type: Option<&str>, protobuf: bool) -> Result<Input,
         "application/yaml" | "application/x-yaml" | "text/yaml" => Ok(Input::Yaml),
         protobuf::CONTENT_TYPE if protobuf => Ok(Input::Protobuf),
         _ => {
-            let offer = Offer { protobuf, ..Offer::default() };
+            // Bodies of custom resources are JSON or YAML only.
+            let accepted = if protobuf {
+                "application/json, application/yaml, application/vnd.kubernetes.protobuf"
+            } else {
+                "application/json, application/yaml"
+            };
             Err(ApiError::new(
                 apimachinery::Reason::UnsupportedMediaType,
-                format!(
-                    "the body of the request was in an unknown format - accepted media types include: {}",
-                    offer.accepted()
-                ),
+                format!("the body of the request was in an unknown format - accepted media types include: {accepted}"),
             ))
         }
     }
@@ -533,9 +534,19 @@ mod tests {
         assert_eq!(negotiate(Some(a), READS).unwrap(), PROTOBUF);
         let custom = Offer { protobuf: false, ..READS };
         assert_eq!(negotiate(Some(a), custom).unwrap(), Output::JSON);
+        // kube's words for a custom resource, whose serializers include protobuf (for metadata).
         let e = negotiate(Some("application/vnd.kubernetes.protobuf"), custom).unwrap_err();
         assert_eq!(e.code, 406);
-        assert_eq!(e.message, "only the following media types are accepted: application/json, application/yaml");
+        assert_eq!(
+            e.message,
+            "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+        );
+        let meta = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+        assert_eq!(
+            negotiate(Some(meta), custom).unwrap(),
+            Output { encoding: Encoding::Protobuf, view: View::MetadataList }
+        );
+        assert!(negotiate(Some("*/*"), Offer::default()).is_ok_and(|o| o == Output::JSON));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use apimachinery::encoded::EncodedObject;
-use apimachinery::error::ApiError;
+use apimachinery::error::{ApiError, qualified_resource};
 use apimachinery::kinds::{ResourceDef, Served, Subresource};
 use apimachinery::messages::{
     CreateObject, DeleteCollection, DeleteObject, GetObject, ListObjects, ObjectList, PatchObject, Target,
@@ -63,29 +63,54 @@ pub async fn serve(ctx: &RequestContext<'_>, payload: web::Payload) -> Result<Ht
         target.group = group.clone();
         target.version = version.clone();
     }
+    serve_target(ctx, &def, target, payload).await.map_err(|e| as_requested(e, &def))
+}
+
+/// An error the stages worded for the stored resource, worded for the one requested when
+/// that is another group's (`events.events.k8s.io "x" not found`, as kube names it). Errors
+/// naming a kind (Invalid) keep the stored group: kube's name the internal type's.
+fn as_requested(mut e: ApiError, def: &ResourceDef) -> ApiError {
+    let Some((stored_group, _)) = def.stored_as.as_ref().filter(|(g, _)| *g != def.group) else { return e };
+    if e.group.as_deref().unwrap_or("") != stored_group || e.kind.as_deref() != Some(def.resource.as_str()) {
+        return e;
+    }
+    let (was, is) = (qualified_resource(stored_group, &def.resource), qualified_resource(&def.group, &def.resource));
+    e.message = e.message.replacen(&format!("{was} \""), &format!("{is} \""), 1);
+    e.group = (!def.group.is_empty()).then(|| def.group.clone());
+    e
+}
+
+/// A request of `def` once its target is known.
+async fn serve_target(
+    ctx: &RequestContext<'_>,
+    def: &Arc<ResourceDef>,
+    target: Target,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let (info, subresource) = (ctx.info, target.subresource);
     if let Some(sub) = subresource.filter(|s| !s.is_view()) {
         let body = ctx.read_body(payload).await?;
-        return crate::subresources::serve(ctx, &def, target, sub, body).await;
+        return crate::subresources::serve(ctx, def, target, sub, body).await;
     }
     match info.verb.as_str() {
-        "get" => get(ctx, &def, target).await,
-        "list" => list(ctx, &def, target).await,
-        "watch" => crate::watch::serve(ctx, &def, target).await,
+        "get" => get(ctx, def, target).await,
+        "list" => list(ctx, def, target).await,
+        "watch" => crate::watch::serve(ctx, def, target).await,
         "create" => {
             if subresource.is_some() || (def.namespaced && info.namespace.is_empty()) {
                 return Err(ApiError::method_not_allowed());
             }
-            create(ctx, &def, target, payload).await
+            create(ctx, def, target, payload).await
         }
         "update" | "patch" if info.name.is_empty() => Err(ApiError::method_not_allowed()),
-        "update" => update(ctx, &def, target, payload).await,
-        "patch" => patch(ctx, &def, target, payload).await,
-        "delete" => delete(ctx, &def, target, payload).await,
+        "update" => update(ctx, def, target, payload).await,
+        "patch" => patch(ctx, def, target, payload).await,
+        "delete" => delete(ctx, def, target, payload).await,
         "deletecollection" => {
             if !def.deletecollection {
                 return Err(ApiError::method_not_allowed());
             }
-            delete_collection(ctx, &def, target, payload).await
+            delete_collection(ctx, def, target, payload).await
         }
         _ => Err(ApiError::method_not_allowed()),
     }
@@ -109,8 +134,7 @@ async fn get(ctx: &RequestContext<'_>, def: &Arc<ResourceDef>, target: Target) -
         && output.encoding == Encoding::Protobuf
         && let Some(raw) = encoded.protobuf()
     {
-        let mut body = protobuf::unknown_head(&def.api_version(), &def.kind, raw.len());
-        body.extend_from_slice(raw);
+        let body = protobuf::enveloped(&def.api_version(), &def.kind, raw);
         return Ok(HttpResponse::Ok().content_type(protobuf::CONTENT_TYPE).body(body));
     }
     let obj = served_one(def, encoded.value()).await?;
@@ -178,7 +202,7 @@ async fn list(ctx: &RequestContext<'_>, def: &Arc<ResourceDef>, target: Target) 
 
 /// A protobuf list response from the cached messages, in chunks as [`ListChunks`]: the
 /// envelope and ListMeta first (the total length is known from the items' sizes), then the
-/// items, each copied once into a chunk.
+/// items, each copied once into a chunk, then the envelope's tail.
 struct ProtobufListChunks {
     head: Option<Vec<u8>>,
     items: std::vec::IntoIter<EncodedObject>,
@@ -214,6 +238,7 @@ impl Iterator for ProtobufListChunks {
         let mut out = self.head.take().unwrap_or_else(|| Vec::with_capacity(ListChunks::CHUNK + 4096));
         while out.len() < ListChunks::CHUNK {
             let Some(item) = self.items.next() else {
+                out.extend_from_slice(protobuf::UNKNOWN_TAIL);
                 self.done = true;
                 break;
             };
@@ -344,7 +369,14 @@ async fn write_response(
     let output = negotiate(ctx.header("Accept"), Offer::writes(def))?;
     let object = match result.object {
         Written::Object(o) => served_one(def, o).await?,
-        Written::Scale(v) | Written::Status(v) => v,
+        Written::Status(mut v) => {
+            // A delete's Status names the group the request was made to, as kube's does.
+            if def.stored_as.is_some() && !def.group.is_empty() && v["details"].is_object() {
+                v["details"]["group"] = def.group.clone().into();
+            }
+            v
+        }
+        Written::Scale(v) => v,
     };
     let mut response = respond(status, output, &object, ctx.pretty());
     if !result.audit_annotations.is_empty() {

@@ -113,8 +113,8 @@ pub async fn serve(
                     _ => (api_version.as_str(), def.kind.as_str()),
                 };
                 let head = protobuf::watch_frame_head(event_name(event.kind), api_version, kind, raw.len());
-                sizes.record((head.len() + raw.len()) as f64);
-                vec![Bytes::from(head), raw.clone()]
+                sizes.record((head.len() + raw.len() + protobuf::UNKNOWN_TAIL.len()) as f64);
+                vec![Bytes::from(head), raw.clone(), Bytes::from_static(protobuf::UNKNOWN_TAIL)]
             } else {
                 let object = served(&def, event.object.value());
                 let object = match (&mut tables, event.kind) {
@@ -202,5 +202,6 @@ fn protobuf_frame(kind: WatchEventType, object: &serde_json::Value, api_version:
     let raw = protobuf::encode_as(object, api_version, def_kind).unwrap_or_default();
     let mut frame = protobuf::watch_frame_head(event_name(kind), api_version, def_kind, raw.len());
     frame.extend_from_slice(&raw);
+    frame.extend_from_slice(protobuf::UNKNOWN_TAIL);
     frame
 }

@@ -15,13 +15,17 @@ use serde_json::{Map, Value};
 use crate::Error;
 use crate::schema::{Field, MessageId, Scalar, Schema, Special};
 
-/// Encodes `value` as the message `id` (its raw bytes, no envelope).
+/// Encodes `value` as the message `id` (its raw bytes, no envelope). A JSON null is the
+/// message's zero value, written as Go writes a zero struct.
 pub fn encode(schema: &Schema, id: MessageId, value: &Value, out: &mut Vec<u8>) -> Result<(), Error> {
     let message = &schema.messages[id];
     match message.special {
         Special::None => {
-            let Some(obj) = value.as_object() else {
-                return Err(Error::Shape(format!("{} must be an object, not {value}", message.name)));
+            let empty = Map::new();
+            let obj = match value {
+                Value::Object(obj) => obj,
+                Value::Null => &empty,
+                _ => return Err(Error::Shape(format!("{} must be an object, not {value}", message.name))),
             };
             for field in &message.fields {
                 if field.inline {
@@ -31,11 +35,14 @@ pub fn encode(schema: &Schema, id: MessageId, value: &Value, out: &mut Vec<u8>) 
                     continue;
                 }
                 match obj.get(&field.json) {
+                    None | Some(Value::Null) if field.always => write_zero(schema, field.number, field.kind, out)?,
                     None | Some(Value::Null) => {}
                     Some(v) => write_field(schema, field, v, out)?,
                 }
             }
         }
+        // The zero Time is no Timestamp at all; any other has both fields.
+        Special::Time | Special::MicroTime if value.is_null() => {}
         Special::Time | Special::MicroTime => {
             let Some(s) = value.as_str() else { return Err(Error::Shape(format!("a time must be a string: {value}"))) };
             let t = DateTime::parse_from_rfc3339(s).map_err(|e| Error::Shape(format!("time {s:?}: {e}")))?;
@@ -45,33 +52,79 @@ pub fn encode(schema: &Schema, id: MessageId, value: &Value, out: &mut Vec<u8>) 
                 return Err(Error::Shape(format!("time {s:?}: second out of range")));
             }
             write_varint(1, t.timestamp() as u64, out);
-            if t.timestamp_subsec_nanos() != 0 {
-                write_varint(2, u64::from(t.timestamp_subsec_nanos()), out);
-            }
+            write_varint(2, u64::from(t.timestamp_subsec_nanos()), out);
         }
         Special::Duration => {
-            let s = value.as_str().ok_or_else(|| Error::Shape(format!("a duration must be a string: {value}")))?;
-            write_varint(1, parse_duration(s)? as u64, out);
+            let nanos = match value {
+                Value::Null => 0,
+                Value::String(s) => parse_duration(s)?,
+                _ => return Err(Error::Shape(format!("a duration must be a string: {value}"))),
+            };
+            write_varint(1, nanos as u64, out);
         }
+        // Go writes a Quantity as its canonical string, "0" for the zero Quantity.
+        Special::Quantity if value.is_null() => write_bytes(1, b"0", out),
         Special::Quantity => write_bytes(1, scalar_text(value).as_bytes(), out),
-        Special::IntOrString => match value {
-            Value::Number(n) => {
-                write_varint(1, 0, out);
-                write_varint(2, n.as_i64().unwrap_or_default() as u64, out);
-            }
-            other => {
-                write_varint(1, 1, out);
-                write_bytes(3, scalar_text(other).as_bytes(), out);
-            }
-        },
-        Special::RawExtension => write_bytes(1, &serde_json::to_vec(value).unwrap_or_default(), out),
+        Special::IntOrString => {
+            let (kind, int, text) = match value {
+                Value::Null => (0, 0, String::new()),
+                Value::Number(n) => (0, n.as_i64().unwrap_or_default(), String::new()),
+                other => (1, 0, scalar_text(other)),
+            };
+            write_varint(1, kind, out);
+            write_varint(2, int as u64, out);
+            write_bytes(3, text.as_bytes(), out);
+        }
+        // Raw bytes are written only when there are some.
+        Special::RawExtension | Special::FieldsV1 | Special::Json if value.is_null() => {}
+        // kube writes a field set's keys in its own order (`fields_v1`).
         Special::FieldsV1 => write_bytes(1, &crate::fields_v1::to_json(value), out),
+        Special::RawExtension | Special::Json => {
+            write_bytes(1, &serde_json::to_vec(value).unwrap_or_default(), out);
+        }
         Special::Items => {
             let field = &message.fields[0];
             for item in value.as_array().into_iter().flatten() {
                 write_one(schema, field.number, field.kind, item, out)?;
             }
         }
+        Special::SchemaOrArray | Special::SchemaOrStringArray => match value {
+            Value::Object(_) => write_one(schema, 1, message.fields[0].kind, value, out)?,
+            Value::Array(items) => {
+                for item in items {
+                    write_one(schema, 2, message.fields[1].kind, item, out)?;
+                }
+            }
+            Value::Null => {}
+            other => return Err(Error::Shape(format!("a schema or an array expected, not {other}"))),
+        },
+        Special::SchemaOrBool => match value {
+            Value::Object(_) => {
+                write_varint(1, 1, out);
+                write_one(schema, 2, message.fields[1].kind, value, out)?;
+            }
+            Value::Bool(allows) => write_varint(1, u64::from(*allows), out),
+            Value::Null => write_varint(1, 0, out),
+            _ => return Err(Error::Shape("boolean or JSON schema expected".into())),
+        },
+    }
+    Ok(())
+}
+
+/// Writes the zero value of a field Go's marshaller always writes.
+fn write_zero(schema: &Schema, number: u32, kind: Scalar, out: &mut Vec<u8>) -> Result<(), Error> {
+    match kind {
+        Scalar::String | Scalar::Bytes => write_bytes(number, b"", out),
+        Scalar::Bool | Scalar::Int | Scalar::SInt => write_varint(number, 0, out),
+        Scalar::Double | Scalar::Fixed64 => {
+            encode_key(number, WireType::SixtyFourBit, out);
+            out.extend_from_slice(&[0; 8]);
+        }
+        Scalar::Float | Scalar::Fixed32 => {
+            encode_key(number, WireType::ThirtyTwoBit, out);
+            out.extend_from_slice(&[0; 4]);
+        }
+        Scalar::Message(id) => write_message(schema, number, id, &Value::Null, out)?,
     }
     Ok(())
 }
@@ -92,8 +145,11 @@ fn write_field(schema: &Schema, field: &Field, v: &Value, out: &mut Vec<u8>) -> 
         for (k, item) in map {
             entry.clear();
             write_one(schema, 1, key_kind, &Value::String(k.clone()), &mut entry)?;
-            if !item.is_null() {
-                write_one(schema, 2, field.kind, item, &mut entry)?;
+            // Go writes every value, zero or not, but for nil bytes.
+            match (item, field.kind) {
+                (Value::Null, Scalar::Bytes) => {}
+                (Value::Null, kind) => write_zero(schema, 2, kind, &mut entry)?,
+                (item, kind) => write_one(schema, 2, kind, item, &mut entry)?,
             }
             write_bytes(field.number, &entry, out);
         }
@@ -102,7 +158,11 @@ fn write_field(schema: &Schema, field: &Field, v: &Value, out: &mut Vec<u8>) -> 
     if field.repeated {
         let Some(items) = v.as_array() else { return Err(Error::Shape(format!("{} must be an array", field.json))) };
         for item in items {
-            write_one(schema, field.number, field.kind, item, out)?;
+            if item.is_null() {
+                write_zero(schema, field.number, field.kind, out)?;
+            } else {
+                write_one(schema, field.number, field.kind, item, out)?;
+            }
         }
         return Ok(());
     }
@@ -220,143 +280,252 @@ pub(crate) fn decode_at(schema: &Schema, id: MessageId, bytes: &[u8], depth: usi
     }
     let depth = depth + 1;
     let message = &schema.messages[id];
+    // One small function a form: nested messages recurse through this dispatch, so only the
+    // frames of the forms a body nests through are on the stack.
     match message.special {
-        Special::None => {
-            let mut obj = Map::new();
-            for item in fields(bytes) {
-                let (number, wire) = item?;
-                let Some(field) = message.field(number) else { continue };
-                if field.inline {
-                    if let (Scalar::Message(sub), Wire::Bytes(b)) = (field.kind, wire)
-                        && let Value::Object(inner) = decode_at(schema, sub, b, depth)?
-                    {
-                        obj.extend(inner);
-                    }
-                    continue;
-                }
-                if let Some(key_kind) = field.map_key {
-                    let Wire::Bytes(entry) = wire else { return Err(wrong(field)) };
-                    let (mut key, mut value) = (None, None);
-                    for e in fields(entry) {
-                        match e? {
-                            (1, w) => key = Some(read_one(schema, key_kind, w, depth)?),
-                            (2, w) => value = Some(read_one(schema, field.kind, w, depth)?),
-                            _ => {}
-                        }
-                    }
-                    let key = match key {
-                        Some(Value::String(s)) => s,
-                        Some(other) => other.to_string(),
-                        None => String::new(),
-                    };
-                    let value = value.unwrap_or_else(|| zero(schema, field.kind));
-                    let map = obj.entry(field.json.clone()).or_insert_with(|| Value::Object(Map::new()));
-                    if let Value::Object(m) = map {
-                        m.insert(key, value);
-                    }
-                    continue;
-                }
-                if field.repeated {
-                    let list = obj.entry(field.json.clone()).or_insert_with(|| Value::Array(Vec::new()));
-                    let Value::Array(list) = list else { continue };
-                    match (wire, field.kind) {
-                        // A packed run of scalars.
-                        (Wire::Bytes(b), k) if !matches!(k, Scalar::String | Scalar::Bytes | Scalar::Message(_)) => {
-                            let mut b = b;
-                            while !b.is_empty() {
-                                let w = match k {
-                                    Scalar::Double | Scalar::Fixed64 if b.len() >= 8 => Wire::Fixed64(b.get_u64_le()),
-                                    Scalar::Float | Scalar::Fixed32 if b.len() >= 4 => Wire::Fixed32(b.get_u32_le()),
-                                    _ => Wire::Varint(decode_varint(&mut b).map_err(Error::Decode)?),
-                                };
-                                list.push(read_one(schema, k, w, depth)?);
-                            }
-                        }
-                        (w, k) => list.push(read_one(schema, k, w, depth)?),
-                    }
-                    continue;
-                }
-                let value = read_one(schema, field.kind, wire, depth)?;
-                if value.is_null() || (field.omit_zero && is_zero(&value)) {
-                    obj.remove(&field.json);
-                    continue;
-                }
-                obj.insert(field.json.clone(), value);
-            }
-            Ok(Value::Object(obj))
-        }
-        Special::Time | Special::MicroTime => {
-            let (mut seconds, mut nanos) = (0i64, 0i32);
-            for item in fields(bytes) {
-                match item? {
-                    (1, Wire::Varint(v)) => seconds = v as i64,
-                    // An int32 on the wire: a varint of which the low 32 bits count.
-                    (2, Wire::Varint(v)) => nanos = v as i32,
-                    _ => {}
-                }
-            }
-            if seconds == 0 && nanos == 0 {
-                return Ok(Value::Null);
-            }
-            Ok(Value::String(format_time(seconds, nanos, message.special == Special::MicroTime)?))
-        }
-        Special::Duration => {
-            let mut nanos = 0i64;
-            for item in fields(bytes) {
-                if let (1, Wire::Varint(v)) = item? {
-                    nanos = v as i64;
-                }
-            }
-            Ok(Value::String(format_duration(nanos)))
-        }
-        Special::Quantity => {
-            let mut s = String::new();
-            for item in fields(bytes) {
-                if let (1, Wire::Bytes(b)) = item? {
-                    s = String::from_utf8_lossy(b).into_owned();
-                }
-            }
-            Ok(Value::String(s))
-        }
-        Special::IntOrString => {
-            let (mut kind, mut int, mut text) = (0u64, 0i64, String::new());
-            for item in fields(bytes) {
-                match item? {
-                    (1, Wire::Varint(v)) => kind = v,
-                    (2, Wire::Varint(v)) => int = v as i32 as i64,
-                    (3, Wire::Bytes(b)) => text = String::from_utf8_lossy(b).into_owned(),
-                    _ => {}
-                }
-            }
-            Ok(if kind == 1 { Value::String(text) } else { Value::from(int) })
-        }
-        Special::RawExtension | Special::FieldsV1 => {
-            let mut raw: &[u8] = &[];
-            for item in fields(bytes) {
-                if let (1, Wire::Bytes(b)) = item? {
-                    raw = b;
-                }
-            }
-            if raw.is_empty() {
-                return Ok(Value::Null);
-            }
-            if raw.starts_with(crate::MAGIC) {
-                return crate::decode_object_at(raw, depth);
-            }
-            serde_json::from_slice(raw).map_err(|e| Error::Shape(format!("embedded JSON: {e}")))
-        }
-        Special::Items => {
-            let field = &message.fields[0];
-            let mut items = Vec::new();
-            for item in fields(bytes) {
-                let (number, wire) = item?;
-                if number == field.number {
-                    items.push(read_one(schema, field.kind, wire, depth)?);
-                }
-            }
-            Ok(Value::Array(items))
+        Special::None => decode_fields(schema, message, bytes, depth),
+        Special::Time | Special::MicroTime => decode_time(bytes, message.special == Special::MicroTime),
+        Special::Duration => decode_duration(bytes),
+        Special::Quantity => decode_quantity(bytes),
+        Special::IntOrString => decode_int_or_string(bytes),
+        Special::RawExtension | Special::FieldsV1 => decode_raw_json(bytes, depth),
+        Special::Items => decode_items(schema, message, bytes, depth),
+        Special::Json => decode_json(bytes),
+        Special::SchemaOrArray | Special::SchemaOrStringArray | Special::SchemaOrBool => {
+            decode_schema_or(schema, message, bytes, depth)
         }
     }
+}
+
+/// A message of fields: an object, embedded structs inlined.
+fn decode_fields(
+    schema: &Schema,
+    message: &crate::schema::Message,
+    bytes: &[u8],
+    depth: usize,
+) -> Result<Value, Error> {
+    let mut obj = Map::new();
+    let mut inlined = Vec::new();
+    for item in fields(bytes) {
+        let (number, wire) = item?;
+        let Some(field) = message.field(number) else { continue };
+        if field.inline {
+            if let (Scalar::Message(sub), Wire::Bytes(b)) = (field.kind, wire)
+                && let Value::Object(inner) = decode_at(schema, sub, b, depth)?
+            {
+                obj.extend(inner);
+            }
+            inlined.push(number);
+            continue;
+        }
+        if let Some(key_kind) = field.map_key {
+            let Wire::Bytes(entry) = wire else { return Err(wrong(field)) };
+            let (mut key, mut value) = (None, None);
+            for e in fields(entry) {
+                match e? {
+                    (1, w) => key = Some(read_one(schema, key_kind, w, depth)?),
+                    (2, w) => value = Some(read_one(schema, field.kind, w, depth)?),
+                    _ => {}
+                }
+            }
+            let key = match key {
+                Some(Value::String(s)) => s,
+                Some(other) => other.to_string(),
+                None => String::new(),
+            };
+            let value = value.unwrap_or_else(|| zero(schema, field.kind));
+            let map = obj.entry(field.json.clone()).or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(m) = map {
+                m.insert(key, value);
+            }
+            continue;
+        }
+        if field.repeated {
+            let list = obj.entry(field.json.clone()).or_insert_with(|| Value::Array(Vec::new()));
+            let Value::Array(list) = list else { continue };
+            match (wire, field.kind) {
+                // A packed run of scalars.
+                (Wire::Bytes(b), k) if !matches!(k, Scalar::String | Scalar::Bytes | Scalar::Message(_)) => {
+                    let mut b = b;
+                    while !b.is_empty() {
+                        let w = match k {
+                            Scalar::Double | Scalar::Fixed64 if b.len() >= 8 => Wire::Fixed64(b.get_u64_le()),
+                            Scalar::Float | Scalar::Fixed32 if b.len() >= 4 => Wire::Fixed32(b.get_u32_le()),
+                            _ => Wire::Varint(decode_varint(&mut b).map_err(Error::Decode)?),
+                        };
+                        list.push(read_one(schema, k, w, depth)?);
+                    }
+                }
+                (w, k) => list.push(read_one(schema, k, w, depth)?),
+            }
+            continue;
+        }
+        let value = read_one(schema, field.kind, wire, depth)?;
+        if value.is_null() || (field.omit_zero && is_zero(&value)) {
+            obj.remove(&field.json);
+            continue;
+        }
+        obj.insert(field.json.clone(), value);
+    }
+    fill_zeros(schema, message, &inlined, &mut obj, depth)?;
+    Ok(Value::Object(obj))
+}
+
+fn decode_time(bytes: &[u8], micro: bool) -> Result<Value, Error> {
+    let (mut seconds, mut nanos) = (0i64, 0i32);
+    for item in fields(bytes) {
+        match item? {
+            (1, Wire::Varint(v)) => seconds = v as i64,
+            // An int32 on the wire: a varint of which the low 32 bits count.
+            (2, Wire::Varint(v)) => nanos = v as i32,
+            _ => {}
+        }
+    }
+    if seconds == 0 && nanos == 0 {
+        return Ok(Value::Null);
+    }
+    Ok(Value::String(format_time(seconds, nanos, micro)?))
+}
+
+fn decode_duration(bytes: &[u8]) -> Result<Value, Error> {
+    let mut nanos = 0i64;
+    for item in fields(bytes) {
+        if let (1, Wire::Varint(v)) = item? {
+            nanos = v as i64;
+        }
+    }
+    Ok(Value::String(format_duration(nanos)))
+}
+
+fn decode_quantity(bytes: &[u8]) -> Result<Value, Error> {
+    // The zero Quantity (no string) is "0", as Go prints it.
+    let mut s = "0".to_string();
+    for item in fields(bytes) {
+        if let (1, Wire::Bytes(b)) = item? {
+            s = String::from_utf8_lossy(b).into_owned();
+        }
+    }
+    Ok(Value::String(s))
+}
+
+fn decode_int_or_string(bytes: &[u8]) -> Result<Value, Error> {
+    let (mut kind, mut int, mut text) = (0u64, 0i64, String::new());
+    for item in fields(bytes) {
+        match item? {
+            (1, Wire::Varint(v)) => kind = v,
+            (2, Wire::Varint(v)) => int = v as i32 as i64,
+            (3, Wire::Bytes(b)) => text = String::from_utf8_lossy(b).into_owned(),
+            _ => {}
+        }
+    }
+    Ok(if kind == 1 { Value::String(text) } else { Value::from(int) })
+}
+
+/// A RawExtension or FieldsV1: embedded JSON, or an embedded enveloped object.
+fn decode_raw_json(bytes: &[u8], depth: usize) -> Result<Value, Error> {
+    let mut raw: &[u8] = &[];
+    for item in fields(bytes) {
+        if let (1, Wire::Bytes(b)) = item? {
+            raw = b;
+        }
+    }
+    if raw.is_empty() {
+        return Ok(Value::Null);
+    }
+    if raw.starts_with(crate::MAGIC) {
+        return crate::decode_object_at(raw, depth);
+    }
+    serde_json::from_slice(raw).map_err(|e| Error::Shape(format!("embedded JSON: {e}")))
+}
+
+fn decode_items(schema: &Schema, message: &crate::schema::Message, bytes: &[u8], depth: usize) -> Result<Value, Error> {
+    let field = &message.fields[0];
+    let mut items = Vec::new();
+    for item in fields(bytes) {
+        let (number, wire) = item?;
+        if number == field.number {
+            items.push(read_one(schema, field.kind, wire, depth)?);
+        }
+    }
+    Ok(Value::Array(items))
+}
+
+/// apiextensions' `JSON`: the value its bytes hold, null for none.
+fn decode_json(bytes: &[u8]) -> Result<Value, Error> {
+    let mut raw: &[u8] = &[];
+    for item in fields(bytes) {
+        if let (1, Wire::Bytes(b)) = item? {
+            raw = b;
+        }
+    }
+    if raw.is_empty() {
+        return Ok(Value::Null);
+    }
+    serde_json::from_slice(raw).map_err(|e| Error::Shape(format!("embedded JSON: {e}")))
+}
+
+/// The `JSONSchemaPropsOr*` messages, as their Go types' MarshalJSON write them: the array
+/// when it has items, else the schema, else (for the boolean form) the boolean or (for the
+/// others) null.
+fn decode_schema_or(
+    schema: &Schema,
+    message: &crate::schema::Message,
+    bytes: &[u8],
+    depth: usize,
+) -> Result<Value, Error> {
+    let (mut allows, mut schema_value, mut list) = (None, None, Vec::new());
+    for item in fields(bytes) {
+        let (number, wire) = item?;
+        let Some(field) = message.field(number) else { continue };
+        let value = read_one(schema, field.kind, wire, depth)?;
+        match (message.special, number) {
+            (Special::SchemaOrBool, 1) => allows = Some(value),
+            (Special::SchemaOrBool, 2) | (_, 1) => schema_value = Some(value),
+            (_, 2) => list.push(value),
+            _ => {}
+        }
+    }
+    Ok(match message.special {
+        Special::SchemaOrBool => schema_value.or(allows).unwrap_or(Value::Bool(false)),
+        _ if !list.is_empty() => Value::Array(list),
+        _ => schema_value.unwrap_or(Value::Null),
+    })
+}
+
+/// What a Go decoder leaves in the fields a message did not carry: the zero value of those Go
+/// always writes (values, not pointers), as JSON shows it, so that absent and zero fields read
+/// alike.
+fn fill_zeros(
+    schema: &Schema,
+    message: &crate::schema::Message,
+    inlined: &[u32],
+    obj: &mut Map<String, Value>,
+    depth: usize,
+) -> Result<(), Error> {
+    for field in message.fields.iter().filter(|f| f.always) {
+        if field.inline {
+            if let Scalar::Message(sub) = field.kind
+                && !inlined.contains(&field.number)
+                && let Value::Object(inner) = decode_at(schema, sub, &[], depth)?
+            {
+                for (k, v) in inner {
+                    obj.entry(k).or_insert(v);
+                }
+            }
+            continue;
+        }
+        if obj.contains_key(&field.json) {
+            continue;
+        }
+        let value = match field.kind {
+            Scalar::Message(sub) => decode_at(schema, sub, &[], depth)?,
+            kind => zero(schema, kind),
+        };
+        if !(value.is_null() || (field.omit_zero && is_zero(&value))) {
+            obj.insert(field.json.clone(), value);
+        }
+    }
+    Ok(())
 }
 
 fn wrong(field: &Field) -> Error {
@@ -370,13 +539,20 @@ fn read_one(schema: &Schema, kind: Scalar, wire: Wire<'_>, depth: usize) -> Resu
         (Scalar::Bool, Wire::Varint(v)) => Value::Bool(v != 0),
         (Scalar::Int, Wire::Varint(v)) => Value::from(v as i64),
         (Scalar::SInt, Wire::Varint(v)) => Value::from(((v >> 1) as i64) ^ -((v & 1) as i64)),
-        (Scalar::Double, Wire::Fixed64(v)) => Value::from(f64::from_bits(v)),
-        (Scalar::Float, Wire::Fixed32(v)) => Value::from(f64::from(f32::from_bits(v))),
+        (Scalar::Double, Wire::Fixed64(v)) => float(f64::from_bits(v)),
+        (Scalar::Float, Wire::Fixed32(v)) => float(f64::from(f32::from_bits(v))),
         (Scalar::Fixed32, Wire::Fixed32(v)) => Value::from(v),
         (Scalar::Fixed64, Wire::Fixed64(v)) => Value::from(v as i64),
         (Scalar::Message(id), Wire::Bytes(b)) => decode_at(schema, id, b, depth)?,
         _ => return Err(Error::Shape(format!("a {kind:?} field has the wrong wire type"))),
     })
+}
+
+/// A float as Go's encoding/json writes it: whole numbers without a fraction (`100`, not
+/// `100.0`), which serde_json keeps apart from floats.
+fn float(f: f64) -> Value {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53: every whole number below is exact.
+    if f.fract() == 0.0 && f.abs() < EXACT { Value::from(f as i64) } else { Value::from(f) }
 }
 
 fn zero(schema: &Schema, kind: Scalar) -> Value {

@@ -8,12 +8,18 @@
 //! FieldsV1) have their JSON forms in [`codec`].
 //!
 //! On the wire a body is the magic `k8s\0` then a `runtime.Unknown`: `typeMeta` (apiVersion,
-//! kind), `raw` (the object's message), `contentEncoding`, `contentType`. A typed list is its
-//! `ListMeta` (field 1) then each item's message (field 2). A watch stream is frames of a 4-byte
-//! big-endian length and a `metav1.WatchEvent`, whose object holds an enveloped body.
+//! kind), `raw` (the object's message), `contentEncoding`, `contentType` (both empty, and
+//! written as Go writes empty strings). A typed list is its `ListMeta` (field 1) then each
+//! item's message (field 2). A watch stream is frames of a 4-byte big-endian length and a
+//! `metav1.WatchEvent`, whose object holds an enveloped body.
+//!
+//! Messages are written as Go's generated marshallers write them, so that a body is byte for
+//! byte kube's: fields in number order, map entries in key order, and every field that is a
+//! value in Go (not a pointer, slice or map) written even when zero.
 //!
 //! Heads and tails are split so callers can serve a cached message's bytes without copying:
-//! [`unknown_head`] and [`watch_frame_head`] write everything before the raw message.
+//! [`unknown_head`] and [`watch_frame_head`] write everything before the raw message, and
+//! [`UNKNOWN_TAIL`] is what follows it.
 
 pub mod codec;
 pub mod fields_v1;
@@ -31,6 +37,9 @@ pub const CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf";
 pub const WATCH_CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf;stream=watch";
 /// The four bytes every protobuf body starts with.
 pub const MAGIC: &[u8; 4] = b"k8s\0";
+/// What follows the raw message of an enveloped body: the Unknown's empty `contentEncoding`
+/// (field 3) and `contentType` (field 4).
+pub const UNKNOWN_TAIL: &[u8] = &[0x1a, 0x00, 0x22, 0x00];
 
 /// Why a value could not be encoded or a body decoded.
 #[derive(Debug, thiserror::Error)]
@@ -96,12 +105,19 @@ pub fn encode_as(obj: &Value, api_version: &str, kind: &str) -> Result<Vec<u8>, 
 pub fn encode_object(obj: &Value) -> Result<Vec<u8>, Error> {
     let (api_version, kind) = type_of(obj);
     let raw = encode_as(obj, api_version, kind)?;
-    let mut out = unknown_head(api_version, kind, raw.len());
-    out.extend_from_slice(&raw);
-    Ok(out)
+    Ok(enveloped(api_version, kind, &raw))
 }
 
-/// Everything of an enveloped body before its `raw_len` bytes of message.
+/// The body of a message `raw` of `api_version` and `kind`.
+pub fn enveloped(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
+    let mut out = unknown_head(api_version, kind, raw.len());
+    out.extend_from_slice(raw);
+    out.extend_from_slice(UNKNOWN_TAIL);
+    out
+}
+
+/// Everything of an enveloped body before its `raw_len` bytes of message, which
+/// [`UNKNOWN_TAIL`] must follow.
 pub fn unknown_head(api_version: &str, kind: &str, raw_len: usize) -> Vec<u8> {
     let mut type_meta = Vec::with_capacity(api_version.len() + kind.len() + 4);
     write_bytes(1, api_version.as_bytes(), &mut type_meta);
@@ -179,10 +195,11 @@ pub fn encode_list_raw<'a>(list_meta: &Value, items: impl IntoIterator<Item = &'
 }
 
 /// Everything of a watch frame before the raw message of its object: the frame's length, the
-/// `WatchEvent` with its type, the RawExtension and the object's envelope head.
+/// `WatchEvent` with its type, the RawExtension and the object's envelope head. The message
+/// and [`UNKNOWN_TAIL`] end the frame.
 pub fn watch_frame_head(event_type: &str, api_version: &str, kind: &str, raw_len: usize) -> Vec<u8> {
     let body_head = unknown_head(api_version, kind, raw_len);
-    let body_len = body_head.len() + raw_len;
+    let body_len = body_head.len() + raw_len + UNKNOWN_TAIL.len();
     let mut raw_ext = Vec::with_capacity(8);
     prost::encoding::encode_key(1, prost::encoding::WireType::LengthDelimited, &mut raw_ext);
     prost::encoding::encode_varint(body_len as u64, &mut raw_ext);
@@ -206,6 +223,7 @@ pub fn watch_frame(event_type: &str, obj: &Value) -> Result<Vec<u8>, Error> {
     let raw = encode_as(obj, api_version, kind)?;
     let mut out = watch_frame_head(event_type, api_version, kind, raw.len());
     out.extend_from_slice(&raw);
+    out.extend_from_slice(UNKNOWN_TAIL);
     Ok(out)
 }
 

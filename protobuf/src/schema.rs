@@ -54,6 +54,9 @@ pub struct Field {
     pub inline: bool,
     /// Omitted from JSON when zero (`omitempty` on a non-pointer scalar).
     pub omit_zero: bool,
+    /// A value in Go (not a pointer, slice or map): Go's marshaller writes it even when zero,
+    /// and a Go decoder reads its absence as the zero value.
+    pub always: bool,
 }
 
 /// Messages whose JSON form is not an object of their fields.
@@ -77,6 +80,15 @@ pub enum Special {
     FieldsV1,
     /// A named Go slice (`Verbs`, `ExtraValue`): a JSON array ↔ `{repeated items = 1}`.
     Items,
+    /// apiextensions' `JSON`: any JSON value ↔ `{raw}` holding its bytes (never an embedded
+    /// object, unlike [`Special::RawExtension`]).
+    Json,
+    /// `JSONSchemaPropsOrArray`: a schema ↔ `{schema}`, an array of schemas ↔ `{schemas}`.
+    SchemaOrArray,
+    /// `JSONSchemaPropsOrBool`: a boolean ↔ `{allows}`, a schema ↔ `{allows: true, schema}`.
+    SchemaOrBool,
+    /// `JSONSchemaPropsOrStringArray`: a schema ↔ `{schema}`, strings ↔ `{property}`.
+    SchemaOrStringArray,
 }
 
 /// One message.
@@ -118,17 +130,13 @@ impl Schema {
         self.by_name.get(name).copied()
     }
 
-    /// The message of an object of `apiVersion` and `kind` (`apps/v1`, `Deployment`): the
-    /// Go package kube generates it from is named by the group's first label.
+    /// The message of an object of `apiVersion` and `kind` (`apps/v1`, `Deployment`), from
+    /// the Go package kube generates the group from. Groups not built in (custom resources)
+    /// have none, whatever their kinds are called.
     pub fn message_for(&self, api_version: &str, kind: &str) -> Option<MessageId> {
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-        let package = match group {
-            "" => "k8s.io.api.core".to_string(),
-            "meta.k8s.io" => "k8s.io.apimachinery.pkg.apis.meta".to_string(),
-            "internal.apiserver.k8s.io" => "k8s.io.api.apiserverinternal".to_string(),
-            g => format!("k8s.io.api.{}", g.split('.').next().unwrap_or(g)),
-        };
-        self.message(&format!("{package}.{version}.{kind}")).or_else(|| {
+        let own = package_of(group).and_then(|package| self.message(&format!("{package}.{version}.{kind}")));
+        own.or_else(|| {
             // Status, WatchEvent and the other meta kinds travel under any group's version.
             self.message(&format!("k8s.io.apimachinery.pkg.apis.meta.v1.{kind}")).filter(|_| {
                 matches!(
@@ -184,14 +192,22 @@ impl Schema {
                             }
                             _ => (scalar(&f), None),
                         };
+                        // Named Go slices (`Items` messages) and byte slices are nil-able,
+                        // whatever the Go type's spelling said.
+                        let nil_able = match f.kind() {
+                            Kind::Message(sub) => is_items(&sub),
+                            Kind::Bytes => true,
+                            _ => false,
+                        };
                         Field {
                             number: f.number(),
                             json: if json == "-" { f.name().to_string() } else { json.to_string() },
                             kind,
                             repeated: f.is_list(),
                             map_key,
-                            inline: flags == "i",
-                            omit_zero: flags == "z",
+                            inline: flags.contains('i'),
+                            omit_zero: flags.contains('z'),
+                            always: flags.contains('w') && !f.is_list() && !f.is_map() && !nil_able,
                         }
                     })
                     .collect();
@@ -205,7 +221,60 @@ impl Schema {
     }
 }
 
+/// The Go package (as a proto package) kube generates a group's messages from.
+fn package_of(group: &str) -> Option<&'static str> {
+    Some(match group {
+        "" => "k8s.io.api.core",
+        "meta.k8s.io" => "k8s.io.apimachinery.pkg.apis.meta",
+        "apiextensions.k8s.io" => "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions",
+        "apiregistration.k8s.io" => "k8s.io.kube_aggregator.pkg.apis.apiregistration",
+        "admission.k8s.io" => "k8s.io.api.admission",
+        "admissionregistration.k8s.io" => "k8s.io.api.admissionregistration",
+        "apidiscovery.k8s.io" => "k8s.io.api.apidiscovery",
+        "internal.apiserver.k8s.io" => "k8s.io.api.apiserverinternal",
+        "apps" => "k8s.io.api.apps",
+        "authentication.k8s.io" => "k8s.io.api.authentication",
+        "authorization.k8s.io" => "k8s.io.api.authorization",
+        "autoscaling" => "k8s.io.api.autoscaling",
+        "batch" => "k8s.io.api.batch",
+        "certificates.k8s.io" => "k8s.io.api.certificates",
+        "coordination.k8s.io" => "k8s.io.api.coordination",
+        "discovery.k8s.io" => "k8s.io.api.discovery",
+        "events.k8s.io" => "k8s.io.api.events",
+        "extensions" => "k8s.io.api.extensions",
+        "flowcontrol.apiserver.k8s.io" => "k8s.io.api.flowcontrol",
+        "imagepolicy.k8s.io" => "k8s.io.api.imagepolicy",
+        "networking.k8s.io" => "k8s.io.api.networking",
+        "node.k8s.io" => "k8s.io.api.node",
+        "policy" => "k8s.io.api.policy",
+        "rbac.authorization.k8s.io" => "k8s.io.api.rbac",
+        "resource.k8s.io" => "k8s.io.api.resource",
+        "scheduling.k8s.io" => "k8s.io.api.scheduling",
+        "storage.k8s.io" => "k8s.io.api.storage",
+        "storagemigration.k8s.io" => "k8s.io.api.storagemigration",
+        _ => return None,
+    })
+}
+
+/// A named Go slice: one repeated field `items` = 1, which the Go type has no JSON name for.
+fn is_items(m: &prost_reflect::MessageDescriptor) -> bool {
+    let mut fields = m.fields();
+    matches!((fields.next(), fields.next()), (Some(f), None) if f.number() == 1 && f.is_list() && f.name() == "items")
+}
+
+/// apiextensions' messages with JSON forms of their own.
+const APIEXTENSIONS_V1: &str = "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1";
+
 fn special(name: &str, fields: &[Field]) -> Special {
+    if let Some(short) = name.strip_prefix(APIEXTENSIONS_V1).and_then(|n| n.strip_prefix('.')) {
+        match short {
+            "JSON" => return Special::Json,
+            "JSONSchemaPropsOrArray" => return Special::SchemaOrArray,
+            "JSONSchemaPropsOrBool" => return Special::SchemaOrBool,
+            "JSONSchemaPropsOrStringArray" => return Special::SchemaOrStringArray,
+            _ => {}
+        }
+    }
     match name {
         "k8s.io.apimachinery.pkg.apis.meta.v1.Time" => Special::Time,
         "k8s.io.apimachinery.pkg.apis.meta.v1.MicroTime" => Special::MicroTime,

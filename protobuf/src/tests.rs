@@ -110,8 +110,11 @@ fn what_k8s_pb_encodes_decodes_as_kube_json() {
             "apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": "web"},
             // replicas is a pointer: a present 0 is kept; paused is omitempty: false is dropped.
-            "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "web"}},
-                     "template": {"spec": {"containers": [{"name": "app"}]}}}
+            // Structs are values in Go, so JSON shows them even when empty and left out
+            // (strategy, status, a container's resources).
+            "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "web"}}, "strategy": {},
+                     "template": {"metadata": {}, "spec": {"containers": [{"name": "app", "resources": {}}]}}},
+            "status": {}
         })
     );
 }
@@ -228,4 +231,108 @@ fn codec_duration(s: &str) -> String {
     let mut out = Vec::new();
     codec::encode(schema, id, &json!(s), &mut out).unwrap();
     codec::decode(schema, id, &out).unwrap().as_str().unwrap().to_string()
+}
+
+/// What kube refuses in a stored CRD schema ($ref, $schema, definitions, dependencies,
+/// additionalItems, items as an array) still has a wire form: checked against k8s-pb's types,
+/// since no reference server writes it.
+#[test]
+fn schema_forms_a_reference_server_never_stores_cross_check_with_k8s_pb() {
+    use k8s_pb::apiextensions_apiserver::pkg::apis::apiextensions::v1 as ext;
+    let schema = json!({
+        "$schema": "http://json-schema.org/draft-04/schema#", "$ref": "#/definitions/a", "id": "s",
+        "items": [{"type": "string"}, {"type": "integer"}],
+        "additionalItems": false,
+        "additionalProperties": {"type": "string"},
+        "dependencies": {"a": ["b", "c"], "d": {"required": ["e"]}},
+        "definitions": {"a": {"type": "object", "default": null}},
+        "patternProperties": {"^x-": {"x-kubernetes-int-or-string": true}},
+        "enum": [1, "two", null, {"three": [3]}],
+        "x-kubernetes-list-type": "atomic"
+    });
+    let s = Schema::global();
+    let id = s.message("k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps").unwrap();
+    let mut raw = Vec::new();
+    codec::encode(s, id, &schema, &mut raw).unwrap();
+    let p = ext::JsonSchemaProps::decode(raw.as_slice()).unwrap();
+    assert_eq!(p.schema.as_deref(), Some("http://json-schema.org/draft-04/schema#"));
+    assert_eq!(p.r#ref.as_deref(), Some("#/definitions/a"));
+    let items = p.items.as_ref().unwrap();
+    assert!(items.schema.is_none());
+    assert_eq!(items.j_son_schemas[1].r#type.as_deref(), Some("integer"));
+    // Go writes `allows` even when false; a schema comes with `allows: true`.
+    assert_eq!(p.additional_items.as_ref().map(|b| (b.allows, b.schema.is_some())), Some((Some(false), false)));
+    let additional = p.additional_properties.as_ref().unwrap();
+    assert_eq!(
+        (additional.allows, additional.schema.as_ref().unwrap().r#type.as_deref()),
+        (Some(true), Some("string"))
+    );
+    assert_eq!(p.dependencies["a"].property, ["b", "c"]);
+    assert_eq!(p.dependencies["d"].schema.as_ref().unwrap().required, ["e"]);
+    // A null `default` is a nil pointer in Go: no field at all.
+    assert!(p.definitions["a"].default.is_none());
+    assert_eq!(p.pattern_properties["^x-"].x_kubernetes_int_or_string, Some(true));
+    let enums: Vec<Option<&[u8]>> = p.r#enum.iter().map(|j| j.raw.as_deref()).collect();
+    assert_eq!(enums, [Some(&b"1"[..]), Some(b"\"two\""), None, Some(b"{\"three\":[3]}")]);
+    assert_eq!(p.x_kubernetes_list_type.as_deref(), Some("atomic"));
+    // Values in Go, written though zero: description, exclusiveMaximum, nullable...
+    assert_eq!((p.description.as_deref(), p.exclusive_maximum, p.nullable), (Some(""), Some(false), Some(false)));
+
+    // And back: the same JSON, but for the null default, which is no default in Go.
+    let mut expected = schema.clone();
+    expected["definitions"]["a"] = json!({"type": "object"});
+    assert_eq!(codec::decode(s, id, &p.encode_to_vec()).unwrap(), expected);
+}
+
+#[test]
+fn go_writes_values_even_when_zero_and_reads_their_absence_as_zero() {
+    // An APIService without a spec: Go writes an empty spec holding its two priorities.
+    let svc = json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": {"name": "v1.x"}});
+    let raw = encode_raw(&svc).unwrap();
+    let back = k8s_pb::kube_aggregator::pkg::apis::apiregistration::v1::APIService::decode(raw.as_slice()).unwrap();
+    let spec = back.spec.unwrap();
+    assert_eq!((spec.group_priority_minimum, spec.version_priority, spec.service), (Some(0), Some(0), None));
+    assert_eq!(back.metadata.unwrap().generate_name.as_deref(), Some(""));
+    // A body that leaves them out reads as Go reads it: the zeros JSON shows.
+    let bare = k8s_pb::kube_aggregator::pkg::apis::apiregistration::v1::APIService::default().encode_to_vec();
+    assert_eq!(
+        decode_raw(&bare, "apiregistration.k8s.io/v1", "APIService").unwrap(),
+        json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": {},
+               "spec": {"groupPriorityMinimum": 0, "versionPriority": 0}, "status": {}})
+    );
+}
+
+/// Every field of our own .proto files has a line in its `.fields` table: a field without
+/// one would travel under its proto name in JSON.
+#[test]
+fn every_field_of_our_own_protos_is_in_its_table() {
+    let tables = [include_str!("../proto/apiextensions_v1.fields"), include_str!("../proto/apiregistration_v1.fields")];
+    let mut listed = std::collections::HashSet::new();
+    for table in tables {
+        let mut package = "";
+        for line in table.lines().map(|l| l.split('#').next().unwrap().trim()).filter(|l| !l.is_empty()) {
+            if let Some(p) = line.strip_prefix("package ") {
+                package = p;
+                continue;
+            }
+            let mut w = line.split_whitespace();
+            listed.insert(format!("{package}.{}#{}", w.next().unwrap(), w.next().unwrap()));
+        }
+    }
+    let s = Schema::global();
+    let own = s.messages.iter().filter(|m| {
+        m.name.starts_with("k8s.io.apiextensions_apiserver.") || m.name.starts_with("k8s.io.kube_aggregator.")
+    });
+    let mut missing = Vec::new();
+    for m in own.filter(|m| m.special == schema::Special::None || m.special == schema::Special::SchemaOrBool) {
+        for f in &m.fields {
+            // The boolean form's schema is the message's JSON form, not a field of it.
+            let json_form = m.special == schema::Special::SchemaOrBool && f.number == 2;
+            if !json_form && !listed.contains(&format!("{}#{}", m.name, f.number)) {
+                missing.push(format!("{} {}", m.name, f.number));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "fields without a line: {missing:?}");
+    assert!(listed.len() > 100);
 }

@@ -299,6 +299,44 @@ fn field_manager<'a>(
     }
 }
 
+/// Records an update by `manager` into `new`'s `managedFields`, as `form`'s field manager
+/// sees it: in `form`'s version, `live` and `new` being in the stored form (the same when
+/// `form` is the stored resource).
+fn track_update(
+    form: &ResourceDef,
+    subresource: Option<Subresource>,
+    live: Option<&Value>,
+    new: &mut Value,
+    manager: &str,
+) {
+    let (api_version, now) = (form.api_version(), now_rfc3339());
+    let fields = field_manager(form, subresource, &api_version, &now);
+    let Some(mut view) = form.strategy.to_served(new) else {
+        return fields.update(live, new, manager);
+    };
+    without_shown_empty(&mut view, new);
+    let live = live.map(|l| {
+        let mut view = form.strategy.to_served(l).unwrap_or_else(|| l.clone());
+        without_shown_empty(&mut view, l);
+        view
+    });
+    fields.update(live.as_ref(), &mut view, manager);
+    match (view.pointer("/metadata/managedFields").cloned(), new.get_mut("metadata").and_then(Value::as_object_mut)) {
+        (Some(entries), Some(meta)) => meta.insert("managedFields".into(), entries),
+        (None, Some(meta)) => meta.remove("managedFields"),
+        _ => None,
+    };
+}
+
+/// `view` without the empty structs its conversion from `stored` shows under names of its own
+/// (an Event's `deprecatedSource`): shown as Go's JSON shows them, they hold no field anyone
+/// set.
+fn without_shown_empty(view: &mut Value, stored: &Value) {
+    if let Some(map) = view.as_object_mut() {
+        map.retain(|k, v| !(v.as_object().is_some_and(|o| o.is_empty()) && stored.get(k).is_none()));
+    }
+}
+
 /// The 422 for a Scale asking for fewer than no replicas.
 fn check_replicas(name: &str, replicas: i64) -> Result<(), ApiError> {
     if replicas >= 0 {
@@ -368,6 +406,22 @@ impl RegistryStore {
 
     fn key(&self, def: &ResourceDef, namespace: &str, name: &str) -> String {
         def.key(&self.prefix, namespace, name)
+    }
+
+    /// The resource a request was made to, when it is served from `def`'s objects in another
+    /// group or version (`events.k8s.io` Events, `autoscaling/v1` HPAs): its strategy converts
+    /// between the forms, and its group decides version-dependent validation.
+    fn requested(&self, target: &Target) -> Option<Arc<ResourceDef>> {
+        let (group, version) = target.requested.as_ref()?;
+        self.catalogue.find(group, version, &target.resource)
+    }
+
+    /// The form a write of the main resource is patched, applied and tracked in, when the
+    /// request was made to another one than stored and the strategy converts (conversion
+    /// webhooks are the gateway's, around the stages): kube does all three in the request's
+    /// version.
+    fn request_form(&self, target: &Target) -> Option<Arc<ResourceDef>> {
+        self.requested(target).filter(|r| target.subresource.is_none() && r.strategy.converter().is_none())
     }
 
     /// Asks admission to run `phase` over a write of `object` (named from it: a create's
@@ -447,8 +501,8 @@ impl RegistryStore {
         // kube records a create's fields as decoded with defaults, before admission and the
         // strategy add theirs.
         if tracking == Tracking::Update {
-            let (api_version, now) = (def.api_version(), now_rfc3339());
-            field_manager(&def, None, &api_version, &now).update(None, &mut object, options.manager());
+            let form = self.request_form(&target);
+            track_update(form.as_deref().unwrap_or(&def), None, None, &mut object, options.manager());
         }
         let writer = Writer::new(&user, &options, deadline, "CreateOptions");
         let mut said = Said { warnings, ..Said::default() };
@@ -528,7 +582,8 @@ impl RegistryStore {
         name: &str,
         mut said: Said,
     ) -> Result<WriteResult, CreateFailed> {
-        invalid(def, name, def.validate(&object))?;
+        let requested = self.requested(target);
+        invalid(def, name, def.validate_request(requested.as_deref().unwrap_or(def), &object))?;
         // What validating admission answers with is the object it was given: what was
         // validated is what is stored.
         let object =
@@ -574,6 +629,7 @@ impl RegistryStore {
         let name = target.name.as_str();
         let key = self.key(def, &target.namespace, name);
         let scale = target.subresource == Some(Subresource::Scale);
+        let requested = self.requested(target);
         let mut current = self.read_current(def, &key, name).await?;
         for _ in 0..MAX_UPDATE_RETRIES {
             let old = match &current {
@@ -614,8 +670,10 @@ impl RegistryStore {
                 // defaults), before admission and the strategy change it.
                 let mut sent = candidate.clone();
                 def.apply_defaults(&mut sent);
-                let (api_version, now) = (def.api_version(), now_rfc3339());
-                field_manager(def, target.subresource, &api_version, &now).update(
+                let form = self.request_form(target);
+                track_update(
+                    form.as_deref().unwrap_or(def),
+                    target.subresource,
                     Some(&old),
                     &mut sent,
                     options.manager(),
@@ -654,13 +712,14 @@ impl RegistryStore {
             if new.resource_version().is_empty() {
                 new.set_meta_str("resourceVersion", &old_rv);
             }
+            let request = requested.as_deref().unwrap_or(def);
             if matches!(
                 target.subresource,
                 Some(Subresource::Status | Subresource::Binding | Subresource::EphemeralContainers)
             ) {
-                invalid(def, name, def.validate_status_update(&new, &old))?;
+                invalid(def, name, def.validate_status_update_request(request, &new, &old))?;
             } else {
-                invalid(def, name, def.validate_update(&new, &old))?;
+                invalid(def, name, def.validate_update_request(request, &new, &old))?;
             }
             let (sent, kept) = if scale { (def.to_scale(&new), Some(new)) } else { (new, None) };
             let admitted = self
@@ -902,24 +961,31 @@ impl RegistryStore {
             let change = ScaleChange::Patch(patch_type, patch);
             return self.update_scale(&def, &target, &user, &options, deadline, change).await;
         }
-        let gvk = (def.group.as_str(), def.version.as_str(), def.kind.as_str());
+        // kube applies a patch to the object in the version the request was made to: one
+        // served from these objects in another form is patched in that form, then converted
+        // back (conversion webhooks are the gateway's, around the stages).
+        let form = self.request_form(&target);
+        let form = form.as_deref().unwrap_or(&def);
+        let gvk = (form.group.as_str(), form.version.as_str(), form.kind.as_str());
         // kube's `patchToUpdateOptions`: admission sees a patch as an update, with UpdateOptions.
         let writer = Writer::new(&user, &options, deadline, "UpdateOptions");
         self.guaranteed_update(&def, &target, writer, &options, Tracking::Update, |old| {
             let Some(old) = old else {
                 return Err(ApiError::not_found(&def.group, &def.resource, &target.name));
             };
+            let served = form.strategy.to_served(old);
+            let old = served.as_ref().unwrap_or(old);
             let mut patched = apply_patch(patch_type, old, &patch, gvk)?;
             if !patched.is_object() {
                 return Err(ApiError::bad_request("the patched object must be an object"));
             }
-            let warnings = check_fields(&def, &mut patched, &options, true)?;
+            let warnings = check_fields(form, &mut patched, &options, true)?;
             // A patch that leaves the resourceVersion alone is unconditional; one that sets it
             // asks for optimistic concurrency, as kube treats it.
             if patched.resource_version() == old.resource_version() {
                 patched.meta_mut().remove("resourceVersion");
             }
-            Ok((patched, warnings))
+            Ok((form.strategy.to_storage(patched)?, warnings))
         })
         .await
     }

@@ -374,6 +374,45 @@ def noop_replace():
     print("ok")
 
 
+def events_v1():
+    """Events through events.k8s.io/v1: created, refused without an eventTime, patched in
+    their own form, read back through core v1."""
+    import datetime
+    import json
+
+    config.load_kube_config(config_file=sys.argv[1])
+    ev = client.EventsV1Api()
+    utc = datetime.timezone.utc
+    body = client.EventsV1Event(
+        metadata=client.V1ObjectMeta(name="scaled"),
+        event_time=datetime.datetime(2024, 5, 1, 10, 20, 30, 123456, tzinfo=utc),
+        regarding=client.V1ObjectReference(api_version="apps/v1", kind="Deployment", namespace="default", name="web"),
+        reason="Scaled", action="Scale", type="Normal", note="scaled up",
+        reporting_controller="example.com/scaler", reporting_instance="scaler-1",
+    )
+    created = ev.create_namespaced_event("default", body)
+    assert created.event_time == datetime.datetime(2024, 5, 1, 10, 20, 30, 123456, tzinfo=utc), created.event_time
+    print("created", created.metadata.name)
+    untimed = {
+        "metadata": {"name": "untimed"}, "regarding": {"kind": "Pod", "namespace": "default", "name": "p"},
+        "reason": "R", "action": "A", "type": "Normal",
+        "reportingController": "example.com/c", "reportingInstance": "i",
+    }
+    try:
+        ev.create_namespaced_event("default", untimed)
+        raise AssertionError("an Event without eventTime was created")
+    except ApiException as e:
+        cause = json.loads(e.body)["details"]["causes"][0]
+        print("refused", e.status, cause["field"] + ": " + cause["message"])
+    series = {"series": {"count": 3, "lastObservedTime": "2024-05-01T10:25:00.000000Z"}}
+    patched = ev.patch_namespaced_event("scaled", "default", series)
+    print("series", patched.series.count)
+    core = client.CoreV1Api().read_namespaced_event("scaled", "default")
+    assert (core.message, core.involved_object.name, core.series.count) == ("scaled up", "web", 3), core
+    names = [e.metadata.name for e in ev.list_namespaced_event("default", field_selector="regarding.name=web").items]
+    assert names == ["scaled"], names
+
+
 SCENARIOS = {
     "crud_and_selectors": crud_and_selectors,
     "watch_in_order": watch_in_order,
@@ -381,6 +420,7 @@ SCENARIOS = {
     "new_kinds": new_kinds,
     "custom_resources": custom_resources,
     "noop_replace": noop_replace,
+    "events_v1": events_v1,
 }
 
 if __name__ == "__main__":

@@ -71,6 +71,27 @@ fn events_round_trip_between_groups() {
     assert_eq!(core["message"], "hi");
     assert_eq!(core["involvedObject"]["name"], "p");
     assert_eq!(core["apiVersion"], "v1");
-    assert_eq!(v1.strategy.to_served(&core), Some(e));
+    // Struct fields show though empty, as kube's JSON shows them.
+    let mut served = e.clone();
+    served["deprecatedSource"] = json!({});
+    assert_eq!(v1.strategy.to_served(&core), Some(served));
     assert_eq!(v1.stored_as, Some((String::new(), "v1".to_string())));
+    // A core name is no field of events.k8s.io: dropped; an unknown field stays for field
+    // validation to report.
+    let mixed =
+        json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "note": "n", "message": "m", "colour": "blue"});
+    let core = v1.strategy.to_storage(mixed).unwrap();
+    assert_eq!((&core["message"], &core["colour"]), (&json!("n"), &json!("blue")));
+    // Every renamed field travels both ways.
+    let all = json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "regarding": {"name": "p"}, "note": "n",
+        "reportingController": "c", "deprecatedSource": {"host": "h"}, "deprecatedFirstTimestamp": "2024-05-01T10:00:00Z",
+        "deprecatedLastTimestamp": "2024-05-01T10:05:00Z", "deprecatedCount": 3, "eventTime": "2024-05-01T10:20:30.000001Z",
+        "series": {"count": 2, "lastObservedTime": "2024-05-01T10:21:30.000001Z"}, "related": {"name": "n"},
+        "reportingInstance": "i", "action": "A", "reason": "R", "type": "Normal"});
+    let core = v1.strategy.to_storage(all.clone()).unwrap();
+    assert_eq!(
+        (&core["involvedObject"], &core["source"], &core["count"], &core["reportingComponent"]),
+        (&json!({"name": "p"}), &json!({"host": "h"}), &json!(3), &json!("c"))
+    );
+    assert_eq!(v1.strategy.to_served(&core), Some(all));
 }

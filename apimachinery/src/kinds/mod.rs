@@ -482,21 +482,41 @@ impl ResourceDef {
     /// The strategy's `Validate` (create), duplicate causes reported once. Every validation
     /// also refuses an object nesting deeper than storage reads back (see [`too_deep`]).
     pub fn validate(&self, obj: &Value) -> Vec<Cause> {
-        let mut causes = self.strategy.validate(self, obj);
+        self.validate_request(self, obj)
+    }
+
+    /// [`ResourceDef::validate`] of an object in this resource's (stored) form, written through
+    /// `request`: this resource, or one served from its objects in another group or version.
+    /// kube validates the internal form whatever the request's version, and hands its
+    /// strategy the request's group version (Events' rules depend on it).
+    pub fn validate_request(&self, request: &ResourceDef, obj: &Value) -> Vec<Cause> {
+        let mut causes = self.strategy.validate(request, obj);
         causes.extend(too_deep(obj));
         dedup(causes)
     }
 
     /// The strategy's `ValidateUpdate` of the main resource.
     pub fn validate_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
-        let mut causes = self.strategy.validate_update(self, new, old);
+        self.validate_update_request(self, new, old)
+    }
+
+    /// [`ResourceDef::validate_update`] written through `request` (see
+    /// [`ResourceDef::validate_request`]).
+    pub fn validate_update_request(&self, request: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut causes = self.strategy.validate_update(request, new, old);
         causes.extend(too_deep(new));
         dedup(causes)
     }
 
     /// The status strategy's `ValidateUpdate`.
     pub fn validate_status_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
-        let mut causes = self.strategy.validate_status_update(self, new, old);
+        self.validate_status_update_request(self, new, old)
+    }
+
+    /// [`ResourceDef::validate_status_update`] written through `request` (see
+    /// [`ResourceDef::validate_request`]).
+    pub fn validate_status_update_request(&self, request: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut causes = self.strategy.validate_status_update(request, new, old);
         causes.extend(too_deep(new));
         dedup(causes)
     }

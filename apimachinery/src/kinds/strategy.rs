@@ -123,7 +123,9 @@ pub trait Strategy: Send + Sync {
     }
 
     /// `Validate` on create: by default, kube's `ValidateObjectMeta`, then the kind's own rules
-    /// ([`Strategy::validate_kind`]).
+    /// ([`Strategy::validate_kind`]). The strategy is the stored resource's and `obj` is in the
+    /// stored form; `def` is the resource the request was made to (see
+    /// [`ResourceDef::validate_request`]), the same for every validation method.
     fn validate(&self, def: &ResourceDef, obj: &Value) -> Vec<Cause> {
         let mut out = meta_create(def, obj);
         out.extend(self.validate_kind(obj));

@@ -18,7 +18,7 @@
 //! - [`meta`]: metadata, label selectors, `metav1.Condition`s.
 //! - [`webhook`]: where a webhook is reached (URL or Service), as `k8s.io/apiserver` checks it.
 //! - [`cel`]: the hook where CEL expressions are compiled.
-//! - `pod`, `apps`, `batch`, `core`, `rbac`, `certificates`, `cluster`, `networking`, `quota`, `storage`,
+//! - `pod`, `apps`, `batch`, `core`, `events`, `rbac`, `certificates`, `cluster`, `networking`, `quota`, `storage`,
 //!   `admissionregistration`, `flowcontrol`, `apiextensions`, `apiregistration`: the kinds.
 
 pub mod cel;
@@ -35,6 +35,7 @@ pub mod batch;
 pub mod certificates;
 pub mod cluster;
 pub mod core;
+pub mod events;
 pub mod flowcontrol;
 pub mod networking;
 pub mod pod;

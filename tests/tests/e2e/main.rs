@@ -14,6 +14,7 @@ mod diagnosis;
 mod durability;
 mod encryption;
 mod etcd;
+mod events;
 mod fleet;
 mod flowcontrol;
 mod helm;

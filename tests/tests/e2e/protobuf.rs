@@ -443,3 +443,264 @@ async fn server_side_apply_answers_in_protobuf() {
     let raw = entry.fields_v1.clone().unwrap().raw.unwrap();
     assert_eq!(String::from_utf8(raw).unwrap(), r#"{"f:data":{"f:k":{}}}"#);
 }
+
+mod extensions {
+    //! CustomResourceDefinitions and APIServices in protobuf, as client-go's apiextensions and
+    //! aggregator clientsets send them (kube's e2e suite does by default), decoded with k8s-pb.
+
+    use k8s_pb::apiextensions_apiserver::pkg::apis::apiextensions::v1 as ext;
+    use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
+    use k8s_pb::kube_aggregator::pkg::apis::apiregistration::v1 as reg;
+    use prost::Message;
+    use serde_json::json;
+    use tests::TestServer;
+
+    use super::{CLIENT_GO_ACCEPT, Client, PB, envelope, frames, kind_of, open};
+
+    const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    const API_SERVICES: &str = "/apis/apiregistration.k8s.io/v1/apiservices";
+
+    fn props(ty: &str) -> ext::JsonSchemaProps {
+        ext::JsonSchemaProps { r#type: Some(ty.into()), ..Default::default() }
+    }
+
+    /// A CRD as a Go client builds it: a schema with JSON values, the x-kubernetes-* fields, a
+    /// schema as additionalProperties; every value field of Go's structs written.
+    fn gadgets() -> ext::CustomResourceDefinition {
+        let spec_schema = ext::JsonSchemaProps {
+            properties: [
+                (
+                    "size".to_string(),
+                    ext::JsonSchemaProps {
+                        default: Some(ext::Json { raw: Some(b"3".to_vec()) }),
+                        maximum: Some(10.0),
+                        ..props("integer")
+                    },
+                ),
+                (
+                    "labels".to_string(),
+                    ext::JsonSchemaProps {
+                        additional_properties: Some(Box::new(ext::JsonSchemaPropsOrBool {
+                            allows: Some(true),
+                            schema: Some(Box::new(props("string"))),
+                        })),
+                        ..props("object")
+                    },
+                ),
+                (
+                    "tags".to_string(),
+                    ext::JsonSchemaProps {
+                        items: Some(Box::new(ext::JsonSchemaPropsOrArray {
+                            schema: Some(Box::new(props("string"))),
+                            j_son_schemas: Vec::new(),
+                        })),
+                        x_kubernetes_list_type: Some("set".into()),
+                        ..props("array")
+                    },
+                ),
+                (
+                    "extra".to_string(),
+                    ext::JsonSchemaProps { x_kubernetes_preserve_unknown_fields: Some(true), ..props("object") },
+                ),
+            ]
+            .into(),
+            ..props("object")
+        };
+        ext::CustomResourceDefinition {
+            metadata: Some(meta::ObjectMeta {
+                name: Some("gadgets.example.com".into()),
+                labels: [("app".to_string(), "pb".to_string())].into(),
+                ..Default::default()
+            }),
+            spec: Some(ext::CustomResourceDefinitionSpec {
+                group: Some("example.com".into()),
+                names: Some(ext::CustomResourceDefinitionNames {
+                    plural: Some("gadgets".into()),
+                    singular: Some("gadget".into()),
+                    kind: Some("Gadget".into()),
+                    list_kind: Some("GadgetList".into()),
+                    ..Default::default()
+                }),
+                scope: Some("Namespaced".into()),
+                versions: vec![ext::CustomResourceDefinitionVersion {
+                    name: Some("v1".into()),
+                    served: Some(true),
+                    storage: Some(true),
+                    schema: Some(ext::CustomResourceValidation {
+                        open_apiv3_schema: Some(ext::JsonSchemaProps {
+                            properties: [("spec".to_string(), spec_schema)].into(),
+                            ..props("object")
+                        }),
+                    }),
+                    ..Default::default()
+                }],
+                preserve_unknown_fields: Some(false),
+                ..Default::default()
+            }),
+            status: Some(Default::default()),
+        }
+    }
+
+    #[actix_web::test]
+    async fn custom_resource_definitions_travel_in_protobuf() {
+        let s = TestServer::start();
+        let c = Client { http: s.client(true), base: s.url("") };
+        let crd = envelope("apiextensions.k8s.io/v1", "CustomResourceDefinition", &gadgets());
+        let (code, ct, bytes) = c.call("POST", CRDS, CLIENT_GO_ACCEPT, Some((PB, crd))).await;
+        assert_eq!((code, ct.as_str()), (201, PB), "{}", String::from_utf8_lossy(&bytes));
+        let u = open(&bytes);
+        assert_eq!(kind_of(&u), ("apiextensions.k8s.io/v1".into(), "CustomResourceDefinition".into()));
+        let created = ext::CustomResourceDefinition::decode(u.raw.unwrap().as_slice()).unwrap();
+        let rv = created.metadata.unwrap().resource_version.unwrap();
+
+        // Stored as kube's JSON names it: $-less, x-kubernetes-*, JSON values as values.
+        let (code, j) = c.json("GET", &format!("{CRDS}/gadgets.example.com"), None).await;
+        assert_eq!(code, 200);
+        let spec = &j["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"];
+        assert_eq!(spec["size"], json!({"type": "integer", "default": 3, "maximum": 10}));
+        assert_eq!(spec["labels"]["additionalProperties"], json!({"type": "string"}));
+        assert_eq!(spec["tags"]["items"], json!({"type": "string"}));
+        assert_eq!(spec["tags"]["x-kubernetes-list-type"], "set");
+        assert_eq!(spec["extra"]["x-kubernetes-preserve-unknown-fields"], true);
+        assert_eq!(j["spec"]["names"]["listKind"], "GadgetList");
+
+        // Read back in protobuf: the same schema.
+        let (code, _, bytes) = c.call("GET", &format!("{CRDS}/gadgets.example.com"), CLIENT_GO_ACCEPT, None).await;
+        assert_eq!(code, 200);
+        let got = ext::CustomResourceDefinition::decode(open(&bytes).raw.unwrap().as_slice()).unwrap();
+        let version = &got.spec.as_ref().unwrap().versions[0];
+        let spec = &version.schema.as_ref().unwrap().open_apiv3_schema.as_ref().unwrap().properties["spec"];
+        assert_eq!(spec.properties["size"].default.as_ref().unwrap().raw.as_deref(), Some(&b"3"[..]));
+        assert_eq!(spec.properties["labels"].additional_properties.as_ref().unwrap().allows, Some(true));
+        assert_eq!(spec.properties["extra"].x_kubernetes_preserve_unknown_fields, Some(true));
+        assert_eq!(version.served, Some(true));
+
+        // The list, and a watch from the create seeing an update made in protobuf.
+        let (code, _, bytes) = c.call("GET", &format!("{CRDS}?labelSelector=app%3Dpb"), CLIENT_GO_ACCEPT, None).await;
+        assert_eq!(code, 200);
+        let u = open(&bytes);
+        assert_eq!(kind_of(&u).1, "CustomResourceDefinitionList");
+        let list = ext::CustomResourceDefinitionList::decode(u.raw.unwrap().as_slice()).unwrap();
+        assert_eq!(list.items.len(), 1);
+        let url = format!("{}{CRDS}?watch=1&resourceVersion={rv}", c.base);
+        let mut resp = c.http.get(&url).insert_header(("Accept", CLIENT_GO_ACCEPT)).send().await.unwrap();
+        assert_eq!(resp.headers().get("Content-Type").unwrap(), "application/vnd.kubernetes.protobuf;stream=watch");
+        // An update read-modify-written as client-go retries it: the CRD controllers write the
+        // status meanwhile, so a read can be stale by the time of the write (409).
+        let mut updated = false;
+        for _ in 0..10 {
+            let (_, _, bytes) = c.call("GET", &format!("{CRDS}/gadgets.example.com"), PB, None).await;
+            let mut changed = ext::CustomResourceDefinition::decode(open(&bytes).raw.unwrap().as_slice()).unwrap();
+            changed.metadata.as_mut().unwrap().labels.insert("seen".into(), "yes".into());
+            let body = envelope("apiextensions.k8s.io/v1", "CustomResourceDefinition", &changed);
+            let (code, _, bytes) =
+                c.call("PUT", &format!("{CRDS}/gadgets.example.com"), CLIENT_GO_ACCEPT, Some((PB, body))).await;
+            if code == 409 {
+                continue;
+            }
+            assert_eq!(code, 200, "{}", String::from_utf8_lossy(&bytes));
+            updated = true;
+            break;
+        }
+        assert!(updated, "every update conflicted");
+        // The controllers may write the status first: wait for the labelled version.
+        let mut seen = false;
+        for _ in 0..10 {
+            let (ty, u) = frames(&mut resp, 1).await.pop().unwrap();
+            assert_eq!((ty.as_str(), kind_of(&u).1.as_str()), ("MODIFIED", "CustomResourceDefinition"));
+            let crd = ext::CustomResourceDefinition::decode(u.raw.unwrap().as_slice()).unwrap();
+            if crd.metadata.unwrap().labels.get("seen").map(String::as_str) == Some("yes") {
+                seen = true;
+                break;
+            }
+        }
+        assert!(seen, "no watch event carried the update");
+
+        // Its custom resources stay JSON only, as kube's: a protobuf body is refused, a
+        // protobuf-only Accept is not acceptable, client-go's Accept falls back to JSON.
+        let gadgets = "/apis/example.com/v1/namespaces/default/gadgets";
+        let mut served = false;
+        for _ in 0..300 {
+            if c.json("GET", gadgets, None).await.0 == 200 {
+                served = true;
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        assert!(served, "the CRD's resource was never served");
+        let body = envelope("example.com/v1", "Gadget", &meta::PartialObjectMetadata::default());
+        let (code, _, bytes) = c.call("POST", gadgets, "application/json", Some((PB, body))).await;
+        assert_eq!(code, 415, "{}", String::from_utf8_lossy(&bytes));
+        assert_eq!(c.call("GET", gadgets, PB, None).await.0, 406);
+        let (code, ct, _) = c.call("GET", gadgets, CLIENT_GO_ACCEPT, None).await;
+        assert_eq!((code, ct.as_str()), (200, "application/json"));
+        // Metadata-only views are meta.k8s.io messages: protobuf for custom resources too, as
+        // client-go's metadata informers ask for them.
+        let gadget =
+            json!({"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g1"}, "spec": {"size": 4}});
+        assert_eq!(c.json("POST", gadgets, Some(gadget)).await.0, 201);
+        let accept =
+            "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+        let (code, ct, bytes) = c.call("GET", gadgets, accept, None).await;
+        assert_eq!((code, ct.as_str()), (200, PB), "{}", String::from_utf8_lossy(&bytes));
+        let u = open(&bytes);
+        assert_eq!(kind_of(&u), ("meta.k8s.io/v1".into(), "PartialObjectMetadataList".into()));
+        let list = meta::PartialObjectMetadataList::decode(u.raw.unwrap().as_slice()).unwrap();
+        assert_eq!(list.items[0].metadata.as_ref().unwrap().name.as_deref(), Some("g1"));
+    }
+
+    #[actix_web::test]
+    async fn api_services_travel_in_protobuf() {
+        let s = TestServer::start();
+        let c = Client { http: s.client(true), base: s.url("") };
+        let local = reg::APIService {
+            metadata: Some(meta::ObjectMeta {
+                name: Some("v1.local.example.com".into()),
+                labels: [("app".to_string(), "pb".to_string())].into(),
+                ..Default::default()
+            }),
+            spec: Some(reg::APIServiceSpec {
+                group: Some("local.example.com".into()),
+                version: Some("v1".into()),
+                insecure_skip_tls_verify: Some(false),
+                group_priority_minimum: Some(100),
+                version_priority: Some(10),
+                ..Default::default()
+            }),
+            status: Some(Default::default()),
+        };
+        let body = envelope("apiregistration.k8s.io/v1", "APIService", &local);
+        let (code, ct, bytes) = c.call("POST", API_SERVICES, CLIENT_GO_ACCEPT, Some((PB, body))).await;
+        assert_eq!((code, ct.as_str()), (201, PB), "{}", String::from_utf8_lossy(&bytes));
+        let created = reg::APIService::decode(open(&bytes).raw.unwrap().as_slice()).unwrap();
+        let rv = created.metadata.unwrap().resource_version.unwrap();
+        assert_eq!(created.spec.unwrap().group_priority_minimum, Some(100));
+
+        let (_, j) = c.json("GET", &format!("{API_SERVICES}/v1.local.example.com"), None).await;
+        assert_eq!(
+            j["spec"],
+            json!({"group": "local.example.com", "version": "v1", "groupPriorityMinimum": 100, "versionPriority": 10})
+        );
+
+        let url = format!("{}{API_SERVICES}?watch=1&resourceVersion={rv}&labelSelector=app%3Dpb", c.base);
+        let mut resp = c.http.get(&url).insert_header(("Accept", CLIENT_GO_ACCEPT)).send().await.unwrap();
+        let (code, _, bytes) = c.call("GET", &format!("{API_SERVICES}?labelSelector=app%3Dpb"), PB, None).await;
+        assert_eq!(code, 200);
+        let list = reg::APIServiceList::decode(open(&bytes).raw.unwrap().as_slice()).unwrap();
+        assert_eq!(list.items.len(), 1);
+        // A local APIService is available at once: its status, written after the create,
+        // reaches the watch (or already had, when the list shows it).
+        let available = |s: &reg::APIService| {
+            s.status.as_ref().is_some_and(|st| st.conditions.iter().any(|c| c.status.as_deref() == Some("True")))
+        };
+        if !available(&list.items[0]) {
+            let (ty, u) = frames(&mut resp, 1).await.pop().unwrap();
+            assert_eq!(ty, "MODIFIED");
+            assert!(available(&reg::APIService::decode(u.raw.unwrap().as_slice()).unwrap()));
+        }
+        let (code, _, bytes) = c.call("DELETE", &format!("{API_SERVICES}/v1.local.example.com"), PB, None).await;
+        assert_eq!(code, 200, "{}", String::from_utf8_lossy(&bytes));
+        let st = meta::Status::decode(open(&bytes).raw.unwrap().as_slice()).unwrap();
+        assert_eq!(st.status.as_deref(), Some("Success"));
+    }
+}
