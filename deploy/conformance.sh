@@ -92,16 +92,19 @@ def call(method, path, body, ctype="application/json"):
     try:
         return urllib.request.urlopen(req, context=ctx).status
     except urllib.error.HTTPError as e:
-        return e.code
+        return f"{e.code} {e.read().decode()[:300]}"
 now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 name = "conformance-node"
 labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
-call("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}})
+created = call("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}})
 res = {"cpu": "16", "memory": "64Gi", "pods": "110"}
 ready = {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ready",
          "lastHeartbeatTime": now, "lastTransitionTime": now}
-call("PATCH", f"/api/v1/nodes/{name}/status", {"status": {"allocatable": res, "capacity": res, "conditions": [ready]}},
-     "application/merge-patch+json")
+patched = call("PATCH", f"/api/v1/nodes/{name}/status", {"status": {"allocatable": res, "capacity": res, "conditions": [ready]}},
+               "application/merge-patch+json")
+# Admission (TaintNodesByCondition) taints a new Node not-ready; no node controller lifts it.
+untainted = call("PATCH", f"/api/v1/nodes/{name}", {"spec": {"taints": None}}, "application/merge-patch+json")
+print(f"conformance: node {name} at {url}: create {created}, status {patched}, untaint {untainted}", file=sys.stderr)
 PY
 }
 

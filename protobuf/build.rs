@@ -92,7 +92,8 @@ fn walk(dir: &Path, f: &mut dyn FnMut(&Path)) {
 /// One line per protobuf-tagged field of a Go struct: `<message> <number> <flags> <json name>`.
 /// Flags are letters, `-` for none: `i` (inlined), `z` (omitted from JSON when zero:
 /// `omitempty` on a non-pointer), `w` (written by Go's marshaller even when zero: a value, not
-/// a pointer, slice or map).
+/// a pointer, slice or map), `n` (written as `null` to JSON when nil: a pointer, slice or map
+/// without `omitempty`).
 fn go_fields(package: &str, source: &str, out: &mut String) {
     let mut current: Option<&str> = None;
     for line in source.lines() {
@@ -118,8 +119,9 @@ fn go_fields(package: &str, source: &str, out: &mut String) {
         let inline = options.contains(&"inline");
         let omit_zero = options.contains(&"omitempty") && !go_type.starts_with('*');
         let value = !(go_type.starts_with('*') || go_type.starts_with("[]") || go_type.starts_with("map["));
+        let nil_written = !value && !options.contains(&"omitempty");
         let mut flags = String::new();
-        for (set, letter) in [(inline, 'i'), (omit_zero, 'z'), (value, 'w')] {
+        for (set, letter) in [(inline, 'i'), (omit_zero, 'z'), (value, 'w'), (nil_written, 'n')] {
             if set {
                 flags.push(letter);
             }

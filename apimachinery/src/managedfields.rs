@@ -314,37 +314,16 @@ fn asks_reset(object: &Value) -> bool {
     }
 }
 
-/// Go's zero value of a kind as kube's encoder writes it, the "live object" of a create:
-/// struct fields that are not pointers are there (`{}`), and a few fields written even when
-/// nil (`null`). Only what decides which new fields are members matters here.
-fn zero_object(node: Option<Node<'_>>) -> Value {
-    let pod_template = || json!({"metadata": {"creationTimestamp": null}, "spec": {"containers": null}});
-    let mut zero = json!({"metadata": {"creationTimestamp": null}});
-    for part in ["spec", "status"] {
-        let Some(child) = node.and_then(|n| n.property(part)) else { continue };
-        let value = match child.definition_name().unwrap_or_default() {
-            "io.k8s.api.apps.v1.DeploymentSpec" => {
-                json!({"selector": null, "template": pod_template(), "strategy": {}})
-            }
-            "io.k8s.api.apps.v1.ReplicaSetSpec" => json!({"selector": null, "template": pod_template()}),
-            "io.k8s.api.apps.v1.StatefulSetSpec" => {
-                json!({"selector": null, "template": pod_template(), "serviceName": "", "updateStrategy": {}})
-            }
-            "io.k8s.api.apps.v1.DaemonSetSpec" => {
-                json!({"selector": null, "template": pod_template(), "updateStrategy": {}})
-            }
-            "io.k8s.api.batch.v1.JobSpec" => json!({"template": pod_template()}),
-            "io.k8s.api.batch.v1.CronJobSpec" => json!({
-                "schedule": "",
-                "jobTemplate": {"metadata": {"creationTimestamp": null}, "spec": {"template": pod_template()}}
-            }),
-            "io.k8s.api.core.v1.PodSpec" => json!({"containers": null}),
-            "io.k8s.api.core.v1.ServiceStatus" => json!({"loadBalancer": {}}),
-            _ => json!({}),
-        };
-        zero[part] = value;
+/// The "live object" of a create, as kube's field manager has it: the Go zero value of the
+/// kind as its unstructured converter writes it (values present, structs as objects, some nil
+/// fields `null`), or for a kind without Go types (a custom resource) an object holding only
+/// its apiVersion and kind.
+fn zero_object(api_version: &str, kind: &str) -> Value {
+    let schema = protobuf::Schema::global();
+    match schema.message_for(api_version, kind) {
+        Some(id) => protobuf::go_zero::go_zero(schema, id),
+        None => json!({"apiVersion": api_version, "kind": kind}),
     }
-    zero
 }
 
 impl FieldManager<'_> {
@@ -385,7 +364,7 @@ impl FieldManager<'_> {
         if managed.entries.is_empty() && live.is_some() {
             return;
         }
-        let zero = zero_object(self.node);
+        let zero = zero_object(self.api_version, self.kind);
         let before = live.cloned().unwrap_or(zero);
         let mut before = before;
         strip_managed_fields(&mut before);
@@ -438,7 +417,7 @@ impl FieldManager<'_> {
         if managed.entries.is_empty() && live.pointer("/metadata/uid").is_some() {
             // An object nobody tracks: what it holds belongs to an updater of its own, so an
             // apply changing it conflicts instead of silently taking it.
-            self.record_update(&mut managed, &zero_object(self.node), &live, BEFORE_FIRST_APPLY);
+            self.record_update(&mut managed, &zero_object(self.api_version, self.kind), &live, BEFORE_FIRST_APPLY);
         }
         let mut config = config.clone();
         strip_managed_fields(&mut config);

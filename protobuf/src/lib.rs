@@ -23,6 +23,7 @@
 
 pub mod codec;
 pub mod fields_v1;
+pub mod go_zero;
 pub mod schema;
 
 use serde_json::Value;

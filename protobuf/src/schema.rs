@@ -57,6 +57,8 @@ pub struct Field {
     /// A value in Go (not a pointer, slice or map): Go's marshaller writes it even when zero,
     /// and a Go decoder reads its absence as the zero value.
     pub always: bool,
+    /// A pointer, slice or map without `omitempty`: Go writes `null` to JSON when it is nil.
+    pub nil_written: bool,
 }
 
 /// Messages whose JSON form is not an object of their fields.
@@ -208,6 +210,8 @@ impl Schema {
                             inline: flags.contains('i'),
                             omit_zero: flags.contains('z'),
                             always: flags.contains('w') && !f.is_list() && !f.is_map() && !nil_able,
+                            nil_written: flags.contains('n')
+                                || (nil_able && flags.contains('w') && !flags.contains('z')),
                         }
                     })
                     .collect();

@@ -336,3 +336,33 @@ fn every_field_of_our_own_protos_is_in_its_table() {
     assert!(missing.is_empty(), "fields without a line: {missing:?}");
     assert!(listed.len() > 100);
 }
+
+/// Go's zero values as kube's unstructured converter writes them: structs present (even under
+/// `omitempty`), scalars without `omitempty` as zeros, nil pointers and slices without it as
+/// `null`, times as `null`.
+#[test]
+fn go_zero_values_are_what_kubes_converter_writes() {
+    let s = Schema::global();
+    let zero = |api_version: &str, kind: &str| go_zero::go_zero(s, s.message_for(api_version, kind).unwrap());
+    let d = zero("apps/v1", "Deployment");
+    assert_eq!(d["metadata"], json!({"creationTimestamp": null}));
+    assert_eq!(d["spec"]["selector"], Value::Null);
+    assert!(d["spec"].get("replicas").is_none(), "a pointer under omitempty is left out");
+    assert_eq!(d["spec"]["strategy"], json!({}));
+    assert_eq!(d["spec"]["template"], json!({"metadata": {"creationTimestamp": null}, "spec": {"containers": null}}));
+    assert_eq!(d["status"], json!({}));
+    assert!(d.get("apiVersion").is_none() && d.get("kind").is_none());
+    let crb = zero("rbac.authorization.k8s.io/v1", "ClusterRoleBinding");
+    assert_eq!(crb["roleRef"], json!({"apiGroup": "", "kind": "", "name": ""}));
+    assert!(crb.get("subjects").is_none());
+    let hpa = zero("autoscaling/v2", "HorizontalPodAutoscaler");
+    assert_eq!(hpa["spec"]["maxReplicas"], 0);
+    assert_eq!(hpa["spec"]["scaleTargetRef"], json!({"kind": "", "name": ""}));
+    let event = zero("v1", "Event");
+    assert_eq!((&event["firstTimestamp"], &event["eventTime"]), (&Value::Null, &Value::Null));
+    let pc = zero("scheduling.k8s.io/v1", "PriorityClass");
+    assert_eq!(pc["value"], 0);
+    let crd = zero("apiextensions.k8s.io/v1", "CustomResourceDefinition");
+    assert_eq!(crd["spec"]["versions"], Value::Null);
+    assert_eq!(crd["spec"]["names"], json!({"plural": "", "kind": ""}));
+}

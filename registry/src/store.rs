@@ -290,7 +290,11 @@ fn field_manager<'a>(
 ) -> FieldManager<'a> {
     let scope = Scope(def.reset_fields(subresource));
     FieldManager {
-        node: def.strategy.field_schema().map(schema::Node::root).or_else(|| schema::kind_node(&def.group, &def.version, &def.kind)),
+        node: def
+            .strategy
+            .field_schema()
+            .map(schema::Node::root)
+            .or_else(|| schema::kind_node(&def.group, &def.version, &def.kind)),
         api_version,
         kind: &def.kind,
         subresource: subresource.map(Subresource::name).unwrap_or_default(),

@@ -255,8 +255,9 @@ pub fn default_job(obj: &mut Value) {
         set_if_unset(
             spec,
             "podReplacementPolicy",
-            json!(if has_failure_policy { "Failed" } else { "TerminatedOrFailed" }),
+            json!(if has_failure_policy { "Failed" } else { "TerminatingOrFailed" }),
         );
+        set_if_unset(spec, "manualSelector", json!(false));
     }
     // A Job without labels takes its pod template's labels.
     if let Some(labels) = template_labels

@@ -110,7 +110,8 @@ fn job_defaults_and_generated_selector() {
     assert_eq!(s["backoffLimit"], 6);
     assert_eq!(s["completionMode"], "NonIndexed");
     assert_eq!(s["suspend"], false);
-    assert_eq!(s["podReplacementPolicy"], "TerminatedOrFailed");
+    assert_eq!(s["podReplacementPolicy"], "TerminatingOrFailed");
+    assert_eq!(s["manualSelector"], false);
     prepare_for_create(jobs, &mut j);
     let labels = json!({
         "batch.kubernetes.io/controller-uid": "u-1",

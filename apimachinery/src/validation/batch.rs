@@ -61,11 +61,11 @@ fn validate_job_spec(spec: &Value, path: &Path) -> Vec<Cause> {
         let has_failure_policy = spec.get("podFailurePolicy").is_some_and(|v| !v.is_null());
         if has_failure_policy && prp != "Failed" {
             out.push(field::not_supported(&path.child("podReplacementPolicy"), Bad::s(prp), &["Failed"]));
-        } else if prp != "Failed" && prp != "TerminatedOrFailed" {
+        } else if prp != "Failed" && prp != "TerminatingOrFailed" {
             out.push(field::not_supported(
                 &path.child("podReplacementPolicy"),
                 Bad::s(prp),
-                &["TerminatedOrFailed", "Failed"],
+                &["TerminatingOrFailed", "Failed"],
             ));
         }
     }
