@@ -10,8 +10,8 @@
 //! build) in the same run, so the figures read as ratios.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -90,30 +90,37 @@ async fn phases(label: &str, bin: &Path, seconds: Duration) -> Vec<(Write, f64, 
     let server = TestServer::start_binary(bin, &[]);
     let client = server.client(true);
     let base = server.url("/apis/apps/v1/namespaces/default/deployments");
-    let mut read = Vec::new();
     for w in 0..WORKERS {
         let mut r = client.post(&base).send_json(&deployment(w)).await.expect("create");
         assert_eq!(r.status().as_u16(), 201, "create web-{w}");
         let _ = r.body().await;
-        let mut r = client.get(format!("{base}/web-{w}")).send().await.expect("get");
-        read.push(r.json::<Value>().limit(1 << 20).await.expect("JSON"));
     }
-    let read = Arc::new(read);
     println!("== {label}: {WORKERS} Deployments, each written by its own worker, c={WORKERS}");
     let pid = server.pid();
     let mut rows = Vec::new();
     for _round in 0..2 {
         for write in [Write::AsRead, Write::PythonTimes, Write::Change] {
+            // Each phase starts from the objects as they are now (a change phase moved them).
+            let mut read = Vec::new();
+            for w in 0..WORKERS {
+                let mut r = client.get(format!("{base}/web-{w}")).send().await.expect("get");
+                read.push(r.json::<Value>().limit(1 << 20).await.expect("JSON"));
+            }
+            // The resourceVersion each worker saw last: a write that moves it reached storage.
+            let last: Arc<Vec<Mutex<Value>>> =
+                Arc::new(read.iter().map(|o| Mutex::new(o["metadata"]["resourceVersion"].clone())).collect());
+            let read = Arc::new(read);
             let moved = Arc::new(AtomicUsize::new(0));
             let (cl, b, r, m) = (client.clone(), base.clone(), read.clone(), moved.clone());
             let cpu = cpu_time(pid);
             let phase: Phase = run(WORKERS, seconds, move |w, i| {
                 let (cl, b, sent, m) = (cl.clone(), b.clone(), body(&r[w], write, i), m.clone());
-                let before = r[w]["metadata"]["resourceVersion"].clone();
+                let last = last.clone();
                 async move {
                     let Ok(mut resp) = cl.put(format!("{b}/web-{w}")).send_json(&sent).await else { return false };
                     let Ok(after) = resp.json::<Value>().limit(1 << 20).await else { return false };
-                    if after["metadata"]["resourceVersion"] != before {
+                    let rv = after["metadata"]["resourceVersion"].clone();
+                    if std::mem::replace(&mut *last[w].lock().unwrap(), rv.clone()) != rv {
                         m.fetch_add(1, Ordering::Relaxed);
                     }
                     resp.status().as_u16() == 200
