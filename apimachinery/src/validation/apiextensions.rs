@@ -547,8 +547,8 @@ fn api_approval_state(obj: &Value) -> (u8, String) {
         return (2, format!("not approved: {}", field::go_quote(value)));
     }
     if let Ok(u) = webhook::parse_url(value)
-        && !u.host.is_empty()
-        && !u.scheme.is_empty()
+        && !u.host().is_empty()
+        && !u.scheme().is_empty()
     {
         return (1, format!("approved in {value}"));
     }

@@ -224,7 +224,6 @@ fn valid_userinfo(s: &str) -> bool {
                     | '%'
                     | '@'
             )
-            || !r.is_ascii()
     })
 }
 
@@ -271,18 +270,20 @@ impl Url {
                 None => (authority_and_rest, ""),
             };
             rest = r;
-            let (user, host) = match authority.rfind('@') {
-                Some(i) => {
-                    let userinfo = &authority[..i];
-                    if !valid_userinfo(userinfo) {
-                        return Err("net/url: invalid userinfo".into());
-                    }
-                    (Some(userinfo.to_string()), parse_host(&authority[i + 1..])?)
+            // Go's `parseAuthority`: the host first, then the user information, whose parts
+            // must unescape (it is kept as written, as `Userinfo.String()` prints it).
+            let at = authority.rfind('@');
+            u.host = parse_host(at.map_or(authority, |i| &authority[i + 1..]))?;
+            if let Some(i) = at {
+                let userinfo = &authority[..i];
+                if !valid_userinfo(userinfo) {
+                    return Err("net/url: invalid userinfo".into());
                 }
-                None => (None, parse_host(authority)?),
-            };
-            u.user = user;
-            u.host = host;
+                let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+                unescape(user, Encoding::Path)?;
+                unescape(password, Encoding::Path)?;
+                u.user = Some(userinfo.to_string());
+            }
         } else if !u.scheme.is_empty() && rest.starts_with('/') {
             u.omit_host = true;
         }
@@ -303,6 +304,31 @@ impl Url {
             url.fragment = Some(unescape(frag, Encoding::Fragment).map_err(|e| format!("parse {}: {e}", quote(raw)))?);
         }
         Ok(url)
+    }
+
+    /// `URL.Scheme`, lower-cased.
+    pub fn scheme(&self) -> &str {
+        &self.scheme
+    }
+
+    /// `URL.Host` (unescaped), empty for an opaque or relative URL.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// `URL.User.String()`, `None` when the authority has no `@`.
+    pub fn user(&self) -> Option<&str> {
+        self.user.as_deref()
+    }
+
+    /// `URL.RawQuery`.
+    pub fn raw_query(&self) -> &str {
+        &self.raw_query
+    }
+
+    /// `URL.Fragment` (unescaped), empty when there is none.
+    pub fn fragment(&self) -> &str {
+        self.fragment.as_deref().unwrap_or_default()
     }
 
     /// Go's `url.ParseRequestURI`.
