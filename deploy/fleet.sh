@@ -44,11 +44,14 @@ install_deps() {
   if ((${#missing[@]})); then
     log "apt-get install ${missing[*]}"
     $SUDO apt-get update -qq
-    # Keep the packages from starting system services: the fleet runs its own.
-    printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
-    $SUDO chmod +x /usr/sbin/policy-rc.d
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-    $SUDO rm -f /usr/sbin/policy-rc.d
+    # Keep the packages from starting system services (the fleet runs its own), putting back
+    # any policy-rc.d the machine had: install-tools.sh's `with_services_held_off`.
+    (
+      # shellcheck source=deploy/install-tools.sh
+      source ./deploy/install-tools.sh
+      with_services_held_off $SUDO env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    )
   fi
   if [[ ! -x "$BIN" ]]; then
     log "building the apiserver"

@@ -158,3 +158,25 @@ fn build_deps_replaces_only_a_proto_directory_it_made() {
     assert_eq!(listing(&dest), ["notes.txt"]);
     assert_eq!(std::fs::read_to_string(dest.join("notes.txt")).unwrap(), "mine");
 }
+
+/// Only install-tools.sh writes a policy-rc.d (and puts back the machine's own): other scripts
+/// that install services hold them off through its `with_services_held_off`.
+#[test]
+fn no_other_script_writes_or_removes_policy_rc_d() {
+    let deploy = workspace_root().join("deploy");
+    let mut offenders = Vec::new();
+    for entry in std::fs::read_dir(&deploy).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "sh") || path.ends_with("install-tools.sh") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split('#').next().unwrap_or_default();
+            if code.contains("policy-rc.d") {
+                offenders.push(format!("{}:{}: {line}", path.display(), n + 1));
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "policy-rc.d handled outside install-tools.sh:\n{}", offenders.join("\n"));
+}
