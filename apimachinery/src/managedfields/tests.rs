@@ -469,3 +469,41 @@ fn an_apply_configuration_with_a_field_the_schema_does_not_declare_is_refused_as
     labelled["metadata"]["labels"]["any.example.com/key"] = json!("v");
     assert!(manager(NOW).apply(None, &labelled, "kubectl", false).is_ok());
 }
+
+/// The last item of a list a manager owned, dropped from its configuration, goes, and so does
+/// the list: an associative list (a container's ports, keyed by port and protocol), a set (the
+/// object's finalizers) and an atomic list (a container's args) alike; an item another manager
+/// owns stays.
+#[test]
+fn an_apply_that_drops_the_last_item_of_a_list_it_owned_removes_it() {
+    let mut first = deployment(2, "nginx:1");
+    first["metadata"]["finalizers"] = json!(["example.com/keep"]);
+    first["spec"]["template"]["spec"]["containers"][0]["args"] = json!(["--quiet"]);
+    let created = stored(manager(NOW).apply(None, &first, "kubectl", false).unwrap());
+    assert_eq!(created["spec"]["template"]["spec"]["containers"][0]["ports"].as_array().map(Vec::len), Some(1));
+
+    let mut config = deployment(2, "nginx:1");
+    config["spec"]["template"]["spec"]["containers"][0].as_object_mut().unwrap().remove("ports");
+    let applied = stored(manager(LATER).apply(Some(&created), &config, "kubectl", false).unwrap());
+    let container = &applied["spec"]["template"]["spec"]["containers"][0];
+    assert!(container.get("ports").is_none(), "{container}");
+    assert!(container.get("args").is_none(), "{container}");
+    assert!(applied["metadata"].get("finalizers").is_none(), "{applied}");
+    let owned = fields_of(&applied, "kubectl");
+    assert!(!owned.contains("f:ports") && !owned.contains("f:finalizers") && !owned.contains("f:args"), "{owned}");
+
+    // A port another manager applied stays when the first drops its own.
+    let with_port = manager(NOW).apply(Some(&applied), &deployment(2, "nginx:1"), "kubectl", false).unwrap();
+    let udp = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"template": {"spec": {"containers": [
+            {"name": "nginx", "ports": [{"containerPort": 53, "protocol": "UDP"}]}
+        ]}}}
+    });
+    let shared = stored(manager(LATER).apply(Some(&stored(with_port)), &udp, "dns", false).unwrap());
+    let dropped = manager(LATER).apply(Some(&shared), &config, "kubectl", false).unwrap();
+    assert_eq!(
+        dropped["spec"]["template"]["spec"]["containers"][0]["ports"],
+        json!([{"containerPort": 53, "protocol": "UDP"}])
+    );
+}
