@@ -332,6 +332,12 @@ fn coerce_struct(m: &mut Map<String, Value>, prefix: &str, fields: &[(&str, Go)]
                 }
             }
         }
+        // A time is read and written back as kube's ObjectMeta round trip writes it.
+        if let (Go::Time, Value::String(text)) = (t, &*v)
+            && let Some(canonical) = apimachinery::gofmt::canonical_time(text)
+        {
+            *v = Value::String(canonical);
+        }
         if let (Go::StrMap | Go::StrList, Value::Object(_) | Value::Array(_)) = (t, &*v) {
             // A null entry decodes as "" in a Go map or slice of strings.
             match v {
@@ -395,5 +401,14 @@ mod tests {
             m,
             json!({"name": "a", "ownerReferences": [{"apiVersion": "v1", "kind": "K", "name": "n", "uid": "u"}]})
         );
+    }
+
+    #[test]
+    fn times_are_written_back_as_kube_writes_them() {
+        let mut m = json!({"name": "a", "creationTimestamp": "2024-01-02T03:04:05.5+01:00",
+            "managedFields": [{"manager": "m", "operation": "Update", "time": "2024-01-02T02:04:05+00:00"}]});
+        coerce(&mut m, "metadata", &mut Vec::new());
+        assert_eq!(m["creationTimestamp"], "2024-01-02T02:04:05Z");
+        assert_eq!(m["managedFields"][0]["time"], "2024-01-02T02:04:05Z");
     }
 }

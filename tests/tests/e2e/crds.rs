@@ -805,3 +805,27 @@ fn kube_rs_creates_discovers_and_watches_a_custom_resource() {
         assert_eq!(changes[3].1, json!(true), "the status change is the last event");
     });
 }
+
+/// A custom resource's metadata is read as kube reads ObjectMeta: a no-op PUT whose times are
+/// in another RFC 3339 form (the Python client's `+00:00`) writes nothing; its own fields are
+/// left as sent, a time-like string included.
+#[actix_web::test]
+async fn a_custom_resource_put_back_with_times_in_another_form_writes_nothing() {
+    let s = TestServer::start();
+    create_crd(&s, &widgets_crd(), WIDGETS).await;
+    let own = "2024-01-02T03:04:05+00:00";
+    let created = s.admin_call("POST", WIDGETS, Some(&widget("timely", json!({"replicas": 1, "size": own})))).await;
+    assert_eq!(created.code, 201, "{}", created.body);
+    assert_eq!(created.body["spec"]["size"], own, "a custom resource's own field stays as sent");
+    let mut read = s.admin_call("GET", &format!("{WIDGETS}/timely"), None).await.body;
+    let rv = read["metadata"]["resourceVersion"].clone();
+    for pointer in ["/metadata/creationTimestamp", "/metadata/managedFields/0/time"] {
+        let t = read.pointer_mut(pointer).expect("a time");
+        *t = json!(t.as_str().expect("a string").replace('Z', "+00:00"));
+    }
+    let put = s.admin_call("PUT", &format!("{WIDGETS}/timely"), Some(&read)).await;
+    assert_eq!(put.code, 200, "{}", put.body);
+    assert_eq!(put.body["metadata"]["resourceVersion"], rv, "nothing written: {}", put.body);
+    assert!(put.body["metadata"]["managedFields"][0]["time"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(put.body["spec"]["size"], own);
+}
