@@ -73,6 +73,15 @@ pub fn parse_flag_duration(s: &str) -> Result<std::time::Duration, String> {
     Ok(std::time::Duration::from_nanos(nanos))
 }
 
+/// A `metav1.Time` as kube writes it back after reading `s` (RFC 3339, any offset and
+/// precision): UTC, whole seconds, `Z`. `None` where Go would not read it or could not write it
+/// (a year beyond four digits), which callers leave as sent.
+pub fn canonical_time(s: &str) -> Option<String> {
+    let t = chrono::DateTime::parse_from_rfc3339(s).ok().filter(|t| t.timestamp_subsec_nanos() < 1_000_000_000)?;
+    let utc = t.with_timezone(&chrono::Utc);
+    (0..=9999).contains(&chrono::Datelike::year(&utc)).then(|| utc.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,13 +117,4 @@ mod tests {
         assert_eq!(parse_flag_duration("-1s"), Err("negative duration \"-1s\" is not allowed".into()));
         assert_eq!(parse_flag_duration("-0s"), Ok(Duration::ZERO));
     }
-}
-
-/// A `metav1.Time` as kube writes it back after reading `s` (RFC 3339, any offset and
-/// precision): UTC, whole seconds, `Z`. `None` where Go would not read it or could not write it
-/// (a year beyond four digits), which callers leave as sent.
-pub fn canonical_time(s: &str) -> Option<String> {
-    let t = chrono::DateTime::parse_from_rfc3339(s).ok().filter(|t| t.timestamp_subsec_nanos() < 1_000_000_000)?;
-    let utc = t.with_timezone(&chrono::Utc);
-    (0..=9999).contains(&chrono::Datelike::year(&utc)).then(|| utc.format("%Y-%m-%dT%H:%M:%SZ").to_string())
 }
