@@ -528,5 +528,62 @@ async fn reset_fields_decide_what_a_write_records() {
     assert!(managers(&after).contains(&("finalizer-x".into(), "finalize".into())), "{:?}", managers(&after));
 }
 
+/// A `/status` write of the kinds whose status strategy keeps all of the stored metadata and
+/// the spec (FlowSchemas, priority levels, APIServices): labels and spec sent with it stay as
+/// stored, the status is written, and the writer's entry owns the status alone.
+#[actix::test]
+async fn status_writes_of_kinds_that_keep_metadata_record_only_the_status() {
+    let r = registry("10.0.0.0/24");
+    let cases = [
+        (
+            "flowcontrol.apiserver.k8s.io",
+            "flowschemas",
+            json!({"metadata": {"name": "fs", "labels": {"a": "1"}},
+            "spec": {"priorityLevelConfiguration": {"name": "pl"}, "matchingPrecedence": 500}}),
+            json!({"conditions": [{"type": "Dangling", "status": "True", "reason": "NotFound", "message": "m"}]}),
+            "/spec/matchingPrecedence",
+        ),
+        (
+            "flowcontrol.apiserver.k8s.io",
+            "prioritylevelconfigurations",
+            json!({"metadata": {"name": "pl", "labels": {"a": "1"}},
+            "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 5, "limitResponse": {"type": "Reject"}}}}),
+            json!({"conditions": [{"type": "Broken", "status": "False", "reason": "Fine", "message": "m"}]}),
+            "/spec/limited/nominalConcurrencyShares",
+        ),
+        (
+            "apiregistration.k8s.io",
+            "apiservices",
+            json!({"metadata": {"name": "v1.local.example.com", "labels": {"a": "1"}},
+            "spec": {"group": "local.example.com", "version": "v1", "groupPriorityMinimum": 100, "versionPriority": 10}}),
+            json!({"conditions": [{"type": "Available", "status": "True", "reason": "Local", "message": "m"}]}),
+            "/spec/versionPriority",
+        ),
+    ];
+    for (group, resource, object, status, spec_field) in cases {
+        let created = r.create(group, resource, "", object).await.unwrap_or_else(|e| panic!("{resource}: {e:?}"));
+        let mut written = created.clone();
+        written["metadata"]["labels"] = json!({"a": "2", "b": "new"});
+        *written.pointer_mut(spec_field).unwrap() = json!(7);
+        written["status"] = status.clone();
+        let mut t = target(group, resource, "", created["metadata"]["name"].as_str().unwrap());
+        t.subresource = Some(Subresource::Status);
+        let options = WriteOptions { field_manager: Some("status-writer".into()), ..WriteOptions::default() };
+        let msg = UpdateObject { target: t, object: written, user: admin(), options };
+        let after =
+            object_of(r.store.update(msg, Deadline::NONE).await.unwrap_or_else(|e| panic!("{resource}: {e:?}")));
+        assert_eq!(after["metadata"]["labels"], created["metadata"]["labels"], "{resource}");
+        assert_eq!(after["spec"], created["spec"], "{resource}");
+        assert_eq!(after["status"]["conditions"][0]["type"], status["conditions"][0]["type"], "{resource}");
+        let entry = after["metadata"]["managedFields"]
+            .as_array()
+            .and_then(|l| l.iter().find(|e| e["manager"] == "status-writer"))
+            .unwrap_or_else(|| panic!("{resource}: no entry in {after}"));
+        assert_eq!(entry["subresource"], "status", "{resource}");
+        let owned = entry["fieldsV1"].as_object().unwrap();
+        assert_eq!(owned.keys().collect::<Vec<_>>(), ["f:status"], "{resource}: {}", entry["fieldsV1"]);
+    }
+}
+
 /// A certificate request for `CN=alice` (`openssl req -new`), base64 as the API carries it.
 const CSR_PEM_BASE64: &str = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlJQ1ZUQ0NBVDBDQVFBd0VERU9NQXdHQTFVRUF3d0ZZV3hwWTJVd2dnRWlNQTBHQ1NxR1NJYjNEUUVCQVFVQQpBNElCRHdBd2dnRUtBb0lCQVFDdlJFUXVta3BoOWZJWnEwZmVNenNudGxLQXlzTzdtL00zUFNzME4wTDhtSVlkCjRLczNaVXl5RWFqSVdOYnExaVlsL0JSRk52MUtPMzB5bFV5REVldlZOSDBxODZ2akFCY2JJSWxOQ0tjUEdSUGMKMDNYR2tlL2d6d1l0ZGx5REs2YUdyay8wMjJtQ0c3b3pQWmdXN09NcDNOTy9MdU5CYkpqNzZIQjZ6UkxONjVwRApnOER1RE9oaEhNUkUyMGFIcEhualhCVzFQdjFLd1lDSEQzUlBrMERNajM2VnA2cUxEcFFqTlcza2pJNjl5K2JMClFWV0JVUHVrR1JCRmtWNmZVbGQzUTFIa0hnbU1ndUFTeE04a3NqWWNUMFlaakY1QWM5REVGc1Y5TGVFcG5BZVQKbXN5Z3V1WXV6REplanMxbEg4dndLaGZpUjRHZUh0ajdNdDd0Z3hVaEFnTUJBQUdnQURBTkJna3Foa2lHOXcwQgpBUXNGQUFPQ0FRRUFlcHVQL3UzbVBHdEVoOWpPV1ZTeVBQcDdvV3N6SGxMb0ljWnZOMUlSQ3lic3B1NGg2ck9sCk5ra0ZPRmovZlo5OEtMNDZnVThUcEZZKy9IVGpqYXNCUmtnZTZSY1k3R0JlZVZOb3ZNT00yckJzUmdLV3JZNW4KdkJBVzVuaERTb2Y4Mm9tMVl5RWhFelpaNWlJY3Nydm14UzBUQzZFL1NwREFhRXB0T2h3eGtUTFovK3dWVnB3cQp0L2RSeXVMWHQyenUraW5mTVVZZkJoWkxWa0dOdkd0MU1JUmp5bGgvU0g2Vk9GVGg2WjZqbUN5TnhFOFZyaklaCmFmK243anBUbjdMeWUzYTNWb0VtTjZwTlNNVUZHdDFnbi9LamROVTlQUVdCS2Q4QnFmeFZlNit0SzhPMEd6dDQKQkdRbXdkKzYydU0vazBuNHlyUW95K2paUTcyZU8yR0Mrdz09Ci0tLS0tRU5EIENFUlRJRklDQVRFIFJFUVVFU1QtLS0tLQo=";
