@@ -73,13 +73,20 @@ pub fn parse_flag_duration(s: &str) -> Result<std::time::Duration, String> {
     Ok(std::time::Duration::from_nanos(nanos))
 }
 
+/// A time Go has read, written back as kube writes a `metav1.Time` (UTC, whole seconds, `Z`)
+/// or, with `micros`, a `MicroTime` (six fractional digits). `None` for a year Go cannot write
+/// in four digits, which callers leave as sent.
+pub fn write_time(t: chrono::DateTime<chrono::FixedOffset>, micros: bool) -> Option<String> {
+    let utc = t.with_timezone(&chrono::Utc);
+    let layout = if micros { "%Y-%m-%dT%H:%M:%S%.6fZ" } else { "%Y-%m-%dT%H:%M:%SZ" };
+    (0..=9999).contains(&chrono::Datelike::year(&utc)).then(|| utc.format(layout).to_string())
+}
+
 /// A `metav1.Time` as kube writes it back after reading `s` (RFC 3339, any offset and
-/// precision): UTC, whole seconds, `Z`. `None` where Go would not read it or could not write it
-/// (a year beyond four digits), which callers leave as sent.
+/// precision); `None` where Go would not read it or could not write it.
 pub fn canonical_time(s: &str) -> Option<String> {
     let t = chrono::DateTime::parse_from_rfc3339(s).ok().filter(|t| t.timestamp_subsec_nanos() < 1_000_000_000)?;
-    let utc = t.with_timezone(&chrono::Utc);
-    (0..=9999).contains(&chrono::Datelike::year(&utc)).then(|| utc.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+    write_time(t, false)
 }
 
 #[cfg(test)]

@@ -321,7 +321,7 @@ fn asks_reset(object: &Value) -> bool {
 fn zero_object(api_version: &str, kind: &str) -> Value {
     let schema = protobuf::Schema::global();
     match schema.message_for(api_version, kind) {
-        Some(id) => protobuf::go_zero::go_zero(schema, id),
+        Some(id) => protobuf::go_zero::built_in(id).clone(),
         None => json!({"apiVersion": api_version, "kind": kind}),
     }
 }

@@ -64,6 +64,7 @@ pub mod plan;
 pub mod quantity;
 pub mod rules;
 pub mod stdlib;
+pub mod strfmt;
 pub mod types;
 pub mod validate;
 pub mod value;

@@ -3,6 +3,8 @@
 //! there, structs even under `omitempty`; nil pointers, slices and maps are `null` unless
 //! `omitempty` leaves them out; kube's own types write their zero as their marshallers do.
 
+use std::sync::{LazyLock, OnceLock};
+
 use serde_json::{Map, Value};
 
 use crate::schema::{MessageId, Scalar, Schema, Special};
@@ -46,4 +48,12 @@ pub fn go_zero(schema: &Schema, id: MessageId) -> Value {
         out.insert(field.json.clone(), value);
     }
     Value::Object(out)
+}
+
+/// [`go_zero`] of a message of the built-in schema, computed once per message: creates ask
+/// for it on every write.
+pub fn built_in(id: MessageId) -> &'static Value {
+    static ZEROS: LazyLock<Vec<OnceLock<Value>>> =
+        LazyLock::new(|| Schema::global().messages.iter().map(|_| OnceLock::new()).collect());
+    ZEROS[id].get_or_init(|| go_zero(Schema::global(), id))
 }

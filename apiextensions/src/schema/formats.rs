@@ -7,6 +7,7 @@
 
 use std::sync::LazyLock;
 
+use kube_cel::strfmt::{is_base64, is_date, is_date_time, is_uuid};
 use regex::Regex;
 
 /// go-openapi's name normalization: dashes removed (`date-time` is `datetime`).
@@ -54,8 +55,6 @@ static HOSTNAME: LazyLock<Regex> = LazyLock::new(|| {
         r"^([a-zA-Z0-9\p{S}\p{L}]((-?[a-zA-Z0-9\p{S}\p{L}]{0,62})?)|([a-zA-Z0-9\p{S}\p{L}](([a-zA-Z0-9-\p{S}\p{L}]{0,61}[a-zA-Z0-9\p{S}\p{L}])?)(\.)){1,}([a-zA-Z\p{L}]){2,63})$",
     )
 });
-static UUID: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$"));
 static UUID3: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?3[0-9a-f]{3}-?[0-9a-f]{4}-?[0-9a-f]{12}$"));
 static UUID4: LazyLock<Regex> =
@@ -74,11 +73,6 @@ static RGB_COLOR: LazyLock<Regex> = LazyLock::new(|| {
     let s = r"[\t\n\f\r ]*";
     re(&format!(r"^rgb\({s}{c}{s},{s}{c}{s},{s}{c}{s}\)$"))
 });
-static BASE64: LazyLock<Regex> =
-    LazyLock::new(|| re(r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})$"));
-/// strfmt's `DateTimePattern`, applied to the part after the `t` (its `.` is unescaped).
-static TIME_PART: LazyLock<Regex> =
-    LazyLock::new(|| re(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$"));
 static DURATION_PART: LazyLock<Regex> = LazyLock::new(|| re(r"(\d+)\s*([A-Za-zµ]+)"));
 
 /// Whether `value` is valid for the (supported) `format`, as strfmt's validator decides.
@@ -92,7 +86,7 @@ pub(crate) fn validates(format: &str, value: &str) -> bool {
         "ipv6" => value.parse::<std::net::IpAddr>().is_ok() && value.contains(':'),
         "cidr" => is_cidr(value),
         "mac" => is_mac(value),
-        "uuid" => UUID.is_match(value),
+        "uuid" => is_uuid(value),
         "uuid3" => UUID3.is_match(value),
         "uuid4" => UUID4.is_match(value),
         "uuid5" => UUID5.is_match(value),
@@ -104,7 +98,7 @@ pub(crate) fn validates(format: &str, value: &str) -> bool {
         "ssn" => value.len() == 11 && SSN.is_match(value),
         "hexcolor" => HEX_COLOR.is_match(value),
         "rgbcolor" => RGB_COLOR.is_match(value),
-        "byte" => BASE64.is_match(value),
+        "byte" => is_base64(value),
         "password" => true,
         "date" => is_date(value),
         "duration" => is_duration(value),
@@ -116,40 +110,6 @@ pub(crate) fn validates(format: &str, value: &str) -> bool {
 /// strfmt's `IsHostname`: the pattern, at most 255 bytes, no label over 63 bytes.
 fn is_hostname(s: &str) -> bool {
     HOSTNAME.is_match(s) && s.len() <= 255 && s.split('.').all(|p| p.len() <= 63)
-}
-
-/// Go's `time.Parse("2006-01-02", s)`: exactly `YYYY-MM-DD`, a real calendar day.
-fn is_date(s: &str) -> bool {
-    let b = s.as_bytes();
-    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
-        return false;
-    }
-    let digits = |r: std::ops::Range<usize>| -> Option<u32> {
-        let part = &s[r];
-        part.bytes().all(|c| c.is_ascii_digit()).then(|| part.parse().ok()).flatten()
-    };
-    let (Some(y), Some(m), Some(d)) = (digits(0..4), digits(5..7), digits(8..10)) else { return false };
-    if !(1..=12).contains(&m) || d < 1 {
-        return false;
-    }
-    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    let days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-    d <= days[(m - 1) as usize]
-}
-
-/// strfmt's `IsDateTime`: split at `t` (case-insensitive), a date before it and
-/// `hh:mm:ss[.frac](z|±hh:mm)` after it, with hours, minutes and seconds compared as strings.
-fn is_date_time(s: &str) -> bool {
-    if s.len() < 4 {
-        return false;
-    }
-    let lower = s.to_lowercase();
-    let parts: Vec<&str> = lower.split('t').collect();
-    if parts.len() < 2 || !is_date(parts[0]) {
-        return false;
-    }
-    let Some(m) = TIME_PART.captures(parts[1]) else { return false };
-    &m[1] <= "23" && &m[2] <= "59" && &m[3] <= "59"
 }
 
 /// strfmt's `ParseDuration`: Go's `time.ParseDuration`, else `<n> <unit>` pairs with units

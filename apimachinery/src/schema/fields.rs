@@ -173,7 +173,7 @@ const TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Time";
 const MICRO_TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime";
 
 /// The precision kube writes a time field with.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum TimeLayout {
     /// `metav1.Time`: RFC 3339 in whole seconds.
     Seconds,
@@ -187,14 +187,6 @@ impl TimeLayout {
         match self {
             TimeLayout::Seconds => "2006-01-02T15:04:05Z07:00",
             TimeLayout::Micros => "2006-01-02T15:04:05.000000Z07:00",
-        }
-    }
-
-    /// The same layout for a UTC time, in chrono's words.
-    fn chrono(self) -> &'static str {
-        match self {
-            TimeLayout::Seconds => "%Y-%m-%dT%H:%M:%SZ",
-            TimeLayout::Micros => "%Y-%m-%dT%H:%M:%S%.6fZ",
         }
     }
 }
@@ -377,11 +369,9 @@ impl Walker<'_> {
                         self.decode_error(format!("parsing time {}: second out of range", go_quote(s)))
                     }
                     Ok(t) => {
-                        let utc = t.with_timezone(&chrono::Utc);
-                        // Go refuses to write a year it cannot print in four digits; such a
-                        // time stays as sent.
-                        if (0..=9999).contains(&chrono::Datelike::year(&utc)) {
-                            *v = Value::String(utc.format(layout.chrono()).to_string());
+                        // A year Go cannot write in four digits stays as sent.
+                        if let Some(written) = crate::gofmt::write_time(t, layout == TimeLayout::Micros) {
+                            *v = Value::String(written);
                         }
                     }
                 }

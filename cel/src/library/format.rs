@@ -1,56 +1,13 @@
 //! kube's Format library (`library.Format`): named string formats (`format.dns1123Label()`,
 //! `format.named('uuid')`) whose `validate` gives kube's validation messages, or none.
 
-use std::sync::LazyLock;
-
-use regex::Regex;
-
 use crate::error::EvalResult;
 pub use crate::ext::NamedFormat;
 use crate::ext::Url;
 use crate::library::Ext;
 use crate::names;
+use crate::strfmt::{is_base64, is_date, is_date_time, is_uuid};
 use crate::value::Value;
-
-static UUID: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$").expect("static regex")
-});
-static BASE64: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})$")
-        .expect("static regex")
-});
-static DATE_TIME: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$").expect("static regex")
-});
-
-/// Go's `time.Parse("2006-01-02", s)`.
-fn is_date(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() == 10
-        && b[4] == b'-'
-        && b[7] == b'-'
-        && s[..4].bytes().chain(s[5..7].bytes()).chain(s[8..].bytes()).all(|c| c.is_ascii_digit())
-        && chrono::NaiveDate::from_ymd_opt(
-            s[..4].parse().unwrap_or(0),
-            s[5..7].parse().unwrap_or(0),
-            s[8..].parse().unwrap_or(0),
-        )
-        .is_some()
-}
-
-/// kube-openapi's `strfmt.IsDateTime`.
-fn is_date_time(s: &str) -> bool {
-    if s.len() < 4 {
-        return false;
-    }
-    let lower = s.to_lowercase();
-    let parts: Vec<&str> = lower.split('t').collect();
-    if parts.len() < 2 || !is_date(parts[0]) {
-        return false;
-    }
-    let Some(m) = DATE_TIME.captures(parts[1]) else { return false };
-    &m[1] <= "23" && &m[2] <= "59" && &m[3] <= "59"
-}
 
 fn one(ok: bool, message: &str) -> Vec<String> {
     if ok { Vec::new() } else { vec![message.to_string()] }
@@ -108,11 +65,11 @@ pub static FORMATS: &[(&str, NamedFormat)] = &[
         "uuid",
         NamedFormat {
             name: "uuid",
-            validate: |s| one(UUID.is_match(s), "does not match the UUID format"),
+            validate: |s| one(is_uuid(s), "does not match the UUID format"),
             max_regex_size: 70,
         },
     ),
-    ("byte", NamedFormat { name: "byte", validate: |s| one(BASE64.is_match(s), "invalid base64"), max_regex_size: 84 }),
+    ("byte", NamedFormat { name: "byte", validate: |s| one(is_base64(s), "invalid base64"), max_regex_size: 84 }),
     ("date", NamedFormat { name: "date", validate: |s| one(is_date(s), "invalid date"), max_regex_size: 71 }),
     (
         "datetime",
