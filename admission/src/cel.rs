@@ -9,12 +9,12 @@
 
 use std::collections::HashMap;
 
-use apimachinery::cel::library::authz::{
-    Authorizer, AuthzRequest, AuthzTarget, Decision, authorizer_value, request_resource_value,
-};
-use apimachinery::cel::{Activation, EvalError, Evaluation, Program, Value as CelValue};
 use apimachinery::lookup::AccessCheck;
 use apimachinery::request::{RequestInfo, UserInfo};
+use kube_cel::library::authz::{
+    Authorizer, AuthzRequest, AuthzTarget, Decision, authorizer_value, request_resource_value,
+};
+use kube_cel::{Activation, EvalError, Evaluation, Program, Value as CelValue};
 
 /// kube's `PerCallLimit`: the most one evaluation may cost.
 pub const PER_CALL_LIMIT: u64 = 1_000_000;
@@ -116,7 +116,7 @@ pub async fn evaluate(program: &Program, vars: &[(&'static str, CelValue)], auth
 
 /// The JSON kube's activations bind, as CEL values.
 pub fn value(v: &serde_json::Value) -> CelValue {
-    apimachinery::cel::value::from_json(v)
+    kube_cel::value::from_json(v)
 }
 
 /// kube's `CreateAdmissionRequest`-based activation: `object`, `oldObject` and `request` as

@@ -11,14 +11,14 @@
 
 use std::sync::Arc;
 
+use apimachinery::catalogue::Subresource;
 use apimachinery::error::ApiError;
-use apimachinery::kinds::Subresource;
 use apimachinery::lookup::AccessCheck;
 use apimachinery::messages::{Admit, Operation};
 use apimachinery::request::RequestInfo;
-use apimachinery::validation::certificates::request_organizations;
 use async_trait::async_trait;
 use serde_json::Value;
+use validation::certificates::request_organizations;
 
 use crate::attributes::forbidden;
 use crate::{AdmissionPlugin, Review};

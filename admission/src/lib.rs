@@ -29,7 +29,7 @@
 //! - [`matching`]: the rules and selectors webhooks and policies are matched to requests by.
 //! - [`versions`]: the served version a webhook or policy sees a request in (`matchPolicy`).
 //!
-//! CEL expressions compile and run in [`apimachinery::cel`], which validation shares.
+//! CEL expressions compile and run in [`kube_cel`], which validation shares.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -122,7 +122,7 @@ pub struct PluginContext {
     pub objects: Arc<dyn ObjectLookup>,
     /// The served resources: webhooks and policies see a request in a served version
     /// ([`versions`]).
-    pub catalogue: Arc<apimachinery::kinds::Catalogue>,
+    pub catalogue: Arc<apimachinery::catalogue::Catalogue>,
     /// The server's authorizers, for plugins that check a permission beyond the request's
     /// own (the certificate plugins ask about signers).
     pub access: Arc<dyn AccessCheck>,

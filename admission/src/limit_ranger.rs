@@ -11,15 +11,15 @@
 
 use std::sync::Arc;
 
-use apimachinery::defaults::quantity::Quantity;
 use apimachinery::error::ApiError;
 use apimachinery::gofmt::aggregate;
 use apimachinery::lookup::ObjectLookup;
 use apimachinery::messages::{Admit, Operation};
 use apimachinery::object::ObjectExt;
-use apimachinery::quota::pods::{container_list, pod_limits, pod_requests};
-use apimachinery::quota::resources::{self, ResourceList};
 use async_trait::async_trait;
+use kinds::quota::pods::{container_list, pod_limits, pod_requests};
+use kinds::quota::resources::{self, ResourceList};
+use kube_cel::quantity::Quantity;
 use serde_json::{Map, Value};
 
 use crate::attributes::forbidden;

@@ -12,8 +12,8 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use apimachinery::catalogue::{Catalogue, ResourceDef, Subresource};
 use apimachinery::error::ApiError;
-use apimachinery::kinds::{Catalogue, ResourceDef, Subresource};
 use apimachinery::messages::Admit;
 use serde_json::Value;
 
@@ -133,7 +133,7 @@ mod tests {
 
     #[test]
     fn equivalent_versions_match_after_the_own_one_and_exact_matches_only_it() {
-        let catalogue = apimachinery::builtin::catalogue();
+        let catalogue = kinds::catalogue();
         let (request, _) = v1_create(&catalogue);
         let candidates = candidates(&catalogue, &request);
         let names: Vec<String> = candidates.iter().map(|d| format!("{}/{}", d.group, d.version)).collect();
@@ -157,7 +157,7 @@ mod tests {
 
     #[test]
     fn a_request_is_seen_in_the_version_matched_and_a_change_goes_back_to_the_stored_form() {
-        let catalogue = apimachinery::builtin::catalogue();
+        let catalogue = kinds::catalogue();
         let (request, stored) = v1_create(&catalogue);
         let candidates = candidates(&catalogue, &request);
         let own = Seen::new(&request, &stored, Some(&candidates[0]), &candidates);

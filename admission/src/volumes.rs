@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
-use apimachinery::defaults::quantity;
 use apimachinery::error::ApiError;
 use apimachinery::lookup::ObjectLookup;
 use apimachinery::messages::{Admit, Operation};
 use async_trait::async_trait;
+use kube_cel::quantity;
 use serde_json::{Value, json};
 
 use crate::attributes::forbidden;

@@ -13,8 +13,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use apimachinery::catalogue::Converter;
 use apimachinery::error::ApiError;
-use apimachinery::kinds::Converter;
 use apimachinery::lookup::{ObjectLookup, service_url, slash_prefixed};
 use apimachinery::object::ObjectExt;
 use serde_json::{Map, Value, json};

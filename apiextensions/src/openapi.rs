@@ -11,8 +11,8 @@
 //! v2 form drops what Swagger 2.0 cannot say, as kube's v2 conversion does: defaults,
 //! `allOf`/`anyOf`/`oneOf`/`not`, nullable nodes' types, preserved-unknown nodes' contents.
 
-use apimachinery::kinds::ResourceDef;
-use apimachinery::schema::{CustomDocuments, CustomResourceDoc};
+use apimachinery::catalogue::ResourceDef;
+use kinds::schema::{CustomDocuments, CustomResourceDoc};
 use serde_json::{Value, json};
 
 const OBJECT_META: &str = "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";

@@ -1,9 +1,9 @@
 //! `kubectl get` for custom resources: kube's table convertor from a version's
 //! `additionalPrinterColumns` (or an `Age` column when it lists none).
 
-use apimachinery::table::printers::NAME;
 use apimachinery::table::{Column, Printer, Row, human_duration};
 use chrono::{DateTime, Utc};
+use kinds::printers::NAME;
 use serde_json::Value;
 use serde_json_path::JsonPath;
 

@@ -4,7 +4,7 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use apimachinery::kinds::{Converter, ResourceDef, Subresource};
+use apimachinery::catalogue::{Converter, ResourceDef, Subresource};
 use apimachinery::lookup::ObjectLookup;
 use apimachinery::scale::{ScalePaths, Selector, pointer_of};
 use apimachinery::version::compare_kube_aware_versions;

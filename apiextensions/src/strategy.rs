@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
+use apimachinery::catalogue::{Converter, ResourceDef, StatusMetadata, Strategy, meta_create, meta_update};
 use apimachinery::error::{ApiError, Cause};
-use apimachinery::kinds::{Converter, ResourceDef, StatusMetadata, Strategy, meta_create, meta_update};
 use apimachinery::scale::ScalePaths;
 use apimachinery::selector::fields::FieldLabels;
 use apimachinery::selector::selectable;

@@ -16,7 +16,7 @@ pub(crate) fn string_slice(values: &[String]) -> String {
 
 /// JSON as Go's `encoding/json` writes it: compact, map keys sorted (serde_json's maps are
 /// ordered), and `<`, `>`, `&`, U+2028 and U+2029 escaped, which can only occur inside strings.
-pub(crate) fn html_escaped(json: String) -> String {
+pub fn html_escaped(json: String) -> String {
     if !json.contains(['<', '>', '&', '\u{2028}', '\u{2029}']) {
         return json;
     }
@@ -28,7 +28,7 @@ pub(crate) fn html_escaped(json: String) -> String {
 }
 
 /// `json.Marshal` of a value: see [`html_escaped`].
-pub(crate) fn go_json(value: &serde_json::Value) -> String {
+pub fn go_json(value: &serde_json::Value) -> String {
     html_escaped(serde_json::to_string(value).unwrap_or_default())
 }
 

@@ -19,9 +19,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
+use crate::catalogue::ResetFields;
 use crate::error::{ApiError, Cause, Reason};
 use crate::fieldpath::{self, FieldSet, PathElement, display_path};
-use crate::kinds::ResetFields;
 use crate::schema::Node;
 
 /// kube's cap on update entries (`DefaultMaxUpdateManagers`).
@@ -618,6 +618,3 @@ pub fn check_type(config: &Value, api_version: &str, kind: &str) -> Result<(), A
     }
     Err(ApiError::bad_request(format!("invalid object type: {}", gvk_string(text("apiVersion"), text("kind")))))
 }
-
-#[cfg(test)]
-mod tests;

@@ -13,7 +13,7 @@ use crate::encoded::EncodedObject;
 use crate::error::ApiError;
 use std::sync::Arc;
 
-use crate::kinds::{Catalogue, ResourceDef, Subresource};
+use crate::catalogue::{Catalogue, ResourceDef, Subresource};
 use crate::options::{DeleteOptions, GetOptions, ListOptions, WatchOptions, WriteOptions};
 use crate::patch::PatchType;
 use crate::request::{RequestInfo, UserInfo};
@@ -560,7 +560,7 @@ mod tests {
             dry_run: true,
         };
         round_trip(&DeleteObject { target: target.clone(), user: user.clone(), options: delete.clone() });
-        let cms = crate::builtin::find("", "v1", "configmaps").unwrap();
+        let cms = &crate::catalogue::testing::config_maps();
         let params = crate::options::Params::new(vec![
             ("labelSelector".into(), "a=b".into()),
             ("fieldSelector".into(), "metadata.name=x".into()),

@@ -12,8 +12,8 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
+use crate::catalogue::ResourceDef;
 use crate::error::{ApiError, Cause};
-use crate::kinds::ResourceDef;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::validation::field::{self, Bad, Path};
 
@@ -700,7 +700,8 @@ mod tests {
     }
 
     fn cms() -> &'static ResourceDef {
-        crate::builtin::find("", "v1", "configmaps").unwrap()
+        static CMS: std::sync::LazyLock<ResourceDef> = std::sync::LazyLock::new(crate::catalogue::testing::config_maps);
+        &CMS
     }
 
     #[test]

@@ -37,18 +37,19 @@
 //! metrics recorder that keeps that counter, so a case can tell a read served from memory from
 //! one served by storage without a decorator around the backend.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use actors::{ActorDirectory, Deadline, MailboxSpec, StageArbiter, StageHandle, WhenFull};
+use apimachinery::catalogue::{DefaultStrategy, ResourceDef, Strategy};
 use apimachinery::error::{ApiError, Cause, Reason};
-use apimachinery::kinds::ResourceDef;
 use apimachinery::messages::{
     GetObject, ListObjects, ObjectList, Target, WatchEvent, WatchEventType, WatchObjects, WatchReceiver,
 };
 use apimachinery::object::ObjectExt;
 use apimachinery::options::{ContinueToken, GetOptions, ListOptions, Params, ReadAt, Selection, WatchOptions};
+use apimachinery::selector::FieldLabels;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Map, Value, json};
@@ -230,14 +231,40 @@ impl CacherUnderTest {
 
 // ---------------------------------------------------------------- objects and writes
 
-/// The ConfigMap resource.
+/// A namespaced resource shaped like ConfigMaps, with the generic strategy: the cacher needs no
+/// kind's behaviour, only a key layout and selectable fields.
 pub fn configmaps() -> &'static Arc<ResourceDef> {
-    apimachinery::builtin::find("", "v1", "configmaps").expect("configmaps are served")
+    static DEF: LazyLock<Arc<ResourceDef>> =
+        LazyLock::new(|| Arc::new(ResourceDef::new("", "v1", "configmaps", "ConfigMap", DefaultStrategy)));
+    &DEF
 }
 
-/// The Namespace resource (cluster-scoped).
+/// A cluster-scoped resource shaped like Namespaces, with `status.phase` selectable: what a
+/// kind-specific field selector needs.
 pub fn namespaces() -> &'static Arc<ResourceDef> {
-    apimachinery::builtin::find("", "v1", "namespaces").expect("namespaces are served")
+    static DEF: LazyLock<Arc<ResourceDef>> =
+        LazyLock::new(|| Arc::new(ResourceDef::new("", "v1", "namespaces", "Namespace", Phased).cluster_scoped()));
+    &DEF
+}
+
+/// Another namespaced resource of the same store (Secrets' layout).
+fn secrets() -> &'static Arc<ResourceDef> {
+    static DEF: LazyLock<Arc<ResourceDef>> =
+        LazyLock::new(|| Arc::new(ResourceDef::new("", "v1", "secrets", "Secret", DefaultStrategy)));
+    &DEF
+}
+
+/// The strategy of [`namespaces`]: `status.phase` is a field label.
+struct Phased;
+
+impl Strategy for Phased {
+    fn field_labels(&self) -> &'static FieldLabels {
+        &FieldLabels::NAMESPACES
+    }
+
+    fn selectable_fields(&self, obj: &Value, out: &mut Vec<(&'static str, String)>) {
+        out.push(("status.phase", apimachinery::selector::selectable::text(obj, "status.phase")));
+    }
 }
 
 fn label_map(labels: &[(&str, &str)]) -> Map<String, Value> {
@@ -279,7 +306,7 @@ pub fn stored(object: &Value, rv: Revision) -> Value {
 /// Writes a Secret: a write to another resource of the same store, which moves the store's
 /// revision without any event reaching a ConfigMap cacher.
 pub async fn unrelated_write(store: &Arc<dyn Storage>, namespace: &str, name: &str) -> Revision {
-    let secrets = apimachinery::builtin::find("", "v1", "secrets").expect("secrets are served");
+    let secrets = secrets();
     let secret = json!({
         "kind": "Secret",
         "apiVersion": "v1",

@@ -6,9 +6,9 @@
 
 use std::sync::Arc;
 
+use apimachinery::catalogue::ResourceDef;
 use apimachinery::encoded::EncodedObject;
 use apimachinery::error::ApiError;
-use apimachinery::kinds::ResourceDef;
 use apimachinery::messages::ObjectList;
 use apimachinery::object::ObjectExt;
 use apimachinery::options::{ContinueToken, ListOptions, ReadAt};

@@ -30,9 +30,9 @@ use std::time::{Duration, Instant};
 
 use actix::{Actor, ActorContext, ActorFutureExt, AsyncContext, Context, StreamHandler, WrapFuture};
 use actors::{Deadline, Request, StageHandler, StageMeters, WhenFull, Work};
+use apimachinery::catalogue::ResourceDef;
 use apimachinery::encoded::EncodedObject;
 use apimachinery::error::ApiError;
-use apimachinery::kinds::ResourceDef;
 use apimachinery::messages::{WatchEvent, WatchEventType, WatchObjects, WatchReceiver};
 use apimachinery::options::ReadAt;
 use serde_json::json;

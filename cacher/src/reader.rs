@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use actors::StageMeters;
 use actors::directory::{ActorDirectory, Registration};
+use apimachinery::catalogue::ResourceDef;
 use apimachinery::encoded::EncodedObject;
 use apimachinery::error::ApiError;
-use apimachinery::kinds::ResourceDef;
 use apimachinery::messages::{GetObject, ListObjects, ObjectList, Target};
 use apimachinery::object::ObjectExt;
 use apimachinery::options::ReadAt;
@@ -331,7 +331,7 @@ mod tests {
 
     #[test]
     fn entries_match_label_and_field_selectors() {
-        let def = apimachinery::builtin::find("", "v1", "configmaps").unwrap();
+        let def = crate::conformance::configmaps();
         let obj = json!({"metadata": {"name": "a", "namespace": "ns", "resourceVersion": "7",
             "labels": {"zone": "1", "app": "web", "m": "x"}}});
         let e = Entry::new(def, &obj);

@@ -5,8 +5,8 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
+use apimachinery::catalogue::ResourceDef;
 use apimachinery::encoded::EncodedObject;
-use apimachinery::kinds::ResourceDef;
 use apimachinery::messages::{WatchEvent, WatchEventType};
 use apimachinery::selector::{FieldSelector, LabelSelector};
 use storage::{EventType, Revision};

@@ -65,12 +65,12 @@ pub fn assert_storable_or_refused(v: &Value) {
     if apimachinery::object::nesting(v) <= MAX_NESTING {
         return assert_storable(v);
     }
-    let def = apimachinery::kinds::ResourceDef::new(
+    let def = apimachinery::catalogue::ResourceDef::new(
         "example.com",
         "v1",
         "widgets",
         "Widget",
-        apimachinery::kinds::DefaultStrategy,
+        apimachinery::catalogue::DefaultStrategy,
     );
     let causes = def.validate(v);
     assert!(

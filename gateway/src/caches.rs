@@ -9,8 +9,8 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use actors::{ActorDirectory, Deadline, MailboxSpec, StageArbiter, StageHandle, WhenFull};
+use apimachinery::catalogue::ResourceDef;
 use apimachinery::error::ApiError;
-use apimachinery::kinds::ResourceDef;
 use apimachinery::messages::WatchObjects;
 use cacher::{CacheReader, CacherActor, CacherOptions, StopCaching};
 use storage::Storage;

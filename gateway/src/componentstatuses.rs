@@ -7,7 +7,8 @@ use std::time::Duration;
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
 use apimachinery::error::ApiError;
-use apimachinery::table::{self, printers};
+use apimachinery::table;
+use kinds::printers;
 use serde_json::{Value, json};
 
 use crate::context::RequestContext;

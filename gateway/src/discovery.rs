@@ -7,8 +7,8 @@
 
 use std::sync::Arc;
 
-use apimachinery::apiregistration::{self, Priority};
-use apimachinery::kinds::{Catalogue, ResourceDef, Subresource};
+use apimachinery::catalogue::{Catalogue, ResourceDef, Subresource};
+use kinds::apiregistration::{self, Priority};
 use serde_json::{Value, json};
 
 use crate::aggregator::discovery::DiscoveryCache;
@@ -309,14 +309,14 @@ mod tests {
 
     #[test]
     fn resource_list_has_scale_subresource_in_autoscaling() {
-        let l = api_resource_list(&apimachinery::builtin::catalogue(), "apps", "v1").unwrap();
+        let l = api_resource_list(&kinds::catalogue(), "apps", "v1").unwrap();
         let scale = l["resources"].as_array().unwrap().iter().find(|r| r["name"] == "deployments/scale").unwrap();
         assert_eq!((scale["group"].as_str(), scale["kind"].as_str()), (Some("autoscaling"), Some("Scale")));
     }
 
     #[test]
     fn aggregated_core_has_pods() {
-        let d = aggregated_core(&apimachinery::builtin::catalogue(), AGGREGATED_V2);
+        let d = aggregated_core(&kinds::catalogue(), AGGREGATED_V2);
         let core = &d["items"][0];
         assert!(core["metadata"].get("name").is_none());
         let pods =
@@ -362,7 +362,7 @@ mod tests {
 
     #[test]
     fn remote_groups_join_apis_by_priority_after_apiregistration() {
-        let catalogue = apimachinery::builtin::catalogue();
+        let catalogue = kinds::catalogue();
         let a = aggregator(&[
             remote("metrics.k8s.io", "v1beta1", 100, true),
             remote("high.example.com", "v1", 17900, true),
@@ -379,7 +379,7 @@ mod tests {
 
     #[test]
     fn a_remote_version_is_current_only_while_available_and_fetched() {
-        let catalogue = apimachinery::builtin::catalogue();
+        let catalogue = kinds::catalogue();
         let a =
             aggregator(&[remote("metrics.k8s.io", "v1beta1", 100, true), remote("down.example.com", "v1", 100, false)]);
         let version = |a: &crate::aggregator::Aggregator, group: &str| {

@@ -3,8 +3,8 @@
 
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
+use apimachinery::catalogue::ResourceDef;
 use apimachinery::error::ApiError;
-use apimachinery::kinds::ResourceDef;
 use apimachinery::object::MAX_NESTING;
 use apimachinery::table::{self, IncludeObject, TableOptions};
 use serde_json::Value;

@@ -14,8 +14,8 @@ use std::sync::{Arc, RwLock};
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
 use apimachinery::error::ApiError;
-use apimachinery::schema::{self, CustomDocuments};
 use bytes::Bytes;
+use kinds::schema::{self, CustomDocuments};
 
 /// The custom resources' part of the documents, shared by the handlers and the CRD controller.
 #[derive(Clone, Default)]

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use actors::{ActorDirectory, Deadline, MailboxSpec, StageArbiter, Started, WhenFull};
 use admission::{AdmissionActor, PluginContext};
+use apimachinery::catalogue::Catalogue;
 use apimachinery::error::ApiError;
-use apimachinery::kinds::Catalogue;
 use apimachinery::lookup::{AccessCheck, KindResource, LateWriter, ObjectLookup};
 use apimachinery::messages::{AuthorizationDecision, Authorize, GetObject, ListObjects, Target};
 use apimachinery::options::{GetOptions, ListOptions, ReadAt};
@@ -76,7 +76,7 @@ impl ObjectLookup for CachedObjects {
 }
 
 impl CachedObjects {
-    fn reads(&self, def: &Arc<apimachinery::kinds::ResourceDef>) -> Option<crate::caches::Reads> {
+    fn reads(&self, def: &Arc<apimachinery::catalogue::ResourceDef>) -> Option<crate::caches::Reads> {
         match self.on_demand {
             true => Some(self.caches.start(def.clone())),
             false => self.caches.get(&def.storage_path),

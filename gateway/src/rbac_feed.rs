@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actors::Deadline;
+use apimachinery::catalogue::{Catalogue, ResourceDef};
 use apimachinery::encoded::WatchEventType;
-use apimachinery::kinds::{Catalogue, ResourceDef};
 use apimachinery::messages::{ListObjects, Target, WatchObjects};
 use apimachinery::object::ObjectExt;
 use apimachinery::options::{ListOptions, ReadAt, WatchOptions};

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
+use apimachinery::catalogue::{ResourceDef, Served, Subresource};
 use apimachinery::encoded::EncodedObject;
 use apimachinery::error::{ApiError, qualified_resource};
-use apimachinery::kinds::{ResourceDef, Served, Subresource};
 use apimachinery::messages::{
     CreateObject, DeleteCollection, DeleteObject, GetObject, ListObjects, ObjectList, PatchObject, Target,
     UpdateObject, WriteResult, Written,

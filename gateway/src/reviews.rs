@@ -10,8 +10,8 @@
 
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
+use apimachinery::catalogue::ResourceDef;
 use apimachinery::error::{ApiError, Cause};
-use apimachinery::kinds::ResourceDef;
 use apimachinery::messages::{Authenticate, Credentials};
 use apimachinery::request::UserInfo;
 use apimachinery::validation::field::{self, Bad, Path};

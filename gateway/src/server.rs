@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use actix_web::{App, HttpServer, web};
 use actors::{ActorDirectory, Deadline, StageArbiter, WhenFull};
-use apimachinery::kinds::Catalogue;
+use apimachinery::catalogue::Catalogue;
 use apimachinery::lookup::ObjectLookup;
 use apimachinery::messages::{CreateObject, DeleteObject, GetObject, Target, UpdateObject};
 use apimachinery::options::{DeleteOptions, GetOptions, ReadAt, WriteOptions};
@@ -151,8 +151,8 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     };
     let metrics = install_metrics(diagnosis.as_ref().map(|d| d.signals().clone()));
     // Schemas and OpenAPI documents are built once, before the first request needs them.
-    apimachinery::schema::prepare();
-    let catalogue = Arc::new(apimachinery::builtin::catalogue());
+    kinds::schema::prepare();
+    let catalogue = Arc::new(kinds::catalogue());
     std::fs::create_dir_all(&options.data_dir).map_err(|e| format!("{}: {e}", options.data_dir.display()))?;
     let data_dir = options.data_dir.canonicalize().map_err(|e| e.to_string())?;
     let faults = options.enable_fault_injection.then(|| Arc::new(Faults::default()));
@@ -598,7 +598,7 @@ async fn bootstrap(stages: &Stages, kubernetes_ip: String, lookup: &dyn ObjectLo
             },
         }),
     ));
-    for (name, value, description) in apimachinery::validation::cluster::SYSTEM_PRIORITY_CLASSES {
+    for (name, value, description) in validation::cluster::SYSTEM_PRIORITY_CLASSES {
         let target = Target {
             group: "scheduling.k8s.io".into(),
             version: "v1".into(),
@@ -748,7 +748,7 @@ async fn mark_dangling(stages: &Stages, system: &UserInfo, objects: &dyn ObjectL
             group: group.into(),
             version: "v1".into(),
             resource: "flowschemas".into(),
-            subresource: Some(apimachinery::kinds::Subresource::Status),
+            subresource: Some(apimachinery::catalogue::Subresource::Status),
             name,
             ..Default::default()
         };

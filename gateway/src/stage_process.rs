@@ -35,8 +35,8 @@ use crate::topology::Topology;
 pub async fn run(options: StageOptions) -> Result<(), String> {
     let serve = options.serve;
     let metrics = crate::server::install_metrics(None);
-    apimachinery::schema::prepare();
-    let catalogue = Arc::new(apimachinery::builtin::catalogue());
+    kinds::schema::prepare();
+    let catalogue = Arc::new(kinds::catalogue());
     let topology = Topology::load(serve.stage_topology.as_deref(), &catalogue)?;
     let shard = topology.shard(&options.shard)?.clone();
     let tls = crate::topology::cluster_tls(&serve)?;

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use actors::{ActorDirectory, StageHandle};
+use apimachinery::catalogue::{Catalogue, ResourceDef};
 use apimachinery::error::ApiError;
-use apimachinery::kinds::{Catalogue, ResourceDef};
 use apimachinery::messages::{
     Authenticate, Authorize, CreateObject, DeleteCollection, DeleteObject, PatchObject, StartRequest, UpdateObject,
 };

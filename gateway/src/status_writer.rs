@@ -3,8 +3,8 @@
 //! so the write is validated, admitted and guarded like any client's.
 
 use actors::{Deadline, StageHandle};
+use apimachinery::catalogue::{Catalogue, Subresource};
 use apimachinery::error::ApiError;
-use apimachinery::kinds::{Catalogue, Subresource};
 use apimachinery::lookup::ObjectWriter;
 use apimachinery::messages::{Target, UpdateObject};
 use apimachinery::object::ObjectExt;

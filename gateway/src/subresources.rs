@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
+use apimachinery::catalogue::{ResourceDef, Subresource};
 use apimachinery::error::{ApiError, Cause};
-use apimachinery::kinds::{ResourceDef, Subresource};
 use apimachinery::messages::{DeleteObject, GetObject, ListObjects, Target, UpdateObject};
 use apimachinery::object::ObjectExt;
 use apimachinery::options::{DeleteOptions, GetOptions, ListOptions, ReadAt, WriteOptions};
@@ -85,7 +85,7 @@ pub(crate) async fn bind_pod(
             "the namespace of the provided object does not match the namespace sent on the request",
         ));
     }
-    let errors = apimachinery::validation::pod::validate_pod_binding(binding);
+    let errors = validation::pod::validate_pod_binding(binding);
     if !errors.is_empty() {
         return Err(ApiError::from_field_errors(&errors));
     }

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
+use apimachinery::catalogue::ResourceDef;
 use apimachinery::error::ApiError;
-use apimachinery::kinds::ResourceDef;
 use apimachinery::messages::{GetObject, Target};
 use apimachinery::object::ObjectExt;
 use apimachinery::options::{GetOptions, ReadAt};

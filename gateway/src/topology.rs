@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use actors::remote::{ClusterTls, Peer, RemoteStage};
 use actors::{ActorDirectory, Deadline, Request, StageError, StageHandle, Transport};
-use apimachinery::kinds::Catalogue;
+use apimachinery::catalogue::Catalogue;
 use apimachinery::messages::{CreateObject, DeleteCollection, DeleteObject, PatchObject, Target, UpdateObject};
 use serde::Deserialize;
 
@@ -244,7 +244,7 @@ mod tests {
 
     #[test]
     fn shards_resolve_their_resources() {
-        let catalogue = apimachinery::builtin::catalogue();
+        let catalogue = kinds::catalogue();
         let t = Topology::parse(
             "shards:\n- name: events\n  url: https://127.0.0.1:7101\n  resources: [events, leases.coordination.k8s.io]\n",
             &catalogue,

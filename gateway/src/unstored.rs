@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use actix_web::{HttpResponse, web};
+use apimachinery::catalogue::{ResourceDef, Served};
 use apimachinery::error::ApiError;
-use apimachinery::kinds::{ResourceDef, Served};
 use apimachinery::messages::Target;
 use apimachinery::object::ObjectExt;
 

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::HttpResponse;
+use apimachinery::catalogue::{Converter, ResourceDef};
 use apimachinery::encoded::EncodedObject;
 use apimachinery::error::ApiError;
-use apimachinery::kinds::{Converter, ResourceDef};
 use apimachinery::messages::{Target, WatchEvent, WatchEventType, WatchObjects};
 use apimachinery::options::{Params, WatchOptions};
 use apimachinery::selector::fields::escape_value;

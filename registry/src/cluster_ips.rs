@@ -18,8 +18,8 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
+use apimachinery::catalogue::{Catalogue, ClusterIp};
 use apimachinery::error::{ApiError, Cause};
-use apimachinery::kinds::{Catalogue, ClusterIp};
 use apimachinery::validation::field::{self, Bad, Path};
 use base64::Engine;
 use serde_json::{Value, json};

@@ -12,8 +12,8 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use actors::{Deadline, StageHandle};
+use apimachinery::catalogue::{Catalogue, ClusterIp, ResourceDef, Subresource};
 use apimachinery::error::{ApiError, Cause, success_status};
-use apimachinery::kinds::{Catalogue, ClusterIp, ResourceDef, Subresource};
 use apimachinery::managedfields::{FieldManager, Scope};
 use apimachinery::messages::{
     AdmissionPhase, Admit, Admitted, CreateObject, DeleteCollection, DeleteObject, Operation, PatchObject, Target,
@@ -824,7 +824,7 @@ impl RegistryStore {
             Some(Subresource::Finalize) => {
                 // kube's finalize strategy: the status stays as stored; the spec (its
                 // finalizers) and the metadata change as written.
-                apimachinery::defaults::carry_identity(&mut new, old);
+                apimachinery::catalogue::update::carry_identity(&mut new, old);
                 match old.get("status") {
                     Some(status) => new["status"] = status.clone(),
                     None => {
@@ -859,7 +859,7 @@ impl RegistryStore {
                     }
                 }
                 // Spec and status as stored, but the conditions; the metadata as written.
-                apimachinery::defaults::carry_identity(&mut new, old);
+                apimachinery::catalogue::update::carry_identity(&mut new, old);
                 for part in ["spec", "status"] {
                     match old.get(part) {
                         Some(v) => new[part] = v.clone(),

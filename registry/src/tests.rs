@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use actix::{Actor, Context};
 use actors::{ActorDirectory, Deadline, MailboxSpec, StageArbiter, StageHandler, WhenFull, Work};
+use apimachinery::catalogue::Subresource;
 use apimachinery::error::ApiError;
-use apimachinery::kinds::Subresource;
 use apimachinery::messages::{
     AdmissionPhase, Admit, Admitted, CreateObject, DeleteCollection, DeleteObject, Target, UpdateObject, WriteResult,
     Written,
@@ -66,7 +66,7 @@ struct Registry {
 }
 
 fn registry_over(storage: Arc<dyn Storage>, range: &str) -> Registry {
-    let catalogue = Arc::new(apimachinery::builtin::catalogue());
+    let catalogue = Arc::new(kinds::catalogue());
     let router = Arc::new(StorageRouter::new(storage.clone()));
     let arbiter = StageArbiter::new("admission");
     let spec = MailboxSpec {

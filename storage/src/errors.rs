@@ -3,8 +3,8 @@
 //! failed a stale-resourceVersion 409, a compacted revision 410, a backend failure a 500 naming
 //! the backend, a storage stage process out of reach a 503 naming the stage.
 
+use apimachinery::catalogue::ResourceDef;
 use apimachinery::error::ApiError;
-use apimachinery::kinds::ResourceDef;
 
 use crate::StorageError;
 

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use apimachinery::kinds::{Catalogue, ResourceDef};
+use apimachinery::catalogue::{Catalogue, ResourceDef};
 
 use crate::Storage;
 
@@ -107,7 +107,7 @@ mod tests {
     use super::*;
 
     fn catalogue() -> Catalogue {
-        apimachinery::builtin::catalogue()
+        kinds::catalogue()
     }
 
     #[test]

@@ -50,7 +50,7 @@ fn provider(algorithm: &str, keys: &[(&str, &str)]) -> String {
 const IDENTITY: &str = "{identity: {}}";
 
 fn encrypted(inner: &Arc<dyn Storage>, config: EncryptionConfig) -> Arc<dyn Storage> {
-    EncryptedStorage::new(Arc::clone(inner), config, "/registry", &apimachinery::builtin::catalogue())
+    EncryptedStorage::new(Arc::clone(inner), config, "/registry", &kinds::catalogue())
 }
 
 fn b(s: &str) -> Bytes {

@@ -15,7 +15,7 @@ fn fixture(provider: &str) -> Fixture {
          - resources: [configmaps]\n  providers: [{provider}, {{identity: {{}}}}]\n"
     ))
     .expect("config");
-    Fixture::with_guard(EncryptedStorage::new(inner, config, "/registry", &apimachinery::builtin::catalogue()), dir)
+    Fixture::with_guard(EncryptedStorage::new(inner, config, "/registry", &kinds::catalogue()), dir)
 }
 
 /// `{<algorithm>: {keys: [...]}}` with a writing key and an older one.

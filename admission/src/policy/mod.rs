@@ -32,19 +32,19 @@ pub mod validator;
 use std::sync::Arc;
 use std::time::Duration;
 
-use apimachinery::cel::library::authz::request_resource_value;
 use apimachinery::error::{ApiError, Cause, Reason};
 use apimachinery::lookup::{AccessCheck, ObjectLookup};
 use apimachinery::messages::{Admit, Operation};
 use apimachinery::object::ObjectExt;
 use async_trait::async_trait;
+use kube_cel::library::authz::request_resource_value;
 use serde_json::{Value, json};
 
 use crate::cel::Authz;
 use crate::matching::RequestAttributes;
 use crate::versions::{self, Seen};
 use crate::{AdmissionPlugin, Review};
-use apimachinery::kinds::{Catalogue, ResourceDef};
+use apimachinery::catalogue::{Catalogue, ResourceDef};
 use source::{Action, Binding, Hook, MatchResources, Policy, PolicySource};
 use validator::{AuditOutcome, Evaluation, Inputs};
 

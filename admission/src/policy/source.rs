@@ -9,14 +9,14 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use apimachinery::cel::{Program, Type};
 use apimachinery::error::Reason;
 use apimachinery::lookup::{KindResource, ObjectLookup};
 use apimachinery::object::{ObjectExt, string_list};
 use apimachinery::selector::LabelSelector;
-use apimachinery::validation::cel::{self, ExpressionKind};
 use apimachinery::validation::field::Path;
+use kube_cel::{Program, Type};
 use serde_json::Value;
+use validation::cel::{self, ExpressionKind};
 
 use crate::matching::{Rule, Selectors, selector};
 

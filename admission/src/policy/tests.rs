@@ -66,7 +66,7 @@ fn fixture() -> Fixture {
     objects.put("namespaces", json!({"metadata": {"name": "team", "labels": {"env": "prod"}}}));
     let plugin = ValidatingAdmissionPolicy::new(
         objects.clone(),
-        Arc::new(apimachinery::builtin::catalogue()),
+        Arc::new(kinds::catalogue()),
         Arc::new(crate::testing::Grants { allowed: vec!["alice get /healthz".into()], ..Default::default() }),
     );
     Fixture { objects, plugin }
@@ -477,7 +477,7 @@ async fn audit_annotation_values_of_several_params_are_joined_once_each() {
 
 /// An `autoscaling/v1` create of an HPA in `team`, its object in the stored (v2) form.
 fn v1_autoscaler(max: i64) -> Admit {
-    let catalogue = apimachinery::builtin::catalogue();
+    let catalogue = kinds::catalogue();
     let v1 = catalogue.find("autoscaling", "v1", "horizontalpodautoscalers").unwrap();
     let body = json!({"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
         "metadata": {"name": "web", "namespace": "team"}, "spec": {"maxReplicas": max,
@@ -537,7 +537,7 @@ fn listed(items: usize) -> Admit {
 
 /// What `expression` costs over `request`'s object, as this crate counts it.
 fn cost_of(expression: &str, request: &Admit) -> u64 {
-    use apimachinery::cel::{Activation, Env, Program, Type, Version};
+    use kube_cel::{Activation, Env, Program, Type, Version};
     let env = Env::new(Version::STORED).declare("object", Type::Dyn);
     let program = Program::compile(&env, expression).unwrap();
     let activation = Activation::new().bind("object", crate::cel::value(&request.object));

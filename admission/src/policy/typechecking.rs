@@ -10,10 +10,10 @@
 
 use std::collections::BTreeSet;
 
-use apimachinery::cel::types::{Type, namespace_type, request_type};
-use apimachinery::cel::{CompileError, Env, Program, Version, format_issues};
 use apimachinery::object::string_list;
-use apimachinery::schema::{cel_type, kind_node};
+use kinds::schema::{cel_type, kind_node};
+use kube_cel::types::{Type, namespace_type, request_type};
+use kube_cel::{CompileError, Env, Program, Version, format_issues};
 use serde_json::{Value, json};
 
 /// kube's `maxTypesToCheck`.
@@ -142,7 +142,7 @@ mod tests {
     use super::*;
 
     fn kind_of(group: &str, version: &str, resource: &str) -> Option<String> {
-        apimachinery::builtin::find(group, version, resource).map(|d| d.kind.clone())
+        kinds::find(group, version, resource).map(|d| d.kind.clone())
     }
 
     fn policy(validations: Value, param_kind: Value) -> Value {

@@ -15,9 +15,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use apimachinery::cel::Value as CelValue;
-use apimachinery::cel::value::{Key, Map};
 use apimachinery::error::Reason;
+use kube_cel::Value as CelValue;
+use kube_cel::value::{Key, Map};
 use serde_json::Value;
 
 use super::source::{Expression, Policy};
@@ -243,7 +243,7 @@ impl<'a> Run<'a> {
             ("namespaceObject", &inputs.namespace),
         ];
         let mut vars: Vec<(&'static str, CelValue)> = json.iter().map(|(k, v)| (*k, cel::value(v))).collect();
-        vars.push(("authorizer", apimachinery::cel::library::authz::authorizer_value()));
+        vars.push(("authorizer", kube_cel::library::authz::authorizer_value()));
         vars.push(("authorizer.requestResource", inputs.request_resource.clone()));
         Run { policy, vars }
     }
@@ -327,13 +327,13 @@ impl<'a> Run<'a> {
     }
 
     /// The error of the first failed variable `program` names.
-    fn failed_variable(&self, program: &apimachinery::cel::Program, variables: &Variables) -> Option<String> {
+    fn failed_variable(&self, program: &kube_cel::Program, variables: &Variables) -> Option<String> {
         program.fields_of("variables").iter().find_map(|name| variables.values.get(name)?.clone().err())
     }
 
     /// The indexes of the variables `program` needs, directly or through other variables, in
     /// declaration order (a variable sees only the ones before it).
-    fn needed(&self, program: &apimachinery::cel::Program) -> Vec<usize> {
+    fn needed(&self, program: &kube_cel::Program) -> Vec<usize> {
         let declared = &self.policy.variables;
         let mut names: BTreeSet<String> = program.fields_of("variables");
         let mut needed = Vec::new();

@@ -5,10 +5,10 @@
 
 use apimachinery::messages::Operation;
 use apimachinery::object::ObjectExt;
-use apimachinery::quota::evaluator::{Evaluator, scope_requirements};
-use apimachinery::quota::resources::{self, ResourceList};
-use apimachinery::quota::{self as q};
 use chrono::{DateTime, Utc};
+use kinds::quota::evaluator::{Evaluator, scope_requirements};
+use kinds::quota::resources::{self, ResourceList};
+use kinds::quota::{self as q};
 use serde_json::Value;
 
 /// Why a write is refused, in kube's words; the plugin answers it as 403 Forbidden.

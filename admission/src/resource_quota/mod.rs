@@ -27,9 +27,9 @@ use apimachinery::error::ApiError;
 use apimachinery::lookup::{ObjectLookup, ObjectWriter};
 use apimachinery::messages::{Admit, Operation};
 use apimachinery::object::ObjectExt;
-use apimachinery::quota::evaluator::{Evaluator, ignored};
-use apimachinery::quota::resources;
 use async_trait::async_trait;
+use kinds::quota::evaluator::{Evaluator, ignored};
+use kinds::quota::resources;
 use serde_json::Value;
 use tokio::sync::OwnedMutexGuard;
 

@@ -5,12 +5,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use apimachinery::cel::Program;
 use apimachinery::lookup::ObjectLookup;
 use apimachinery::object::ObjectExt;
-use apimachinery::validation::cel::{Expression, ExpressionKind, compile};
 use apimachinery::validation::field::Path;
+use kube_cel::Program;
 use serde_json::Value;
+use validation::cel::{Expression, ExpressionKind, compile};
 use webhook_client::{Endpoint, WebhookClient};
 
 use crate::matching::{Rule, Selectors};

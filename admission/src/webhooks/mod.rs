@@ -26,19 +26,19 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use apimachinery::cel::Value as CelValue;
 use apimachinery::error::ApiError;
 use apimachinery::lookup::{AccessCheck, ObjectLookup};
 use apimachinery::messages::Admit;
 use apimachinery::patch::{PatchType, apply_patch};
 use async_trait::async_trait;
+use kube_cel::Value as CelValue;
 use serde_json::{Value, json};
 
 use crate::cel::{self, MATCH_CONDITIONS_BUDGET, OUT_OF_BUDGET};
 use crate::matching::Rule;
 use crate::versions::{self, Seen};
 use crate::{AdmissionPlugin, Review};
-use apimachinery::kinds::{Catalogue, ResourceDef};
+use apimachinery::catalogue::{Catalogue, ResourceDef};
 use config::{Hook, HookKind, HookSource};
 use review::{Answer, CallFailure};
 use webhook_client::Endpoint;

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
+use apimachinery::catalogue::Subresource;
 use apimachinery::error::{ApiError, Reason};
-use apimachinery::kinds::Subresource;
 use apimachinery::messages::{Admit, Operation};
 use base64::Engine;
 use serde_json::{Value, json};

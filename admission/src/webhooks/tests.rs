@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use apimachinery::cel::{Activation, Env, Program, Type};
 use apimachinery::messages::Operation;
+use kube_cel::{Activation, Env, Program, Type};
 use serde_json::{Value, json};
 
 use super::config::{HookKind, parse_hook};
@@ -15,7 +15,7 @@ fn plugin(allowed: &[&str]) -> WebhookPlugin {
     WebhookPlugin::new(
         HookKind::Validating,
         Arc::new(Objects::default()),
-        Arc::new(apimachinery::builtin::catalogue()),
+        Arc::new(kinds::catalogue()),
         Arc::new(grants),
     )
 }
@@ -48,7 +48,7 @@ async fn outcome(plugin: &WebhookPlugin, hook: &Hook, request: &Admit) -> Result
 
 /// What `condition` costs over `request`'s object, as this crate counts it.
 fn cost_of(condition: &str, request: &Admit) -> u64 {
-    let env = Env::new(apimachinery::cel::Version::STORED).declare("object", Type::Dyn);
+    let env = Env::new(kube_cel::Version::STORED).declare("object", Type::Dyn);
     let program = Program::compile(&env, condition).unwrap();
     let activation = Activation::new().bind("object", crate::cel::value(&request.object));
     program.evaluate(&activation, None).cost

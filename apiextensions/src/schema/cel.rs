@@ -2,7 +2,7 @@
 //! `apiextensions-apiserver/pkg/apiserver/schema/cel` `Validator` evaluates them.
 //!
 //! A [`Validator`] is built once per served version: the rules of every schema node compiled
-//! against the node's declaration (`apimachinery::cel::rules`), kept in the schema's shape,
+//! against the node's declaration (`kube_cel::rules`), kept in the schema's shape,
 //! only where some node below has rules. Validating walks the object with it: each rule runs
 //! at every value its node applies to (every item of a list, every value of a map), with
 //! `self` bound to that value.
@@ -30,15 +30,13 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use apimachinery::cel::decl::escape;
-use apimachinery::cel::rules::{
-    self, Compiled, OLD_SELF, PER_CALL_LIMIT, Preexisting, RUNTIME_COST_BUDGET, Rule, SELF,
-};
-use apimachinery::cel::{Activation, DeclType, EvalError, Program, Value as CelValue};
 use apimachinery::error::Cause;
-use apimachinery::validation::apiextensions::valid_field_path;
 use apimachinery::validation::field::{self, Bad, Path};
+use kube_cel::decl::escape;
+use kube_cel::rules::{self, Compiled, OLD_SELF, PER_CALL_LIMIT, Preexisting, RUNTIME_COST_BUDGET, Rule, SELF};
+use kube_cel::{Activation, DeclType, EvalError, Program, Value as CelValue};
 use serde_json::Value;
+use validation::apiextensions::valid_field_path;
 
 /// kube's `MaxEvaluatedMessageExpressionSizeBytes`.
 const MAX_MESSAGE_BYTES: usize = 5 * 1024;
@@ -326,7 +324,7 @@ fn message_of(program: &Program, activation: &Activation<'_>, budget: i64) -> Me
     match evaluation.result {
         Err(EvalError::CostLimitExceeded) => Message::Stop(format!(
             "no further validation rules will be run due to call cost exceeds limit for messageExpression: {}",
-            apimachinery::cel::golang::quote(program.source())
+            kube_cel::golang::quote(program.source())
         )),
         Ok(CelValue::String(s)) => {
             let s = s.trim();

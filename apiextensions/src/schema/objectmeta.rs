@@ -8,8 +8,8 @@
 
 use apimachinery::error::Cause;
 use apimachinery::validation::field::{self, Bad, Path};
-use apimachinery::validation::{meta, names};
 use serde_json::{Map, Value};
+use validation::{meta, names};
 
 use super::node::Node;
 use super::render::{Num, bad, json_kind, num};

@@ -431,34 +431,6 @@ mod tests {
     }
 
     #[test]
-    fn an_applied_deployment_owns_what_kube_says_it_owns() {
-        crate::schema::prepare();
-        let node = crate::schema::kind_node("apps", "v1", "Deployment").expect("Deployment's schema");
-        let applied = json!({
-            "metadata": {"labels": {"app": "web"}},
-            "spec": {
-                "replicas": 2,
-                "selector": {"matchLabels": {"app": "web"}},
-                "template": {"spec": {"containers": [
-                    {"name": "nginx", "image": "nginx", "ports": [{"containerPort": 80, "protocol": "TCP"}]}
-                ]}}
-            }
-        });
-        let set = FieldSet::of_applied(&applied, Some(node));
-        assert_eq!(
-            set.to_fields_v1(),
-            concat!(
-                r#"{"f:metadata":{"f:labels":{"f:app":{}}},"#,
-                r#""f:spec":{"f:replicas":{},"f:selector":{},"f:template":{"f:spec":{"f:containers":{"#,
-                r#""k:{\"name\":\"nginx\"}":{".":{},"f:image":{},"f:name":{},"f:ports":{"#,
-                r#""k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{".":{},"f:containerPort":{},"f:protocol":{}}}}}}}}}"#
-            ),
-            "labels' keys are owned, not labels; the selector is atomic; containers by name, ports by \
-             (containerPort, protocol)"
-        );
-    }
-
-    #[test]
     fn unknown_kinds_are_dropped_and_malformed_ones_refused() {
         let set = FieldSet::from_fields_v1(&json!({"f:a": {}, "x:future": {}})).unwrap();
         assert_eq!(set.paths(), [vec![f("a")]]);

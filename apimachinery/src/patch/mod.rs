@@ -68,7 +68,7 @@ pub const CUSTOM_RESOURCE_PATCH_CONTENT_TYPES: &[&str] =
 
 /// The patch content types a kind takes, by [`Strategy::takes_strategic_merge_patch`].
 ///
-/// [`Strategy::takes_strategic_merge_patch`]: crate::kinds::Strategy::takes_strategic_merge_patch
+/// [`Strategy::takes_strategic_merge_patch`]: crate::catalogue::Strategy::takes_strategic_merge_patch
 pub fn accepted_content_types(strategic: bool) -> &'static [&'static str] {
     if strategic { SUPPORTED_PATCH_CONTENT_TYPES } else { CUSTOM_RESOURCE_PATCH_CONTENT_TYPES }
 }

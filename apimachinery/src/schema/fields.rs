@@ -22,7 +22,7 @@ use regex::Regex;
 use serde_json::{Map, Value};
 
 use super::Node;
-use super::build::{self, STORE};
+use super::store::{self as build, store};
 
 /// kube keeps at most this many strict errors per decode.
 const MAX_STRICT_ERRORS: usize = 100;
@@ -344,7 +344,7 @@ impl Walker<'_> {
             return self.decode_error(e.to_string());
         }
         // A value too large or too fine for the parser's nano-units stays as sent.
-        if let Ok(q) = crate::defaults::quantity::parse(&text) {
+        if let Ok(q) = kube_cel::quantity::parse(&text) {
             *v = Value::String(q.canonical());
         }
     }
@@ -423,7 +423,7 @@ fn go_type_of_definition(def: &str) -> String {
 
 /// The Go type kube decodes a node into, as `reflect.Type.String()` prints it.
 fn go_type(node: Node<'static>, def: Option<&str>) -> String {
-    if let Some(d) = def.filter(|d| STORE.defs.contains_key(*d)) {
+    if let Some(d) = def.filter(|d| store().defs.contains_key(*d)) {
         return go_type_of_definition(d);
     }
     match node.type_name() {

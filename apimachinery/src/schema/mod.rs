@@ -1,42 +1,25 @@
-//! OpenAPI schemas of the served kinds, the documents built from them, and pruning.
+//! Walking objects in step with their OpenAPI schema, and pruning by it.
 //!
 //! kube-apiserver decodes every request body into Go structs: the struct tags are the schema,
-//! unknown fields are dropped (or reported under `fieldValidation`), and the same structs are
-//! published as OpenAPI for clients (`kubectl explain`, client-side apply's strategic merge
-//! patch, `--validate=strict` detection). We have no Go structs, so the schema is data: built
-//! once, at first use, from k8s-openapi's `schemars` output plus the tables in [`patch_meta`]
-//! that carry what kube declares in struct tags (`patchStrategy`, `patchMergeKey`, list types).
+//! and unknown fields are dropped (or reported under `fieldValidation`). We have no Go structs,
+//! so the schema is data: a [`Store`] of definitions, built by the `kinds` crate from
+//! k8s-openapi's `schemars` output and installed here once ([`install_with`]).
 //!
 //! # Layout
-//! - this module: the [`Node`] navigation API other modules (strategic merge patch, pruning)
-//!   walk objects with, and [`kind_node`].
-//! - `build`: generation of the definitions (one shared store, `#/definitions/<name>` refs).
-//! - [`patch_meta`]: our table of strategic-merge and list-type metadata.
-//! - `openapi`: the `/openapi/v2` and `/openapi/v3` documents ([`openapi_v2`],
-//!   [`openapi_v3_index`], [`openapi_v3_document`]); `proto`: the protobuf form of v2
-//!   ([`openapi_v2_protobuf`]).
+//! - this module: the [`Node`] navigation API other modules (strategic merge patch, managed
+//!   fields, pruning) walk objects with, and [`kind_node`].
+//! - `store`: the installed definitions and `$ref` resolution.
 //! - `fields`: pruning and strict field validation ([`check_fields`]).
-//! - `cel`: the CEL type of a schema node ([`cel_type`]), for type checking expressions.
 
-mod build;
-mod cel;
 mod fields;
-mod openapi;
-pub mod patch_meta;
-mod proto;
+mod store;
 
 use std::sync::LazyLock;
 
 use serde_json::Value;
 
-pub use build::{definition, definition_names, kind_definition_name};
-pub use cel::cel_type;
 pub use fields::{FieldReport, body_keys, cannot_be_handled, check_fields, duplicate_fields, repeats_a_key};
-pub use openapi::{
-    CustomDocuments, CustomResourceDoc, OPENAPI_V2_PROTOBUF, OPENAPI_V2_PROTOBUF_ACCEPT, digest, openapi_v2,
-    openapi_v2_protobuf, openapi_v2_protobuf_with, openapi_v2_with, openapi_v3_document, openapi_v3_hash,
-    openapi_v3_index, openapi_v3_index_with,
-};
+pub use store::{DEFINITIONS, Store, definition, definition_names, install_with, kind_definition_name, store};
 
 /// The schema accepting anything, returned for `additionalProperties: true` and for
 /// preserve-unknown-fields nodes so walkers need no special case.
@@ -58,7 +41,7 @@ pub struct Node<'a> {
 
 impl<'a> Node<'a> {
     fn at(own: &'a Value) -> Node<'a> {
-        Node { own, schema: build::resolve(own) }
+        Node { own, schema: store::resolve(own) }
     }
 
     /// The root of a schema held elsewhere (a custom resource's): its `$ref`s resolve to the
@@ -165,7 +148,7 @@ impl<'a> Node<'a> {
     /// The definition name this node resolved to (`io.k8s.api.core.v1.Container`), if reached
     /// through a `$ref`.
     pub fn definition_name(&self) -> Option<&'a str> {
-        build::ref_target(self.own)
+        store::ref_target(self.own)
     }
 }
 
@@ -176,19 +159,7 @@ pub fn kind_node(group: &str, version: &str, kind: &str) -> Option<Node<'static>
     definition(name).map(|schema| Node { own: schema, schema })
 }
 
-/// Builds the definitions and the `/openapi/v3` documents now instead of at first use: call
-/// it once at server start so the first request (often a `kubectl apply`) does not pay for
-/// generation (a few ms for the definitions, a few tens of ms for the v3 documents; the v2
-/// document stays lazy since only fallbacks ask for it).
-pub fn prepare() {
-    LazyLock::force(&build::STORE);
-    openapi::prepare();
-}
-
 /// The root node of a definition by name (`io.k8s.api.core.v1.PodSpec`).
 pub fn definition_node(name: &str) -> Option<Node<'static>> {
     definition(name).map(|schema| Node { own: schema, schema })
 }
-
-#[cfg(test)]
-mod tests;

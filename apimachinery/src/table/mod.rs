@@ -38,13 +38,12 @@
 //!
 //! # Layout
 //! - this file: options, the Table envelope, watch encoding, [`human_duration`].
-//! - `printers`: columns and cells per kind.
+//! - the kinds' printers are the `kinds` crate's; this module has the default columns.
 //! - [`descriptions`]: the column description strings.
 
 // `ApiError` is the crate's one error currency (a whole Kubernetes Status); see `selector`.
 
 pub mod descriptions;
-pub mod printers;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::{Map, Value, json};
@@ -160,6 +159,13 @@ pub struct Row {
     pub conditions: Option<Value>,
 }
 
+impl Row {
+    /// A row of `cells`, without conditions.
+    pub fn cells(cells: Vec<Value>) -> Row {
+        Row { cells, conditions: None }
+    }
+}
+
 /// How a kind is printed: kube's `TableConvertor` for it.
 pub trait Printer: Send + Sync {
     /// The columns, wide ones included.
@@ -170,9 +176,39 @@ pub trait Printer: Send + Sync {
     fn order(&self, _objects: &mut [&Value]) {}
 }
 
+/// A column shown by `kubectl get`.
+pub const fn col(name: &'static str, kind: &'static str, description: &'static str) -> Column {
+    Column { name, kind, format: "", description, priority: 0 }
+}
+
+/// A column shown by `kubectl get -o wide` only.
+pub const fn wide(name: &'static str, kind: &'static str, description: &'static str) -> Column {
+    Column { name, kind, format: "", description, priority: 1 }
+}
+
+/// kube's `Name` column.
+pub const NAME: Column =
+    Column { name: "Name", kind: "string", format: "name", description: descriptions::NAME, priority: 0 };
+/// `rest.NewDefaultTableConvertor`'s columns.
+pub const DEFAULT_COLUMNS: &[Column] = &[NAME, col("Created At", "date", descriptions::CREATION_TIMESTAMP)];
+
+/// `rest.NewDefaultTableConvertor`'s row: name and creation time in RFC 3339 (UTC).
+pub fn default_row(obj: &Value) -> Row {
+    let created = obj
+        .pointer("/metadata/creationTimestamp")
+        .and_then(Value::as_str)
+        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+        .map_or_else(
+            || "0001-01-01T00:00:00Z".to_string(),
+            |t| t.with_timezone(&Utc).format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        );
+    let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    Row::cells(vec![name.into(), created.into()])
+}
+
 /// The columns kube prints for a kind with `printer` (the default convertor's without one).
 pub fn columns(printer: Option<&dyn Printer>) -> &[Column] {
-    printer.map_or(printers::DEFAULT_COLUMNS, |p| p.columns())
+    printer.map_or(DEFAULT_COLUMNS, |p| p.columns())
 }
 
 /// Builds the Table for `objects` printed by `printer` (the default convertor for `None`; a
@@ -195,7 +231,7 @@ pub fn to_table(
         .map(|obj| {
             let row = match printer {
                 Some(p) => p.row(obj, now),
-                None => printers::default_row(obj),
+                None => default_row(obj),
             };
             let mut r = Map::new();
             r.insert("cells".into(), Value::Array(row.cells));
@@ -324,6 +360,3 @@ pub fn human_duration(d: TimeDelta) -> String {
     }
     format!("{}y", hours / 24 / 365)
 }
-
-#[cfg(test)]
-mod tests;

@@ -1,66 +1,12 @@
-//! What kube-apiserver v1.30 validates for the served built-in kinds, as the causes of a 422.
-//!
-//! Each kind's strategy calls its functions here for `Validate` (create), `ValidateUpdate` and
-//! the status strategy's `ValidateUpdate`. Each returns kube's `field.ErrorList` as
-//! [`Cause`]s: same field paths (`spec.template.spec.containers[0].image`), same cause types
-//! (`FieldValueRequired`, ...), same messages (`Required value`,
-//! `Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must ...`), in kube's order.
-//! [`crate::ApiError::invalid`] turns them into the Status.
-//!
-//! Inputs are the versioned JSON after defaulting and `PrepareFor*`, as kube validates them.
-//! Where kube iterates a Go map, keys are taken in sorted order so the result is deterministic;
-//! exact duplicate causes (kube revalidates metadata on some updates) are reported once, as
-//! kube's aggregate message does.
-//!
-//! # Layout
-//! - [`field`]: paths, cause constructors, Go-style value rendering.
-//! - [`names`]: the string formats (DNS labels, qualified names, config keys, ports).
-//! - [`meta`]: metadata, label selectors, `metav1.Condition`s.
-//! - [`webhook`]: where a webhook is reached (URL or Service), as `k8s.io/apiserver` checks it.
-//! - [`cel`]: the hook where CEL expressions are compiled.
-//! - `pod`, `apps`, `batch`, `core`, `events`, `rbac`, `certificates`, `cluster`, `networking`, `quota`, `storage`,
-//!   `admissionregistration`, `flowcontrol`, `apiextensions`, `apiregistration`: the kinds.
+//! The validation every kind shares, as `k8s.io/apimachinery` has it: field paths and cause
+//! constructors ([`field`]), the string formats ([`names`]), and metadata, label selectors and
+//! conditions ([`meta`]). The per-kind rules are in the `validation` crate.
 
-pub mod cel;
 pub mod field;
 pub mod meta;
 pub mod names;
-pub mod webhook;
-
-pub mod admissionregistration;
-pub mod apiextensions;
-pub mod apiregistration;
-pub mod apps;
-pub mod batch;
-pub mod certificates;
-pub mod cluster;
-pub mod core;
-pub mod events;
-pub mod flowcontrol;
-pub mod networking;
-pub mod pod;
-pub mod quota;
-pub mod rbac;
-pub mod storage;
-
-pub use batch::parse_standard as parse_cron_schedule;
-
-use serde_json::Value;
 
 /// `validation.IsNegativeErrorMsg`.
-pub(crate) const NEGATIVE: &str = "must be greater than or equal to 0";
+pub const NEGATIVE: &str = "must be greater than or equal to 0";
 /// `validation.FieldImmutableErrorMsg`.
-pub(crate) const IMMUTABLE: &str = "field is immutable";
-
-/// A string member, `""` when absent or not a string (Go's zero value).
-pub(crate) fn s<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
-/// An array member, empty when absent or not an array (a nil Go slice).
-pub(crate) fn arr<'a>(v: &'a Value, key: &str) -> &'a [Value] {
-    v.get(key).and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[])
-}
-
-#[cfg(test)]
-mod tests;
+pub const IMMUTABLE: &str = "field is immutable";

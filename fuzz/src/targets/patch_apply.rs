@@ -10,7 +10,7 @@ const NOW: &str = "2026-01-01T00:00:00Z";
 
 /// The target: never a panic, and the properties above.
 pub fn check(data: &[u8]) {
-    apimachinery::schema::prepare();
+    kinds::schema::prepare();
     let Some((&depth, rest)) = data.split_first() else { return };
     let Some(config) = crate::json_value(rest) else { return };
 

@@ -4,7 +4,7 @@ use apimachinery::patch::{PatchType, apply_patch};
 
 /// The target: never a panic, and the properties above.
 pub fn check(data: &[u8]) {
-    apimachinery::schema::prepare();
+    kinds::schema::prepare();
     let original = crate::deployment();
     if let Ok(patched) = apply_patch(PatchType::StrategicMerge, &original, data, ("apps", "v1", "Deployment")) {
         assert!(patched.is_object());

@@ -1,6 +1,6 @@
 //! A `resource.Quantity` string (`defaults::quantity::parse`): never a panic; a parsed quantity
 //! prints in kube's canonical form, which parses back to the same value and prints the same.
-use apimachinery::defaults::quantity;
+use kube_cel::quantity;
 
 /// The target: never a panic, and the properties above.
 pub fn check(data: &[u8]) {

@@ -28,7 +28,7 @@ pub fn check(data: &[u8]) {
         }
     }
     let q = Params::new(pairs);
-    let def = apimachinery::builtin::find("", "v1", "pods").expect("pods are built in");
+    let def = kinds::find("", "v1", "pods").expect("pods are built in");
     if let Ok(o) = GetOptions::parse(&q) {
         check_read_at(o.read_at, &rv);
     }

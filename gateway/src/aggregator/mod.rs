@@ -26,8 +26,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use apimachinery::apiregistration::{ApiServiceSpec, Availability};
 use apimachinery::lookup::{EndpointError, ObjectLookup};
+use kinds::apiregistration::{ApiServiceSpec, Availability};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use webhook_client::{CallError, Trust, WebhookClient};
@@ -71,11 +71,11 @@ impl ApiService {
                 }),
             },
         };
-        let condition = apimachinery::apiregistration::available_condition(obj).map(|c| {
+        let condition = kinds::apiregistration::available_condition(obj).map(|c| {
             let text = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or("").to_string();
             (text("reason"), text("message"))
         });
-        ApiService { available: apimachinery::apiregistration::is_available(obj), condition, spec, client }
+        ApiService { available: kinds::apiregistration::is_available(obj), condition, spec, client }
     }
 
     /// Whether a backend serves it.

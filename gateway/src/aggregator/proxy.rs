@@ -22,10 +22,10 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, web};
 use actors::Deadline;
-use apimachinery::apiregistration::GROUP;
 use apimachinery::error::{ApiError, Reason};
 use apimachinery::lookup::EndpointError;
 use apimachinery::request::UserInfo;
+use kinds::apiregistration::GROUP;
 use webhook_client::CallError;
 
 use super::{Aggregator, ApiService};

@@ -16,12 +16,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use actors::Deadline;
-use apimachinery::apiregistration::{self, ApiServiceSpec, Priority};
+use apimachinery::catalogue::{Catalogue, ResourceDef};
 use apimachinery::encoded::WatchEventType;
-use apimachinery::kinds::{Catalogue, ResourceDef};
 use apimachinery::messages::{CreateObject, DeleteObject, ListObjects, Target, UpdateObject};
 use apimachinery::object::ObjectExt;
 use apimachinery::options::{DeleteOptions, ListOptions, ReadAt, WriteOptions};
+use kinds::apiregistration::{self, ApiServiceSpec, Priority};
 use serde_json::{Value, json};
 
 use super::{WRITE_TIMEOUT, events, identity};
@@ -46,7 +46,7 @@ fn wanted_object(group: &str, version: &str, priority: Priority, label: &str) ->
 
 /// The APIServices the catalogue calls for, by name.
 fn wanted(catalogue: &Catalogue) -> BTreeMap<String, Wanted> {
-    let builtin = |g: &str, v: &str| apimachinery::builtin::resources().iter().any(|d| d.group == g && d.version == v);
+    let builtin = |g: &str, v: &str| kinds::resources().iter().any(|d| d.group == g && d.version == v);
     let mut out = BTreeMap::new();
     for group in catalogue.groups().iter().filter(|g| g.name != apiregistration::GROUP) {
         for version in &group.versions {
@@ -200,7 +200,7 @@ mod tests {
 
     #[test]
     fn every_builtin_group_version_is_wanted_with_kube_priorities_and_custom_ones_at_1000() {
-        let catalogue = apimachinery::builtin::catalogue();
+        let catalogue = kinds::catalogue();
         let w = wanted(&catalogue);
         let core = &w["v1."].object;
         assert_eq!(core["spec"], json!({"version": "v1", "groupPriorityMinimum": 18000, "versionPriority": 1}));
@@ -208,7 +208,7 @@ mod tests {
         assert_eq!(w["v2.autoscaling"].object["spec"]["versionPriority"], 30);
         assert!(!w.keys().any(|n| n.ends_with(".apiregistration.k8s.io")), "the aggregator's own group has none");
         catalogue
-            .add(ResourceDef::new("example.com", "v1", "widgets", "Widget", apimachinery::kinds::DefaultStrategy))
+            .add(ResourceDef::new("example.com", "v1", "widgets", "Widget", apimachinery::catalogue::DefaultStrategy))
             .unwrap();
         let custom = &wanted(&catalogue)["v1.example.com"].object;
         assert_eq!(automanaged(custom), Some("true"));

@@ -25,12 +25,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actors::Deadline;
-use apimachinery::apiregistration::{self, ApiServiceSpec, Availability};
+use apimachinery::catalogue::{Catalogue, ResourceDef, Subresource};
 use apimachinery::encoded::WatchEventType;
-use apimachinery::kinds::{Catalogue, ResourceDef, Subresource};
 use apimachinery::messages::{ListObjects, Target, UpdateObject};
 use apimachinery::object::{ObjectExt, now_rfc3339};
 use apimachinery::options::{ListOptions, ReadAt, WriteOptions};
+use kinds::apiregistration::{self, ApiServiceSpec, Availability};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::Instant;

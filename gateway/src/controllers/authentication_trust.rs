@@ -10,7 +10,7 @@
 //! more than five minutes; this server does not read their dates).
 
 use actors::Deadline;
-use apimachinery::kinds::Catalogue;
+use apimachinery::catalogue::Catalogue;
 use apimachinery::messages::{CreateObject, GetObject, Target, UpdateObject};
 use apimachinery::options::{GetOptions, ReadAt, WriteOptions};
 use serde_json::{Map, Value, json};

@@ -28,8 +28,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actors::Deadline;
+use apimachinery::catalogue::ResourceDef;
 use apimachinery::error::ApiError;
-use apimachinery::kinds::ResourceDef;
 use apimachinery::messages::{CreateObject, GetObject, Target, UpdateObject};
 use apimachinery::options::{GetOptions, ReadAt, WriteOptions};
 use apimachinery::request::UserInfo;

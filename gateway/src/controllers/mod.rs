@@ -24,8 +24,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actors::Deadline;
+use apimachinery::catalogue::ResourceDef;
 use apimachinery::encoded::{EncodedObject, WatchEventType};
-use apimachinery::kinds::ResourceDef;
 use apimachinery::messages::{Target, WatchObjects};
 use apimachinery::options::{ReadAt, WatchOptions};
 use apimachinery::request::UserInfo;

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use actors::Deadline;
-use apimachinery::kinds::Catalogue;
+use apimachinery::catalogue::Catalogue;
 use apimachinery::messages::{DeleteCollection, GetObject, ListObjects, Target, UpdateObject, WatchObjects};
 use apimachinery::object::ObjectExt;
 use apimachinery::options::{DeleteOptions, GetOptions, ListOptions, ReadAt, WatchOptions, WriteOptions};
@@ -88,7 +88,7 @@ async fn finalize(stages: &Stages, catalogue: &Catalogue, name: &str) {
             let update = UpdateObject {
                 target: Target {
                     name: name.into(),
-                    subresource: Some(apimachinery::kinds::Subresource::Finalize),
+                    subresource: Some(apimachinery::catalogue::Subresource::Finalize),
                     ..namespaces()
                 },
                 object: ns,

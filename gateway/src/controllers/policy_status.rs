@@ -10,8 +10,8 @@
 use std::sync::Arc;
 
 use actors::Deadline;
+use apimachinery::catalogue::{Catalogue, ResourceDef, Subresource};
 use apimachinery::encoded::WatchEventType;
-use apimachinery::kinds::{Catalogue, ResourceDef, Subresource};
 use apimachinery::messages::{Target, UpdateObject};
 use apimachinery::object::ObjectExt;
 use apimachinery::options::WriteOptions;
@@ -87,7 +87,7 @@ mod tests {
 
     #[test]
     fn a_new_generation_is_checked_and_conditions_are_kept() {
-        let catalogue = apimachinery::builtin::catalogue();
+        let catalogue = kinds::catalogue();
         let status = desired_status(&policy(2, Some(1)), &catalogue).unwrap();
         assert_eq!(status["observedGeneration"], 2);
         assert_eq!(status["conditions"], json!([{"type": "x"}]));

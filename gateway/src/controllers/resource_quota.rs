@@ -14,15 +14,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actors::Deadline;
+use apimachinery::catalogue::{Catalogue, ResourceDef, Subresource};
 use apimachinery::encoded::WatchEventType;
-use apimachinery::kinds::{Catalogue, ResourceDef, Subresource};
 use apimachinery::lookup::ObjectLookup;
 use apimachinery::messages::{GetObject, Target, UpdateObject};
 use apimachinery::object::ObjectExt;
 use apimachinery::options::{GetOptions, ReadAt, WriteOptions};
-use apimachinery::quota::evaluator::{evaluators_for, scope_requirements};
-use apimachinery::quota::resources::{self, ResourceList};
-use apimachinery::quota::{self as q};
+use kinds::quota::evaluator::{evaluators_for, scope_requirements};
+use kinds::quota::resources::{self, ResourceList};
+use kinds::quota::{self as q};
 use serde_json::{Value, json};
 use tokio::task::AbortHandle;
 

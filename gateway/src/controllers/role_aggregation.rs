@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use actors::Deadline;
-use apimachinery::kinds::Catalogue;
+use apimachinery::catalogue::Catalogue;
 use apimachinery::messages::{ListObjects, Target, UpdateObject};
 use apimachinery::object::ObjectExt;
 use apimachinery::options::{ListOptions, WriteOptions};

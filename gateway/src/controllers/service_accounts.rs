@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use actors::Deadline;
+use apimachinery::catalogue::Catalogue;
 use apimachinery::encoded::WatchEventType;
-use apimachinery::kinds::Catalogue;
 use apimachinery::lookup::ObjectLookup;
 use apimachinery::messages::{CreateObject, Target};
 use apimachinery::object::ObjectExt;

@@ -28,7 +28,7 @@ mod transformer;
 
 use std::sync::Arc;
 
-use apimachinery::kinds::Catalogue;
+use apimachinery::catalogue::Catalogue;
 
 use async_trait::async_trait;
 use bytes::Bytes;

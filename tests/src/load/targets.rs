@@ -285,7 +285,7 @@ fn admission_actor(arbiter: &StageArbiter, directory: &ActorDirectory) -> actors
     let plugins = admission::enabled_plugins(&[], &[]).expect("kube's default plugins");
     let context = PluginContext {
         objects: HeldObjects::lookup(),
-        catalogue: Arc::new(apimachinery::builtin::catalogue()),
+        catalogue: Arc::new(kinds::catalogue()),
         access: Arc::new(Allowed),
         // Quota charges would write through it; no quota covers the namespace.
         writer: Arc::new(LateWriter::default()),
@@ -306,11 +306,11 @@ fn storage_in_process(
     store: Arc<dyn Storage>,
     mut keep: Vec<Box<dyn Any>>,
 ) -> StageTarget {
-    apimachinery::schema::prepare();
+    kinds::schema::prepare();
     let directory = ActorDirectory::default();
     let (admission_arbiter, storage_arbiter) = (StageArbiter::new("admission"), StageArbiter::new("storage"));
     let admission = admission_actor(&admission_arbiter, &directory);
-    let catalogue = Arc::new(apimachinery::builtin::catalogue());
+    let catalogue = Arc::new(kinds::catalogue());
     let router = Arc::new(StorageRouter::new(store));
     let range = ServiceRange::parse("10.96.0.0/12").expect("a service range");
     let cluster_ips = Arc::new(ClusterIpAllocator::new(range, router.clone(), catalogue.clone(), "/registry"));
@@ -441,7 +441,7 @@ fn authorization() -> StageTarget {
 }
 
 fn admission_stage() -> StageTarget {
-    apimachinery::schema::prepare();
+    kinds::schema::prepare();
     let directory = ActorDirectory::default();
     let arbiter = StageArbiter::new("admission");
     let stage = admission_actor(&arbiter, &directory);

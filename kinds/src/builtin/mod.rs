@@ -1,0 +1,155 @@
+//! The built-in kinds this server serves, one file each: the kind's definition (names, scope,
+//! subresources, key layout, schema type) and its strategy (what it does differently from
+//! kube's generic behaviour, and where kube's code for it lives).
+//!
+//! Adding a built-in kind is one new file here, defining `pub(super) fn definition()` (or a
+//! function per served resource, for kinds served twice), plus one line in [`definitions`].
+//! `lease.rs` is the example of a kind whose whole behaviour lives in its file; the others call
+//! the shared defaulting, validation and printing code kube shares between kinds.
+
+mod apiservice;
+mod binding;
+mod certificatesigningrequest;
+mod componentstatus;
+mod configmap;
+mod controllerrevision;
+mod cronjob;
+mod csidriver;
+mod csinode;
+mod csistoragecapacity;
+mod customresourcedefinition;
+mod daemonset;
+mod deployment;
+mod endpoints;
+mod endpointslice;
+mod event;
+mod flowschema;
+mod horizontalpodautoscaler;
+mod ingress;
+mod ingressclass;
+mod job;
+mod lease;
+mod limitrange;
+mod namespace;
+mod networkpolicy;
+mod node;
+mod persistentvolume;
+mod persistentvolumeclaim;
+mod pod;
+mod poddisruptionbudget;
+mod podtemplate;
+mod priorityclass;
+mod prioritylevelconfiguration;
+mod replicaset;
+mod replicationcontroller;
+mod resourcequota;
+mod reviews;
+mod role;
+mod rolebinding;
+mod runtimeclass;
+mod secret;
+mod service;
+mod serviceaccount;
+mod statefulset;
+mod storageclass;
+mod validatingadmissionpolicy;
+mod validatingadmissionpolicybinding;
+mod volumeattachment;
+mod webhookconfiguration;
+
+#[cfg(test)]
+mod field_selector_tests;
+#[cfg(test)]
+mod tests;
+
+use std::sync::{Arc, LazyLock};
+
+use apimachinery::catalogue::{Catalogue, ResourceDef};
+
+/// Every built-in resource, in discovery order.
+fn definitions() -> Vec<ResourceDef> {
+    // Groups in kube 1.30's discovery order (the aggregator's group priorities); in a group,
+    // the preferred version first.
+    let mut defs = vec![
+        binding::definition(),
+        componentstatus::definition(),
+        namespace::definition(),
+        configmap::definition(),
+        secret::definition(),
+        serviceaccount::definition(),
+        pod::definition(),
+        podtemplate::definition(),
+        replicationcontroller::definition(),
+        service::definition(),
+        endpoints::definition(),
+        node::definition(),
+        persistentvolume::definition(),
+        persistentvolumeclaim::definition(),
+        resourcequota::definition(),
+        limitrange::definition(),
+        event::core(),
+        // kube lists its aggregator's own group first of /apis.
+        apiservice::definition(),
+        deployment::definition(),
+        replicaset::definition(),
+        statefulset::definition(),
+        daemonset::definition(),
+        controllerrevision::definition(),
+        event::events_v1(),
+    ];
+    defs.extend(reviews::authentication());
+    defs.extend(reviews::authorization());
+    defs.extend([
+        horizontalpodautoscaler::v2(),
+        horizontalpodautoscaler::v1(),
+        job::definition(),
+        cronjob::definition(),
+        certificatesigningrequest::definition(),
+        ingress::definition(),
+        ingressclass::definition(),
+        networkpolicy::definition(),
+        poddisruptionbudget::definition(),
+        role::roles(),
+        rolebinding::role_bindings(),
+        role::cluster_roles(),
+        rolebinding::cluster_role_bindings(),
+        storageclass::definition(),
+        volumeattachment::definition(),
+        csidriver::definition(),
+        csinode::definition(),
+        csistoragecapacity::definition(),
+        webhookconfiguration::mutating(),
+        validatingadmissionpolicy::definition(),
+        validatingadmissionpolicybinding::definition(),
+        webhookconfiguration::validating(),
+        customresourcedefinition::definition(),
+        priorityclass::definition(),
+        lease::definition(),
+        runtimeclass::definition(),
+        endpointslice::definition(),
+        flowschema::definition(),
+        prioritylevelconfiguration::definition(),
+    ]);
+    defs
+}
+
+/// Built once: the definitions are immutable, and the schema store and the default catalogue
+/// both start from them.
+static BUILTIN: LazyLock<Vec<Arc<ResourceDef>>> = LazyLock::new(|| definitions().into_iter().map(Arc::new).collect());
+
+/// The built-in resources, in discovery order.
+pub fn resources() -> &'static [Arc<ResourceDef>] {
+    &BUILTIN
+}
+
+/// A built-in resource by group, version and plural name (tests, and what the schema store is
+/// built from; a running server looks resources up in its [`Catalogue`]).
+pub fn find(group: &str, version: &str, resource: &str) -> Option<&'static Arc<ResourceDef>> {
+    BUILTIN.iter().find(|d| d.group == group && d.version == version && d.resource == resource)
+}
+
+/// A catalogue serving the built-in resources (see [`crate::catalogue`], which also installs
+/// their schemas).
+pub(crate) fn catalogue() -> Catalogue {
+    Catalogue::new(BUILTIN.iter().cloned())
+}
