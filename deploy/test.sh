@@ -6,16 +6,18 @@
 # One build for both: the binary is built in the same cargo invocation as the tests, so the
 # dependencies are compiled once with the tests' features (a separate `cargo build -p gateway`
 # resolves other features for tokio and friends and compiles the whole graph a second time).
-# No crate has a doctest (every fenced block in a doc comment is `ignore`, `text` or data), so
-# rustdoc is not run. The time the whole command took is printed at the end.
+# `--tests` selects every target with `test = true` (libraries, binaries, integration tests) and
+# leaves out doctests: no crate has one (every fenced block in a doc comment is `ignore`, `text`
+# or data), so rustdoc is not run. `--bins` would also select the fuzz targets, which are
+# `test = false` and would fuzz forever. The time the whole command took is printed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
 eval "$(./deploy/install-tools.sh)"
 export KUBECTL HELM APISERVER_PYTHON
 tools=$(date +%s)
-cargo build --release --locked --workspace --bins --tests
+cargo build --release --locked --workspace --tests --bin apiserver
 built=$(date +%s)
-cargo test --release --locked --workspace --lib --bins --tests -- --test-threads="${TEST_THREADS:-2}"
+cargo test --release --locked --workspace --tests -- --test-threads="${TEST_THREADS:-2}"
 done_at=$(date +%s)
 echo "test.sh: tools $((tools - start))s, build $((built - tools))s, tests $((done_at - built))s, total $((done_at - start))s"
