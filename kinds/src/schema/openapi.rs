@@ -859,6 +859,7 @@ impl CustomDocuments {
 
 /// The Swagger 2.0 document as a `Value`, for both encodings.
 fn build_v2_value() -> Value {
+    store();
     let mut paths = Map::new();
     for (g, v) in group_versions() {
         for item in gv_paths(g, v) {
@@ -927,6 +928,7 @@ fn build_v3_document(group: &str, version: &str, v3_defs: &BTreeMap<&str, String
 }
 
 fn build_v3() -> V3 {
+    store();
     let v3_defs: BTreeMap<&str, String> = store()
         .defs
         .iter()
@@ -967,6 +969,7 @@ static V2_VALUE: LazyLock<Value> = LazyLock::new(build_v2_value);
 /// Its paths and definitions serialized one by one, so a document with custom resources merged
 /// in is spliced together rather than serialized whole.
 static V2_PARTS: LazyLock<V2Parts> = LazyLock::new(|| {
+    store();
     let serialize = |key: &str| -> BTreeMap<String, String> {
         V2_VALUE[key]
             .as_object()

@@ -1,6 +1,6 @@
 use super::patch_meta::{ATOMIC_STRUCTS, LIST_TYPES, MAP_TYPES, PATCH_META};
 use super::*;
-use apimachinery::schema::{cannot_be_handled, check_fields, kind_definition_name};
+use apimachinery::schema::cannot_be_handled;
 
 #[test]
 fn every_builtin_kind_has_a_schema() {
