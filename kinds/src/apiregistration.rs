@@ -251,7 +251,7 @@ mod tests {
         // The catalogue lists groups in kube's discovery order, which follows these priorities
         // (core apart: it is served at /api).
         let groups: Vec<String> =
-            crate::builtin::catalogue().groups().into_iter().map(|g| g.name).filter(|g| !g.is_empty()).collect();
+            crate::catalogue().groups().into_iter().map(|g| g.name).filter(|g| !g.is_empty()).collect();
         let mut sorted = groups.clone();
         sorted.sort_by(|a, b| {
             let p = |g: &str| local_priority(g, "v1").group;

@@ -29,5 +29,5 @@ pub use builtin::{find, resources};
 /// (strategic merge patch, managed fields, pruning).
 pub fn catalogue() -> apimachinery::catalogue::Catalogue {
     schema::prepare_definitions();
-    builtin::catalogue()
+    apimachinery::catalogue::Catalogue::new(resources().iter().cloned())
 }

@@ -485,12 +485,12 @@ pub fn csi_driver_update(new: &Value, old: &Value) -> Vec<Cause> {
 mod tests {
     use serde_json::{Value, json};
 
-    use crate::test_kinds::{def, validate_update};
+    use crate::test_kinds::def;
 
     fn update_causes(group: &str, resource: &str, old: &Value, change: impl Fn(&mut Value)) -> Vec<(String, String)> {
         let mut new = old.clone();
         change(&mut new);
-        validate_update(def(group, resource), &new, old).into_iter().map(|c| (c.field, c.message)).collect()
+        def(group, resource).validate_update(&new, old).into_iter().map(|c| (c.field, c.message)).collect()
     }
 
     #[test]

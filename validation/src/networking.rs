@@ -283,7 +283,7 @@ pub fn endpoint_slice(obj: &Value, update: bool) -> Vec<Cause> {
 mod tests {
     use serde_json::{Value, json};
 
-    use crate::test_kinds::{create_causes, def, pairs, validate_update};
+    use crate::test_kinds::{create_causes, def, pairs};
 
     fn causes(resource: &str, obj: Value) -> Vec<(String, String)> {
         let group = if resource == "networkpolicies" { "networking.k8s.io" } else { "discovery.k8s.io" };
@@ -387,6 +387,6 @@ mod tests {
         let d = def("discovery.k8s.io", "endpointslices");
         let mut old = legacy;
         old["metadata"] = json!({"name": "x", "namespace": "default", "resourceVersion": "1"});
-        assert_eq!(validate_update(d, &old, &old), vec![]);
+        assert_eq!(d.validate_update(&old, &old), vec![]);
     }
 }

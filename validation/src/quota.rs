@@ -305,7 +305,7 @@ pub fn limit_range(obj: &Value) -> Vec<Cause> {
 mod tests {
     use serde_json::{Value, json};
 
-    use crate::test_kinds::{create_causes, def, pairs, validate_update};
+    use crate::test_kinds::{create_causes, def, pairs};
 
     fn causes(resource: &str, obj: Value) -> Vec<(String, String)> {
         create_causes("", resource, obj)
@@ -339,7 +339,7 @@ mod tests {
         let old = json!({"metadata": {"name": "x", "namespace": "default", "resourceVersion": "1"}, "spec": {"hard": {"pods": "2"}, "scopes": ["Terminating"]}});
         let mut new = old.clone();
         new["spec"]["scopes"] = json!(["NotTerminating"]);
-        let got: Vec<String> = validate_update(d, &new, &old).into_iter().map(|c| c.message).collect();
+        let got: Vec<String> = d.validate_update(&new, &old).into_iter().map(|c| c.message).collect();
         assert_eq!(got, ["Invalid value: []core.ResourceQuotaScope{\"NotTerminating\"}: field is immutable"]);
     }
 

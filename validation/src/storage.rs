@@ -114,7 +114,7 @@ pub fn csi_node(obj: &Value) -> Vec<Cause> {
 mod tests {
     use serde_json::{Value, json};
 
-    use crate::test_kinds::{create_causes, def, validate_update};
+    use crate::test_kinds::{create_causes, def};
 
     fn causes(resource: &str, obj: Value) -> Vec<(String, String)> {
         create_causes("storage.k8s.io", resource, obj)
@@ -146,10 +146,10 @@ mod tests {
         let mut new = old.clone();
         new["spec"]["nodeName"] = json!("n2");
         let got: Vec<String> =
-            validate_update(d, &new, &old).into_iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
+            d.validate_update(&new, &old).into_iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
         assert_eq!(got.len(), 1);
         assert!(got[0].starts_with("spec: Invalid value: ") && got[0].ends_with(": field is immutable"), "{got:?}");
-        assert_eq!(validate_update(d, &old, &old), vec![], "status writes leave the spec alone");
+        assert_eq!(d.validate_update(&old, &old), vec![], "status writes leave the spec alone");
     }
 
     #[test]

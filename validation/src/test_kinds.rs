@@ -4,7 +4,6 @@
 use serde_json::Value;
 
 use apimachinery::catalogue::ResourceDef;
-use apimachinery::error::Cause;
 
 pub(crate) fn find(group: &str, version: &str, resource: &str) -> Option<&'static ResourceDef> {
     kinds::find(group, version, resource).map(|d| d.as_ref())
@@ -12,25 +11,6 @@ pub(crate) fn find(group: &str, version: &str, resource: &str) -> Option<&'stati
 
 pub(crate) fn def(group: &str, resource: &str) -> &'static ResourceDef {
     kinds::find(group, "v1", resource).unwrap().as_ref()
-}
-
-pub(crate) fn apply_defaults(def: &ResourceDef, obj: &mut Value) {
-    def.apply_defaults(obj);
-}
-pub(crate) fn prepare_for_create(def: &ResourceDef, obj: &mut Value) {
-    def.prepare_for_create(obj);
-}
-pub(crate) fn prepare_for_update(def: &ResourceDef, new: &mut Value, old: &Value) {
-    def.prepare_for_update(new, old);
-}
-pub(crate) fn validate(def: &ResourceDef, obj: &Value) -> Vec<Cause> {
-    def.validate(obj)
-}
-pub(crate) fn validate_update(def: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
-    def.validate_update(new, old)
-}
-pub(crate) fn validate_status_update(def: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
-    def.validate_status_update(new, old)
 }
 
 /// The (field, message) pairs a create of `obj` named `x` (in `default`, for namespaced kinds)
@@ -42,8 +22,8 @@ pub(crate) fn create_causes(group: &str, resource: &str, mut obj: Value) -> Vec<
     } else {
         serde_json::json!({"name": "x"})
     };
-    apply_defaults(d, &mut obj);
-    validate(d, &obj).into_iter().map(|c| (c.field, c.message)).collect()
+    d.apply_defaults(&mut obj);
+    d.validate(&obj).into_iter().map(|c| (c.field, c.message)).collect()
 }
 
 /// Owned (field, message) pairs, to compare with [`create_causes`].

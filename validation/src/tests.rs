@@ -1,37 +1,34 @@
 use serde_json::{Value, json};
 
-use crate::test_kinds::{
-    apply_defaults, def, find, prepare_for_create, prepare_for_update, validate, validate_status_update,
-    validate_update,
-};
+use crate::test_kinds::{def, find};
 use apimachinery::ApiError;
 use apimachinery::catalogue::ResourceDef;
 use apimachinery::error::Cause;
 
 /// What the registry does before validating a create: defaults, uid, PrepareForCreate.
 fn create(def: &ResourceDef, mut obj: Value) -> Vec<Cause> {
-    apply_defaults(def, &mut obj);
+    def.apply_defaults(&mut obj);
     obj["metadata"]["uid"] = json!("0b7c4e8a-uid");
-    prepare_for_create(def, &mut obj);
-    validate(def, &obj)
+    def.prepare_for_create(&mut obj);
+    def.validate(&obj)
 }
 
 /// What the registry does before validating an update.
 fn update(def: &ResourceDef, mut new: Value, old: &Value) -> Vec<Cause> {
-    apply_defaults(def, &mut new);
-    prepare_for_update(def, &mut new, old);
-    validate_update(def, &new, old)
+    def.apply_defaults(&mut new);
+    def.prepare_for_update(&mut new, old);
+    def.validate_update(&new, old)
 }
 
 /// A stored object, as create left it.
 fn stored(def: &ResourceDef, mut obj: Value) -> Value {
-    apply_defaults(def, &mut obj);
+    def.apply_defaults(&mut obj);
     obj["metadata"]["uid"] = json!("0b7c4e8a-uid");
     obj["metadata"]["resourceVersion"] = json!("5");
     obj["metadata"]["generation"] = json!(1);
     obj["metadata"]["creationTimestamp"] = json!("2024-05-01T00:00:00Z");
-    prepare_for_create(def, &mut obj);
-    assert_eq!(validate(def, &obj), vec![], "fixture must be valid");
+    def.prepare_for_create(&mut obj);
+    assert_eq!(def.validate(&obj), vec![], "fixture must be valid");
     obj
 }
 
@@ -474,7 +471,7 @@ fn service_rules() {
 fn service_cluster_ip_may_not_change() {
     let svc = def("", "services");
     let mut old = service(json!([{"port": 80}]));
-    apply_defaults(svc, &mut old);
+    svc.apply_defaults(&mut old);
     kinds::defaults::set_cluster_ip(&mut old, "10.96.0.10");
     let old = stored(svc, old);
     let mut new = old.clone();
@@ -690,14 +687,14 @@ fn malformed_objects_never_panic() {
     for d in kinds::builtin::resources() {
         for shape in &shapes {
             let mut obj = shape.clone();
-            apply_defaults(d, &mut obj);
-            prepare_for_create(d, &mut obj);
-            let _ = validate(d, &obj);
+            d.apply_defaults(&mut obj);
+            d.prepare_for_create(&mut obj);
+            let _ = d.validate(&obj);
             let mut new = shape.clone();
-            apply_defaults(d, &mut new);
-            prepare_for_update(d, &mut new, &obj);
-            let _ = validate_update(d, &new, &obj);
-            let _ = validate_status_update(d, &new, &obj);
+            d.apply_defaults(&mut new);
+            d.prepare_for_update(&mut new, &obj);
+            let _ = d.validate_update(&new, &obj);
+            let _ = d.validate_status_update(&new, &obj);
             let _ = kinds::defaults::node_ports_to_allocate(&obj);
             kinds::defaults::set_cluster_ip(&mut obj, "10.0.0.1");
         }

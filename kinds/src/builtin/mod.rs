@@ -64,7 +64,7 @@ mod tests;
 
 use std::sync::{Arc, LazyLock};
 
-use apimachinery::catalogue::{Catalogue, ResourceDef};
+use apimachinery::catalogue::ResourceDef;
 
 /// Every built-in resource, in discovery order.
 fn definitions() -> Vec<ResourceDef> {
@@ -143,13 +143,8 @@ pub fn resources() -> &'static [Arc<ResourceDef>] {
 }
 
 /// A built-in resource by group, version and plural name (tests, and what the schema store is
-/// built from; a running server looks resources up in its [`Catalogue`]).
+/// built from; a running server looks resources up in its
+/// [`Catalogue`](apimachinery::catalogue::Catalogue)).
 pub fn find(group: &str, version: &str, resource: &str) -> Option<&'static Arc<ResourceDef>> {
     BUILTIN.iter().find(|d| d.group == group && d.version == version && d.resource == resource)
-}
-
-/// A catalogue serving the built-in resources (see [`crate::catalogue`], which also installs
-/// their schemas).
-pub(crate) fn catalogue() -> Catalogue {
-    Catalogue::new(BUILTIN.iter().cloned())
 }

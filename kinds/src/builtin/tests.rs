@@ -3,6 +3,7 @@
 use serde_json::json;
 
 use super::*;
+use crate::catalogue;
 
 #[test]
 fn every_resource_is_found_by_name_and_kind_in_discovery_order() {

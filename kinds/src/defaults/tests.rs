@@ -1,7 +1,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::test_kinds::{apply_defaults, def, find, prepare_for_create, prepare_for_update};
+use crate::test_kinds::{def, find};
 
 #[test]
 fn pod_gets_scheme_defaults() {
@@ -17,7 +17,7 @@ fn pod_gets_scheme_defaults() {
         }],
         "volumes": [{"name": "v"}, {"name": "cm", "configMap": {"name": "x"}}]}
     });
-    apply_defaults(def("", "pods"), &mut pod);
+    def("", "pods").apply_defaults(&mut pod);
     let spec = &pod["spec"];
     assert_eq!(spec["restartPolicy"], "Always");
     assert_eq!(spec["dnsPolicy"], "ClusterFirst");
@@ -44,7 +44,7 @@ fn pod_gets_scheme_defaults() {
 #[test]
 fn tagged_image_is_if_not_present_and_resources_empty() {
     let mut pod = json!({"spec": {"containers": [{"name": "c", "image": "nginx:1.25"}]}});
-    apply_defaults(def("", "pods"), &mut pod);
+    def("", "pods").apply_defaults(&mut pod);
     assert_eq!(pod["spec"]["containers"][0]["imagePullPolicy"], "IfNotPresent");
     assert_eq!(pod["spec"]["containers"][0]["resources"], json!({}));
 }
@@ -52,7 +52,7 @@ fn tagged_image_is_if_not_present_and_resources_empty() {
 #[test]
 fn deployment_defaults_and_template_without_service_links() {
     let mut d = json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}});
-    apply_defaults(def("apps", "deployments"), &mut d);
+    def("apps", "deployments").apply_defaults(&mut d);
     assert_eq!(d["spec"]["replicas"], 1);
     assert_eq!(
         d["spec"]["strategy"],
@@ -68,14 +68,14 @@ fn deployment_defaults_and_template_without_service_links() {
 #[test]
 fn recreate_strategy_gets_no_rolling_update() {
     let mut d = json!({"spec": {"strategy": {"type": "Recreate"}}});
-    apply_defaults(def("apps", "deployments"), &mut d);
+    def("apps", "deployments").apply_defaults(&mut d);
     assert_eq!(d["spec"]["strategy"], json!({"type": "Recreate"}));
 }
 
 #[test]
 fn statefulset_and_daemonset_defaults() {
     let mut s = json!({"spec": {"volumeClaimTemplates": [{"metadata": {"name": "www"}, "spec": {"resources": {"requests": {"storage": "1Gi"}}}}]}});
-    apply_defaults(def("apps", "statefulsets"), &mut s);
+    def("apps", "statefulsets").apply_defaults(&mut s);
     assert_eq!(s["spec"]["podManagementPolicy"], "OrderedReady");
     assert_eq!(s["spec"]["updateStrategy"], json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}));
     assert_eq!(
@@ -90,7 +90,7 @@ fn statefulset_and_daemonset_defaults() {
     assert_eq!(vct["kind"], "PersistentVolumeClaim");
 
     let mut d = json!({"spec": {}});
-    apply_defaults(def("apps", "daemonsets"), &mut d);
+    def("apps", "daemonsets").apply_defaults(&mut d);
     assert_eq!(
         d["spec"]["updateStrategy"],
         json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}})
@@ -104,7 +104,7 @@ fn job_defaults_and_generated_selector() {
         "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "perl"}], "restartPolicy": "Never"}}}
     });
     let jobs = def("batch", "jobs");
-    apply_defaults(jobs, &mut j);
+    jobs.apply_defaults(&mut j);
     let s = &j["spec"];
     assert_eq!((s["completions"].clone(), s["parallelism"].clone()), (json!(1), json!(1)));
     assert_eq!(s["backoffLimit"], 6);
@@ -112,7 +112,7 @@ fn job_defaults_and_generated_selector() {
     assert_eq!(s["suspend"], false);
     assert_eq!(s["podReplacementPolicy"], "TerminatingOrFailed");
     assert_eq!(s["manualSelector"], false);
-    prepare_for_create(jobs, &mut j);
+    jobs.prepare_for_create(&mut j);
     let labels = json!({
         "batch.kubernetes.io/controller-uid": "u-1",
         "batch.kubernetes.io/job-name": "pi",
@@ -128,14 +128,14 @@ fn job_defaults_and_generated_selector() {
 #[test]
 fn job_parallelism_only_leaves_completions_unset() {
     let mut j = json!({"spec": {"parallelism": 3}});
-    apply_defaults(def("batch", "jobs"), &mut j);
+    def("batch", "jobs").apply_defaults(&mut j);
     assert!(j["spec"].get("completions").is_none());
 }
 
 #[test]
 fn cronjob_defaults_reach_job_template_pod_spec() {
     let mut c = json!({"spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}}}});
-    apply_defaults(def("batch", "cronjobs"), &mut c);
+    def("batch", "cronjobs").apply_defaults(&mut c);
     assert_eq!(c["spec"]["concurrencyPolicy"], "Allow");
     assert_eq!(c["spec"]["suspend"], false);
     assert_eq!(c["spec"]["successfulJobsHistoryLimit"], 3);
@@ -148,13 +148,13 @@ fn cronjob_defaults_reach_job_template_pod_spec() {
 fn service_defaults_and_allocation_helpers() {
     let svcs = def("", "services");
     let mut s = json!({"metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}], "selector": {"app": "web"}}});
-    apply_defaults(svcs, &mut s);
+    svcs.apply_defaults(&mut s);
     assert_eq!(s["spec"]["type"], "ClusterIP");
     assert_eq!(s["spec"]["sessionAffinity"], "None");
     assert_eq!(s["spec"]["internalTrafficPolicy"], "Cluster");
     assert_eq!(s["spec"]["ports"][0], json!({"port": 80, "protocol": "TCP", "targetPort": 80}));
     assert!(s["spec"].get("externalTrafficPolicy").is_none());
-    prepare_for_create(svcs, &mut s);
+    svcs.prepare_for_create(&mut s);
     assert!(needs_cluster_ip(&s));
     set_cluster_ip(&mut s, "10.96.0.10");
     assert_eq!(s["spec"]["clusterIPs"], json!(["10.96.0.10"]));
@@ -164,15 +164,15 @@ fn service_defaults_and_allocation_helpers() {
     assert!(node_ports_to_allocate(&s).is_empty());
 
     let mut np = json!({"spec": {"type": "NodePort", "ports": [{"port": 80}, {"port": 443, "nodePort": 30443}]}});
-    apply_defaults(svcs, &mut np);
+    svcs.apply_defaults(&mut np);
     assert_eq!(np["spec"]["externalTrafficPolicy"], "Cluster");
     assert_eq!(node_ports_to_allocate(&np), vec![0]);
     set_node_port(&mut np, 0, 30080);
     assert_eq!(node_ports(&np), vec![30080, 30443]);
 
     let mut headless = json!({"spec": {"clusterIP": "None", "ports": [{"port": 80}]}});
-    apply_defaults(svcs, &mut headless);
-    prepare_for_create(svcs, &mut headless);
+    svcs.apply_defaults(&mut headless);
+    svcs.prepare_for_create(&mut headless);
     assert!(!needs_cluster_ip(&headless));
     assert_eq!(headless["spec"]["clusterIPs"], json!(["None"]));
 }
@@ -182,8 +182,8 @@ fn service_update_keeps_allocated_values() {
     let svcs = def("", "services");
     let old = json!({"metadata": {"name": "a", "uid": "1", "generation": 1}, "spec": {"type": "NodePort", "clusterIP": "10.0.0.1", "clusterIPs": ["10.0.0.1"], "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack", "ports": [{"port": 80, "protocol": "TCP", "nodePort": 30001}]}, "status": {"loadBalancer": {}}});
     let mut new = json!({"metadata": {"name": "a"}, "spec": {"type": "NodePort", "ports": [{"port": 80}]}});
-    apply_defaults(svcs, &mut new);
-    prepare_for_update(svcs, &mut new, &old);
+    svcs.apply_defaults(&mut new);
+    svcs.prepare_for_update(&mut new, &old);
     assert_eq!(new["spec"]["clusterIP"], "10.0.0.1");
     assert_eq!(new["spec"]["ports"][0]["nodePort"], 30001);
     assert_eq!(new["metadata"]["uid"], "1");
@@ -194,8 +194,8 @@ fn service_update_keeps_allocated_values() {
 fn namespace_defaults_and_create() {
     let ns = def("", "namespaces");
     let mut n = json!({"metadata": {"name": "team-a"}});
-    apply_defaults(ns, &mut n);
-    prepare_for_create(ns, &mut n);
+    ns.apply_defaults(&mut n);
+    ns.prepare_for_create(&mut n);
     assert_eq!(n["metadata"]["labels"]["kubernetes.io/metadata.name"], "team-a");
     assert_eq!(n["spec"]["finalizers"], json!(["kubernetes"]));
     assert_eq!(n["status"]["phase"], "Active");
@@ -204,7 +204,7 @@ fn namespace_defaults_and_create() {
 #[test]
 fn secret_string_data_folds_into_data() {
     let mut s = json!({"stringData": {"user": "admin"}, "data": {"a": "Yg=="}});
-    apply_defaults(def("", "secrets"), &mut s);
+    def("", "secrets").apply_defaults(&mut s);
     assert_eq!(s["type"], "Opaque");
     assert_eq!(s["data"], json!({"a": "Yg==", "user": "YWRtaW4="}));
     assert!(s.get("stringData").is_none());
@@ -214,7 +214,7 @@ fn secret_string_data_folds_into_data() {
 fn rbac_subjects_and_role_ref_api_group() {
     let rb = find("rbac.authorization.k8s.io", "v1", "rolebindings").unwrap();
     let mut b = json!({"roleRef": {"kind": "Role", "name": "r"}, "subjects": [{"kind": "User", "name": "u"}, {"kind": "ServiceAccount", "name": "s"}]});
-    apply_defaults(rb, &mut b);
+    rb.apply_defaults(&mut b);
     assert_eq!(b["roleRef"]["apiGroup"], "rbac.authorization.k8s.io");
     assert_eq!(b["subjects"][0]["apiGroup"], "rbac.authorization.k8s.io");
     assert!(b["subjects"][1].get("apiGroup").is_none());
@@ -224,8 +224,8 @@ fn rbac_subjects_and_role_ref_api_group() {
 fn pod_create_sets_phase_and_qos() {
     let pods = def("", "pods");
     let mut p = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]}, "status": {"phase": "Running"}});
-    apply_defaults(pods, &mut p);
-    prepare_for_create(pods, &mut p);
+    pods.apply_defaults(&mut p);
+    pods.prepare_for_create(&mut p);
     assert_eq!(p["status"], json!({"phase": "Pending", "qosClass": "Guaranteed"}));
 }
 
@@ -234,11 +234,11 @@ fn update_bumps_generation_on_spec_change_only() {
     let d = def("apps", "deployments");
     let old = json!({"metadata": {"name": "a", "generation": 3}, "spec": {"replicas": 1}, "status": {"replicas": 1}});
     let mut same = json!({"metadata": {"name": "a"}, "spec": {"replicas": 1}, "status": {"replicas": 9}});
-    prepare_for_update(d, &mut same, &old);
+    d.prepare_for_update(&mut same, &old);
     assert_eq!(same["metadata"]["generation"], 3);
     assert_eq!(same["status"], json!({"replicas": 1}));
     let mut changed = json!({"metadata": {"name": "a"}, "spec": {"replicas": 2}});
-    prepare_for_update(d, &mut changed, &old);
+    d.prepare_for_update(&mut changed, &old);
     assert_eq!(changed["metadata"]["generation"], 4);
 }
 
@@ -246,9 +246,9 @@ fn update_bumps_generation_on_spec_change_only() {
 fn defaults_are_idempotent() {
     let d = def("apps", "deployments");
     let mut a = json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "0.1"}}}]}}}});
-    apply_defaults(d, &mut a);
+    d.apply_defaults(&mut a);
     let once = a.clone();
-    apply_defaults(d, &mut a);
+    d.apply_defaults(&mut a);
     assert_eq!(a, once);
 }
 
@@ -269,7 +269,7 @@ fn webhooks_get_v1_defaults() {
         json!([{"name": "a.b.c", "clientConfig": {"service": {"name": "s", "namespace": "n"}},
                                   "rules": [{"operations": ["*"]}]}]),
     );
-    apply_defaults(def(AR, "mutatingwebhookconfigurations"), &mut m);
+    def(AR, "mutatingwebhookconfigurations").apply_defaults(&mut m);
     let h = &m["webhooks"][0];
     assert_eq!(h["failurePolicy"], "Fail");
     assert_eq!(h["matchPolicy"], "Equivalent");
@@ -283,7 +283,7 @@ fn webhooks_get_v1_defaults() {
     assert!(h.get("admissionReviewVersions").is_none(), "nor a review versions one");
 
     let mut v = webhook_config("ValidatingWebhookConfiguration", json!([{"name": "a.b.c", "timeoutSeconds": 3}]));
-    apply_defaults(def(AR, "validatingwebhookconfigurations"), &mut v);
+    def(AR, "validatingwebhookconfigurations").apply_defaults(&mut v);
     assert!(v["webhooks"][0].get("reinvocationPolicy").is_none(), "only mutating webhooks are reinvoked");
     assert_eq!(v["webhooks"][0]["timeoutSeconds"], 3);
 }
@@ -291,7 +291,7 @@ fn webhooks_get_v1_defaults() {
 #[test]
 fn policies_and_bindings_get_match_defaults() {
     let mut p = json!({"metadata": {"name": "demo"}, "spec": {"matchConstraints": {"resourceRules": [{"operations": ["CREATE"], "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["deployments"]}]}}});
-    apply_defaults(def(AR, "validatingadmissionpolicies"), &mut p);
+    def(AR, "validatingadmissionpolicies").apply_defaults(&mut p);
     assert_eq!(p["spec"]["failurePolicy"], "Fail");
     let mc = &p["spec"]["matchConstraints"];
     assert_eq!(mc["matchPolicy"], "Equivalent");
@@ -299,12 +299,12 @@ fn policies_and_bindings_get_match_defaults() {
     assert_eq!(mc["objectSelector"], json!({}));
     assert_eq!(mc["resourceRules"][0]["scope"], "*");
     let mut empty = json!({"metadata": {"name": "p"}});
-    apply_defaults(def(AR, "validatingadmissionpolicies"), &mut empty);
+    def(AR, "validatingadmissionpolicies").apply_defaults(&mut empty);
     assert_eq!(empty["spec"], json!({"failurePolicy": "Fail"}), "the spec is a struct: always defaulted");
 
     let mut b =
         json!({"spec": {"policyName": "p", "matchResources": {"excludeResourceRules": [{"operations": ["*"]}]}}});
-    apply_defaults(def(AR, "validatingadmissionpolicybindings"), &mut b);
+    def(AR, "validatingadmissionpolicybindings").apply_defaults(&mut b);
     assert_eq!(b["spec"]["matchResources"]["matchPolicy"], "Equivalent");
     assert_eq!(b["spec"]["matchResources"]["excludeResourceRules"][0]["scope"], "*");
     assert!(b["spec"].get("paramRef").is_none());
@@ -313,20 +313,20 @@ fn policies_and_bindings_get_match_defaults() {
 #[test]
 fn flow_schema_precedence_defaults_to_1000() {
     let mut fs = json!({"spec": {"matchingPrecedence": 0}});
-    apply_defaults(def(FC, "flowschemas"), &mut fs);
+    def(FC, "flowschemas").apply_defaults(&mut fs);
     assert_eq!(fs["spec"]["matchingPrecedence"], 1000);
     let mut bare = json!({"metadata": {"name": "x"}});
-    apply_defaults(def(FC, "flowschemas"), &mut bare);
+    def(FC, "flowschemas").apply_defaults(&mut bare);
     assert_eq!(bare["spec"], json!({"matchingPrecedence": 1000}), "the spec is a struct, always defaulted");
     let mut kept = json!({"spec": {"matchingPrecedence": 7}});
-    apply_defaults(def(FC, "flowschemas"), &mut kept);
+    def(FC, "flowschemas").apply_defaults(&mut kept);
     assert_eq!(kept["spec"]["matchingPrecedence"], 7);
 }
 
 #[test]
 fn priority_levels_get_v1_defaults() {
     let mut pl = json!({"spec": {"type": "Limited", "limited": {"limitResponse": {"type": "Queue", "queuing": {}}}}});
-    apply_defaults(def(FC, "prioritylevelconfigurations"), &mut pl);
+    def(FC, "prioritylevelconfigurations").apply_defaults(&mut pl);
     assert_eq!(
         pl["spec"]["limited"],
         json!({"nominalConcurrencyShares": 30, "lendablePercent": 0,
@@ -334,15 +334,15 @@ fn priority_levels_get_v1_defaults() {
     );
     // v1's shares are a pointer: an explicit 0 is kept.
     let mut zero = json!({"spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 0, "limitResponse": {"type": "Reject"}}}});
-    apply_defaults(def(FC, "prioritylevelconfigurations"), &mut zero);
+    def(FC, "prioritylevelconfigurations").apply_defaults(&mut zero);
     assert_eq!(zero["spec"]["limited"]["nominalConcurrencyShares"], 0);
     let mut null = json!({"spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": null}}});
-    apply_defaults(def(FC, "prioritylevelconfigurations"), &mut null);
+    def(FC, "prioritylevelconfigurations").apply_defaults(&mut null);
     assert_eq!(null["spec"]["limited"]["nominalConcurrencyShares"], 30);
     let mut exempt = json!({"spec": {"type": "Exempt", "exempt": {}}});
-    apply_defaults(def(FC, "prioritylevelconfigurations"), &mut exempt);
+    def(FC, "prioritylevelconfigurations").apply_defaults(&mut exempt);
     assert_eq!(exempt["spec"]["exempt"], json!({"nominalConcurrencyShares": 0, "lendablePercent": 0}));
     let mut no_exempt = json!({"spec": {"type": "Exempt"}});
-    apply_defaults(def(FC, "prioritylevelconfigurations"), &mut no_exempt);
+    def(FC, "prioritylevelconfigurations").apply_defaults(&mut no_exempt);
     assert!(no_exempt["spec"].get("exempt").is_none());
 }

@@ -19,7 +19,6 @@ mod openapi;
 pub mod patch_meta;
 mod proto;
 
-use apimachinery::schema::FieldReport;
 pub use apimachinery::schema::Node;
 pub use cel::cel_type;
 pub use openapi::{
@@ -41,30 +40,6 @@ pub fn prepare() {
 pub fn kind_node(group: &str, version: &str, kind: &str) -> Option<Node<'static>> {
     build::store();
     apimachinery::schema::kind_node(group, version, kind)
-}
-
-/// A definition by name (its definitions installed first).
-pub fn definition(name: &str) -> Option<&'static serde_json::Value> {
-    build::store();
-    apimachinery::schema::definition(name)
-}
-
-/// The root node of a definition by name (its definitions installed first).
-pub fn definition_node(name: &str) -> Option<Node<'static>> {
-    build::store();
-    apimachinery::schema::definition_node(name)
-}
-
-/// Prunes and checks a built-in kind's object (its definitions installed first).
-pub fn check_fields(group: &str, version: &str, kind: &str, obj: &mut serde_json::Value) -> FieldReport {
-    build::store();
-    apimachinery::schema::check_fields(group, version, kind, obj)
-}
-
-/// The definition name of a built-in kind (its definitions installed first).
-pub fn kind_definition_name(group: &str, version: &str, kind: &str) -> Option<&'static str> {
-    build::store();
-    apimachinery::schema::kind_definition_name(group, version, kind)
 }
 
 /// Builds and installs the definitions alone (the catalogue does, so the core's walkers find

@@ -3,9 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::test_kinds::{
-    apply_defaults, def, prepare_for_create, prepare_for_update, validate, validate_status_update, validate_update,
-};
+use crate::test_kinds::def;
 use apimachinery::catalogue::ResourceDef;
 use apimachinery::error::Cause;
 
@@ -17,26 +15,26 @@ fn d(resource: &str) -> &'static ResourceDef {
 
 /// What the registry does before validating a create.
 fn create(def: &ResourceDef, mut obj: Value) -> Vec<Cause> {
-    apply_defaults(def, &mut obj);
-    prepare_for_create(def, &mut obj);
-    validate(def, &obj)
+    def.apply_defaults(&mut obj);
+    def.prepare_for_create(&mut obj);
+    def.validate(&obj)
 }
 
 /// A stored object, as a create left it (not validated: old objects may predate a rule).
 fn stored(def: &ResourceDef, mut obj: Value) -> Value {
-    apply_defaults(def, &mut obj);
+    def.apply_defaults(&mut obj);
     obj["metadata"]["uid"] = json!("uid-1");
     obj["metadata"]["resourceVersion"] = json!("5");
     obj["metadata"]["generation"] = json!(1);
     obj["metadata"]["creationTimestamp"] = json!("2024-05-01T00:00:00Z");
-    prepare_for_create(def, &mut obj);
+    def.prepare_for_create(&mut obj);
     obj
 }
 
 fn update(def: &ResourceDef, mut new: Value, old: &Value) -> (Value, Vec<Cause>) {
-    apply_defaults(def, &mut new);
-    prepare_for_update(def, &mut new, old);
-    let causes = validate_update(def, &new, old);
+    def.apply_defaults(&mut new);
+    def.prepare_for_update(&mut new, old);
+    let causes = def.validate_update(&new, old);
     (new, causes)
 }
 
@@ -400,8 +398,8 @@ fn valid_policy_is_accepted_and_starts_with_an_empty_status() {
     let defs = d("validatingadmissionpolicies");
     let c = create(defs, p.clone());
     assert!(c.is_empty(), "{c:?}");
-    apply_defaults(defs, &mut p);
-    prepare_for_create(defs, &mut p);
+    defs.apply_defaults(&mut p);
+    defs.prepare_for_create(&mut p);
     assert_eq!(p["status"], json!({}));
 }
 
@@ -552,7 +550,7 @@ fn policy_status_has_its_own_rules_and_spec_changes_count() {
         "conditions": [{"type": "Ready", "status": "Maybe", "reason": "1bad", "lastTransitionTime": "2024-05-01T00:00:00Z"},
                        {"type": "Ready", "status": "True"}],
     });
-    let c = validate_status_update(defs, &new, &old);
+    let c = defs.validate_status_update(&new, &old);
     assert_eq!(
         pairs(&c),
         vec![

@@ -3,9 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::test_kinds::{
-    apply_defaults, def, prepare_for_create, prepare_for_update, validate, validate_status_update, validate_update,
-};
+use crate::test_kinds::def;
 use apimachinery::catalogue::ResourceDef;
 use apimachinery::error::Cause;
 
@@ -40,25 +38,25 @@ fn crd() -> Value {
 
 /// What the registry does before validating a create.
 fn create(mut obj: Value) -> Vec<Cause> {
-    apply_defaults(d(), &mut obj);
-    prepare_for_create(d(), &mut obj);
-    validate(d(), &obj)
+    d().apply_defaults(&mut obj);
+    d().prepare_for_create(&mut obj);
+    d().validate(&obj)
 }
 
 /// A stored CRD, as a create left it.
 fn stored(mut obj: Value) -> Value {
-    apply_defaults(d(), &mut obj);
+    d().apply_defaults(&mut obj);
     obj["metadata"]["uid"] = json!("uid-1");
     obj["metadata"]["resourceVersion"] = json!("5");
     obj["metadata"]["creationTimestamp"] = json!("2024-05-01T00:00:00Z");
-    prepare_for_create(d(), &mut obj);
+    d().prepare_for_create(&mut obj);
     obj
 }
 
 fn update(mut new: Value, old: &Value) -> (Value, Vec<Cause>) {
-    apply_defaults(d(), &mut new);
-    prepare_for_update(d(), &mut new, old);
-    let causes = validate_update(d(), &new, old);
+    d().apply_defaults(&mut new);
+    d().prepare_for_update(&mut new, old);
+    let causes = d().validate_update(&new, old);
     (new, causes)
 }
 
@@ -95,7 +93,7 @@ fn defaults_fill_names_conversion_and_webhook_port() {
     let mut obj = crd();
     obj["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {
         "clientConfig": {"service": {"name": "conv", "namespace": "ns"}}, "conversionReviewVersions": ["v1"]}});
-    apply_defaults(d(), &mut obj);
+    d().apply_defaults(&mut obj);
     assert_eq!(obj["spec"]["names"]["singular"], "widget");
     assert_eq!(obj["spec"]["names"]["listKind"], "WidgetList");
     assert_eq!(obj["spec"]["conversion"]["webhook"]["clientConfig"]["service"]["port"], 443);
@@ -103,7 +101,7 @@ fn defaults_fill_names_conversion_and_webhook_port() {
     assert!(obj["spec"]["versions"][0].get("deprecated").is_none(), "v1 does not default served/storage/deprecated");
 
     let mut plain = crd();
-    apply_defaults(d(), &mut plain);
+    d().apply_defaults(&mut plain);
     assert_eq!(plain["spec"]["conversion"], json!({"strategy": "None"}));
     assert!(plain["spec"].get("preserveUnknownFields").is_none());
 }
@@ -113,8 +111,8 @@ fn create_resets_status_and_records_the_storage_version() {
     let mut obj = crd();
     obj["status"] = json!({"storedVersions": ["v0"], "conditions": [{"type": "Established", "status": "True"}]});
     obj["spec"]["versions"][0]["selectableFields"] = json!([{"jsonPath": ".spec.size"}]);
-    apply_defaults(d(), &mut obj);
-    prepare_for_create(d(), &mut obj);
+    d().apply_defaults(&mut obj);
+    d().prepare_for_create(&mut obj);
     assert_eq!(
         obj["status"],
         json!({"conditions": null, "acceptedNames": {"plural": "", "kind": ""}, "storedVersions": ["v1"]})
@@ -125,7 +123,7 @@ fn create_resets_status_and_records_the_storage_version() {
         json!([{"jsonPath": ".spec.size"}]),
         "served as with CustomResourceFieldSelectors on"
     );
-    assert_eq!(validate(d(), &obj), vec![]);
+    assert_eq!(d().validate(&obj), vec![]);
 }
 
 #[test]
@@ -159,7 +157,7 @@ fn status_updates_change_only_the_status_and_check_accepted_names() {
     d().prepare_for_status_update(&mut new, &old);
     assert_eq!(new["spec"]["group"], "example.com");
     assert_eq!(
-        pairs(&validate_status_update(d(), &new, &old)),
+        pairs(&d().validate_status_update(&new, &old)),
         vec![
             ("status.acceptedNames.plural", format!("Invalid value: \"Widgets\": {DNS1035}").as_str()),
             ("status.acceptedNames.listKind", "Invalid value: \"Widget\": kind and listKind may not be the same"),
@@ -962,8 +960,8 @@ fn selectable_fields_point_to_scalars_outside_metadata() {
         {"jsonPath": ".spec.size"}, {"jsonPath": ".spec.size"}, {"jsonPath": ".spec.tags"},
         {"jsonPath": ".metadata.name"}, {"jsonPath": "spec.size"}, {"jsonPath": ".spec['size']"}, {},
     ]);
-    apply_defaults(d(), &mut o);
-    let causes = validate(d(), &o);
+    d().apply_defaults(&mut o);
+    let causes = d().validate(&o);
     let got = pairs(&causes);
     let p = "spec.selectableFields";
     assert_eq!(
@@ -997,8 +995,8 @@ fn selectable_fields_point_to_scalars_outside_metadata() {
     o["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = schema;
     o["spec"]["versions"][0]["selectableFields"] =
         json!((0..9).map(|i| json!({"jsonPath": format!(".f{i}")})).collect::<Vec<_>>());
-    apply_defaults(d(), &mut o);
-    assert_eq!(pairs(&validate(d(), &o)), vec![(p, "Too many: 9: must have at most 8 items")]);
+    d().apply_defaults(&mut o);
+    assert_eq!(pairs(&d().validate(&o)), vec![(p, "Too many: 9: must have at most 8 items")]);
 }
 
 #[test]

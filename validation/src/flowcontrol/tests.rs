@@ -4,9 +4,7 @@
 use serde_json::{Value, json};
 
 use super::{mandatory_flow_schema_spec, mandatory_priority_level_spec};
-use crate::test_kinds::{
-    apply_defaults, def, prepare_for_create, prepare_for_update, validate, validate_status_update, validate_update,
-};
+use crate::test_kinds::def;
 use apimachinery::catalogue::ResourceDef;
 
 const GROUP: &str = "flowcontrol.apiserver.k8s.io";
@@ -21,9 +19,9 @@ fn priority_levels() -> &'static ResourceDef {
 
 fn causes(def: &ResourceDef, name: &str, spec: Value) -> Vec<(String, String)> {
     let mut obj = json!({"metadata": {"name": name}, "spec": spec});
-    apply_defaults(def, &mut obj);
-    prepare_for_create(def, &mut obj);
-    validate(def, &obj).into_iter().map(|c| (c.field, c.message)).collect()
+    def.apply_defaults(&mut obj);
+    def.prepare_for_create(&mut obj);
+    def.validate(&obj).into_iter().map(|c| (c.field, c.message)).collect()
 }
 
 fn one(field: &str, message: &str) -> Vec<(String, String)> {
@@ -33,8 +31,8 @@ fn one(field: &str, message: &str) -> Vec<(String, String)> {
 fn stored(def: &ResourceDef, name: &str, spec: Value) -> Value {
     let mut obj = json!({"metadata": {"name": name, "uid": "u", "resourceVersion": "3", "generation": 1,
                                       "creationTimestamp": "2024-05-01T00:00:00Z"}, "spec": spec});
-    apply_defaults(def, &mut obj);
-    prepare_for_create(def, &mut obj);
+    def.apply_defaults(&mut obj);
+    def.prepare_for_create(&mut obj);
     obj
 }
 
@@ -302,7 +300,7 @@ fn flow_schema_status_and_generation() {
     new["status"] =
         json!({"conditions": [{"type": "Dangling", "status": "False"}, {"type": "Dangling"}, {"type": ""}]});
     let c: Vec<(String, String)> =
-        validate_status_update(flow_schemas(), &new, &old).into_iter().map(|c| (c.field, c.message)).collect();
+        flow_schemas().validate_status_update(&new, &old).into_iter().map(|c| (c.field, c.message)).collect();
     assert_eq!(
         c,
         vec![
@@ -312,10 +310,10 @@ fn flow_schema_status_and_generation() {
     );
     // The main resource keeps the stored status; a spec change bumps the generation.
     new["spec"]["matchingPrecedence"] = json!(500);
-    prepare_for_update(flow_schemas(), &mut new, &old);
+    flow_schemas().prepare_for_update(&mut new, &old);
     assert_eq!(new["status"], json!({}));
     assert_eq!(new["metadata"]["generation"], 2);
-    assert_eq!(validate_update(flow_schemas(), &new, &old), vec![]);
+    assert_eq!(flow_schemas().validate_update(&new, &old), vec![]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -487,9 +485,8 @@ fn mandatory_priority_levels_are_fixed() {
 fn priority_level_round_trip_annotation_and_status() {
     let mut obj = json!({"metadata": {"name": "pl", "annotations": {"flowcontrol.k8s.io/v1beta3-preserve-zero-concurrency-shares": ""}},
                          "spec": {"type": "Limited", "limited": {"limitResponse": {"type": "Reject"}}}});
-    apply_defaults(priority_levels(), &mut obj);
-    let c: Vec<(String, String)> =
-        validate(priority_levels(), &obj).into_iter().map(|c| (c.field, c.message)).collect();
+    priority_levels().apply_defaults(&mut obj);
+    let c: Vec<(String, String)> = priority_levels().validate(&obj).into_iter().map(|c| (c.field, c.message)).collect();
     assert_eq!(
         c,
         one(
@@ -502,6 +499,6 @@ fn priority_level_round_trip_annotation_and_status() {
     let mut new = old.clone();
     new["status"] = json!({"conditions": [{"type": "A"}, {"type": "A"}]});
     let c: Vec<(String, String)> =
-        validate_status_update(priority_levels(), &new, &old).into_iter().map(|c| (c.field, c.message)).collect();
+        priority_levels().validate_status_update(&new, &old).into_iter().map(|c| (c.field, c.message)).collect();
     assert_eq!(c, one("status.conditions[1].type", "Duplicate value: \"A\""));
 }
