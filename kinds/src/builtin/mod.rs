@@ -23,7 +23,7 @@ mod deployment;
 mod endpoints;
 mod endpointslice;
 mod event;
-mod flowschema;
+mod flowcontrol;
 mod horizontalpodautoscaler;
 mod ingress;
 mod ingressclass;
@@ -39,7 +39,6 @@ mod pod;
 mod poddisruptionbudget;
 mod podtemplate;
 mod priorityclass;
-mod prioritylevelconfiguration;
 mod replicaset;
 mod replicationcontroller;
 mod resourcequota;
@@ -127,8 +126,8 @@ fn definitions() -> Vec<ResourceDef> {
         lease::definition(),
         runtimeclass::definition(),
         endpointslice::definition(),
-        flowschema::definition(),
-        prioritylevelconfiguration::definition(),
+        flowcontrol::flow_schemas(),
+        flowcontrol::priority_level_configurations(),
     ]);
     defs
 }
