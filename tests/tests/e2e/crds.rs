@@ -319,6 +319,14 @@ async fn a_crd_whose_rule_does_not_compile_is_refused() {
 async fn a_name_taken_in_the_group_is_refused_in_the_conditions() {
     let s = TestServer::start();
     create_crd(&s, &widgets_crd(), WIDGETS).await;
+    // The names are taken once recorded in the first CRD's status (a CRD is served a moment
+    // before its status is written; a CRD created in between may take the same names, in kube too).
+    let widgets = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com";
+    wait_for("the widgets' names accepted", async || {
+        let crd = s.admin_call("GET", widgets, None).await.body;
+        (condition(&crd, "NamesAccepted")["status"] == "True").then_some(())
+    })
+    .await;
     let mut gizmos = widgets_crd();
     gizmos["metadata"]["name"] = "gizmos.example.com".into();
     gizmos["spec"]["names"] = json!({"plural": "gizmos", "kind": "Gizmo", "shortNames": ["wd"]});
