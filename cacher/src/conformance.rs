@@ -336,7 +336,7 @@ async fn write(
         meta.remove("resourceVersion");
     }
     let kv = store
-        .put(&key, storage::codec::encode(&body), expect)
+        .put(&key, storage_codec::codec::encode(&body), expect)
         .await
         .unwrap_or_else(|e| panic!("writing {key} ({expect:?}): {e}"));
     kv.mod_revision

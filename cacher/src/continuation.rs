@@ -12,8 +12,8 @@ use apimachinery::error::ApiError;
 use apimachinery::messages::ObjectList;
 use apimachinery::object::ObjectExt;
 use apimachinery::options::{ContinueToken, ListOptions, ReadAt};
-use storage::errors::interpret;
 use storage::{Revision, Storage, StorageError};
+use storage_codec::errors::interpret;
 
 fn encode(revision: Option<Revision>, start: &str) -> String {
     ContinueToken { revision, start: start.to_string() }.encode()

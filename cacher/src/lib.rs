@@ -37,8 +37,8 @@ use apimachinery::messages::{WatchEvent, WatchEventType, WatchObjects, WatchRece
 use apimachinery::options::ReadAt;
 use serde_json::json;
 use storage::KeyValue;
-use storage::codec::decode_object;
 use storage::{EventType, ProgressRequester, Revision, Storage, StorageError, WatchItem};
+use storage_codec::codec::decode_object;
 use tokio::sync::{mpsc, watch};
 use tokio_stream::StreamExt;
 

@@ -17,8 +17,8 @@ use apimachinery::object::ObjectExt;
 use apimachinery::options::ReadAt;
 use apimachinery::selector::{FieldSelector, LabelSelector};
 use serde_json::Value;
-use storage::errors::interpret;
 use storage::{ProgressRequester, Revision, Storage};
+use storage_codec::errors::interpret;
 use tokio::sync::watch;
 
 use crate::continuation;

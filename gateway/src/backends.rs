@@ -9,14 +9,14 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use apimachinery::catalogue::Catalogue;
-use storage::Storage;
+use apimachinery::catalogue::{Catalogue, ResourceDef};
 use storage::embedded::{EmbeddedOptions, EmbeddedStore};
 use storage::encryption::{EncryptedStorage, EncryptionConfig};
 use storage::etcd::{EtcdOptions, EtcdStore};
 use storage::faults::{Faults, FaultyStorage};
 use storage::metered::MeteredStorage;
 use storage::router::{StorageRouter, parse_overrides};
+use storage::{ResourceKeys, Storage};
 
 use crate::config::{ServeOptions, StorageBackend};
 
@@ -33,6 +33,10 @@ pub async fn open(
         Some(path) => Some(EncryptionConfig::load(path).map_err(|e| format!("--encryption-provider-config: {e}"))?),
         None => None,
     };
+    // Two groups serving one store (both `events`) share one key prefix: encryption names the
+    // resource kube stores them as (core `events`), an override may name either.
+    let stored = resource_keys(catalogue.stores(), &options.etcd_prefix);
+    let served = resource_keys(catalogue.resources(), &options.etcd_prefix);
     let mut meters = Vec::new();
     let mut wrap = |backend: Arc<dyn Storage>| -> Arc<dyn Storage> {
         let backend: Arc<dyn Storage> = match faults {
@@ -42,7 +46,7 @@ pub async fn open(
         let metered = MeteredStorage::new(backend);
         meters.push(metered.clone());
         match &encryption {
-            Some(config) => EncryptedStorage::new(metered, config.clone(), &options.etcd_prefix, catalogue),
+            Some(config) => EncryptedStorage::new(metered, config.clone(), &stored),
             None => metered,
         }
     };
@@ -66,13 +70,23 @@ pub async fn open(
         }
     };
     let mut router = StorageRouter::new(wrap(default));
-    for o in parse_overrides(options.etcd_servers_overrides.as_deref().unwrap_or(""), catalogue)? {
-        let def = catalogue.find_any_version(&o.group, &o.resource).expect("parse_overrides checks the resource");
+    for o in parse_overrides(options.etcd_servers_overrides.as_deref().unwrap_or(""), &served)? {
         let backend = if o.servers == ["embedded"] { open_embedded()? } else { etcd(options, &o.servers).await? };
-        tracing::info!(resource = %def.qualified(), backend = %backend.describe(), "storage override");
-        router.route(&def, &options.etcd_prefix, wrap(backend));
+        tracing::info!(prefix = %o.keys.prefix, backend = %backend.describe(), "storage override");
+        router.route(&o.keys.prefix, wrap(backend));
     }
     Ok((Arc::new(router), meters))
+}
+
+/// Where each of `defs` keeps its objects under `storage_prefix`, as storage names resources.
+fn resource_keys(defs: Vec<Arc<ResourceDef>>, storage_prefix: &str) -> Vec<ResourceKeys> {
+    defs.iter()
+        .map(|def| ResourceKeys {
+            group: def.group.clone(),
+            resource: def.resource.clone(),
+            prefix: def.key_prefix(storage_prefix),
+        })
+        .collect()
 }
 
 async fn etcd(options: &ServeOptions, servers: &[String]) -> Result<Arc<dyn Storage>, String> {
@@ -127,4 +141,36 @@ pub fn spawn_object_counts(
             tokio::time::sleep(interval).await;
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Encryption and overrides name resources; storage sees kube's key layout.
+    #[test]
+    fn resources_are_keyed_as_kube_stores_them() {
+        let catalogue = kinds::catalogue();
+        let stored = resource_keys(catalogue.stores(), "/registry");
+        let prefix = |group: &str, resource: &str| {
+            let found: Vec<&str> = stored
+                .iter()
+                .filter(|k| k.group == group && k.resource == resource)
+                .map(|k| k.prefix.as_str())
+                .collect();
+            found.join(",")
+        };
+        assert_eq!(prefix("", "secrets"), "/registry/secrets/");
+        assert_eq!(prefix("", "services"), "/registry/services/specs/");
+        assert_eq!(prefix("", "endpoints"), "/registry/services/endpoints/");
+        assert_eq!(prefix("", "nodes"), "/registry/minions/");
+        assert_eq!(prefix("apps", "deployments"), "/registry/deployments/");
+        assert_eq!(prefix("batch", "cronjobs"), "/registry/cronjobs/");
+        // Events of both groups are one store, encrypted as core events.
+        assert_eq!(prefix("", "events"), "/registry/events/");
+        assert_eq!(prefix("events.k8s.io", "events"), "");
+        let served = resource_keys(catalogue.resources(), "/registry");
+        let routed = parse_overrides("events.k8s.io/events#embedded", &served).unwrap();
+        assert_eq!(routed[0].keys.prefix, "/registry/events/");
+    }
 }

@@ -275,7 +275,7 @@ pub struct ServeOptions {
     /// The range Service cluster IPs are allocated from; its first address is the
     /// `kubernetes` Service's.
     #[arg(long, default_value = "10.96.0.0/12", value_parser = parse_service_range)]
-    pub service_cluster_ip_range: registry::ServiceRange,
+    pub service_cluster_ip_range: cluster_ips::ServiceRange,
     /// How long the server keeps serving after SIGTERM with `/readyz` failing, so load
     /// balancers move traffic away before it stops taking requests.
     #[arg(long, default_value = "0s", value_parser = parse_flag_duration)]
@@ -422,8 +422,8 @@ fn parse_key_value(s: &str) -> Result<(String, String), String> {
     Ok((k.to_string(), v.to_string()))
 }
 
-fn parse_service_range(s: &str) -> Result<registry::ServiceRange, String> {
-    registry::ServiceRange::parse(s)
+fn parse_service_range(s: &str) -> Result<cluster_ips::ServiceRange, String> {
+    cluster_ips::ServiceRange::parse(s)
 }
 
 /// Parses one `resource[.group]#size` entry of `--watch-cache-sizes`.

@@ -16,7 +16,8 @@ use apimachinery::request::{RequestInfo, UserInfo};
 use apimachinery::selector::FieldSelector;
 use async_trait::async_trait;
 use auth::AuthorizationActor;
-use registry::{ClusterIpAllocator, RegistryStore, StorageActor};
+use cluster_ips::ClusterIpAllocator;
+use registry::{RegistryStore, StorageActor};
 use serde_json::Value;
 use storage::router::StorageRouter;
 

@@ -6,13 +6,13 @@
 //! subresources, guaranteed updates with resourceVersion preconditions, patches applied to the
 //! current object inside the update loop (so a conflict re-applies the patch), admission of the
 //! final object, deletion with preconditions, grace periods and finalizers, and Service cluster
-//! IPs. Storage errors are mapped to Status with [`storage::errors::interpret`].
+//! IPs. Storage errors are mapped to Status with [`storage_codec::errors::interpret`].
 
 use std::net::IpAddr;
 use std::sync::Arc;
 
 use actors::{Deadline, StageHandle};
-use apimachinery::catalogue::{Catalogue, ClusterIp, ResourceDef, Subresource};
+use apimachinery::catalogue::{AddressAllocator, Catalogue, ClusterIp, ResourceDef, Subresource};
 use apimachinery::error::{ApiError, Cause, success_status};
 use apimachinery::managedfields::{FieldManager, Scope};
 use apimachinery::messages::{
@@ -25,12 +25,10 @@ use apimachinery::patch::{PatchType, apply_patch};
 use apimachinery::request::UserInfo;
 use apimachinery::{Reason, schema};
 use serde_json::{Value, json};
-use storage::codec::{decode_object, encode_object};
-use storage::errors::interpret;
 use storage::router::StorageRouter;
 use storage::{Expect, KeyValue, StorageError};
-
-use crate::cluster_ips::ClusterIpAllocator;
+use storage_codec::codec::{decode_object, encode_object};
+use storage_codec::errors::interpret;
 
 /// How many times a guaranteed update retries a conflict before giving up.
 const MAX_UPDATE_RETRIES: usize = 64;
@@ -41,7 +39,7 @@ pub struct RegistryStore {
     router: Arc<StorageRouter>,
     prefix: String,
     admission: StageHandle<Admit>,
-    cluster_ips: Arc<ClusterIpAllocator>,
+    cluster_ips: Arc<dyn AddressAllocator>,
 }
 
 /// Who writes, and how: what every write step needs besides the object.
@@ -155,45 +153,6 @@ fn ensure_namespace(def: &ResourceDef, target: &Target, obj: &mut Value) -> Resu
     }
 }
 
-/// What kube's `BindingREST` refuses, as a 409 on `pods/binding`: a pod being deleted, one
-/// with scheduling gates, one already on a node.
-fn binding_allowed(def: &ResourceDef, name: &str, pod: &Value) -> Result<(), ApiError> {
-    let refuse = |why: String| Err(ApiError::conflict(&def.group, "pods/binding", name, &why));
-    if pod.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null()) {
-        return refuse(format!("pod {name} is being deleted, cannot be assigned to a host"));
-    }
-    if pod.pointer("/spec/schedulingGates").and_then(Value::as_array).is_some_and(|g| !g.is_empty()) {
-        return refuse(format!("pod {name} has non-empty .spec.schedulingGates"));
-    }
-    let node = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
-    if !node.is_empty() {
-        return refuse(format!("pod {name} is already assigned to node {node:?}"));
-    }
-    Ok(())
-}
-
-/// `UpdatePodCondition(PodScheduled=True)` as binding does: the condition replaced by a bare
-/// one, its transition time kept when it was True already.
-fn set_scheduled(pod: &mut Value) {
-    let now = apimachinery::object::now_rfc3339();
-    let Some(status) = pod.as_object_mut().map(|o| o.entry("status").or_insert_with(|| json!({}))) else { return };
-    let Some(status) = status.as_object_mut() else { return };
-    let conditions = status.entry("conditions").or_insert_with(|| json!([]));
-    let Some(conditions) = conditions.as_array_mut() else { return };
-    let scheduled = |c: &Value| c.get("type").and_then(Value::as_str) == Some("PodScheduled");
-    let mut condition =
-        json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now});
-    match conditions.iter_mut().find(|c| scheduled(c)) {
-        Some(old) => {
-            if old.get("status").and_then(Value::as_str) == Some("True") {
-                condition["lastTransitionTime"] = old.get("lastTransitionTime").cloned().unwrap_or(Value::Null);
-            }
-            *old = condition;
-        }
-        None => conditions.push(condition),
-    }
-}
-
 fn check_preconditions(def: &ResourceDef, name: &str, delete: &DeleteOptions, obj: &Value) -> Result<(), ApiError> {
     let checks = [
         ("UID", delete.precondition_uid.as_deref(), obj.uid()),
@@ -223,7 +182,7 @@ fn held_ip(def: &ResourceDef, obj: &Value) -> Option<String> {
 /// when the write's future is dropped before it knows (its deadline passed, its caller left):
 /// the release then runs in a task of its own, which nothing cancels.
 struct Reservation {
-    allocator: Arc<ClusterIpAllocator>,
+    allocator: Arc<dyn AddressAllocator>,
     ip: Option<IpAddr>,
 }
 
@@ -253,7 +212,7 @@ impl Drop for Reservation {
 
 /// Releases `ip` in a task of its own, so that cancelling the request that freed it does not
 /// cancel the release; `None` outside a runtime (the server is going down).
-fn release_detached(allocator: Arc<ClusterIpAllocator>, ip: IpAddr) -> Option<tokio::task::JoinHandle<()>> {
+fn release_detached(allocator: Arc<dyn AddressAllocator>, ip: IpAddr) -> Option<tokio::task::JoinHandle<()>> {
     let runtime = tokio::runtime::Handle::try_current().ok()?;
     Some(runtime.spawn(async move {
         if let Err(e) = allocator.release(&ip.to_string()).await {
@@ -403,7 +362,7 @@ impl RegistryStore {
         router: Arc<StorageRouter>,
         prefix: &str,
         admission: StageHandle<Admit>,
-        cluster_ips: Arc<ClusterIpAllocator>,
+        cluster_ips: Arc<dyn AddressAllocator>,
     ) -> Self {
         RegistryStore { catalogue, router, prefix: prefix.trim_end_matches('/').to_string(), admission, cluster_ips }
     }
@@ -666,8 +625,8 @@ impl RegistryStore {
             if !sent_rv.is_empty() && sent_rv != old_rv {
                 return Err(ApiError::stale_resource_version(&def.group, &def.resource, name));
             }
-            if target.subresource == Some(Subresource::Binding) {
-                binding_allowed(def, name, &old)?;
+            if let Some(sub) = target.subresource {
+                def.strategy.check_subresource_update(sub, name, &old)?;
             }
             if tracking == Tracking::Update {
                 // kube records an update's fields on the object as sent (decoded with
@@ -717,10 +676,7 @@ impl RegistryStore {
                 new.set_meta_str("resourceVersion", &old_rv);
             }
             let request = requested.as_deref().unwrap_or(def);
-            if matches!(
-                target.subresource,
-                Some(Subresource::Status | Subresource::Binding | Subresource::EphemeralContainers)
-            ) {
+            if target.subresource.is_some_and(Subresource::validated_as_status) {
                 invalid(def, name, def.validate_status_update_request(request, &new, &old))?;
             } else {
                 invalid(def, name, def.validate_update_request(request, &new, &old))?;
@@ -821,17 +777,6 @@ impl RegistryStore {
             meta.remove("selfLink");
         }
         match subresource {
-            Some(Subresource::Finalize) => {
-                // kube's finalize strategy: the status stays as stored; the spec (its
-                // finalizers) and the metadata change as written.
-                apimachinery::catalogue::update::carry_identity(&mut new, old);
-                match old.get("status") {
-                    Some(status) => new["status"] = status.clone(),
-                    None => {
-                        new.as_object_mut().map(|o| o.remove("status"));
-                    }
-                }
-            }
             Some(Subresource::Status) => {
                 // The kind's status strategy: spec and identity as stored, and what it says of
                 // the metadata (most kinds take labels, annotations, finalizers and owners).
@@ -839,86 +784,12 @@ impl RegistryStore {
                 def.prepare_for_status_update(&mut new, old);
                 new.set_meta_str("resourceVersion", &rv);
             }
-            Some(Subresource::Approval) => {
-                // kube's approval strategy: only the conditions (Approved, Denied) change.
-                let mut conditions = new.pointer("/status/conditions").cloned();
-                // kube fills a condition's times when missing; a condition that was already
-                // there with the same status keeps its transition time.
-                let now = now_rfc3339();
-                for c in conditions.iter_mut().flat_map(|c| c.as_array_mut()).flatten() {
-                    let before = old
-                        .pointer("/status/conditions")
-                        .and_then(Value::as_array)
-                        .and_then(|cs| cs.iter().find(|o| o["type"] == c["type"] && o["status"] == c["status"]));
-                    if c.get("lastUpdateTime").is_none_or(Value::is_null) {
-                        c["lastUpdateTime"] = now.clone().into();
-                    }
-                    if c.get("lastTransitionTime").is_none_or(Value::is_null) {
-                        let kept = before.and_then(|b| b.get("lastTransitionTime")).cloned();
-                        c["lastTransitionTime"] = kept.unwrap_or_else(|| now.clone().into());
-                    }
-                }
-                // Spec and status as stored, but the conditions; the metadata as written.
-                apimachinery::catalogue::update::carry_identity(&mut new, old);
-                for part in ["spec", "status"] {
-                    match old.get(part) {
-                        Some(v) => new[part] = v.clone(),
-                        None => {
-                            new.as_object_mut().map(|o| o.remove(part));
-                        }
-                    }
-                }
-                match conditions {
-                    Some(c) => new["status"]["conditions"] = c,
-                    None => {
-                        if let Some(status) = new.get_mut("status").and_then(Value::as_object_mut) {
-                            status.remove("conditions");
-                        }
-                    }
-                }
-            }
-            Some(Subresource::EphemeralContainers) => {
-                // kube's ephemeral containers strategy: only that list changes.
-                let containers = new.pointer("/spec/ephemeralContainers").cloned();
-                let rv = new.resource_version().to_string();
-                new = old.clone();
-                if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
-                    match containers {
-                        Some(c) => spec.insert("ephemeralContainers".into(), c),
-                        None => spec.remove("ephemeralContainers"),
-                    };
-                }
-                new.set_meta_str("resourceVersion", &rv);
-            }
-            Some(Subresource::Binding) => {
-                // `new` is the pod as the binding would leave it: only its node and the
-                // binding's annotations are taken.
-                let node = new.pointer("/spec/nodeName").cloned().unwrap_or(Value::Null);
-                let annotations = new.pointer("/metadata/annotations").and_then(Value::as_object).cloned();
-                new = old.clone();
-                new["spec"]["nodeName"] = node;
-                for (k, v) in annotations.into_iter().flatten() {
-                    new.meta_mut()
-                        .entry("annotations")
-                        .or_insert_with(|| json!({}))
-                        .as_object_mut()
-                        .map(|a| a.insert(k, v));
-                }
-                set_scheduled(&mut new);
-            }
-            Some(
-                Subresource::Eviction
-                | Subresource::Log
-                | Subresource::Exec
-                | Subresource::Attach
-                | Subresource::PortForward
-                | Subresource::Proxy
-                | Subresource::Token,
-            ) => new = old.clone(),
             Some(Subresource::Scale) | None => {
                 def.apply_defaults(&mut new);
                 def.prepare_for_update(&mut new, old);
             }
+            // The kind's own subresources (a pod's binding, a namespace's finalize).
+            Some(other) => def.strategy.prepare_for_subresource_update(other, &mut new, old),
         }
         normalize_metadata(&mut new);
         new

@@ -22,7 +22,8 @@ use storage::embedded::{EmbeddedOptions, EmbeddedStore};
 use storage::router::StorageRouter;
 use storage::{Expect, KeyValue, ListResult, Revision, Storage, StorageError, WatchStream};
 
-use crate::{ClusterIpAllocator, RegistryStore, ServiceRange};
+use crate::RegistryStore;
+use cluster_ips::{ClusterIpAllocator, ServiceRange};
 
 /// Admission that admits everything but objects labelled `refuse`; its mutating phase turns
 /// the label `mutate: bad` into an invalid label, and its validating phase records what it saw

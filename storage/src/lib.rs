@@ -11,15 +11,18 @@
 //! - [`embedded`]: the default backend, a write-ahead log with group commit on local disk and
 //!   an in-memory multi-version index.
 //! - [`etcd`]: the etcd v3 backend (`--etcd-servers`), and a real etcd for tests.
-//! - [`codec`]: how objects become stored bytes (rmp-serde).
 //! - [`conformance`]: the one suite every backend must pass.
 //! - [`encryption`]: encryption at rest (`--encryption-provider-config`), a decorator over any
 //!   backend, byte-compatible with kube-apiserver's providers.
 //! - [`router`]: which backend stores which resource (`--etcd-servers-overrides`).
-//! - [`errors`]: storage errors as the API reports them, mapped once.
 //! - [`faults`]: injected write delays, for testing the stages above (off by default).
 //! - [`metered`]: kube's `etcd_request_*` metrics for every backend, and its oldest unanswered
 //!   request.
+//!
+//! It knows no Kubernetes model: values are bytes. How objects become bytes, and how a
+//! storage error reads as a Status, is the `storage-codec` crate above it; a resource is named
+//! here only by its API group, its plural and its key prefix ([`ResourceKeys`]), for the flags
+//! that configure storage per resource.
 //!
 //! The storage *stage*, kube's generic registry (object metadata, preconditions, finalizers),
 //! is the `registry` crate, on top of this contract; the read path is the `cacher` crate.
@@ -31,11 +34,9 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
-pub mod codec;
 pub mod conformance;
 pub mod embedded;
 pub mod encryption;
-pub mod errors;
 pub mod etcd;
 pub mod faults;
 pub mod metered;
@@ -43,6 +44,19 @@ pub mod router;
 
 /// A revision of the whole store (etcd's `header.revision`); `resourceVersion` on the wire.
 pub type Revision = u64;
+
+/// Where one resource's objects are stored, for the flags that name resources
+/// (`--encryption-provider-config`, `--etcd-servers-overrides`): the layers above know the
+/// resources, storage knows keys.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResourceKeys {
+    /// API group (`""` for core).
+    pub group: String,
+    /// Plural resource, e.g. `deployments`.
+    pub resource: String,
+    /// The prefix of every key of the resource, ending with `/`, e.g. `/registry/deployments/`.
+    pub prefix: String,
+}
 
 /// One stored key at one revision.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,25 +7,21 @@
 
 use std::sync::Arc;
 
-use apimachinery::catalogue::{Catalogue, ResourceDef};
-
-use crate::Storage;
+use crate::{ResourceKeys, Storage};
 
 /// One `--etcd-servers-overrides` entry: `group/resource#server;server`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Override {
-    /// API group (`""` for core).
-    pub group: String,
-    /// Plural resource.
-    pub resource: String,
+    /// The resource and where its keys are.
+    pub keys: ResourceKeys,
     /// The servers (etcd URLs, or `embedded` for this server's own store).
     pub servers: Vec<String>,
 }
 
 /// Parses kube's `--etcd-servers-overrides` syntax: comma-separated
 /// `group/resource#server1;server2` entries, the group empty for core (`/events#...`), each
-/// naming a resource of `catalogue`.
-pub fn parse_overrides(flag: &str, catalogue: &Catalogue) -> Result<Vec<Override>, String> {
+/// naming one of the served `resources`.
+pub fn parse_overrides(flag: &str, resources: &[ResourceKeys]) -> Result<Vec<Override>, String> {
     let mut out = Vec::new();
     for entry in flag.split(',').map(str::trim).filter(|e| !e.is_empty()) {
         let (gr, servers) = entry
@@ -39,10 +35,10 @@ pub fn parse_overrides(flag: &str, catalogue: &Catalogue) -> Result<Vec<Override
         if resource.is_empty() || servers.is_empty() {
             return Err(format!("invalid value of etcd server overrides: {entry}"));
         }
-        if catalogue.find_any_version(group, resource).is_none() {
+        let Some(keys) = resources.iter().find(|r| r.group == group && r.resource == resource) else {
             return Err(format!("--etcd-servers-overrides names {gr}, which this server does not serve"));
-        }
-        out.push(Override { group: group.to_string(), resource: resource.to_string(), servers });
+        };
+        out.push(Override { keys: keys.clone(), servers });
     }
     Ok(out)
 }
@@ -60,9 +56,10 @@ impl StorageRouter {
         StorageRouter { default, routes: Vec::new() }
     }
 
-    /// Stores `def`'s objects (and any resource sharing its storage path) in `backend`.
-    pub fn route(&mut self, def: &ResourceDef, storage_prefix: &str, backend: Arc<dyn Storage>) {
-        let prefix = def.key_prefix(storage_prefix);
+    /// Stores every key under `prefix` (one resource's, and any resource sharing its keys) in
+    /// `backend`.
+    pub fn route(&mut self, prefix: &str, backend: Arc<dyn Storage>) {
+        let prefix = prefix.to_string();
         self.routes.retain(|(p, _)| *p != prefix);
         self.routes.push((prefix, backend));
         self.routes.sort_by_key(|(p, _)| std::cmp::Reverse(p.len()));
@@ -106,33 +103,35 @@ impl StorageRouter {
 mod tests {
     use super::*;
 
-    fn catalogue() -> Catalogue {
-        kinds::catalogue()
+    fn served() -> Vec<ResourceKeys> {
+        [("", "events", "/registry/events/"), ("apps", "deployments", "/registry/deployments/")]
+            .map(|(g, r, p)| ResourceKeys { group: g.into(), resource: r.into(), prefix: p.into() })
+            .to_vec()
     }
 
     #[test]
     fn parses_kube_syntax() {
-        let o = parse_overrides(
-            "/events#http://127.0.0.1:2381;http://127.0.0.1:2382,apps/deployments#embedded",
-            &catalogue(),
-        )
-        .unwrap();
+        let o =
+            parse_overrides("/events#http://127.0.0.1:2381;http://127.0.0.1:2382,apps/deployments#embedded", &served())
+                .unwrap();
         assert_eq!(
             o[0],
             Override {
-                group: String::new(),
-                resource: "events".into(),
+                keys: served()[0].clone(),
                 servers: vec!["http://127.0.0.1:2381".into(), "http://127.0.0.1:2382".into()]
             }
         );
-        assert_eq!((o[1].group.as_str(), o[1].resource.as_str()), ("apps", "deployments"));
+        assert_eq!(
+            (o[1].keys.prefix.as_str(), o[1].servers.as_slice()),
+            ("/registry/deployments/", &["embedded".into()][..])
+        );
     }
 
     #[test]
     fn rejects_malformed_entries() {
-        assert!(parse_overrides("events#http://x", &catalogue()).unwrap_err().contains("group/resource"));
-        assert!(parse_overrides("/events", &catalogue()).is_err());
-        assert!(parse_overrides("/widgets#http://x", &catalogue()).unwrap_err().contains("does not serve"));
-        assert!(parse_overrides("", &catalogue()).unwrap().is_empty());
+        assert!(parse_overrides("events#http://x", &served()).unwrap_err().contains("group/resource"));
+        assert!(parse_overrides("/events", &served()).is_err());
+        assert!(parse_overrides("/widgets#http://x", &served()).unwrap_err().contains("does not serve"));
+        assert!(parse_overrides("", &served()).unwrap().is_empty());
     }
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use storage::embedded::{EmbeddedOptions, EmbeddedStore};
 use storage::encryption::{EncryptedStorage, EncryptionConfig};
-use storage::{EventType, Expect, KeyValue, ListOptions, Storage, StorageError, WatchItem, WatchStream};
+use storage::{EventType, Expect, KeyValue, ListOptions, ResourceKeys, Storage, StorageError, WatchItem, WatchStream};
 
 /// 32-byte secrets (the first is bytes 0..32, the one the known answers use).
 const K1: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
@@ -49,8 +49,31 @@ fn provider(algorithm: &str, keys: &[(&str, &str)]) -> String {
 
 const IDENTITY: &str = "{identity: {}}";
 
+/// The stored resources the tests name, under kube's key layout (the kinds' own storage paths
+/// are the gateway's to map, and tested there).
+const SERVED: &[(&str, &str, &str)] = &[
+    ("", "secrets", "/registry/secrets/"),
+    ("", "configmaps", "/registry/configmaps/"),
+    ("", "events", "/registry/events/"),
+    ("", "services", "/registry/services/specs/"),
+    ("", "endpoints", "/registry/services/endpoints/"),
+    ("", "nodes", "/registry/minions/"),
+    ("", "pods", "/registry/pods/"),
+    ("apps", "deployments", "/registry/deployments/"),
+    ("apps", "statefulsets", "/registry/statefulsets/"),
+    ("batch", "jobs", "/registry/jobs/"),
+    ("batch", "cronjobs", "/registry/cronjobs/"),
+];
+
+fn served() -> Vec<ResourceKeys> {
+    SERVED
+        .iter()
+        .map(|(g, r, p)| ResourceKeys { group: g.to_string(), resource: r.to_string(), prefix: p.to_string() })
+        .collect()
+}
+
 fn encrypted(inner: &Arc<dyn Storage>, config: EncryptionConfig) -> Arc<dyn Storage> {
-    EncryptedStorage::new(Arc::clone(inner), config, "/registry", &kinds::catalogue())
+    EncryptedStorage::new(Arc::clone(inner), config, &served())
 }
 
 fn b(s: &str) -> Bytes {
@@ -256,7 +279,7 @@ async fn only_the_named_resources_are_encrypted() {
     store.put(outside, b(PLAIN), Expect::Absent).await.unwrap();
     assert_eq!(raw(&inner, outside).await, b(PLAIN), "keys outside the storage prefix stay plaintext");
 
-    // Resource names map to kube's key layout through the served kinds.
+    // Resource names, groups and wildcards select the resources' key prefixes.
     let aesgcm = provider("aesgcm", &[("key1", K1)]);
     let store = encrypted(
         &inner,

@@ -2,6 +2,7 @@
 //! [`EncryptedStorage`] with each key-based provider encrypting `configmaps`, the prefix every
 //! case writes under, so every value of every case is encrypted and decrypted on its way.
 
+use storage::ResourceKeys;
 use storage::conformance::Fixture;
 use storage::embedded::{EmbeddedOptions, EmbeddedStore};
 use storage::encryption::{EncryptedStorage, EncryptionConfig};
@@ -15,7 +16,9 @@ fn fixture(provider: &str) -> Fixture {
          - resources: [configmaps]\n  providers: [{provider}, {{identity: {{}}}}]\n"
     ))
     .expect("config");
-    Fixture::with_guard(EncryptedStorage::new(inner, config, "/registry", &kinds::catalogue()), dir)
+    let configmaps =
+        ResourceKeys { group: String::new(), resource: "configmaps".into(), prefix: "/registry/configmaps/".into() };
+    Fixture::with_guard(EncryptedStorage::new(inner, config, &[configmaps]), dir)
 }
 
 /// `{<algorithm>: {keys: [...]}}` with a writing key and an older one.

@@ -30,8 +30,8 @@ use crate::table::Printer;
 
 pub use crate::validation::names::NameRule;
 pub use strategy::{
-    ClusterIp, Converter, DefaultStrategy, RESET_FOR_STATUS, ResetFields, StatusMetadata, Strategy, meta_create,
-    meta_update,
+    AddressAllocator, ClusterIp, Converter, DefaultStrategy, RESET_FOR_STATUS, ResetFields, StatusMetadata, Strategy,
+    meta_create, meta_update,
 };
 
 /// A subresource served beside the main resource.
@@ -120,6 +120,13 @@ impl Subresource {
             Subresource::Exec | Subresource::Attach | Subresource::PortForward => &["create", "get"],
             Subresource::Proxy => &["create", "delete", "get", "patch", "update"],
         }
+    }
+
+    /// Whether a write through it is validated by the kind's status rules rather than its
+    /// update rules: those that change what a spec update may not (a pod's node, its
+    /// ephemeral containers).
+    pub fn validated_as_status(self) -> bool {
+        matches!(self, Subresource::Status | Subresource::Binding | Subresource::EphemeralContainers)
     }
 
     /// Whether it reads and writes a view of the stored object (rather than acting on it or

@@ -5,11 +5,12 @@
 //! update, delete behaviour) and its printer. Every method has kube's generic behaviour as its
 //! default, so a kind overrides only what it does differently.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::ResourceDef;
+use super::{ResourceDef, Subresource};
 use crate::error::{ApiError, Cause};
 use crate::selector::FieldLabels;
 use crate::table::Printer;
@@ -22,6 +23,20 @@ pub enum ClusterIp {
     Allocate,
     /// This address, chosen by the client (or allocated before): reserved for the object.
     Static(String),
+}
+
+/// Reserves the addresses that [`Strategy::cluster_ip`] claims, for the registry that writes the
+/// objects claiming them. The registry knows no kind: the Service kind's allocator (kube's
+/// `ipallocator`) implements this, and the composition root hands it over.
+#[async_trait::async_trait]
+pub trait AddressAllocator: Send + Sync {
+    /// Reserves an address for object `name` being written: a free one for
+    /// [`ClusterIp::Allocate`], exactly the chosen one for [`ClusterIp::Static`]. A dry run
+    /// finds the address without reserving it. Errors are the Status the client sees.
+    async fn reserve(&self, claim: &ClusterIp, name: &str, dry_run: bool) -> Result<Option<IpAddr>, ApiError>;
+
+    /// Gives an address back: the object holding it is gone, or its write failed.
+    async fn release(&self, ip: &str) -> Result<(), ApiError>;
 }
 
 /// What a write through `/status` does to metadata, as each of kube's status strategies says
@@ -100,6 +115,21 @@ pub trait Strategy: Send + Sync {
     /// from `old` and [`Strategy::status_metadata`] is applied: what else a `/status` write
     /// may not change.
     fn prepare_for_status_update(&self, _new: &mut Value, _old: &Value) {}
+
+    /// A write through one of the kind's own subresources, other than `status` and `scale`
+    /// which every kind shares: what it changes of the stored object `old`, as kube's
+    /// per-subresource strategies say (a pod's `binding` sets its node, a namespace's
+    /// `finalize` its finalizers). `new` is the object as written; it becomes what is stored.
+    /// The default changes nothing: the subresource acts without writing the object.
+    fn prepare_for_subresource_update(&self, _subresource: Subresource, new: &mut Value, old: &Value) {
+        *new = old.clone();
+    }
+
+    /// Refuses a write through `subresource` given the stored object, before admission sees
+    /// it (kube's `BindingREST` will not bind a pod twice: 409). The default allows it.
+    fn check_subresource_update(&self, _subresource: Subresource, _name: &str, _old: &Value) -> Result<(), ApiError> {
+        Ok(())
+    }
 
     /// The schema the field manager walks objects with, when the kind's is not a built-in
     /// definition: a custom resource's structural schema, whose `x-kubernetes-list-type`,

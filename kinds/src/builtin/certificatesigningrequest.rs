@@ -42,6 +42,49 @@ impl Strategy for CertificateSigningRequests {
         certificates::certificate_conditions(new, Some(old))
     }
 
+    /// kube's approval strategy: only the conditions (Approved, Denied) change.
+    fn prepare_for_subresource_update(&self, subresource: Subresource, new: &mut Value, old: &Value) {
+        if subresource != Subresource::Approval {
+            *new = old.clone();
+            return;
+        }
+        let mut conditions = new.pointer("/status/conditions").cloned();
+        // kube fills a condition's times when missing; a condition that was already there with
+        // the same status keeps its transition time.
+        let now = apimachinery::object::now_rfc3339();
+        for c in conditions.iter_mut().flat_map(|c| c.as_array_mut()).flatten() {
+            let before = old
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .and_then(|cs| cs.iter().find(|o| o["type"] == c["type"] && o["status"] == c["status"]));
+            if c.get("lastUpdateTime").is_none_or(Value::is_null) {
+                c["lastUpdateTime"] = now.clone().into();
+            }
+            if c.get("lastTransitionTime").is_none_or(Value::is_null) {
+                let kept = before.and_then(|b| b.get("lastTransitionTime")).cloned();
+                c["lastTransitionTime"] = kept.unwrap_or_else(|| now.clone().into());
+            }
+        }
+        // Spec and status as stored, but the conditions; the metadata as written.
+        apimachinery::catalogue::update::carry_identity(new, old);
+        for part in ["spec", "status"] {
+            match old.get(part) {
+                Some(v) => new[part] = v.clone(),
+                None => {
+                    new.as_object_mut().map(|o| o.remove(part));
+                }
+            }
+        }
+        match conditions {
+            Some(c) => new["status"]["conditions"] = c,
+            None => {
+                if let Some(status) = new.get_mut("status").and_then(Value::as_object_mut) {
+                    status.remove("conditions");
+                }
+            }
+        }
+    }
+
     fn validate_status_update(&self, _: &ResourceDef, new: &Value, old: &Value) -> Vec<Cause> {
         let mut out = apimachinery::catalogue::meta_update(new, old);
         out.extend(certificates::certificate_conditions(new, Some(old)));

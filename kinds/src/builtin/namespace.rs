@@ -50,6 +50,22 @@ impl Strategy for Namespaces {
         true
     }
 
+    /// kube's finalize strategy: the status stays as stored; the spec (its finalizers) and the
+    /// metadata change as written.
+    fn prepare_for_subresource_update(&self, subresource: Subresource, new: &mut Value, old: &Value) {
+        if subresource != Subresource::Finalize {
+            *new = old.clone();
+            return;
+        }
+        apimachinery::catalogue::update::carry_identity(new, old);
+        match old.get("status") {
+            Some(status) => new["status"] = status.clone(),
+            None => {
+                new.as_object_mut().map(|o| o.remove("status"));
+            }
+        }
+    }
+
     fn awaits_finalization(&self, obj: &Value) -> bool {
         obj.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty())
     }

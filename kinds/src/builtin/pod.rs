@@ -2,11 +2,12 @@
 //! kubelet confirming with grace 0.
 
 use k8s_openapi::api::core::v1::Pod;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::printers;
 use apimachinery::catalogue::{ResetFields, ResourceDef, StatusMetadata, Strategy, Subresource};
-use apimachinery::error::Cause;
+use apimachinery::error::{ApiError, Cause};
+use apimachinery::object::ObjectExt;
 use apimachinery::selector::FieldLabels;
 use apimachinery::selector::selectable::{flag, text};
 use apimachinery::table::Printer;
@@ -68,6 +69,33 @@ impl Strategy for Pods {
         true
     }
 
+    fn check_subresource_update(&self, subresource: Subresource, name: &str, old: &Value) -> Result<(), ApiError> {
+        match subresource {
+            Subresource::Binding => binding_allowed(name, old),
+            _ => Ok(()),
+        }
+    }
+
+    fn prepare_for_subresource_update(&self, subresource: Subresource, new: &mut Value, old: &Value) {
+        match subresource {
+            Subresource::Binding => bind(new, old),
+            Subresource::EphemeralContainers => {
+                // kube's ephemeral containers strategy: only that list changes.
+                let containers = new.pointer("/spec/ephemeralContainers").cloned();
+                let rv = new.resource_version().to_string();
+                *new = old.clone();
+                if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
+                    match containers {
+                        Some(c) => spec.insert("ephemeralContainers".into(), c),
+                        None => spec.remove("ephemeralContainers"),
+                    };
+                }
+                new.set_meta_str("resourceVersion", &rv);
+            }
+            _ => *new = old.clone(),
+        }
+    }
+
     /// The requested grace (else the pod's `terminationGracePeriodSeconds`, else 30) for a pod
     /// bound to a node and still running; 0 otherwise, since no kubelet would confirm.
     fn deletion_grace_seconds(&self, obj: &Value, requested: Option<i64>) -> i64 {
@@ -101,5 +129,57 @@ impl Strategy for Pods {
 
     fn printer(&self) -> Option<&dyn Printer> {
         Some(&printers::PODS)
+    }
+}
+
+/// What kube's `BindingREST` refuses, as a 409 on `pods/binding`: a pod being deleted, one
+/// with scheduling gates, one already on a node.
+fn binding_allowed(name: &str, pod: &Value) -> Result<(), ApiError> {
+    let refuse = |why: String| Err(ApiError::conflict("", "pods/binding", name, &why));
+    if pod.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null()) {
+        return refuse(format!("pod {name} is being deleted, cannot be assigned to a host"));
+    }
+    if pod.pointer("/spec/schedulingGates").and_then(Value::as_array).is_some_and(|g| !g.is_empty()) {
+        return refuse(format!("pod {name} has non-empty .spec.schedulingGates"));
+    }
+    let node = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
+    if !node.is_empty() {
+        return refuse(format!("pod {name} is already assigned to node {node:?}"));
+    }
+    Ok(())
+}
+
+/// The stored pod `old` as a binding leaves it: `new` is the pod as the binding would have it,
+/// and only its node and the binding's annotations are taken; then `PodScheduled` is set.
+fn bind(new: &mut Value, old: &Value) {
+    let node = new.pointer("/spec/nodeName").cloned().unwrap_or(Value::Null);
+    let annotations = new.pointer("/metadata/annotations").and_then(Value::as_object).cloned();
+    *new = old.clone();
+    new["spec"]["nodeName"] = node;
+    for (k, v) in annotations.into_iter().flatten() {
+        new.meta_mut().entry("annotations").or_insert_with(|| json!({})).as_object_mut().map(|a| a.insert(k, v));
+    }
+    set_scheduled(new);
+}
+
+/// `UpdatePodCondition(PodScheduled=True)` as binding does: the condition replaced by a bare
+/// one, its transition time kept when it was True already.
+fn set_scheduled(pod: &mut Value) {
+    let now = apimachinery::object::now_rfc3339();
+    let Some(status) = pod.as_object_mut().map(|o| o.entry("status").or_insert_with(|| json!({}))) else { return };
+    let Some(status) = status.as_object_mut() else { return };
+    let conditions = status.entry("conditions").or_insert_with(|| json!([]));
+    let Some(conditions) = conditions.as_array_mut() else { return };
+    let scheduled = |c: &Value| c.get("type").and_then(Value::as_str) == Some("PodScheduled");
+    let mut condition =
+        json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now});
+    match conditions.iter_mut().find(|c| scheduled(c)) {
+        Some(old) => {
+            if old.get("status").and_then(Value::as_str) == Some("True") {
+                condition["lastTransitionTime"] = old.get("lastTransitionTime").cloned().unwrap_or(Value::Null);
+            }
+            *old = condition;
+        }
+        None => conditions.push(condition),
     }
 }

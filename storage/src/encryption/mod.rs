@@ -20,15 +20,12 @@
 //!   resource.
 //! - `transformer`: the providers (`identity`, `aescbc`, `aesgcm`, `secretbox`) and kube's
 //!   on-disk layout of each.
-//! - this module: the decorator, and resource names to storage key prefixes through
-//!   the catalogue of served resources.
+//! - this module: the decorator, and the configured resources to their key prefixes.
 
 mod config;
 mod transformer;
 
 use std::sync::Arc;
-
-use apimachinery::catalogue::Catalogue;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -38,7 +35,8 @@ pub use config::EncryptionConfig;
 use transformer::{ENCRYPTED_PREFIX, IDENTITY_READ_ENCRYPTED, Transformer};
 
 use crate::{
-    Event, Expect, KeyValue, ListOptions, ListResult, Revision, Storage, StorageError, WatchItem, WatchStream,
+    Event, Expect, KeyValue, ListOptions, ListResult, ResourceKeys, Revision, Storage, StorageError, WatchItem,
+    WatchStream,
 };
 
 /// Items a watch's decrypting forwarder holds for its receiver. When full, the forwarder stops
@@ -125,23 +123,17 @@ pub struct EncryptedStorage {
 }
 
 impl EncryptedStorage {
-    /// Wraps `inner`, encrypting the resources `config` names; `storage_prefix` is the key
-    /// prefix resources live under (`/registry`), mapped to each resource's keys through the
-    /// `catalogue` (`secrets` → `/registry/secrets/`, `deployments.apps` →
-    /// `/registry/deployments/`). Resources this server does not serve are ignored.
-    pub fn new(
-        inner: Arc<dyn Storage>,
-        config: EncryptionConfig,
-        storage_prefix: &str,
-        catalogue: &Catalogue,
-    ) -> Arc<EncryptedStorage> {
+    /// Wraps `inner`, encrypting those of the stored `resources` that `config` names, each
+    /// under its key prefix (`secrets` → `/registry/secrets/`, `deployments.apps` →
+    /// `/registry/deployments/`). Resources `config` names that are not in `resources` are
+    /// ignored. Two resources sharing a prefix (events of two groups) are listed once, as the
+    /// resource kube stores them as.
+    pub fn new(inner: Arc<dyn Storage>, config: EncryptionConfig, resources: &[ResourceKeys]) -> Arc<EncryptedStorage> {
         let mut prefixes = Vec::new();
-        // Two groups serving one store (both `events`) share one key prefix; the first
-        // definition is the storage resource (core `events`), as in kube.
-        for def in catalogue.stores() {
-            if let Some(providers) = config.providers_for(&def.group, &def.resource) {
+        for keys in resources {
+            if let Some(providers) = config.providers_for(&keys.group, &keys.resource) {
                 let transformer = Transformer::new(providers.to_vec());
-                let prefix = def.key_prefix(storage_prefix);
+                let prefix = keys.prefix.clone();
                 tracing::info!(prefix, writer = transformer.writer().name(), "encryption at rest");
                 prefixes.push((prefix, Arc::new(transformer)));
             }

@@ -193,8 +193,8 @@ async fn history(etcd: &EtcdProcess, start: u64, count: usize) -> Vec<Change> {
         let item = tokio::time::timeout(Duration::from_secs(30), watch.items.recv()).await.expect("etcd history");
         match item.expect("etcd watch open") {
             WatchItem::Event(e) => {
-                let now = storage::codec::decode_object(&e.kv).expect("decodes");
-                let before = e.prev.as_ref().map(|p| storage::codec::decode_object(p).expect("decodes"));
+                let now = storage_codec::codec::decode_object(&e.kv).expect("decodes");
+                let before = e.prev.as_ref().map(|p| storage_codec::codec::decode_object(p).expect("decodes"));
                 out.push(Change {
                     kind: e.kind,
                     name: now["metadata"]["name"].as_str().unwrap_or_default().to_string(),

@@ -51,9 +51,9 @@ pub(crate) async fn fill_with(
     for i in 0..n {
         let (key, obj) = make(prefix, i);
         let store = store.clone();
-        batch.push(actix_web::rt::spawn(
-            async move { store.put(&key, storage::codec::encode(&obj), Expect::Absent).await },
-        ));
+        batch.push(actix_web::rt::spawn(async move {
+            store.put(&key, storage_codec::codec::encode(&obj), Expect::Absent).await
+        }));
         if batch.len() == 128 {
             for t in batch.drain(..) {
                 t.await.expect("task").expect("put");

@@ -313,7 +313,11 @@ async fn startup(n: usize) {
             let store = store.clone();
             batch.push(actix_web::rt::spawn(async move {
                 store
-                    .put(&format!("/registry/configmaps/default/cm-{i}"), storage::codec::encode(&obj), Expect::Absent)
+                    .put(
+                        &format!("/registry/configmaps/default/cm-{i}"),
+                        storage_codec::codec::encode(&obj),
+                        Expect::Absent,
+                    )
                     .await
             }));
             if batch.len() == 256 {

@@ -6,7 +6,7 @@
 use apimachinery::catalogue::ResourceDef;
 use apimachinery::error::ApiError;
 
-use crate::StorageError;
+use storage::StorageError;
 
 /// Maps a storage error to Status for object `name` (`""` for a collection) of `def`.
 pub fn interpret(def: &ResourceDef, name: &str, e: StorageError) -> ApiError {

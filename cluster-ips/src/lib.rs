@@ -14,17 +14,21 @@
 //! choose. Unlike kube, which starts at a random offset so that allocators rarely race for one
 //! bit, the lowest free address is taken: the guarded write already settles races, and
 //! addresses stay predictable (the first Services of a `10.96.0.0/12` range get `10.96.1.x`).
+//!
+//! The registry reaches the allocator through the core's `AddressAllocator` trait, so that it
+//! names no kind; this crate is the Service kind's side of it.
 
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use apimachinery::catalogue::{Catalogue, ClusterIp};
+use apimachinery::catalogue::{AddressAllocator, Catalogue, ClusterIp};
 use apimachinery::error::{ApiError, Cause};
 use apimachinery::validation::field::{self, Bad, Path};
 use base64::Engine;
 use serde_json::{Value, json};
 use storage::router::StorageRouter;
-use storage::{Expect, Revision, Storage, StorageError, codec};
+use storage::{Expect, Revision, Storage, StorageError};
+use storage_codec::codec;
 
 /// How many times an allocation retries a conflicting write before giving up.
 const MAX_RETRIES: usize = 64;
@@ -424,6 +428,17 @@ fn invalid_ip(name: &str, ip: &str, why: &str) -> ApiError {
     let cause: Cause =
         field::invalid(&Path::new("spec.clusterIPs"), value, &format!("failed to allocate IP {ip}: {why}"));
     ApiError::invalid("", "Service", name, vec![cause])
+}
+
+#[async_trait::async_trait]
+impl AddressAllocator for ClusterIpAllocator {
+    async fn reserve(&self, claim: &ClusterIp, name: &str, dry_run: bool) -> Result<Option<IpAddr>, ApiError> {
+        ClusterIpAllocator::reserve(self, claim, name, dry_run).await
+    }
+
+    async fn release(&self, ip: &str) -> Result<(), ApiError> {
+        ClusterIpAllocator::release(self, ip).await
+    }
 }
 
 #[cfg(test)]

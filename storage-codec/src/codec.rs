@@ -9,7 +9,7 @@ use apimachinery::object::ObjectExt;
 use bytes::Bytes;
 use serde_json::Value;
 
-use crate::{KeyValue, StorageError};
+use storage::{KeyValue, StorageError};
 
 /// Encodes an object for storage.
 pub fn encode(obj: &Value) -> Bytes {
