@@ -28,6 +28,20 @@
 //! - [`config`]: `--admission-control-config-file`, each plugin's own configuration.
 //! - [`matching`]: the rules and selectors webhooks and policies are matched to requests by.
 //! - [`versions`]: the served version a webhook or policy sees a request in (`matchPolicy`).
+//! - [`cel`]: CEL in admission (policies, match conditions), with kube's authorizer library
+//!   answered by the server's authorizers.
+//! - [`priority`]: kube's `Priority`: `priorityClassName` becomes `priority` and
+//!   `preemptionPolicy`; one global default.
+//! - [`runtime_class`]: kube's `RuntimeClass`: the class's overhead and scheduling constraints.
+//! - [`tolerations`]: kube's `DefaultTolerationSeconds` and `TaintNodesByCondition`.
+//! - [`default_class`]: kube's `DefaultStorageClass` and `DefaultIngressClass`.
+//! - [`volumes`]: kube's `StorageObjectInUseProtection` and `PersistentVolumeClaimResize`.
+//! - [`certificates`]: kube's `CertificateApproval`, `CertificateSigning` and
+//!   `CertificateSubjectRestriction`.
+//! - `attributes`: what kube's `admission.NewForbidden` makes of a plugin's refusal.
+//! - `live_lookup`: kube's live lookup: an empty cached answer (no LimitRanges, no quotas)
+//!   checked against storage, then trusted for a while.
+//! - `testing` (tests only): objects to look up and requests to admit.
 //!
 //! CEL expressions compile and run in [`kube_cel`], which validation shares.
 

@@ -6,6 +6,7 @@
 //! schema. The registry, the cacher and REST serve them like any built-in kind; the gateway's
 //! CRD controller adds and removes the entries and keeps the CRD's status.
 //!
+//! # Layout
 //! - [`schema`]: a structural schema applied to an object: validation with kube's field
 //!   errors, pruning of unknown fields, defaulting.
 //! - [`served`]: the definitions a CRD serves, in kube's version priority.
@@ -14,6 +15,8 @@
 //! - [`openapi`]: a CRD's versions in the OpenAPI documents, as kube's CRD builder shapes them.
 //! - [`conversion`]: a CRD's conversion webhook (ConversionReview), checked as kube checks it.
 //! - [`conditions`]: accepted names and the CRD's conditions, as kube's controllers set them.
+//! - `intern`: a custom resource's names as the `&'static str`s the catalogue takes, interned so
+//!   a CRD created and deleted again and again costs its strings once.
 
 pub mod conditions;
 pub mod conversion;

@@ -1,9 +1,9 @@
 //! The authentication and authorization stages, and the filters kube runs between them.
 //!
 //! kube's handler chain, which the gateway follows: authentication, audit, impersonation, API
-//! Priority and Fairness, authorization, then the handler. Audit is a pass-through until it
-//! is built ([`audit`]); [`impersonation`] checks and applies `Impersonate-*` headers.
+//! Priority and Fairness, authorization, then the handler.
 //!
+//! # Layout
 //! - [`authn`]: the authentication stage (client certificates, token authenticators in
 //!   order, anonymous).
 //! - [`serviceaccount`]: ServiceAccount tokens: keys, issuing, verification.
@@ -12,6 +12,12 @@
 //!   cachers by the gateway, never read from storage per request.
 //! - [`bootstrap`]: the ClusterRoles and ClusterRoleBindings kube creates at first start.
 //! - [`escalation`]: roles and bindings grant only what their writer holds.
+//! - [`reconcile`]: the bootstrap RBAC objects reconciled at every start (missing ones created,
+//!   existing ones given what they lack, `autoupdate: "false"` left alone).
+//! - [`audit`]: kube's audit: the policy, the events at each stage, the log and webhook
+//!   backends; a request never waits for it.
+//! - [`impersonation`]: the `Impersonate-*` headers, each authorized, replacing the user.
+//! - [`ttl_cache`]: the token and authorization webhooks' answers kept for their TTL.
 
 use apimachinery::request::{RequestInfo, UserInfo};
 

@@ -22,6 +22,17 @@
 //! filtered per watcher. Each event's line is encoded once and shared by every watcher that
 //! receives it. A watcher that stops reading is given a time budget to catch up; past it, its
 //! stream ends (clients re-watch from their last resourceVersion) and the others never wait.
+//!
+//! # Layout
+//! - this module: [`CacherActor`]: the list, the storage watch and its resumption, the window,
+//!   watch registration and fan-out.
+//! - `reader`: [`CacheReader`] and the snapshots it reads gets and lists from.
+//! - `watchers`: each watcher's filter, what it sees of a change, and the bounded queue that
+//!   decides when it is too slow to keep.
+//! - [`continuation`]: paged lists from storage and kube's continue tokens.
+//! - [`feed`]: the read half of the storage contract over the stage transport, for resources
+//!   whose storage stage runs in another process.
+//! - [`conformance`]: the read-path suite every backend passes through a cacher.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;

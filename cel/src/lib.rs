@@ -44,7 +44,9 @@
 //! - [`cost`]: the static estimate and run-time call costs.
 //! - [`decl`]: schema declarations (CRD rules' `self`); [`rules`]: CRD rules compiled.
 //! - [`golang`], [`names`], [`quantity`]: what kube's libraries share with the object model
-//!   (Go's quoting and durations, kube's name formats, resource quantities).
+//!   (Go's quoting and durations, kube's name formats, resource quantities); [`strfmt`]: the
+//!   `format` checks CEL's format library and CRD schemas share.
+//! - [`error`]: why an evaluation failed or stopped, in cel-go's words.
 
 pub mod authorization;
 pub mod check;

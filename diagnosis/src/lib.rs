@@ -1,9 +1,13 @@
 //! The server's own diagnosis: which of the five axes (storage, watch, admission, auth, APF) is
 //! at fault, from live signals, with the evidence and the order in which they degraded.
 //!
+//! # Layout
 //! - [`tap`]: a metrics recorder in front of the exporter's that feeds the few metrics defining
-//!   an axis (under kube's names) into [`signals`], rolling one-second windows.
+//!   an axis (under kube's names) into [`signals`].
+//! - [`signals`]: rolling windows, one bucket per second, of each of those metrics.
 //! - [`axes`]: one judgement of each axis from its window, against [`thresholds`].
+//! - [`thresholds`]: every number the axes are judged by, with defaults, overridable from
+//!   `--diagnosis-config`.
 //! - [`verdict`]: the judgements smoothed over time and walked as an operator's exclusion tree;
 //!   the axis whose trouble began first is the root, the others its consequences.
 //!

@@ -4,6 +4,12 @@
 //! Each target in `fuzz_targets/` is named for what it decodes and asserts what holds of every
 //! input (never a panic; round trips where a printer exists; results within the server's
 //! bounds), so a finding is a behaviour, not only a crash.
+//!
+//! # Layout
+//! - this module: the fixed objects patches are applied to, the small runtime ([`block_on`]),
+//!   and the checks every target makes of what it decoded (storable, or refused).
+//! - [`targets`]: the targets' bodies, one module per decoder, and the tests that replay each
+//!   committed corpus.
 
 pub mod targets;
 

@@ -9,7 +9,8 @@
 //!    and every stage call it has in flight is dropped, which cancels the stage's work;
 //! 2. authentication (a stage whose mailbox waits rather than refuses: nothing may turn a
 //!    request away before flow control has classified it);
-//! 3. audit and 4. impersonation (pass-throughs for now, in their places);
+//! 3. audit: the policy's level for the request, events at kube's stages (`auditing`);
+//! 4. impersonation: each `Impersonate-*` header authorized, then the user replaced;
 //! 5. API Priority and Fairness: classified here, on the worker's task; requests APF exempts
 //!    skip its stage, the rest ask it for a seat;
 //! 6. authorization;

@@ -5,6 +5,14 @@
 //!   module) and startup.
 //! - [`config`]: flags, named as kube-apiserver names them.
 //! - [`backends`]: opens the storage backends and routes resources to them.
+//! - [`caches`]: the cachers by storage path, custom resources' started and stopped with their
+//!   CRDs.
+//! - [`pipeline`]: the write path after the gateway (authorization, admission, the storage
+//!   stage), built alike by a gateway and a storage stage process.
+//! - [`topology`]: which resources' storage stages run in other processes
+//!   (`--stage-topology`), and the handles that reach them.
+//! - [`stage_process`]: `apiserver stage --shard <name>`, one shard's storage stage in a process
+//!   of its own.
 //! - [`state`]: what handlers share: stage handles, the catalogue, the server's state.
 //! - [`auditing`]: what the chain records of each request for audit.
 //! - [`chain`]: the handler chain in kube's order: deadline, authentication, audit,

@@ -20,6 +20,16 @@
 //! Heads and tails are split so callers can serve a cached message's bytes without copying:
 //! [`unknown_head`] and [`watch_frame_head`] write everything before the raw message, and
 //! [`UNKNOWN_TAIL`] is what follows it.
+//!
+//! # Layout
+//! - this module: the envelope (`runtime.Unknown`), typed lists and watch frames around a
+//!   message.
+//! - [`schema`]: the messages compiled from the descriptor set into tables the codec walks.
+//! - [`codec`]: JSON values to messages and back, and kube's special types' JSON forms.
+//! - [`fields_v1`]: the order of `FieldsV1` keys as structured-merge-diff writes them, used by
+//!   the encoders of both wire formats.
+//! - [`go_zero`]: a message's Go zero value as kube's converter writes it (what a create is
+//!   compared with for managed fields).
 
 pub mod codec;
 pub mod fields_v1;

@@ -6,12 +6,20 @@
 //! `cargo build --release -p gateway --bin apiserver`), or `$APISERVER_BIN`. kubectl comes from
 //! `$KUBECTL`, Python from `$APISERVER_PYTHON` (`deploy/install-tools.sh` prints both). A missing
 //! tool fails the test with a message saying how to install it: nothing is skipped silently.
-//! [`http`] sends raw requests as a chosen caller; [`webhook`] runs admission webhook servers
-//! for the tests and the load generator, [`extension`] an extension API server, [`pki`] the
-//! certificates of both, [`fleet`] storage stage processes beside gateways; [`load`] is the
-//! load generator's per-stage capacity runs and clusterloader2-style scenario. [`robustness`]
-//! checks a history recorded under faults for linearizability and the watch guarantees.
-//! [`flags`] reads the duration flags of the load generator and the robustness runner.
+//!
+//! # Layout
+//! - [`http`]: raw requests sent as a chosen caller.
+//! - [`webhook`]: admission webhook servers for the tests and the load generator.
+//! - [`extension`]: an extension API server, for aggregation.
+//! - [`pki`]: the certificates of both.
+//! - [`fleet`]: storage stage processes beside gateways.
+//! - [`load`]: the load generator's per-stage capacity runs and clusterloader2-style scenario.
+//! - [`robustness`]: a history recorded under faults, checked for linearizability and the
+//!   watch guarantees.
+//! - [`flags`]: the duration flags of the load generator and the robustness runner.
+//! - `src/bin/`: the `loadgen` and `robustness` binaries. Beside `src/`, `tests/` holds the test
+//!   binaries: `e2e`, `load`, `robustness`, the crate-rule check (`architecture`) and what a
+//!   checkout promises (`checkout`).
 
 pub mod extension;
 pub mod flags;

@@ -26,6 +26,12 @@
 //! (inside a handler). [`WebhookClient`] itself is `Send + Sync` and cheap to clone: it holds
 //! the parsed configuration, and [`WebhookClient::post_json`] uses an awc client kept per
 //! thread (per actix `System` on that thread), so calls from one thread reuse connections.
+//!
+//! # Layout
+//! - this module: [`WebhookClient`] (kubeconfig files, `caBundle`s, calls and their errors) and
+//!   [`Trust`].
+//! - `verify`: server certificates checked against a CA bundle as Go's `crypto/x509` checks them.
+//! - `testing` (feature `testing`): a plain-HTTP test server for the callers' unit tests.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
