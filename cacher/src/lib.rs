@@ -53,6 +53,7 @@ use storage_codec::codec::decode_object;
 use tokio::sync::{mpsc, watch};
 use tokio_stream::StreamExt;
 
+#[cfg(any(test, feature = "test-util"))]
 pub mod conformance;
 pub mod continuation;
 pub mod feed;

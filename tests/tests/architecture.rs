@@ -16,11 +16,14 @@
 //!   the auth stages) and, for `registry` and `cacher`, `storage` and `storage-codec`: never
 //!   on each other;
 //!   `registry`, `cacher` and `storage` name no kind, so they do not depend on `kinds`;
-//! - dev-dependencies may add `kinds` and `validation` (tests drive real kinds);
+//! - dev-dependencies may add `kinds`, `validation` and `cluster-ips` (tests drive real kinds);
 //! - `gateway`, the composition root, depends on every stage crate, and nothing depends on it
 //!   but the fuzz targets;
-//! - inside every crate, the top-level modules import each other without cycles (tests
-//!   excluded).
+//! - inside every crate, at every level, the child modules of a module import each other
+//!   without cycles (tests excluded);
+//! - no crate is over 15,000 lines of Rust in its `src/` (test-only files excluded);
+//! - `storage`, `storage-codec`, `registry` and `cacher` name no built-in resource or kind in
+//!   their production code: what is particular to a kind is its strategy's.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -88,10 +91,11 @@ fn crates_depend_only_as_the_architecture_allows() {
     let mut broken = Vec::new();
     for (name, (_, deps)) in &ws.crates {
         let normal = &ws.normal[name];
-        let internal: BTreeSet<&String> = deps.iter().filter(|d| members.contains(d)).collect();
+        // A crate's own tests may depend on it with its `test-util` feature.
+        let internal: BTreeSet<&String> = deps.iter().filter(|d| members.contains(d) && *d != name).collect();
         if let Some(allowed) = allowed(name) {
             for d in &internal {
-                let test_only = !normal.contains(*d) && ["kinds", "validation"].contains(&d.as_str());
+                let test_only = !normal.contains(*d) && ["kinds", "validation", "cluster-ips"].contains(&d.as_str());
                 if !allowed.contains(&d.as_str()) && !test_only {
                     broken.push(format!("{name} depends on {d}"));
                 }
@@ -137,14 +141,18 @@ fn crates_depend_only_as_the_architecture_allows() {
     assert!(ws.root.join("docs/ARCHITECTURE.md").exists());
 }
 
-/// The source of a file without comments and without its `#[cfg(test)] mod tests` tail.
+/// The source of a file without comments and without its test modules: the `mod tests { ... }`
+/// tail, and declarations of test-only files (`#[cfg(test)]` or the `test-util` feature).
 fn production_source(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap();
     let mut out = String::new();
     let mut lines = text.lines().peekable();
     while let Some(line) = lines.next() {
         let trimmed = line.trim_start();
-        if trimmed == "#[cfg(test)]" && lines.peek().is_some_and(|next| next.trim_start().starts_with("mod ")) {
+        if trimmed.starts_with("#[cfg(")
+            && trimmed.contains("test")
+            && lines.peek().is_some_and(|next| declares_module(next))
+        {
             // `mod tests;` declares a file of tests; `mod tests {` opens them here, to the end.
             if lines.peek().is_some_and(|next| next.contains('{')) {
                 break;
@@ -161,7 +169,22 @@ fn production_source(path: &Path) -> String {
     out
 }
 
-/// Every `.rs` file of `dir`, recursively, but test files.
+/// Whether `line` declares a module (`mod x;`, `pub mod x {`, `pub(crate) mod x;`).
+fn declares_module(line: &str) -> bool {
+    let t = line.trim_start();
+    let t = t.strip_prefix("pub(crate) ").or_else(|| t.strip_prefix("pub ")).unwrap_or(t);
+    t.starts_with("mod ")
+}
+
+/// Whether a source file holds only tests or what tests share, by the names the house gives
+/// them: `tests.rs`, `*_tests.rs`, `test_kinds.rs`, `testing.rs` (harnesses) and
+/// `conformance.rs` (suites other crates' tests run).
+fn test_only(path: &Path) -> bool {
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    matches!(stem, "tests" | "testing" | "conformance" | "test_kinds") || stem.ends_with("_tests")
+}
+
+/// Every `.rs` file of `dir`, recursively, but test-only files and `tests/` folders.
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
@@ -169,51 +192,131 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
             if path.file_name().is_some_and(|n| n != "tests") {
                 sources(&path, out);
             }
-        } else if path.extension().is_some_and(|e| e == "rs") && path.file_stem().is_some_and(|s| s != "tests") {
+        } else if path.extension().is_some_and(|e| e == "rs") && !test_only(&path) {
             out.push(path);
         }
     }
 }
 
-/// The top-level module a source file belongs to (`None` for the crate root and binaries).
-fn top_module(src: &Path, file: &Path) -> Option<String> {
+/// The module path of a source file below `src` (`[]` for the crate root and binaries'
+/// roots; `foo/mod.rs` and `foo.rs` are both `[foo]`).
+fn module_path(src: &Path, file: &Path) -> Option<Vec<String>> {
     let rel = file.strip_prefix(src).ok()?;
-    let first = rel.components().next()?.as_os_str().to_str()?.to_string();
-    if rel.components().count() == 1 {
-        let stem = first.trim_end_matches(".rs");
-        return (!matches!(stem, "lib" | "main")).then(|| stem.to_string());
+    let mut parts: Vec<String> = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    if parts.first().is_some_and(|p| p == "bin") {
+        return None;
     }
-    (first != "bin").then_some(first)
+    let last = parts.pop()?;
+    let stem = last.trim_end_matches(".rs");
+    let root = parts.is_empty() && matches!(stem, "lib" | "main");
+    if stem != "mod" && !root {
+        parts.push(stem.to_string());
+    }
+    Some(parts)
 }
 
-/// The top-level modules `code` names through `crate::` (and, in a top-level file, `super::`).
-fn references(code: &str, top_level_file: bool, modules: &BTreeSet<String>) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    let mut scan = |prefix: &str| {
-        for (i, _) in code.match_indices(prefix) {
-            let before = code[..i].chars().last();
-            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$') {
-                continue;
-            }
-            let rest = &code[i + prefix.len()..];
-            let candidates: Vec<&str> = if let Some(group) = rest.strip_prefix('{') {
-                group.split('}').next().unwrap_or("").split(',').collect()
-            } else {
-                vec![rest]
-            };
-            for c in candidates {
-                let name: String = c.trim().chars().take_while(|ch| ch.is_alphanumeric() || *ch == '_').collect();
-                if modules.contains(&name) {
-                    out.insert(name);
+/// The module paths `code` names, absolute from the crate root: `crate::a::b` and, relative to
+/// the file's module `here`, `super::` and `self::` paths, with `{...}` groups expanded.
+fn references(code: &str, here: &[String]) -> Vec<Vec<String>> {
+    fn ident(s: &str) -> (&str, &str) {
+        let end = s.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(s.len());
+        (&s[..end], &s[end..])
+    }
+    /// Expands the path continuing at `rest` after `base`, pushing every path it names.
+    fn expand(base: Vec<String>, rest: &str, out: &mut Vec<Vec<String>>) {
+        let rest = rest.trim_start();
+        if let Some(group) = rest.strip_prefix('{') {
+            let mut depth = 0;
+            let mut start = 0;
+            for (i, ch) in group.char_indices() {
+                match ch {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => {
+                        expand(base.clone(), &group[start..i], out);
+                        return;
+                    }
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        expand(base.clone(), &group[start..i], out);
+                        start = i + 1;
+                    }
+                    _ => {}
                 }
             }
+            return;
         }
-    };
-    scan("crate::");
-    if top_level_file {
-        scan("super::");
+        let (name, after) = ident(rest);
+        if name.is_empty() || name == "self" {
+            out.push(base);
+            return;
+        }
+        let mut path = base;
+        path.push(name.to_string());
+        match after.strip_prefix("::") {
+            Some(more) => expand(path, more, out),
+            None => out.push(path),
+        }
+    }
+    let mut out = Vec::new();
+    for prefix in ["crate::", "super::", "self::"] {
+        for (i, _) in code.match_indices(prefix) {
+            let before = code[..i].chars().last();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$' || c == ':') {
+                continue;
+            }
+            let mut rest = &code[i + prefix.len()..];
+            let base: Vec<String> = match prefix {
+                "crate::" => Vec::new(),
+                "self::" => here.to_vec(),
+                _ => {
+                    let mut up = 1;
+                    while let Some(r) = rest.strip_prefix("super::") {
+                        up += 1;
+                        rest = r;
+                    }
+                    if up > here.len() {
+                        continue;
+                    }
+                    here[..here.len() - up].to_vec()
+                }
+            };
+            expand(base, rest, &mut out);
+        }
     }
     out
+}
+
+/// Every module cycle of a crate whose sources are `files`, at every level: within each
+/// module, its child modules (with everything below them) must import each other without a
+/// cycle. Each cycle is given as `parent: a -> b -> a`.
+fn module_cycles(src: &Path, files: &[PathBuf]) -> Vec<String> {
+    let modules: BTreeSet<Vec<String>> = files.iter().filter_map(|f| module_path(src, f)).collect();
+    // Parent module to its children's import graph.
+    let mut graphs: BTreeMap<Vec<String>, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    for f in files {
+        let Some(here) = module_path(src, f) else { continue };
+        for target in references(&production_source(f), &here) {
+            let common = here.iter().zip(&target).take_while(|(a, b)| a == b).count();
+            if common >= here.len() || common >= target.len() {
+                continue; // a module naming its own descendants or ancestors
+            }
+            let parent = here[..common].to_vec();
+            let mut child = parent.clone();
+            child.push(target[common].clone());
+            if !modules.contains(&child) {
+                continue; // an item of the parent, not a child module
+            }
+            graphs.entry(parent).or_default().entry(here[common].clone()).or_default().insert(target[common].clone());
+        }
+    }
+    graphs
+        .iter()
+        .filter_map(|(parent, graph)| {
+            cycle(graph).map(|c| {
+                format!("{}: {}", if parent.is_empty() { "crate".into() } else { parent.join("::") }, c.join(" -> "))
+            })
+        })
+        .collect()
 }
 
 fn cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
@@ -246,34 +349,125 @@ fn cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
 }
 
 #[test]
-fn no_crate_has_a_module_cycle() {
+fn no_crate_has_a_module_cycle_at_any_level() {
     let ws = workspace();
     let mut found = Vec::new();
     for (name, (dir, _)) in &ws.crates {
         let src = dir.join("src");
         let mut files = Vec::new();
         sources(&src, &mut files);
-        let modules: BTreeSet<String> = files.iter().filter_map(|f| top_module(&src, f)).collect();
-        let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-        for f in &files {
-            let Some(module) = top_module(&src, f) else { continue };
-            let top_level_file = f.parent() == Some(src.as_path());
-            let refs = references(&production_source(f), top_level_file, &modules);
-            graph.entry(module.clone()).or_default().extend(refs.into_iter().filter(|r| *r != module));
-        }
-        if let Some(c) = cycle(&graph) {
-            found.push(format!("{name}: {}", c.join(" -> ")));
-        }
+        found.extend(module_cycles(&src, &files).into_iter().map(|c| format!("{name}: {c}")));
     }
     assert!(found.is_empty(), "module cycles:\n{}", found.join("\n"));
 }
 
+/// The most lines of Rust a crate's `src/` may hold, test-only files left out: a bigger room
+/// hides its own walls.
+const MOST_LINES: usize = 15_000;
+
+#[test]
+fn no_crate_is_over_fifteen_thousand_lines() {
+    let ws = workspace();
+    let mut over = Vec::new();
+    for (name, (dir, _)) in &ws.crates {
+        let mut files = Vec::new();
+        sources(&dir.join("src"), &mut files);
+        let lines: usize = files.iter().map(|f| std::fs::read_to_string(f).unwrap().lines().count()).sum();
+        assert!(lines > 0 || name == "apiserver-fuzz", "{name} has no sources under src/");
+        if lines > MOST_LINES {
+            over.push(format!("{name}: {lines} lines"));
+        }
+    }
+    assert!(over.is_empty(), "crates over {MOST_LINES} lines:\n{}", over.join("\n"));
+}
+
+/// The crates below the kinds that must stay generic.
+const GENERIC: &[&str] = &["storage", "storage-codec", "registry", "cacher"];
+
+#[test]
+fn generic_crates_name_no_kind() {
+    let ws = workspace();
+    let catalogue = kinds::catalogue();
+    let mut names: BTreeSet<String> = ["evictions", "Eviction"].iter().map(|s| s.to_string()).collect();
+    for def in catalogue.resources() {
+        names.insert(def.resource.clone());
+        names.insert(def.kind.clone());
+    }
+    let mut named = Vec::new();
+    for krate in GENERIC {
+        let mut files = Vec::new();
+        sources(&ws.crates[*krate].0.join("src"), &mut files);
+        for f in files {
+            let code = production_source(&f);
+            for name in &names {
+                if code.contains(&format!("\"{name}\"")) {
+                    named.push(format!("{} names \"{name}\"", f.strip_prefix(&ws.root).unwrap().display()));
+                }
+            }
+        }
+    }
+    assert!(named.is_empty(), "kinds named in generic code:\n{}", named.join("\n"));
+}
+
+/// Test suites and harnesses that ship in a crate's `src/` are compiled only for tests: each
+/// test-only file is declared under `#[cfg(test)]` or `#[cfg(any(test, feature = "test-util"))]`.
+#[test]
+fn test_code_is_kept_out_of_production_builds() {
+    let ws = workspace();
+    let mut shipped = Vec::new();
+    for (dir, _) in ws.crates.values() {
+        let mut stack = vec![dir.join("src")];
+        while let Some(d) = stack.pop() {
+            for entry in std::fs::read_dir(&d).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                    continue;
+                }
+                if !test_only(&path) || path.components().any(|c| c.as_os_str() == "bin") {
+                    continue;
+                }
+                let stem = path.file_stem().unwrap().to_str().unwrap();
+                let folder = path.parent().unwrap();
+                let parent = ["mod.rs", "lib.rs", "main.rs"]
+                    .iter()
+                    .map(|f| folder.join(f))
+                    .chain([folder.with_extension("rs")])
+                    .find(|p| {
+                        p.exists()
+                            && std::fs::read_to_string(p)
+                                .unwrap()
+                                .lines()
+                                .any(|l| declares_module(l) && l.contains(&format!("mod {stem}")))
+                    })
+                    .unwrap_or_else(|| panic!("no module declares {}", path.display()));
+                let text = std::fs::read_to_string(&parent).unwrap();
+                let lines: Vec<&str> = text.lines().collect();
+                let at = lines.iter().position(|l| declares_module(l) && l.contains(&format!("mod {stem}"))).unwrap();
+                let gate = at.checked_sub(1).map(|i| lines[i].trim()).unwrap_or("");
+                if gate != "#[cfg(test)]" && gate != r#"#[cfg(any(test, feature = "test-util"))]"# {
+                    shipped.push(format!(
+                        "{} (declared in {})",
+                        path.strip_prefix(&ws.root).unwrap().display(),
+                        parent.strip_prefix(&ws.root).unwrap().display()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(shipped.is_empty(), "test code in production builds:\n{}", shipped.join("\n"));
+}
+
 #[test]
 fn the_cycle_check_sees_cycles() {
-    let modules: BTreeSet<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
-    assert_eq!(references("use crate::{a::X, b};\nuse super::c;", true, &modules).len(), 3);
-    assert!(references("use super::c;", false, &modules).is_empty());
-    assert!(references("foo_crate::a", true, &modules).is_empty());
+    let here = |p: &str| p.split("::").filter(|s| !s.is_empty()).map(String::from).collect::<Vec<_>>();
+    let named =
+        |code: &str, at: &str| -> Vec<String> { references(code, &here(at)).iter().map(|p| p.join("::")).collect() };
+    assert_eq!(named("use crate::{a::X, b::{c, d::E}};", ""), ["a::X", "b::c", "b::d::E"]);
+    assert_eq!(named("use super::c;", "a::b"), ["a::c"]);
+    assert_eq!(named("super::super::x::Y", "a::b"), ["x::Y"]);
+    assert!(named("foo_crate::a", "").is_empty());
+    assert!(named("$crate::a", "").is_empty());
     let graph: BTreeMap<String, BTreeSet<String>> = [
         ("a".to_string(), ["b".to_string()].into()),
         ("b".to_string(), ["c".to_string()].into()),
@@ -284,4 +478,17 @@ fn the_cycle_check_sees_cycles() {
     let dag: BTreeMap<String, BTreeSet<String>> =
         [("a".to_string(), ["b".to_string()].into()), ("b".to_string(), BTreeSet::new())].into();
     assert!(cycle(&dag).is_none());
+    // A nested cycle, as files on disk: `m::x` and `m::y` import each other.
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    std::fs::create_dir(src.join("m")).unwrap();
+    std::fs::write(src.join("lib.rs"), "mod m;").unwrap();
+    std::fs::write(src.join("m/mod.rs"), "mod x; mod y;").unwrap();
+    std::fs::write(src.join("m/x.rs"), "use super::y::Y;").unwrap();
+    std::fs::write(src.join("m/y.rs"), "use crate::m::x::X;").unwrap();
+    let mut files = Vec::new();
+    sources(src, &mut files);
+    assert_eq!(module_cycles(src, &files), ["m: x -> y -> x"]);
+    std::fs::write(src.join("m/y.rs"), "use crate::other::X;").unwrap();
+    assert!(module_cycles(src, &files).is_empty());
 }

@@ -49,7 +49,7 @@ use rustls::{DigitallySignedStruct, SignatureScheme};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-#[cfg(any(test, feature = "testing"))]
+#[cfg(any(test, feature = "test-util"))]
 pub mod testing;
 mod verify;
 

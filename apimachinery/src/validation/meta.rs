@@ -8,8 +8,7 @@ use super::field::{self, Bad, Path};
 use super::names;
 use crate::error::Cause;
 
-/// A name rule: `(name, is_generate_name_prefix) -> problems`.
-pub type NameFn = fn(&str, bool) -> Vec<String>;
+pub use super::names::NameFn;
 
 /// Max total size of `metadata.annotations` (keys plus values).
 pub const TOTAL_ANNOTATION_SIZE: usize = 256 * 1024;

@@ -1,6 +1,9 @@
 //! String formats kube checks: [`kube_cel::names`], shared with CEL's `format` library, and
 //! which of them a kind's `metadata.name` must match.
 
+/// A name rule: `(name, is_generate_name_prefix) -> problems`.
+pub type NameFn = fn(&str, bool) -> Vec<String>;
+
 pub use kube_cel::names::*;
 
 /// How a kind's `metadata.name` is validated.
@@ -18,7 +21,7 @@ pub enum NameRule {
 
 impl NameRule {
     /// The name check kube's `ValidateObjectMeta` is given for the rule.
-    pub fn check(self) -> super::meta::NameFn {
+    pub fn check(self) -> NameFn {
         match self {
             NameRule::Subdomain => name_is_dns_subdomain,
             NameRule::Label => name_is_dns_label,

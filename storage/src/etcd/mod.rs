@@ -39,6 +39,7 @@
 //! - [`testing`]: starts a real etcd for tests.
 
 mod members;
+#[cfg(any(test, feature = "test-util"))]
 pub mod testing;
 mod watch;
 

@@ -7,8 +7,6 @@ use plotters::coord::ranged1d::ValueFormatter;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
-use super::stages::StageRun;
-
 /// A named line: `(x, y)` points in order.
 pub type Series = (String, Vec<(f64, f64)>);
 
@@ -86,15 +84,7 @@ fn bounds(values: impl Iterator<Item = f64>, positive: bool) -> (f64, f64) {
 }
 
 /// Per-stage runs: p99 latency (left) and mean mailbox depth (right) against the offered rate.
-pub fn stages(path: &Path, runs: &[StageRun]) -> Result<(), String> {
-    // By offered rate (the narrowing step runs last), without steps that were run again.
-    let by_rate = |r: &StageRun, y: fn(&super::stages::Step) -> f64| -> Series {
-        let mut points: Vec<(f64, f64)> = r.steps.iter().filter(|s| !s.repeated).map(|s| (s.offered, y(s))).collect();
-        points.sort_by(|a, b| a.0.total_cmp(&b.0));
-        (r.name.clone(), points)
-    };
-    let p99: Vec<Series> = runs.iter().map(|r| by_rate(r, |s| s.latency.p99_ms.max(0.001))).collect();
-    let depth: Vec<Series> = runs.iter().map(|r| by_rate(r, |s| s.depth_mean)).collect();
+pub fn stages(path: &Path, p99: &[Series], depth: &[Series]) -> Result<(), String> {
     let (x0, x1) = bounds(p99.iter().flat_map(|(_, p)| p.iter().map(|(x, _)| *x)), true);
     let root = SVGBackend::new(path, (1400, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(failed)?;
@@ -109,7 +99,7 @@ pub fn stages(path: &Path, runs: &[StageRun]) -> Result<(), String> {
         .build_cartesian_2d((x0..x1).log_scale(), (y0..y1 * 4.0).log_scale())
         .map_err(failed)?;
     mesh(&mut chart, "offered msgs/s", "p99 ms")?;
-    draw_lines(&mut chart, &p99)?;
+    draw_lines(&mut chart, p99)?;
 
     let (d0, d1) = bounds(depth.iter().flat_map(|(_, p)| p.iter().map(|(_, y)| *y)), false);
     let mut chart = ChartBuilder::on(&right)
@@ -120,7 +110,7 @@ pub fn stages(path: &Path, runs: &[StageRun]) -> Result<(), String> {
         .build_cartesian_2d((x0..x1).log_scale(), d0..d1 * 1.3)
         .map_err(failed)?;
     mesh(&mut chart, "offered msgs/s", "messages")?;
-    draw_lines(&mut chart, &depth)?;
+    draw_lines(&mut chart, depth)?;
     root.present().map_err(failed)
 }
 

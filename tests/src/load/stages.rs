@@ -549,7 +549,15 @@ pub async fn run_all(keys: &[&str], plan: &StepPlan, out: &Path) -> Result<Vec<S
         runs: runs.clone(),
     };
     super::write_json(&out.join("stages.json"), &report).map_err(|e| format!("stages.json: {e}"))?;
-    super::plot::stages(&out.join("stages.svg"), &runs)?;
+    // By offered rate (the narrowing step runs last), without steps that were run again.
+    let by_rate = |r: &StageRun, y: fn(&Step) -> f64| -> super::plot::Series {
+        let mut points: Vec<(f64, f64)> = r.steps.iter().filter(|s| !s.repeated).map(|s| (s.offered, y(s))).collect();
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        (r.name.clone(), points)
+    };
+    let p99: Vec<_> = runs.iter().map(|r| by_rate(r, |s| s.latency.p99_ms.max(0.001))).collect();
+    let depth: Vec<_> = runs.iter().map(|r| by_rate(r, |s| s.depth_mean)).collect();
+    super::plot::stages(&out.join("stages.svg"), &p99, &depth)?;
     println!("== wrote {} and {}", out.join("stages.json").display(), out.join("stages.svg").display());
     Ok(runs)
 }
