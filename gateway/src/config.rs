@@ -402,10 +402,20 @@ impl ServeOptions {
 
     /// The watch cache window size of a resource (`configmaps`, `deployments.apps`).
     pub fn watch_cache_size(&self, qualified_resource: &str) -> usize {
-        self.watch_cache_sizes
-            .iter()
-            .find(|(r, _)| r == qualified_resource)
-            .map_or(self.default_watch_cache_size, |(_, n)| *n)
+        self.cache_settings().window_size(qualified_resource)
+    }
+
+    /// What the cachers are started with.
+    pub fn cache_settings(&self) -> stage_handles::CacheSettings {
+        stage_handles::CacheSettings {
+            storage_prefix: self.etcd_prefix.clone(),
+            window_sizes: self.watch_cache_sizes.clone(),
+            default_window_size: self.default_watch_cache_size,
+            window_freshness: self.watch_cache_event_freshness,
+            slow_watcher_budget: self.slow_watcher_budget,
+            mailbox_capacity: self.stage_mailbox_capacity,
+            mailbox_wait: self.stage_mailbox_wait,
+        }
     }
 }
 

@@ -5,8 +5,6 @@
 //!   module) and startup.
 //! - [`config`]: flags, named as kube-apiserver names them.
 //! - [`backends`]: opens the storage backends and routes resources to them.
-//! - [`caches`]: the cachers by storage path, custom resources' started and stopped with their
-//!   CRDs.
 //! - [`pipeline`]: the write path after the gateway (authorization, admission, the storage
 //!   stage), built alike by a gateway and a storage stage process.
 //! - [`topology`]: which resources' storage stages run in other processes
@@ -34,12 +32,12 @@
 //! - [`escalation`]: RBAC escalation prevention, first in the admission chain.
 //! - [`status_writer`]: how admission plugins write other objects' status (quota charges).
 //! - [`rbac_feed`]: keeps the authorizer's RBAC policy current from the RBAC cachers.
-//! - [`controllers`]: what kube-controller-manager would do for a standalone server: namespace
-//!   finalization, default ServiceAccounts, legacy tokens, ClusterRole aggregation, quota usage,
-//!   run by the replica holding their Lease (`controllers::leader`); and the API's own: CRDs
-//!   served, APIServices registered and kept available.
 //! - [`tokens`]: the TokenRequest subresource and the token issuer's discovery documents.
 //! - [`tls`]: serving certificates, the generated PKI, client-certificate identities.
+//!
+//! The controllers (kube-controller-manager's work and the API's own) are the `controllers`
+//! crate, started by [`server`]; they reach the stages through the same handles as the
+//! handlers (`stage-handles`), and so do the running cachers.
 //!
 //! Handlers depend on [`state`] and [`context`] only, never on [`server`]: no module but the
 //! composition root knows every other one.
@@ -48,12 +46,10 @@ pub mod admin;
 pub mod aggregator;
 pub mod auditing;
 pub mod backends;
-pub mod caches;
 pub mod chain;
 pub mod componentstatuses;
 pub mod config;
 pub mod context;
-pub mod controllers;
 pub mod discovery;
 pub mod escalation;
 pub mod health;

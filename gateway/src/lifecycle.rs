@@ -39,7 +39,7 @@ use actix_web::body::{BodySize, BoxBody, MessageBody};
 use actix_web::dev::ServerHandle;
 use actix_web::{HttpRequest, HttpResponse};
 use bytes::Bytes;
-use tokio::sync::{Notify, watch};
+use tokio::sync::Notify;
 
 /// Paths kube never turns away while shutting down: probes and metrics scraping.
 const EXEMPT_PATH_PREFIXES: [&str; 4] = ["/readyz", "/livez", "/healthz", "/metrics"];
@@ -65,48 +65,7 @@ const WATCH_CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 /// for them past this.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// A one-way event of the server's life (kube's `lifecycleSignal`): fired once, observed by
-/// many, awaited by any. A watch channel, so a task that starts waiting after it fired returns
-/// at once, and a check is a load.
-#[derive(Clone)]
-pub struct Signal {
-    /// kube's name for it, logged when it fires.
-    name: &'static str,
-    /// `true` once fired. The sender is kept here, so a waiter never sees it closed.
-    fired: Arc<watch::Sender<bool>>,
-}
-
-impl Signal {
-    /// A signal not fired yet, named `name`.
-    pub fn new(name: &'static str) -> Self {
-        Signal { name, fired: Arc::new(watch::channel(false).0) }
-    }
-
-    /// kube's name of the signal.
-    pub fn name(&self) -> &'static str {
-        self.name
-    }
-
-    /// Fires it (again: nothing happens) and logs the event.
-    pub fn signal(&self) {
-        if !self.fired.send_replace(true) {
-            tracing::info!(name = self.name, "[graceful-termination] shutdown event");
-        }
-    }
-
-    /// Whether it has fired.
-    pub fn signaled(&self) -> bool {
-        *self.fired.borrow()
-    }
-
-    /// Resolves once it has fired; owns what it needs, so a stream can be cut by it.
-    pub fn wait(&self) -> impl Future<Output = ()> + 'static {
-        let mut fired = self.fired.subscribe();
-        async move {
-            let _ = fired.wait_for(|f| *f).await;
-        }
-    }
-}
+pub use stage_handles::Signal;
 
 /// The signals of kube's shutdown sequence, in the order they fire.
 pub struct LifecycleSignals {

@@ -33,6 +33,12 @@ struct Inner {
     v3_index: Option<Bytes>,
 }
 
+impl controllers::crds::CustomOpenApi for CustomOpenApi {
+    fn set(&self, group: &str, version: &str, docs: Option<CustomDocuments>) {
+        CustomOpenApi::set(self, group, version, docs)
+    }
+}
+
 impl CustomOpenApi {
     /// Sets (or, with `None`, removes) the documents of `group`/`version`.
     pub fn set(&self, group: &str, version: &str, docs: Option<CustomDocuments>) {

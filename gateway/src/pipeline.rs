@@ -21,9 +21,9 @@ use registry::{RegistryStore, StorageActor};
 use serde_json::Value;
 use storage::router::StorageRouter;
 
-use crate::caches::Caches;
 use crate::config::ServeOptions;
 use crate::status_writer::StageStatusWriter;
+use stage_handles::Caches;
 
 /// Looks namespaces up through the namespace cacher as kube's plugin uses its informer: the
 /// cache first, and a consistent read only when the cache does not know the namespace (one
@@ -77,7 +77,7 @@ impl ObjectLookup for CachedObjects {
 }
 
 impl CachedObjects {
-    fn reads(&self, def: &Arc<apimachinery::catalogue::ResourceDef>) -> Option<crate::caches::Reads> {
+    fn reads(&self, def: &Arc<apimachinery::catalogue::ResourceDef>) -> Option<stage_handles::Reads> {
         match self.on_demand {
             true => Some(self.caches.start(def.clone())),
             false => self.caches.get(&def.storage_path),

@@ -15,7 +15,7 @@ use apimachinery::options::{ListOptions, ReadAt, WatchOptions};
 use auth::SharedPolicy;
 use auth::rbac::RbacKind;
 
-use crate::caches::Caches;
+use stage_handles::Caches;
 
 /// Lists `def` into `policy` (replacing what it held of `kind`); returns the list's revision.
 async fn load(caches: &Caches, def: &ResourceDef, kind: RbacKind, policy: &SharedPolicy) -> Result<u64, String> {

@@ -28,11 +28,11 @@ use serde_json::{Value, json};
 use storage::faults::Faults;
 use tokio::task::AbortHandle;
 
-use crate::caches::Caches;
 use crate::config::ServeOptions;
 use crate::state::{ServerState, Stages};
 use crate::tls;
 use crate::topology::{RemoteStages, ShardedWrites, Topology};
+use stage_handles::Caches;
 
 /// TLS handshakes one worker runs at once: far more than real clients start together, few
 /// enough that a handshake flood is bounded.
@@ -130,7 +130,7 @@ const APF_MAILBOX_CAPACITY: usize = 1 << 15;
 pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let lifecycle = Arc::new(crate::lifecycle::Lifecycle::new(options.shutdown_send_retry_after));
     let election = options.leader_elect.then(|| {
-        crate::controllers::leader::ElectionConfig::controllers(
+        controllers::leader::ElectionConfig::controllers(
             options.leader_elect_lease_duration,
             options.leader_elect_renew_deadline,
             options.leader_elect_retry_period,
@@ -183,7 +183,8 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     for shard in &topology.shards {
         tracing::info!(shard = shard.name, url = shard.url, resources = ?shard.resources, "storage stage in another process");
     }
-    let caches = Caches::new(cacher_arbiter, directory.clone(), router.clone(), remotes.feeds(), options.clone());
+    let caches =
+        Caches::new(cacher_arbiter, directory.clone(), router.clone(), remotes.feeds(), options.cache_settings());
     for def in catalogue.stores() {
         caches.start(def);
     }
@@ -284,13 +285,13 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     bootstrap(&stages, range.first().to_string(), objects.as_ref()).await?;
     crate::rbac_feed::start(stages.caches.clone(), catalogue.clone(), policy.clone()).await?;
     let openapi = crate::openapi::CustomOpenApi::default();
-    crate::controllers::crds::start(stages.clone(), catalogue.clone(), openapi.clone(), objects.clone()).await;
+    controllers::crds::start(stages.clone(), catalogue.clone(), Arc::new(openapi.clone()), objects.clone()).await;
     let (aggregator, rechecks) = crate::aggregator::Aggregator::new(objects.clone(), aggregator_options(&options)?);
     let aggregator = Arc::new(aggregator);
-    crate::controllers::apiservice_registration::start(stages.clone(), catalogue.clone()).await;
-    crate::controllers::apiservices::start(stages.clone(), catalogue.clone(), aggregator.clone(), rechecks).await;
+    controllers::apiservice_registration::start(stages.clone(), catalogue.clone()).await;
+    crate::aggregator::availability::start(stages.clone(), catalogue.clone(), aggregator.clone(), rechecks).await;
     let trust = authentication_trust(&options, &material)?;
-    if let Err(e) = crate::controllers::authentication_trust::publish(&stages, &catalogue, &trust).await {
+    if let Err(e) = controllers::authentication_trust::publish(&stages, &catalogue, &trust).await {
         tracing::warn!("publishing the extension API servers' authentication: {e}");
     }
     // The controllers and the APF upkeep, on this replica alone or while it holds the Lease.
@@ -307,7 +308,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     };
     let elector = match election {
         Some(config) => {
-            use crate::controllers::leader::{LeaderElector, StageLeaseLock};
+            use controllers::leader::{LeaderElector, StageLeaseLock};
             let leases = catalogue.find("coordination.k8s.io", "v1", "leases").ok_or("leases are not served")?;
             let lock = StageLeaseLock::new(stages.clone(), leases, &config.namespace, &config.name);
             let stop = lifecycle.signals.shutdown_initiated.clone();
@@ -484,8 +485,8 @@ fn aggregator_options(options: &ServeOptions) -> Result<crate::aggregator::Aggre
 fn authentication_trust(
     options: &ServeOptions,
     material: &tls::TlsMaterial,
-) -> Result<crate::controllers::authentication_trust::AuthenticationTrust, String> {
-    use crate::controllers::authentication_trust::{AuthenticationTrust, RequestHeader};
+) -> Result<controllers::authentication_trust::AuthenticationTrust, String> {
+    use controllers::authentication_trust::{AuthenticationTrust, RequestHeader};
     let requestheader = match &options.requestheader_client_ca_file {
         None => None,
         Some(file) => {
@@ -537,7 +538,7 @@ fn spawn_controllers(
     issuer: &Arc<auth::serviceaccount::TokenIssuer>,
     serving_ca_pem: Option<&str>,
 ) -> Vec<AbortHandle> {
-    use crate::controllers::{
+    use controllers::{
         namespace_finalizer, policy_status, resource_quota, role_aggregation, root_ca, service_accounts, token_secrets,
     };
     let mut running = Vec::new();
@@ -760,7 +761,7 @@ async fn mark_dangling(stages: &Stages, system: &UserInfo, objects: &dyn ObjectL
 
 /// Keeps the APF bootstrap objects as kube's configuration controller does.
 fn spawn_apf_upkeep(stages: Stages, objects: Arc<dyn ObjectLookup>) -> AbortHandle {
-    crate::controllers::leader::spawn_stoppable(async move {
+    controllers::leader::spawn_stoppable(async move {
         let system =
             UserInfo { name: "system:apiserver".into(), groups: vec!["system:masters".into()], ..Default::default() };
         loop {

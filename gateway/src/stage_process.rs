@@ -26,10 +26,10 @@ use apimachinery::messages::{CreateObject, DeleteCollection, DeleteObject, Patch
 use cacher::feed::FeedService;
 use serde_json::json;
 
-use crate::caches::Caches;
 use crate::config::StageOptions;
 use crate::pipeline::{Arbiters, CachedObjects, WritePath};
 use crate::topology::Topology;
+use stage_handles::Caches;
 
 /// Runs the shard's storage stage until SIGTERM or SIGINT.
 pub async fn run(options: StageOptions) -> Result<(), String> {
@@ -52,7 +52,7 @@ pub async fn run(options: StageOptions) -> Result<(), String> {
         StageArbiter::new("storage"),
         StageArbiter::new("cachers"),
     );
-    let caches = Caches::new(cachers, directory.clone(), router.clone(), HashMap::new(), serve.clone());
+    let caches = Caches::new(cachers, directory.clone(), router.clone(), HashMap::new(), serve.cache_settings());
     let objects: Arc<dyn ObjectLookup> =
         Arc::new(CachedObjects { catalogue: catalogue.clone(), caches: caches.clone(), on_demand: true });
     for def in catalogue.stores().into_iter().filter(|d| d.group == "rbac.authorization.k8s.io") {

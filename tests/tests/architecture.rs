@@ -17,6 +17,10 @@
 //!   on each other;
 //!   `registry`, `cacher` and `storage` name no kind, so they do not depend on `kinds`;
 //! - dev-dependencies may add `kinds`, `validation` and `cluster-ips` (tests drive real kinds);
+//! - `stage-handles` (how code above the stages reaches them) only on `actors`, the core,
+//!   `cacher` and `storage`; `controllers` only on the stage handles, the core, the kinds and
+//!   the stages whose libraries they use (`admission`, `apiextensions`, `auth`), and only
+//!   `gateway` depends on it;
 //! - `gateway`, the composition root, depends on every stage crate, and nothing depends on it
 //!   but the fuzz targets;
 //! - inside every crate, at every level, the child modules of a module import each other
@@ -48,6 +52,8 @@ fn allowed(krate: &str) -> Option<&'static [&'static str]> {
         "registry" | "cacher" => &["actors", "apimachinery", "storage", "storage-codec"],
         "admission" => &["actors", "apimachinery", "kube-cel", "kinds", "validation", "webhook-client"],
         "flowcontrol" | "auth" => &["actors", "apimachinery", "webhook-client"],
+        "stage-handles" => &["actors", "apimachinery", "cacher", "storage"],
+        "controllers" => &["actors", "admission", "apiextensions", "apimachinery", "auth", "kinds", "stage-handles"],
         _ => return None,
     })
 }
@@ -100,6 +106,9 @@ fn crates_depend_only_as_the_architecture_allows() {
                     broken.push(format!("{name} depends on {d}"));
                 }
             }
+        }
+        if !["gateway", "controllers", "tests"].contains(&name.as_str()) && deps.contains("controllers") {
+            broken.push(format!("{name} depends on controllers, which only the composition root starts"));
         }
         // The fuzz targets drive the gateway's request decoding from outside, as a client would.
         if name != "gateway" && name != "apiserver-fuzz" && deps.contains("gateway") {

@@ -7,7 +7,7 @@
 //!   (no admission: the extension server admits its own writes), with the caller's identity
 //!   in `X-Remote-*` headers. While the APIService is not `Available` the answer is 503.
 //! - The controller that keeps the APIServices' `Available` condition
-//!   (`controllers::apiservices`) probes backends with [`Aggregator::probe`], and fetches
+//!   (`availability`) probes backends with [`Aggregator::probe`], and fetches
 //!   their discovery documents with [`Aggregator::fetch_discovery`] into [`discovery`]'s
 //!   cache, which `/apis` is answered from: no discovery request ever waits on an extension
 //!   server.
@@ -16,9 +16,10 @@
 //!   to backends, and a bounded queue asking the controller to look at an APIService again
 //!   when a request failed to reach it.
 //!
-//! This module knows nothing of the handlers' state or of the controllers: the chain and the
-//! controller call it, never the other way round.
+//! The rest of this module knows nothing of the handlers' state or of the controllers: the
+//! chain and [`availability`] call it, never the other way round.
 
+pub mod availability;
 pub mod discovery;
 pub mod proxy;
 

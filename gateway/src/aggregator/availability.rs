@@ -35,9 +35,10 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::{WRITE_TIMEOUT, events, identity};
-use crate::aggregator::{Aggregator, Rechecks};
-use crate::state::Stages;
+use controllers::{WRITE_TIMEOUT, events, identity};
+
+use super::{Aggregator, Rechecks};
+use stage_handles::Stages;
 
 /// How often an available APIService is probed again (kube's informer resync).
 const RESYNC: Duration = Duration::from_secs(30);

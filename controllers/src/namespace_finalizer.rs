@@ -22,7 +22,7 @@ use serde_json::Value;
 use tokio::task::{AbortHandle, JoinSet};
 
 use super::leader::spawn_stoppable;
-use crate::state::Stages;
+use stage_handles::Stages;
 
 /// How long one step of the finalizer may take before it is retried.
 const STEP_TIMEOUT: Duration = Duration::from_secs(60);

@@ -17,7 +17,7 @@ use tokio::task::AbortHandle;
 
 use super::leader::spawn_stoppable;
 use super::{WRITE_TIMEOUT, events, identity};
-use crate::state::Stages;
+use stage_handles::Stages;
 
 /// The rules `role`'s aggregationRule selects among `roles` (sorted by name).
 pub fn aggregated_rules(role: &Value, roles: &[Value]) -> Vec<Value> {

@@ -16,7 +16,7 @@ use tokio::task::AbortHandle;
 
 use super::leader::spawn_stoppable;
 use super::{WRITE_TIMEOUT, active, events, identity};
-use crate::state::Stages;
+use stage_handles::Stages;
 
 const NAME: &str = "kube-root-ca.crt";
 const DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.";

@@ -28,7 +28,7 @@ use tokio::task::AbortHandle;
 
 use super::leader::spawn_stoppable;
 use super::{WRITE_TIMEOUT, events, identity};
-use crate::state::Stages;
+use stage_handles::Stages;
 
 /// How often every quota is recounted.
 const RESYNC: Duration = Duration::from_secs(5);

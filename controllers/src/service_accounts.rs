@@ -15,7 +15,7 @@ use tokio::task::AbortHandle;
 
 use super::leader::spawn_stoppable;
 use super::{WRITE_TIMEOUT, active, events, identity};
-use crate::state::Stages;
+use stage_handles::Stages;
 
 /// Creates `default` in `namespace` unless it exists. `deleted`: it was just deleted, so the
 /// cache may still show it; create without looking (an existing one is AlreadyExists).

@@ -26,9 +26,17 @@ use apimachinery::options::{DeleteOptions, ListOptions, ReadAt, WriteOptions};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use kinds::schema::CustomDocuments;
+use stage_handles::Stages;
+
 use super::{WRITE_TIMEOUT, encoded_events, identity};
-use crate::openapi::CustomOpenApi;
-use crate::state::Stages;
+
+/// Where the controller publishes each custom group version's OpenAPI documents, for the
+/// gateway to serve at `/openapi/v2` and `/openapi/v3`.
+pub trait CustomOpenApi: Send + Sync {
+    /// Sets (or, with `None`, removes) the documents of `group`/`version`.
+    fn set(&self, group: &str, version: &str, docs: Option<CustomDocuments>);
+}
 
 /// The CRD resource, if served.
 fn crd_definition(catalogue: &Catalogue) -> Option<Arc<ResourceDef>> {
@@ -53,7 +61,7 @@ struct Serving {
 struct Controller {
     stages: Stages,
     catalogue: Arc<Catalogue>,
-    openapi: CustomOpenApi,
+    openapi: Arc<dyn CustomOpenApi>,
     /// Reads Services and Endpoints for conversion webhooks.
     objects: Arc<dyn ObjectLookup>,
     def: Arc<ResourceDef>,
@@ -106,7 +114,7 @@ impl Controller {
         }
         if let Some(old) = old_path.filter(|p| *p != storage_path) {
             let caches = self.stages.caches.clone();
-            actix_web::rt::spawn(async move { caches.stop(&old).await });
+            actix_rt::spawn(async move { caches.stop(&old).await });
         }
         let before =
             self.serving.insert(name, Serving { storage_path, fingerprint, group_versions: group_versions.clone() });
@@ -139,7 +147,7 @@ impl Controller {
         let _ = self.catalogue.replace(|d| d.storage_path == gone.storage_path, Vec::new());
         self.refresh_openapi(gone.group_versions.into_iter());
         let caches = self.stages.caches.clone();
-        actix_web::rt::spawn(async move { caches.stop(&gone.storage_path).await });
+        actix_rt::spawn(async move { caches.stop(&gone.storage_path).await });
         tracing::info!(crd = %name, "no longer serving custom resources");
     }
 
@@ -164,7 +172,7 @@ impl Controller {
                 let (stages, catalogue, def, done) =
                     (self.stages.clone(), self.catalogue.clone(), self.def.clone(), self.cleaned.clone());
                 let name = name.to_string();
-                actix_web::rt::spawn(async move {
+                actix_rt::spawn(async move {
                     cleanup(&stages, &catalogue, &def, &name).await;
                     let _ = done.send(name);
                 });
@@ -289,7 +297,12 @@ async fn delete_all(stages: &Stages, resource: &Arc<ResourceDef>) -> usize {
 
 /// Serves the CRDs stored now, then follows them on the current arbiter. Returns once the
 /// stored CRDs are served, so the server answers for their resources from its first request.
-pub async fn start(stages: Stages, catalogue: Arc<Catalogue>, openapi: CustomOpenApi, objects: Arc<dyn ObjectLookup>) {
+pub async fn start(
+    stages: Stages,
+    catalogue: Arc<Catalogue>,
+    openapi: Arc<dyn CustomOpenApi>,
+    objects: Arc<dyn ObjectLookup>,
+) {
     let Some(def) = crd_definition(&catalogue) else { return };
     let (cleaned, mut cleaned_rx) = mpsc::unbounded_channel();
     let mut controller = Controller {
@@ -319,7 +332,7 @@ pub async fn start(stages: Stages, catalogue: Arc<Catalogue>, openapi: CustomOpe
         }
     }
     let mut rx = encoded_events(&stages, &def);
-    actix_web::rt::spawn(async move {
+    actix_rt::spawn(async move {
         loop {
             tokio::select! {
                 event = rx.recv() => {

@@ -16,7 +16,7 @@ use apimachinery::options::{GetOptions, ReadAt, WriteOptions};
 use serde_json::{Map, Value, json};
 
 use super::{WRITE_TIMEOUT, identity};
-use crate::state::Stages;
+use stage_handles::Stages;
 
 /// The ConfigMap's namespace and name.
 const NAMESPACE: &str = "kube-system";

@@ -16,7 +16,31 @@ use cacher::{CacheReader, CacherActor, CacherOptions, StopCaching};
 use storage::Storage;
 use storage::router::StorageRouter;
 
-use crate::config::ServeOptions;
+/// What every cacher is started with: the flags of the watch cache and the stages' mailboxes.
+#[derive(Clone, Debug)]
+pub struct CacheSettings {
+    /// The storage prefix keys live under (`--etcd-prefix`).
+    pub storage_prefix: String,
+    /// `--watch-cache-sizes`: the window of single resources, by qualified name.
+    pub window_sizes: Vec<(String, usize)>,
+    /// The window of every other resource.
+    pub default_window_size: usize,
+    /// How long an event stays in the window however full it is.
+    pub window_freshness: Duration,
+    /// How long a watcher may lag before it is cut off.
+    pub slow_watcher_budget: Duration,
+    /// Each cacher's mailbox: messages in progress and queued.
+    pub mailbox_capacity: usize,
+    /// How long a message waits for room before it is shed with 429.
+    pub mailbox_wait: Duration,
+}
+
+impl CacheSettings {
+    /// The window of `qualified_resource` (`pods`, `deployments.apps`).
+    pub fn window_size(&self, qualified_resource: &str) -> usize {
+        self.window_sizes.iter().find(|(r, _)| r == qualified_resource).map_or(self.default_window_size, |(_, n)| *n)
+    }
+}
 
 /// Handles to one resource's cacher.
 #[derive(Clone)]
@@ -51,7 +75,7 @@ struct Starter {
     /// What the cachers of resources stored by other processes follow instead of storage: the
     /// feeds of their storage stage processes, by storage path.
     feeds: HashMap<String, Arc<dyn Storage>>,
-    options: ServeOptions,
+    settings: CacheSettings,
 }
 
 /// The running cachers, shared by every request handler and controller.
@@ -69,9 +93,9 @@ impl Caches {
         directory: ActorDirectory,
         router: Arc<StorageRouter>,
         feeds: HashMap<String, Arc<dyn Storage>>,
-        options: ServeOptions,
+        settings: CacheSettings,
     ) -> Self {
-        let starter = Starter { arbiter, directory, router, feeds, options };
+        let starter = Starter { arbiter, directory, router, feeds, settings };
         Caches { running: Arc::default(), starter: Arc::new(starter) }
     }
 
@@ -101,23 +125,23 @@ impl Caches {
         }
         let s = &self.starter;
         let cacher_options = CacherOptions {
-            window_capacity: s.options.watch_cache_size(&def.qualified()),
-            window_freshness: s.options.watch_cache_event_freshness,
-            slow_watcher_budget: s.options.slow_watcher_budget,
+            window_capacity: s.settings.window_size(&def.qualified()),
+            window_freshness: s.settings.window_freshness,
+            slow_watcher_budget: s.settings.slow_watcher_budget,
             ..CacherOptions::default()
         };
         let backend = match s.feeds.get(&def.storage_path) {
             Some(feed) => feed.clone(),
-            None => s.router.backend(&def.key_prefix(&s.options.etcd_prefix)).clone(),
+            None => s.router.backend(&def.key_prefix(&s.settings.storage_prefix)).clone(),
         };
         let path = def.storage_path.clone();
         let spec = MailboxSpec {
             stage: "cacher".to_string(),
             resource: def.qualified(),
-            capacity: s.options.stage_mailbox_capacity,
-            when_full: WhenFull::Shed { wait: s.options.stage_mailbox_wait },
+            capacity: s.settings.mailbox_capacity,
+            when_full: WhenFull::Shed { wait: s.settings.mailbox_wait },
         };
-        let (actor, reader) = CacherActor::new(def, backend, &s.options.etcd_prefix, cacher_options);
+        let (actor, reader) = CacherActor::new(def, backend, &s.settings.storage_prefix, cacher_options);
         let cacher = actors::start(&s.arbiter, &s.directory, &spec, actor);
         let reads = Reads { reader: reader.register(&s.directory), watch: cacher.handle() };
         running.insert(path, Running { reads: reads.clone(), stop: cacher.handle() });
@@ -134,7 +158,7 @@ impl Caches {
         let reads = self.start(def);
         if let Some(old) = old {
             let path = def_path;
-            actix_web::rt::spawn(async move { old.stop(&path).await });
+            actix_rt::spawn(async move { old.stop(&path).await });
         }
         reads
     }

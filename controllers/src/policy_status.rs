@@ -20,7 +20,7 @@ use tokio::task::AbortHandle;
 
 use super::leader::spawn_stoppable;
 use super::{WRITE_TIMEOUT, events, identity};
-use crate::state::Stages;
+use stage_handles::Stages;
 
 /// The status `policy` should have, or `None` when it is up to date.
 pub fn desired_status(policy: &Value, catalogue: &Catalogue) -> Option<Value> {

@@ -13,8 +13,6 @@
 //! - [`crds`]: CustomResourceDefinitions served, their names and conditions kept, their
 //!   objects deleted with them (part of the API, not of kube-controller-manager: always on).
 //! - [`apiservice_registration`]: an APIService for every group version served here.
-//! - [`apiservices`]: the aggregator's routes, the `Available` condition and the discovery of
-//!   remote APIServices (the API's too: always on).
 //! - [`authentication_trust`]: the `extension-apiserver-authentication` ConfigMap extension
 //!   servers authenticate passed-on requests by.
 //! - [`leader`]: the Lease that lets one replica at a time run the controllers above that
@@ -32,10 +30,9 @@ use apimachinery::request::UserInfo;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::state::Stages;
+use stage_handles::Stages;
 
 pub mod apiservice_registration;
-pub mod apiservices;
 pub mod authentication_trust;
 pub mod crds;
 pub mod leader;
@@ -48,11 +45,11 @@ pub mod service_accounts;
 pub mod token_secrets;
 
 /// How long one write of a controller may take.
-pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The identity a controller writes as: its kube-controller-manager ServiceAccount name, in
 /// `system:masters` (it runs inside the server, past RBAC).
-pub(crate) fn identity(controller: &str) -> UserInfo {
+pub fn identity(controller: &str) -> UserInfo {
     UserInfo {
         name: format!("system:serviceaccount:kube-system:{controller}"),
         uid: String::new(),
@@ -62,7 +59,7 @@ pub(crate) fn identity(controller: &str) -> UserInfo {
 }
 
 /// Whether a namespace takes new content (not being deleted).
-pub(crate) fn active(namespace: &Value) -> bool {
+pub fn active(namespace: &Value) -> bool {
     use apimachinery::object::ObjectExt;
     namespace.pointer("/status/phase").and_then(Value::as_str) != Some("Terminating") && !namespace.is_being_deleted()
 }
@@ -70,16 +67,13 @@ pub(crate) fn active(namespace: &Value) -> bool {
 /// The events of every object of `def`: the current state first (as `Added`), then each
 /// change; a watch that ends is started again the same way, so a controller that acts on
 /// state rather than on transitions misses nothing.
-pub(crate) fn events(stages: &Stages, def: &Arc<ResourceDef>) -> mpsc::Receiver<(WatchEventType, Value)> {
+pub fn events(stages: &Stages, def: &Arc<ResourceDef>) -> mpsc::Receiver<(WatchEventType, Value)> {
     follow(stages, def, |object| object.value())
 }
 
 /// [`events`] with the objects as the cacher holds them (shared, not decoded), for a
 /// controller that keeps every object and decodes few.
-pub(crate) fn encoded_events(
-    stages: &Stages,
-    def: &Arc<ResourceDef>,
-) -> mpsc::Receiver<(WatchEventType, EncodedObject)> {
+pub fn encoded_events(stages: &Stages, def: &Arc<ResourceDef>) -> mpsc::Receiver<(WatchEventType, EncodedObject)> {
     follow(stages, def, |object| object)
 }
 
@@ -91,7 +85,7 @@ fn follow<T: Send + 'static>(
 ) -> mpsc::Receiver<(WatchEventType, T)> {
     let (tx, rx) = mpsc::channel(1024);
     let (stages, def) = (stages.clone(), def.clone());
-    actix_web::rt::spawn(async move {
+    actix_rt::spawn(async move {
         loop {
             let watch = WatchObjects {
                 target: Target::collection(&def, ""),

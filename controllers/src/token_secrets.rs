@@ -21,7 +21,7 @@ use tokio::task::AbortHandle;
 
 use super::leader::spawn_stoppable;
 use super::{WRITE_TIMEOUT, events, identity};
-use crate::state::Stages;
+use stage_handles::Stages;
 
 const TOKEN_TYPE: &str = "kubernetes.io/service-account-token";
 const NAME_ANNOTATION: &str = "kubernetes.io/service-account.name";

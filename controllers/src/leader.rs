@@ -39,8 +39,8 @@ use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
 use super::{WRITE_TIMEOUT, identity};
-use crate::lifecycle::Signal;
-use crate::state::Stages;
+use stage_handles::Signal;
+use stage_handles::Stages;
 
 /// The namespace of the controllers' Lease.
 pub const LEASE_NAMESPACE: &str = "kube-system";
@@ -484,7 +484,7 @@ async fn sleep_unless(period: Duration, stop: &Signal) -> bool {
 
 /// Runs `work` on the current arbiter and returns the handle that stops it, for `start`.
 pub fn spawn_stoppable(work: impl Future<Output = ()> + 'static) -> AbortHandle {
-    actix_web::rt::spawn(work).abort_handle()
+    actix_rt::spawn(work).abort_handle()
 }
 
 #[cfg(test)]
@@ -595,7 +595,7 @@ mod tests {
                 })]
             }
         };
-        let task = actix_web::rt::spawn(LeaderElector::new(config.clone(), lock).run(start, stop.clone()));
+        let task = actix_rt::spawn(LeaderElector::new(config.clone(), lock).run(start, stop.clone()));
         Candidate { identity: config.identity, terms, running, stop, task }
     }
 
@@ -607,7 +607,7 @@ mod tests {
         tokio::time::sleep(Duration::from_secs(seconds)).await;
     }
 
-    #[actix_web::test]
+    #[actix_rt::test]
     async fn one_candidate_leads_and_a_dead_leader_is_replaced_after_the_lease_duration() {
         tokio::time::pause();
         let store = Arc::new(Mutex::new(Store::default()));
@@ -635,7 +635,7 @@ mod tests {
         assert_eq!(b.running.load(Ordering::SeqCst), 1);
     }
 
-    #[actix_web::test]
+    #[actix_rt::test]
     async fn stopping_releases_the_lease_and_another_takes_it_at_its_next_try() {
         tokio::time::pause();
         let store = Arc::new(Mutex::new(Store::default()));
@@ -657,7 +657,7 @@ mod tests {
         assert_eq!(holder(&store).leader_transitions, 1);
     }
 
-    #[actix_web::test]
+    #[actix_rt::test]
     async fn a_leader_that_cannot_renew_stops_its_controllers_after_the_renew_deadline() {
         tokio::time::pause();
         let store = Arc::new(Mutex::new(Store::default()));

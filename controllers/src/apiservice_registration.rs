@@ -25,7 +25,7 @@ use kinds::apiregistration::{self, ApiServiceSpec, Priority};
 use serde_json::{Value, json};
 
 use super::{WRITE_TIMEOUT, events, identity};
-use crate::state::Stages;
+use stage_handles::Stages;
 
 /// The APIService a served group version should have.
 struct Wanted {
@@ -167,7 +167,7 @@ pub async fn start(stages: Stages, catalogue: Arc<Catalogue>) {
         Registration { stages: stages.clone(), def: def.clone(), wanted: wanted(&catalogue), existing };
     registration.sync_all(true).await;
     let mut apiservices = events(&stages, &def);
-    actix_web::rt::spawn(async move {
+    actix_rt::spawn(async move {
         loop {
             tokio::select! {
                 Some((kind, obj)) = apiservices.recv() => {
