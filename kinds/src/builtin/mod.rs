@@ -23,6 +23,7 @@ mod deployment;
 mod endpoints;
 mod endpointslice;
 mod event;
+mod eviction;
 mod flowcontrol;
 mod horizontalpodautoscaler;
 mod ingress;
