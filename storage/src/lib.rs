@@ -39,6 +39,7 @@ pub mod errors;
 pub mod etcd;
 pub mod faults;
 pub mod metered;
+pub mod metrics;
 pub mod router;
 
 /// A revision of the whole store (etcd's `header.revision`); `resourceVersion` on the wire.

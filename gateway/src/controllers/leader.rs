@@ -40,6 +40,7 @@ use tokio::time::Instant;
 
 use super::{WRITE_TIMEOUT, identity};
 use crate::lifecycle::Signal;
+use crate::metrics::LEADER_ELECTION_MASTER_STATUS;
 use crate::state::Stages;
 
 /// The namespace of the controllers' Lease.
@@ -265,7 +266,7 @@ pub struct LeaderElector<L> {
 impl<L: LeaseLock> LeaderElector<L> {
     /// A candidate that has seen nothing yet.
     pub fn new(config: ElectionConfig, lock: L) -> Self {
-        let status = metrics::gauge!("leader_election_master_status", "name" => config.name.clone());
+        let status = metrics::gauge!(LEADER_ELECTION_MASTER_STATUS, "name" => config.name.clone());
         status.set(0.0);
         LeaderElector { config, lock, observed: None, status }
     }
