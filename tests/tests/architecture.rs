@@ -26,6 +26,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
+use support::{production_source, sources};
+
+#[path = "support/sources.rs"]
+mod support;
 
 /// Crates that know Kubernetes: the runtime must not depend on any of them.
 const KUBERNETES: &[&str] =
@@ -122,44 +126,6 @@ fn crates_depend_only_as_the_architecture_allows() {
     }
     assert!(broken.is_empty(), "crate rules broken:\n{}", broken.join("\n"));
     assert!(ws.root.join("docs/ARCHITECTURE.md").exists());
-}
-
-/// The source of a file without comments and without its `#[cfg(test)] mod tests` tail.
-fn production_source(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut out = String::new();
-    let mut lines = text.lines().peekable();
-    while let Some(line) = lines.next() {
-        let trimmed = line.trim_start();
-        if trimmed == "#[cfg(test)]" && lines.peek().is_some_and(|next| next.trim_start().starts_with("mod ")) {
-            // `mod tests;` declares a file of tests; `mod tests {` opens them here, to the end.
-            if lines.peek().is_some_and(|next| next.contains('{')) {
-                break;
-            }
-            lines.next();
-            continue;
-        }
-        if trimmed.starts_with("//") {
-            continue;
-        }
-        out.push_str(line.split(" //").next().unwrap_or(line));
-        out.push('\n');
-    }
-    out
-}
-
-/// Every `.rs` file of `dir`, recursively, but test files.
-fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            if path.file_name().is_some_and(|n| n != "tests") {
-                sources(&path, out);
-            }
-        } else if path.extension().is_some_and(|e| e == "rs") && path.file_stem().is_some_and(|s| s != "tests") {
-            out.push(path);
-        }
-    }
 }
 
 /// The top-level module a source file belongs to (`None` for the crate root and binaries).
