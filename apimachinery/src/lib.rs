@@ -33,6 +33,7 @@ pub mod gofmt;
 pub mod lookup;
 pub mod managedfields;
 pub mod messages;
+pub mod metrics;
 pub mod object;
 pub mod options;
 pub mod patch;
