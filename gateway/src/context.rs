@@ -2,14 +2,14 @@
 
 use actix_web::{HttpRequest, web};
 use actors::Deadline;
+use apimachinery::action::ActionContext;
 use apimachinery::catalogue::Catalogue;
-use apimachinery::catalogue::action::ActionContext;
 use apimachinery::error::ApiError;
 use apimachinery::messages::{DeleteObject, GetObject, ListObjects, Target, UpdateObject};
 use apimachinery::options::{DeleteOptions, GetOptions, ListOptions, Params, ReadAt, WriteOptions};
-use serde_json::Value;
 use apimachinery::request::{RequestInfo, UserInfo};
 use futures_util::StreamExt;
+use serde_json::Value;
 
 use crate::state::ServerState;
 

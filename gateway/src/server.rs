@@ -343,6 +343,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let server = web::Data::new(ServerState {
         stages,
         catalogue,
+        actions: kinds::actions(),
         openapi,
         authorizers,
         auditor,

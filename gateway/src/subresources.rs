@@ -1,5 +1,5 @@
 //! The subresources that act rather than show a view of the object: those whose kind gives
-//! them an action (`pods/binding`, `pods/eviction`: the kinds' `Strategy::action`, run here
+//! them an action (`pods/binding`, `pods/eviction`: the kinds' actions, run here
 //! with the request as their `ActionContext`), the TokenRequest, and the ones kube hands to a
 //! kubelet or an endpoint (`log`, `exec`, `attach`, `portforward`, `proxy`). This server
 //! reaches no kubelet: those answer what kube answers when none is reachable, after dialing the
@@ -10,13 +10,13 @@ use std::time::Duration;
 
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
-use apimachinery::catalogue::action::Action;
+use apimachinery::action::Action;
 use apimachinery::catalogue::{ResourceDef, Subresource};
 use apimachinery::error::ApiError;
 use apimachinery::messages::{GetObject, Target};
 use apimachinery::object::ObjectExt;
 use apimachinery::options::{GetOptions, ReadAt};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::context::RequestContext;
 use crate::negotiate::{Offer, decode_body, input_format, negotiate, respond};
@@ -29,7 +29,7 @@ pub async fn serve(
     sub: Subresource,
     body: bytes::Bytes,
 ) -> Result<HttpResponse, ApiError> {
-    if let Some(action) = def.strategy.action(Some(sub)) {
+    if let Some(action) = ctx.server.actions.find(def, Some(sub)) {
         return act(ctx, def, action, target, &body).await;
     }
     match sub {

@@ -37,7 +37,7 @@ pub async fn serve(
         return Err(ApiError::method_not_allowed());
     }
     if info.verb == "create"
-        && let Some(action) = def.strategy.action(None)
+        && let Some(action) = ctx.server.actions.find(def, None)
     {
         let body = ctx.read_body(payload).await?;
         return crate::subresources::act(ctx, def, action, Target::collection(def, &info.namespace), &body).await;

@@ -15,7 +15,6 @@
 //! Adding a built-in kind is one file in `crate::builtin` defining its `ResourceDef` and
 //! strategy, plus one line in that module's list.
 
-pub mod action;
 mod strategy;
 pub mod update;
 

@@ -125,13 +125,6 @@ pub trait Strategy: Send + Sync {
         *new = old.clone();
     }
 
-    /// The action a `create` of `subresource` (or, with `None`, of the resource itself) runs
-    /// instead of storing its body: a pod's `binding` and `eviction`, the top-level
-    /// `bindings`. `None` (the default): no action.
-    fn action(&self, _subresource: Option<Subresource>) -> Option<&dyn super::action::Action> {
-        None
-    }
-
     /// Refuses a write through `subresource` given the stored object, before admission sees
     /// it (kube's `BindingREST` will not bind a pod twice: 409). The default allows it.
     fn check_subresource_update(&self, _subresource: Subresource, _name: &str, _old: &Value) -> Result<(), ApiError> {

@@ -8,28 +8,19 @@ use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Binding;
 use serde_json::Value;
 
-use apimachinery::catalogue::action::{Action, ActionContext, created};
-use apimachinery::catalogue::{ResourceDef, Strategy, Subresource};
+use apimachinery::action::{Action, ActionContext, created};
+use apimachinery::catalogue::{DefaultStrategy, ResourceDef, Subresource};
 use apimachinery::error::ApiError;
 use apimachinery::messages::Target;
 use apimachinery::object::ObjectExt;
 use apimachinery::options::WriteOptions;
 
 pub(super) fn definition() -> ResourceDef {
-    ResourceDef::new("", "v1", "bindings", "Binding", Bindings).by_gateway(&["create"]).schema::<Binding>()
-}
-
-/// The top-level resource: its `create` binds the pod the Binding names.
-struct Bindings;
-
-impl Strategy for Bindings {
-    fn action(&self, subresource: Option<Subresource>) -> Option<&dyn Action> {
-        subresource.is_none().then_some(&BindByName as &dyn Action)
-    }
+    ResourceDef::new("", "v1", "bindings", "Binding", DefaultStrategy).by_gateway(&["create"]).schema::<Binding>()
 }
 
 /// `POST .../bindings`: the pod is the one the Binding is named after.
-struct BindByName;
+pub(super) struct BindByName;
 
 #[async_trait(?Send)]
 impl Action for BindByName {

@@ -4,8 +4,8 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
+use apimachinery::action::{Action, ActionContext, created};
 use apimachinery::catalogue::Subresource;
-use apimachinery::catalogue::action::{Action, ActionContext, created};
 use apimachinery::error::{ApiError, Cause, Reason};
 use apimachinery::messages::Target;
 use apimachinery::object::ObjectExt;
@@ -45,7 +45,8 @@ fn ready(pod: &Value) -> bool {
 }
 
 fn budget_refusal(message: String, retry_after: Option<u32>) -> ApiError {
-    let mut e = ApiError::new(Reason::TooManyRequests, "Cannot evict pod as it would violate the pod's disruption budget.");
+    let mut e =
+        ApiError::new(Reason::TooManyRequests, "Cannot evict pod as it would violate the pod's disruption budget.");
     e.causes = vec![Cause { reason: "DisruptionBudget".into(), message, field: String::new() }];
     e.retry_after_seconds = retry_after;
     e
@@ -91,7 +92,12 @@ async fn charge_budget(ctx: &dyn ActionContext, pod: &Value, target: &Target) ->
         }
         let allowed = int("/status/disruptionsAllowed");
         if allowed < 0 {
-            return Err(ApiError::forbidden("policy", "poddisruptionbudget", &name, "pdb disruptions allowed is negative"));
+            return Err(ApiError::forbidden(
+                "policy",
+                "poddisruptionbudget",
+                &name,
+                "pdb disruptions allowed is negative",
+            ));
         }
         if allowed == 0 {
             return Err(budget_refusal(

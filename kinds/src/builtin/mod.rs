@@ -142,6 +142,16 @@ pub fn resources() -> &'static [Arc<ResourceDef>] {
     &BUILTIN
 }
 
+/// The built-in kinds' actions: a pod's `binding` and `eviction`, and the top-level `bindings`.
+pub fn actions() -> apimachinery::action::Actions {
+    use apimachinery::catalogue::Subresource;
+    let mut actions = apimachinery::action::Actions::default();
+    actions.insert("", "pods", Some(Subresource::Binding), Arc::new(binding::Bind));
+    actions.insert("", "pods", Some(Subresource::Eviction), Arc::new(eviction::Evict));
+    actions.insert("", "bindings", None, Arc::new(binding::BindByName));
+    actions
+}
+
 /// A built-in resource by group, version and plural name (tests, and what the schema store is
 /// built from; a running server looks resources up in its
 /// [`Catalogue`](apimachinery::catalogue::Catalogue)).

@@ -5,7 +5,6 @@ use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Value, json};
 
 use crate::printers;
-use apimachinery::catalogue::action::Action;
 use apimachinery::catalogue::{ResetFields, ResourceDef, StatusMetadata, Strategy, Subresource};
 use apimachinery::error::{ApiError, Cause};
 use apimachinery::object::ObjectExt;
@@ -68,14 +67,6 @@ impl Strategy for Pods {
 
     fn delete_returns_object(&self) -> bool {
         true
-    }
-
-    fn action(&self, subresource: Option<Subresource>) -> Option<&dyn Action> {
-        match subresource {
-            Some(Subresource::Binding) => Some(&super::binding::Bind),
-            Some(Subresource::Eviction) => Some(&super::eviction::Evict),
-            _ => None,
-        }
     }
 
     fn check_subresource_update(&self, subresource: Subresource, name: &str, old: &Value) -> Result<(), ApiError> {

@@ -61,4 +61,3 @@ pub fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
         }
     }
 }
-

@@ -1,14 +1,19 @@
 //! Actions: requests that act on objects rather than store their body, as kube's `BindingREST`
-//! and `EvictionREST` do. A kind offers them through [`Strategy::action`]; the gateway decodes
-//! the body, hands the action an [`ActionContext`] over the stages, and answers what it
-//! returns. So no handler asks which kind it serves.
+//! and `EvictionREST` do. A kind registers its actions in an [`Actions`] table, keyed by the
+//! resource and subresource they serve; the gateway decodes the body, hands the action an
+//! [`ActionContext`] over the stages, and answers what it returns. So no handler asks which
+//! kind it serves.
 //!
-//! [`Strategy::action`]: super::Strategy::action
+//! The table sits beside the catalogue rather than in each kind's strategy because an action
+//! speaks in messages and options, which themselves name the catalogue's definitions.
+
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::Catalogue;
+use crate::catalogue::{Catalogue, ResourceDef, Subresource};
 use crate::error::ApiError;
 use crate::messages::Target;
 use crate::options::{DeleteOptions, Params, WriteOptions};
@@ -51,4 +56,23 @@ pub trait Action: Send + Sync {
 /// eviction.
 pub fn created() -> Value {
     serde_json::json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})
+}
+
+/// Every action, by the group, resource and subresource (`None`: the resource itself) whose
+/// `create` runs it.
+#[derive(Clone, Default)]
+pub struct Actions {
+    by_target: HashMap<(String, String, Option<Subresource>), Arc<dyn Action>>,
+}
+
+impl Actions {
+    /// Registers `action` for `create` of `group`/`resource`, or of its `subresource`.
+    pub fn insert(&mut self, group: &str, resource: &str, subresource: Option<Subresource>, action: Arc<dyn Action>) {
+        self.by_target.insert((group.to_string(), resource.to_string(), subresource), action);
+    }
+
+    /// The action a `create` of `def` (or of its `subresource`) runs, if it has one.
+    pub fn find(&self, def: &ResourceDef, subresource: Option<Subresource>) -> Option<&dyn Action> {
+        self.by_target.get(&(def.group.clone(), def.resource.clone(), subresource)).map(|a| a.as_ref())
+    }
 }
