@@ -30,6 +30,7 @@ pub mod handle;
 pub mod mailbox;
 pub mod message;
 pub mod meters;
+pub mod metrics;
 pub mod remote;
 pub mod stage;
 pub mod transport;

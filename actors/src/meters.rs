@@ -13,6 +13,12 @@
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::metrics::{
+    STAGE_CANCELLED_TOTAL, STAGE_COMPLETED_TOTAL, STAGE_ERRORS_TOTAL, STAGE_EXPIRED_TOTAL, STAGE_IN_PROGRESS,
+    STAGE_LATENCY_SECONDS, STAGE_MAILBOX_CAPACITY, STAGE_MAILBOX_DEPTH, STAGE_MAILBOX_DEQUEUED_TOTAL,
+    STAGE_MAILBOX_ENQUEUED_TOTAL, STAGE_MAILBOX_QUEUED, STAGE_REFUSED_TOTAL,
+};
+
 /// Log2 latency buckets in microseconds: bucket `i` holds samples in `[2^i, 2^(i+1))` µs.
 const BUCKETS: usize = 36;
 
@@ -155,19 +161,19 @@ impl StageMeters {
     pub fn new(stage: &str, resource: &str, capacity: usize, when_full: WhenFull, arbiter: &str) -> Self {
         let labels = [("stage", stage.to_string()), ("resource", resource.to_string())];
         let prom = PromMeters {
-            enqueued: metrics::counter!("apiserver_stage_mailbox_enqueued_total", &labels),
-            dequeued: metrics::counter!("apiserver_stage_mailbox_dequeued_total", &labels),
-            completed: metrics::counter!("apiserver_stage_completed_total", &labels),
-            errors: metrics::counter!("apiserver_stage_errors_total", &labels),
-            refused: metrics::counter!("apiserver_stage_refused_total", &labels),
-            expired: metrics::counter!("apiserver_stage_expired_total", &labels),
-            cancelled: metrics::counter!("apiserver_stage_cancelled_total", &labels),
-            queued: metrics::gauge!("apiserver_stage_mailbox_queued", &labels),
-            in_progress: metrics::gauge!("apiserver_stage_in_progress", &labels),
-            depth: metrics::gauge!("apiserver_stage_mailbox_depth", &labels),
-            latency: metrics::histogram!("apiserver_stage_latency_seconds", &labels),
+            enqueued: metrics::counter!(STAGE_MAILBOX_ENQUEUED_TOTAL, &labels),
+            dequeued: metrics::counter!(STAGE_MAILBOX_DEQUEUED_TOTAL, &labels),
+            completed: metrics::counter!(STAGE_COMPLETED_TOTAL, &labels),
+            errors: metrics::counter!(STAGE_ERRORS_TOTAL, &labels),
+            refused: metrics::counter!(STAGE_REFUSED_TOTAL, &labels),
+            expired: metrics::counter!(STAGE_EXPIRED_TOTAL, &labels),
+            cancelled: metrics::counter!(STAGE_CANCELLED_TOTAL, &labels),
+            queued: metrics::gauge!(STAGE_MAILBOX_QUEUED, &labels),
+            in_progress: metrics::gauge!(STAGE_IN_PROGRESS, &labels),
+            depth: metrics::gauge!(STAGE_MAILBOX_DEPTH, &labels),
+            latency: metrics::histogram!(STAGE_LATENCY_SECONDS, &labels),
         };
-        metrics::gauge!("apiserver_stage_mailbox_capacity", &labels).set(capacity as f64);
+        metrics::gauge!(STAGE_MAILBOX_CAPACITY, &labels).set(capacity as f64);
         StageMeters {
             stage: stage.to_string(),
             resource: resource.to_string(),

@@ -56,6 +56,8 @@ use apimachinery::messages::{AdmissionPhase, Admit, Admitted, Operation};
 use async_trait::async_trait;
 use serde_json::Value;
 
+use crate::metrics::{ADMISSION_CONTROLLER_ADMISSION_DURATION_SECONDS, ADMISSION_STEP_ADMISSION_DURATION_SECONDS};
+
 mod attributes;
 pub mod cel;
 pub mod certificates;
@@ -64,6 +66,7 @@ pub mod default_class;
 pub mod limit_ranger;
 mod live_lookup;
 pub mod matching;
+pub mod metrics;
 pub mod namespace_lifecycle;
 pub mod pod_security;
 pub mod policy;
@@ -334,7 +337,7 @@ impl AdmissionChain {
         };
         let kind = if phase == AdmissionPhase::Mutating { "admit" } else { "validate" };
         let subresource = request.target.subresource.map(|s| s.name()).unwrap_or("");
-        metrics::histogram!("apiserver_admission_step_admission_duration_seconds",
+        ::metrics::histogram!(ADMISSION_STEP_ADMISSION_DURATION_SECONDS,
             "operation" => operation_label(request.operation), "rejected" => result.is_err().to_string(),
             "resource" => request.target.resource.clone(), "subresource" => subresource, "type" => kind)
         .record(started.elapsed().as_secs_f64());
@@ -366,7 +369,7 @@ impl AdmissionChain {
 }
 
 fn record_plugin(name: &'static str, request: &Admit, kind: &'static str, rejected: bool, begun: Instant) {
-    metrics::histogram!("apiserver_admission_controller_admission_duration_seconds",
+    ::metrics::histogram!(ADMISSION_CONTROLLER_ADMISSION_DURATION_SECONDS,
         "name" => name, "operation" => operation_label(request.operation), "rejected" => rejected.to_string(),
         "type" => kind)
     .record(begun.elapsed().as_secs_f64());

@@ -25,6 +25,7 @@
 //! Nothing here knows HTTP, a storage backend, a concrete actor or a built-in kind: the kinds
 //! are the `kinds` crate's, their validation the `validation` crate's.
 
+pub mod action;
 pub mod catalogue;
 pub mod encoded;
 pub mod error;
@@ -33,6 +34,7 @@ pub mod gofmt;
 pub mod lookup;
 pub mod managedfields;
 pub mod messages;
+pub mod metrics;
 pub mod object;
 pub mod options;
 pub mod patch;

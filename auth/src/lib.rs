@@ -27,6 +27,7 @@ pub mod authz;
 pub mod bootstrap;
 pub mod escalation;
 pub mod impersonation;
+pub mod metrics;
 pub mod rbac;
 pub mod reconcile;
 pub mod serviceaccount;

@@ -60,9 +60,6 @@ use crate::{CacheReader, CacherActor, CacherOptions};
 /// The storage prefix keys live under (`--etcd-prefix`'s default).
 pub const PREFIX: &str = "/registry";
 
-/// The metric the cacher counts reads answered by storage instead of memory with.
-const STORAGE_READS_METRIC: &str = "apiserver_cache_list_fallthrough_total";
-
 /// How long a case waits for a watch event, a reply, or the cache to catch up, before failing.
 const PATIENCE: Duration = Duration::from_secs(10);
 
@@ -124,7 +121,7 @@ impl metrics::Recorder for StorageReadRecorder {
     fn describe_histogram(&self, _: metrics::KeyName, _: Option<metrics::Unit>, _: metrics::SharedString) {}
 
     fn register_counter(&self, key: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Counter {
-        if key.name() == STORAGE_READS_METRIC {
+        if key.name() == crate::metrics::CACHE_LIST_FALLTHROUGH_TOTAL {
             metrics::Counter::from_arc(Arc::clone(&self.reads))
         } else {
             metrics::Counter::noop()

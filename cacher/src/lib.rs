@@ -48,15 +48,23 @@ use apimachinery::messages::{WatchEvent, WatchEventType, WatchObjects, WatchRece
 use apimachinery::options::ReadAt;
 use serde_json::json;
 use storage::KeyValue;
+use storage::metrics::TERMINATED_WATCHERS_TOTAL;
 use storage::{EventType, ProgressRequester, Revision, Storage, StorageError, WatchItem};
 use storage_codec::codec::decode_object;
 use tokio::sync::{mpsc, watch};
 use tokio_stream::StreamExt;
 
+use crate::metrics::{
+    CACHE_LIST_FALLTHROUGH_TOTAL, WATCH_CACHE_CAPACITY, WATCH_CACHE_EVENTS_RECEIVED_TOTAL,
+    WATCH_CACHE_RESOURCE_VERSION, WATCH_CACHE_TOO_OLD_TOTAL, WATCH_CACHE_WINDOW_OLDEST_EVENT_TIMESTAMP_SECONDS,
+    WATCH_EVENTS_SIZES, WATCH_EVENTS_TOTAL,
+};
+
 #[cfg(any(test, feature = "test-util"))]
 pub mod conformance;
 pub mod continuation;
 pub mod feed;
+pub mod metrics;
 mod reader;
 mod watchers;
 
@@ -136,19 +144,19 @@ pub struct CacherActor {
 }
 
 struct CacherMetrics {
-    events_received: metrics::Counter,
-    resource_version: metrics::Gauge,
-    capacity: metrics::Gauge,
+    events_received: ::metrics::Counter,
+    resource_version: ::metrics::Gauge,
+    capacity: ::metrics::Gauge,
     /// When the window's oldest event arrived (Unix seconds): a watcher away for less than
     /// `now` minus it resumes from the window (this server's own; docs/OPEN-QUESTIONS.md 5.1).
-    window_oldest: metrics::Gauge,
-    terminated_watchers: metrics::Counter,
+    window_oldest: ::metrics::Gauge,
+    terminated_watchers: ::metrics::Counter,
     /// Watches refused 410 because they start before the window: not a kube metric, the one
     /// signal of a window too short for its clients (docs/DIAGNOSIS.md).
-    too_old: metrics::Counter,
-    watch_events: metrics::Counter,
+    too_old: ::metrics::Counter,
+    watch_events: ::metrics::Counter,
     /// `apiserver_watch_events_sizes` of the shared JSON lines, recorded once per line.
-    event_sizes: metrics::Histogram,
+    event_sizes: ::metrics::Histogram,
 }
 
 impl CacherMetrics {
@@ -156,14 +164,14 @@ impl CacherMetrics {
         let resource = def.qualified();
         let (group, version, kind) = (def.group.clone(), def.version.clone(), def.kind.clone());
         CacherMetrics {
-            events_received: metrics::counter!("apiserver_watch_cache_events_received_total", "resource" => resource.clone()),
-            resource_version: metrics::gauge!("apiserver_watch_cache_resource_version", "resource" => resource.clone()),
-            capacity: metrics::gauge!("apiserver_watch_cache_capacity", "resource" => resource.clone()),
-            window_oldest: metrics::gauge!("apiserver_watch_cache_window_oldest_event_timestamp_seconds", "resource" => resource.clone()),
-            terminated_watchers: metrics::counter!("apiserver_terminated_watchers_total", "resource" => resource.clone()),
-            too_old: metrics::counter!("apiserver_watch_cache_too_old_total", "resource" => resource),
-            watch_events: metrics::counter!("apiserver_watch_events_total", "group" => group.clone(), "version" => version.clone(), "kind" => kind.clone()),
-            event_sizes: metrics::histogram!("apiserver_watch_events_sizes", "group" => group, "version" => version, "kind" => kind),
+            events_received: ::metrics::counter!(WATCH_CACHE_EVENTS_RECEIVED_TOTAL, "resource" => resource.clone()),
+            resource_version: ::metrics::gauge!(WATCH_CACHE_RESOURCE_VERSION, "resource" => resource.clone()),
+            capacity: ::metrics::gauge!(WATCH_CACHE_CAPACITY, "resource" => resource.clone()),
+            window_oldest: ::metrics::gauge!(WATCH_CACHE_WINDOW_OLDEST_EVENT_TIMESTAMP_SECONDS, "resource" => resource.clone()),
+            terminated_watchers: ::metrics::counter!(TERMINATED_WATCHERS_TOTAL, "resource" => resource.clone()),
+            too_old: ::metrics::counter!(WATCH_CACHE_TOO_OLD_TOTAL, "resource" => resource),
+            watch_events: ::metrics::counter!(WATCH_EVENTS_TOTAL, "group" => group.clone(), "version" => version.clone(), "kind" => kind.clone()),
+            event_sizes: ::metrics::histogram!(WATCH_EVENTS_SIZES, "group" => group, "version" => version, "kind" => kind),
         }
     }
 }
@@ -183,7 +191,7 @@ impl CacherActor {
         let shared = Arc::new(Shared {
             progress_requested: AtomicU64::new(0),
             epoch: Instant::now(),
-            storage_reads: metrics::counter!("apiserver_cache_list_fallthrough_total", "resource" => def.qualified()),
+            storage_reads: ::metrics::counter!(CACHE_LIST_FALLTHROUGH_TOTAL, "resource" => def.qualified()),
             watchers: AtomicUsize::new(0),
         });
         let reader = CacheReader {

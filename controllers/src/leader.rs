@@ -39,8 +39,9 @@ use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
 use super::{WRITE_TIMEOUT, identity};
-use stage_handles::Signal;
-use stage_handles::Stages;
+use stage_handles::{Signal, Stages};
+
+use crate::metrics::LEADER_ELECTION_MASTER_STATUS;
 
 /// The namespace of the controllers' Lease.
 pub const LEASE_NAMESPACE: &str = "kube-system";
@@ -265,7 +266,7 @@ pub struct LeaderElector<L> {
 impl<L: LeaseLock> LeaderElector<L> {
     /// A candidate that has seen nothing yet.
     pub fn new(config: ElectionConfig, lock: L) -> Self {
-        let status = metrics::gauge!("leader_election_master_status", "name" => config.name.clone());
+        let status = metrics::gauge!(LEADER_ELECTION_MASTER_STATUS, "name" => config.name.clone());
         status.set(0.0);
         LeaderElector { config, lock, observed: None, status }
     }

@@ -17,6 +17,7 @@
 //!   servers authenticate passed-on requests by.
 //! - [`leader`]: the Lease that lets one replica at a time run the controllers above that
 //!   kube-controller-manager would run (`--leader-elect`).
+//! - [`metrics`]: the names of the metrics they record.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,6 +37,7 @@ pub mod apiservice_registration;
 pub mod authentication_trust;
 pub mod crds;
 pub mod leader;
+pub mod metrics;
 pub mod namespace_finalizer;
 pub mod policy_status;
 pub mod resource_quota;

@@ -11,36 +11,36 @@ use metrics::{
 
 use crate::signals::{Series, SeriesKey, Signals};
 
-/// Metric names the axes read.
+/// The metrics the axes read, under the names their emitting crates record them with.
 pub mod names {
-    /// Authentication attempts by `result`.
-    pub const AUTHENTICATION: &str = "authentication_attempts";
-    /// Authorization decisions by `decision`.
-    pub const AUTHORIZATION: &str = "apiserver_authorization_decisions_total";
     /// Webhook call latency by webhook `name`.
-    pub const WEBHOOK_LATENCY: &str = "apiserver_admission_webhook_admission_duration_seconds";
+    pub use admission::metrics::ADMISSION_WEBHOOK_ADMISSION_DURATION_SECONDS as WEBHOOK_LATENCY;
     /// Webhook calls that failed (`error_type="calling_webhook_error"`) by webhook `name`.
-    pub const WEBHOOK_FAILURES: &str = "apiserver_admission_webhook_rejection_count";
-    /// Requests APF turned away by `priority_level`.
-    pub const APF_REJECTED: &str = "apiserver_flowcontrol_rejected_requests_total";
-    /// Time requests waited in APF's queues by `priority_level`.
-    pub const APF_WAIT: &str = "apiserver_flowcontrol_request_wait_duration_seconds";
-    /// Requests waiting in APF's queues by `priority_level` (summed over flow schemas).
-    pub const APF_IN_QUEUE: &str = "apiserver_flowcontrol_current_inqueue_requests";
-    /// Storage request latency, by `read` or `write`.
-    pub const STORAGE_LATENCY: &str = "etcd_request_duration_seconds";
-    /// Storage requests the backend answered with an error, by `operation`.
-    pub const STORAGE_ERRORS: &str = "etcd_request_errors_total";
-    /// Watchers cut off, by `resource`.
-    pub const TERMINATED_WATCHERS: &str = "apiserver_terminated_watchers_total";
-    /// When the oldest event of the watch cache's window arrived (Unix seconds), by `resource`.
-    pub const WINDOW_OLDEST: &str = "apiserver_watch_cache_window_oldest_event_timestamp_seconds";
-    /// Events in the watch cache's window, by `resource`.
-    pub const WINDOW_EVENTS: &str = "apiserver_watch_cache_capacity";
-    /// Watches refused as too old for the watch cache's window, by `resource`.
-    pub const WATCH_TOO_OLD: &str = "apiserver_watch_cache_too_old_total";
+    pub use admission::metrics::ADMISSION_WEBHOOK_REJECTION_COUNT as WEBHOOK_FAILURES;
     /// Requests answered, by `code`.
-    pub const REQUESTS: &str = "apiserver_request_total";
+    pub use apimachinery::metrics::REQUEST_TOTAL as REQUESTS;
+    /// Authentication attempts by `result`.
+    pub use auth::metrics::AUTHENTICATION_ATTEMPTS as AUTHENTICATION;
+    /// Authorization decisions by `decision`.
+    pub use auth::metrics::AUTHORIZATION_DECISIONS_TOTAL as AUTHORIZATION;
+    /// Events in the watch cache's window, by `resource`.
+    pub use cacher::metrics::WATCH_CACHE_CAPACITY as WINDOW_EVENTS;
+    /// Watches refused as too old for the watch cache's window, by `resource`.
+    pub use cacher::metrics::WATCH_CACHE_TOO_OLD_TOTAL as WATCH_TOO_OLD;
+    /// When the oldest event of the watch cache's window arrived (Unix seconds), by `resource`.
+    pub use cacher::metrics::WATCH_CACHE_WINDOW_OLDEST_EVENT_TIMESTAMP_SECONDS as WINDOW_OLDEST;
+    /// Requests waiting in APF's queues by `priority_level` (summed over flow schemas).
+    pub use flowcontrol::metrics::CURRENT_INQUEUE_REQUESTS as APF_IN_QUEUE;
+    /// Requests APF turned away by `priority_level`.
+    pub use flowcontrol::metrics::REJECTED_REQUESTS_TOTAL as APF_REJECTED;
+    /// Time requests waited in APF's queues by `priority_level`.
+    pub use flowcontrol::metrics::REQUEST_WAIT_DURATION_SECONDS as APF_WAIT;
+    /// Storage request latency, by `read` or `write`.
+    pub use storage::metrics::ETCD_REQUEST_DURATION_SECONDS as STORAGE_LATENCY;
+    /// Storage requests the backend answered with an error, by `operation`.
+    pub use storage::metrics::ETCD_REQUEST_ERRORS_TOTAL as STORAGE_ERRORS;
+    /// Watchers cut off, by `resource`.
+    pub use storage::metrics::TERMINATED_WATCHERS_TOTAL as TERMINATED_WATCHERS;
 }
 
 /// Which series a metric instance feeds, if any.
@@ -201,7 +201,7 @@ mod tests {
             c(names::REQUESTS, &[("verb", "GET"), ("code", "401")]),
             Some(SeriesKey::new(names::REQUESTS, "401"))
         );
-        assert_eq!(c("apiserver_watch_events_total", &[("kind", "Pod")]), None);
+        assert_eq!(c(cacher::metrics::WATCH_EVENTS_TOTAL, &[("kind", "Pod")]), None);
     }
 
     #[test]

@@ -332,7 +332,7 @@ mod tests {
         assert_eq!(v["root"], "auth");
         let node = &v["path"][0];
         assert_eq!(node["answer"], "yes");
-        assert_eq!(node["evidence"][0]["signal"], "authentication_attempts{result=\"error\"}");
+        assert_eq!(node["evidence"][0]["signal"], format!("{}{{result=\"error\"}}", names::AUTHENTICATION));
         assert_eq!(node["evidence"][0]["value"], 4.0, "20 in a 5 s window");
         // The window slides past the failures, then five clean judgements recover the axis.
         let mut recovered = None;
@@ -365,7 +365,7 @@ mod tests {
         let v = c.d.verdict();
         assert_eq!(v["root"], "storage", "{v:#}");
         let e = &v["path"][3]["evidence"][0];
-        assert_eq!(e["signal"], "etcd_request_duration_seconds{operation class=\"write\"}");
+        assert_eq!(e["signal"], format!("{}{{operation class=\"write\"}}", names::STORAGE_LATENCY));
         assert!(e["baseline"].as_f64().unwrap() < 0.05, "the baseline did not learn the fault: {e}");
     }
 

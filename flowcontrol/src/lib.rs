@@ -27,6 +27,7 @@ pub mod config;
 pub mod estimate;
 pub mod exempt;
 pub mod limits;
+pub mod metrics;
 pub mod queueset;
 pub mod shuffle;
 pub mod stage;

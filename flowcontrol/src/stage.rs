@@ -26,6 +26,11 @@ use tokio::sync::{mpsc, oneshot};
 use crate::config::{Compiled, SharedConfig};
 use crate::exempt::ExemptSeats;
 use crate::limits::{self, LevelBorrowing, LevelShares};
+use crate::metrics::{
+    CURRENT_EXECUTING_REQUESTS, CURRENT_EXECUTING_SEATS, CURRENT_INQUEUE_REQUESTS, CURRENT_INQUEUE_SEATS,
+    CURRENT_LIMIT_SEATS, DISPATCHED_REQUESTS_TOTAL, LOWER_LIMIT_SEATS, NOMINAL_LIMIT_SEATS, REJECTED_REQUESTS_TOTAL,
+    REQUEST_CONCURRENCY_LIMIT, REQUEST_EXECUTION_SECONDS, REQUEST_WAIT_DURATION_SECONDS, UPPER_LIMIT_SEATS,
+};
 use crate::queueset::{NewRequest, Outcome, QueueSet, QueueSetConfig, QueueSetStats, Queuing, RejectReason, RequestId};
 use crate::{estimate, shuffle};
 
@@ -236,12 +241,9 @@ impl FlowControlActor {
         self.levels.retain(|name, state| compiled.levels.contains_key(name) || !state.queues.is_idle());
         for (name, state) in &self.levels {
             let l = state.borrowing.limits;
-            metrics::gauge!("apiserver_flowcontrol_nominal_limit_seats", "priority_level" => name.clone())
-                .set(f64::from(l.nominal));
-            metrics::gauge!("apiserver_flowcontrol_lower_limit_seats", "priority_level" => name.clone())
-                .set(f64::from(l.min()));
-            metrics::gauge!("apiserver_flowcontrol_upper_limit_seats", "priority_level" => name.clone())
-                .set(f64::from(l.max()));
+            metrics::gauge!(NOMINAL_LIMIT_SEATS, "priority_level" => name.clone()).set(f64::from(l.nominal));
+            metrics::gauge!(LOWER_LIMIT_SEATS, "priority_level" => name.clone()).set(f64::from(l.min()));
+            metrics::gauge!(UPPER_LIMIT_SEATS, "priority_level" => name.clone()).set(f64::from(l.max()));
             publish_limit(name, state.borrowing.current_limit);
         }
         self.dirty = true;
@@ -253,7 +255,7 @@ impl FlowControlActor {
             let ticket = SeatTicket { level: level.to_string(), id: id.value() };
             let Some(waiter) = self.waiting.remove(&ticket) else { continue };
             let waited = now.saturating_duration_since(waiter.enqueued);
-            metrics::histogram!("apiserver_flowcontrol_request_wait_duration_seconds",
+            metrics::histogram!(REQUEST_WAIT_DURATION_SECONDS,
                 "execute" => "true", "flow_schema" => waiter.flow_schema.clone(), "priority_level" => level.to_string())
             .record(waited.as_secs_f64());
             self.started(&ticket, &waiter.flow_schema, now);
@@ -265,7 +267,7 @@ impl FlowControlActor {
     }
 
     fn started(&mut self, ticket: &SeatTicket, flow_schema: &str, now: Instant) {
-        metrics::counter!("apiserver_flowcontrol_dispatched_requests_total",
+        metrics::counter!(DISPATCHED_REQUESTS_TOTAL,
             "flow_schema" => flow_schema.to_string(), "priority_level" => ticket.level.clone())
         .increment(1);
         self.executing.insert(ticket.clone(), Executing { flow_schema: flow_schema.to_string(), started: now });
@@ -284,7 +286,7 @@ impl FlowControlActor {
         let id = RequestId::from_value(ticket.id);
         let dispatched = if finished {
             if let Some(e) = self.executing.remove(&ticket) {
-                metrics::histogram!("apiserver_flowcontrol_request_execution_seconds",
+                metrics::histogram!(REQUEST_EXECUTION_SECONDS,
                     "flow_schema" => e.flow_schema, "priority_level" => ticket.level.clone(), "type" => "regular")
                 .record(now.saturating_duration_since(e.started).as_secs_f64());
             }
@@ -310,7 +312,7 @@ impl FlowControlActor {
             for id in expired.timed_out {
                 let ticket = SeatTicket { level: name.clone(), id: id.value() };
                 if let Some(waiter) = self.waiting.remove(&ticket) {
-                    metrics::histogram!("apiserver_flowcontrol_request_wait_duration_seconds",
+                    metrics::histogram!(REQUEST_WAIT_DURATION_SECONDS,
                         "execute" => "false", "flow_schema" => waiter.flow_schema.clone(), "priority_level" => name.clone())
                     .record(now.saturating_duration_since(waiter.enqueued).as_secs_f64());
                     rejected(&name, &waiter.flow_schema, RejectReason::TimeOut);
@@ -348,9 +350,9 @@ impl FlowControlActor {
             *running.entry((t.level.as_str(), e.flow_schema.as_str())).or_default() += 1;
         }
         for v in &views {
-            metrics::gauge!("apiserver_flowcontrol_current_executing_seats", "priority_level" => v.name.clone())
+            metrics::gauge!(CURRENT_EXECUTING_SEATS, "priority_level" => v.name.clone())
                 .set(v.stats.seats_in_use as f64);
-            metrics::gauge!("apiserver_flowcontrol_current_inqueue_seats", "priority_level" => v.name.clone())
+            metrics::gauge!(CURRENT_INQUEUE_SEATS, "priority_level" => v.name.clone())
                 .set(v.stats.seats_waiting as f64);
         }
         // Every pair seen keeps its series, at zero once idle.
@@ -359,10 +361,10 @@ impl FlowControlActor {
         }
         for (level, schema) in &self.series {
             let key = (level.as_str(), schema.as_str());
-            metrics::gauge!("apiserver_flowcontrol_current_inqueue_requests",
+            metrics::gauge!(CURRENT_INQUEUE_REQUESTS,
                 "flow_schema" => schema.clone(), "priority_level" => level.clone())
             .set(inqueue.get(&key).copied().unwrap_or(0) as f64);
-            metrics::gauge!("apiserver_flowcontrol_current_executing_requests",
+            metrics::gauge!(CURRENT_EXECUTING_REQUESTS,
                 "flow_schema" => schema.clone(), "priority_level" => level.clone())
             .set(running.get(&key).copied().unwrap_or(0) as f64);
         }
@@ -413,14 +415,12 @@ impl FlowControlActor {
 }
 
 fn publish_limit(level: &str, limit: u32) {
-    metrics::gauge!("apiserver_flowcontrol_current_limit_seats", "priority_level" => level.to_string())
-        .set(f64::from(limit));
-    metrics::gauge!("apiserver_flowcontrol_request_concurrency_limit", "priority_level" => level.to_string())
-        .set(f64::from(limit));
+    metrics::gauge!(CURRENT_LIMIT_SEATS, "priority_level" => level.to_string()).set(f64::from(limit));
+    metrics::gauge!(REQUEST_CONCURRENCY_LIMIT, "priority_level" => level.to_string()).set(f64::from(limit));
 }
 
 fn rejected(level: &str, schema: &str, reason: RejectReason) {
-    metrics::counter!("apiserver_flowcontrol_rejected_requests_total",
+    metrics::counter!(REJECTED_REQUESTS_TOTAL,
         "flow_schema" => schema.to_string(), "priority_level" => level.to_string(), "reason" => reason.as_str())
     .increment(1);
 }
@@ -540,7 +540,7 @@ impl StageHandler<StartRequest> for FlowControlActor {
                 others.retain(|d| *d != id);
                 let ticket = SeatTicket { level: level_name.clone(), id: id.value() };
                 self.started(&ticket, &schema, now);
-                metrics::histogram!("apiserver_flowcontrol_request_wait_duration_seconds",
+                metrics::histogram!(REQUEST_WAIT_DURATION_SECONDS,
                     "execute" => "true", "flow_schema" => schema.clone(), "priority_level" => level_name.clone())
                 .record(0.0);
                 Work::Done(Ok(self.grant(ticket, seats)))

@@ -19,6 +19,7 @@ use storage::router::{StorageRouter, parse_overrides};
 use storage::{ResourceKeys, Storage};
 
 use crate::config::{ServeOptions, StorageBackend};
+use crate::metrics::STORAGE_OBJECTS;
 
 /// Opens every backend and builds the router for the resources of `catalogue`; every backend
 /// is subject to `faults` when given. Also returns every backend's meters, for the storage
@@ -134,7 +135,7 @@ pub fn spawn_object_counts(
             for def in catalogue.stores() {
                 let prefix = def.key_prefix(&storage_prefix);
                 match router.backend(&prefix).count(&prefix).await {
-                    Ok(n) => metrics::gauge!("apiserver_storage_objects", "resource" => def.qualified()).set(n as f64),
+                    Ok(n) => metrics::gauge!(STORAGE_OBJECTS, "resource" => def.qualified()).set(n as f64),
                     Err(e) => tracing::debug!(resource = %def.resource, "counting objects: {e}"),
                 }
             }

@@ -37,6 +37,9 @@ use crate::lifecycle::RequestKind;
 use crate::negotiate::{Output, error_response, respond};
 use crate::state::ServerState;
 use crate::{discovery, health, openapi, rest};
+use apimachinery::metrics::{
+    CURRENT_INFLIGHT_REQUESTS, REQUEST_DURATION_SECONDS, REQUEST_TERMINATIONS_TOTAL, REQUEST_TOTAL,
+};
 
 /// The verified client certificate of a TLS connection.
 #[derive(Clone)]
@@ -188,8 +191,7 @@ async fn run_chain(
 ) -> HttpResponse {
     let kind = if info.is_mutating() { "mutating" } else { "readOnly" };
     let long_running = info.is_long_running();
-    let inflight =
-        InFlight::new(metrics::gauge!("apiserver_current_inflight_requests", "request_kind" => kind), !long_running);
+    let inflight = InFlight::new(metrics::gauge!(CURRENT_INFLIGHT_REQUESTS, "request_kind" => kind), !long_running);
     let audit_id = uuid::Uuid::new_v4().to_string();
     let received = chrono::Utc::now();
     let dry_run = query.get("dryRun") == Some("All");
@@ -254,13 +256,13 @@ async fn run_chain(
         ("scope", scope(&info).to_string()),
         ("component", "apiserver".to_string()),
     ];
-    metrics::histogram!("apiserver_request_duration_seconds", &labels).record(started.elapsed().as_secs_f64());
+    metrics::histogram!(REQUEST_DURATION_SECONDS, &labels).record(started.elapsed().as_secs_f64());
     let mut with_code = labels.to_vec();
     with_code.push(("code", code));
     if timed_out {
-        metrics::counter!("apiserver_request_terminations_total", &with_code).increment(1);
+        metrics::counter!(REQUEST_TERMINATIONS_TOTAL, &with_code).increment(1);
     }
-    metrics::counter!("apiserver_request_total", &with_code).increment(1);
+    metrics::counter!(REQUEST_TOTAL, &with_code).increment(1);
     response
 }
 

@@ -2,10 +2,14 @@
 
 use actix_web::{HttpRequest, web};
 use actors::Deadline;
+use apimachinery::action::ActionContext;
+use apimachinery::catalogue::Catalogue;
 use apimachinery::error::ApiError;
-use apimachinery::options::Params;
+use apimachinery::messages::{DeleteObject, GetObject, ListObjects, Target, UpdateObject};
+use apimachinery::options::{DeleteOptions, GetOptions, ListOptions, Params, ReadAt, WriteOptions};
 use apimachinery::request::{RequestInfo, UserInfo};
 use futures_util::StreamExt;
+use serde_json::Value;
 
 use crate::state::ServerState;
 
@@ -67,5 +71,42 @@ impl RequestContext<'_> {
             Some(p) => p == "true" || p == "1",
             None => self.header("User-Agent").is_some_and(|ua| ua.starts_with("curl") || ua.starts_with("Wget")),
         }
+    }
+}
+
+/// What a kind's action reaches: the stages, as the request's user, within its deadline. Reads
+/// are the cachers' latest state, as kube's eviction reads the pod and its budgets.
+#[async_trait::async_trait(?Send)]
+impl ActionContext for RequestContext<'_> {
+    fn catalogue(&self) -> &Catalogue {
+        &self.server.catalogue
+    }
+
+    fn query(&self) -> &Params {
+        &self.query
+    }
+
+    async fn get(&self, target: &Target) -> Result<Value, ApiError> {
+        let def = target.resolve(&self.server.catalogue)?;
+        let get = GetObject { target: target.clone(), options: GetOptions { read_at: ReadAt::Latest } };
+        Ok(self.server.stages.reads(&def)?.reader.get(get).await?.value())
+    }
+
+    async fn list(&self, target: &Target) -> Result<Vec<Value>, ApiError> {
+        let def = target.resolve(&self.server.catalogue)?;
+        let list = ListObjects { target: target.clone(), options: ListOptions::everything(ReadAt::Latest) };
+        Ok(self.server.stages.reads(&def)?.reader.list(list).await?.items.iter().map(|o| o.value()).collect())
+    }
+
+    async fn update(&self, target: Target, object: Value, options: WriteOptions) -> Result<(), ApiError> {
+        let msg = UpdateObject { target, object, user: self.user.clone(), options };
+        self.server.stages.update.ask(msg, self.deadline).await?;
+        Ok(())
+    }
+
+    async fn delete(&self, target: Target, options: DeleteOptions) -> Result<(), ApiError> {
+        let msg = DeleteObject { target, user: self.user.clone(), options };
+        self.server.stages.delete.ask(msg, self.deadline).await?;
+        Ok(())
     }
 }

@@ -54,6 +54,7 @@ pub mod discovery;
 pub mod escalation;
 pub mod health;
 pub mod lifecycle;
+pub mod metrics;
 pub mod negotiate;
 pub mod openapi;
 pub mod pipeline;

@@ -29,6 +29,7 @@ use storage::faults::Faults;
 use tokio::task::AbortHandle;
 
 use crate::config::ServeOptions;
+use crate::metrics::AXIS_HEALTH;
 use crate::state::{ServerState, Stages};
 use crate::tls;
 use crate::topology::{RemoteStages, ShardedWrites, Topology};
@@ -96,7 +97,7 @@ fn diagnose(diagnosis: Arc<diagnosis::Diagnosis>, meters: Vec<Arc<storage::meter
             // The gauges exist from the start, before the first judgement a second later.
             loop {
                 for (axis, health) in diagnosis.health() {
-                    metrics::gauge!("apiserver_axis_health", "axis" => axis.name()).set(health.gauge());
+                    metrics::gauge!(AXIS_HEALTH, "axis" => axis.name()).set(health.gauge());
                 }
                 std::thread::sleep(Duration::from_secs(1));
                 let probes: Vec<_> = meters
@@ -342,6 +343,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let server = web::Data::new(ServerState {
         stages,
         catalogue,
+        actions: kinds::actions(),
         openapi,
         authorizers,
         auditor,

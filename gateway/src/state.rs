@@ -20,6 +20,8 @@ pub struct ServerState {
     pub stages: Stages,
     /// The served resources.
     pub catalogue: Arc<Catalogue>,
+    /// What a `create` of an action subresource or resource runs (binding, eviction).
+    pub actions: apimachinery::action::Actions,
     /// The custom resources' OpenAPI documents, kept by the CRD controller.
     pub openapi: crate::openapi::CustomOpenApi,
     /// The authorizers the authorization stage decides with, for the access reviews.

@@ -1,21 +1,22 @@
-//! The subresources that act rather than show a view of the object: `pods/binding` (what a
-//! scheduler posts), `pods/eviction` (a deletion that honours PodDisruptionBudgets, as kube's
-//! eviction REST does), and the ones kube hands to a kubelet or an endpoint (`log`, `exec`,
-//! `attach`, `portforward`, `proxy`). This server reaches no kubelet: those answer what kube
-//! answers when none is reachable, after dialing the address kube would dial.
+//! The subresources that act rather than show a view of the object: those whose kind gives
+//! them an action (`pods/binding`, `pods/eviction`: the kinds' actions, run here
+//! with the request as their `ActionContext`), the TokenRequest, and the ones kube hands to a
+//! kubelet or an endpoint (`log`, `exec`, `attach`, `portforward`, `proxy`). This server
+//! reaches no kubelet: those answer what kube answers when none is reachable, after dialing the
+//! address kube would dial.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
+use apimachinery::action::Action;
 use apimachinery::catalogue::{ResourceDef, Subresource};
-use apimachinery::error::{ApiError, Cause};
-use apimachinery::messages::{DeleteObject, GetObject, ListObjects, Target, UpdateObject};
+use apimachinery::error::ApiError;
+use apimachinery::messages::{GetObject, Target};
 use apimachinery::object::ObjectExt;
-use apimachinery::options::{DeleteOptions, GetOptions, ListOptions, ReadAt, WriteOptions};
-use apimachinery::selector::LabelSelector;
-use serde_json::{Value, json};
+use apimachinery::options::{GetOptions, ReadAt};
+use serde_json::Value;
 
 use crate::context::RequestContext;
 use crate::negotiate::{Offer, decode_body, input_format, negotiate, respond};
@@ -28,9 +29,10 @@ pub async fn serve(
     sub: Subresource,
     body: bytes::Bytes,
 ) -> Result<HttpResponse, ApiError> {
+    if let Some(action) = ctx.server.actions.find(def, Some(sub)) {
+        return act(ctx, def, action, target, &body).await;
+    }
     match sub {
-        Subresource::Binding => bind(ctx, def, target, &body).await,
-        Subresource::Eviction => evict(ctx, def, target, &body).await,
         Subresource::Token => crate::tokens::request(ctx, def, target, &body).await,
         Subresource::Log | Subresource::Exec | Subresource::Attach | Subresource::PortForward => {
             kubelet(ctx, def, &target, sub).await
@@ -40,192 +42,24 @@ pub async fn serve(
     }
 }
 
-/// `{"kind":"Status","status":"Success","code":201}`, what kube answers a binding or eviction.
-fn created(ctx: &RequestContext<'_>, def: &ResourceDef) -> Result<HttpResponse, ApiError> {
+/// Runs a kind's action on the decoded body and answers what it returns with 201, in the
+/// representation the client accepts.
+pub(crate) async fn act(
+    ctx: &RequestContext<'_>,
+    def: &ResourceDef,
+    action: &dyn Action,
+    target: Target,
+    body: &[u8],
+) -> Result<HttpResponse, ApiError> {
+    let body = decode_body(input_format(ctx.header("Content-Type"), true)?, body)?;
+    let answer = action.create(ctx, target, body).await?;
     let output = negotiate(ctx.header("Accept"), Offer::writes(def))?;
-    let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
-    Ok(respond(StatusCode::CREATED, output, &status, ctx.pretty()))
-}
-
-pub(crate) fn decode(ctx: &RequestContext<'_>, body: &[u8]) -> Result<Value, ApiError> {
-    decode_body(input_format(ctx.header("Content-Type"), true)?, body)
+    Ok(respond(StatusCode::CREATED, output, &answer, ctx.pretty()))
 }
 
 async fn current(ctx: &RequestContext<'_>, def: &ResourceDef, target: &Target) -> Result<Value, ApiError> {
     let get = GetObject { target: target.main(), options: GetOptions { read_at: ReadAt::Latest } };
     Ok(ctx.server.stages.reads(def)?.reader.get(get).await?.value())
-}
-
-/// `pods/binding`: the pod's node, set once.
-async fn bind(
-    ctx: &RequestContext<'_>,
-    def: &ResourceDef,
-    target: Target,
-    body: &[u8],
-) -> Result<HttpResponse, ApiError> {
-    let binding = decode(ctx, body)?;
-    if binding.name() != target.name {
-        return Err(ApiError::bad_request("name in URL does not match name in Binding object"));
-    }
-    bind_pod(ctx, def, target, &binding).await
-}
-
-/// Binds the pod `target` names as `binding` says: what `pods/binding` and the top-level
-/// `bindings` resource both do (kube's `BindingREST`).
-pub(crate) async fn bind_pod(
-    ctx: &RequestContext<'_>,
-    def: &ResourceDef,
-    mut target: Target,
-    binding: &Value,
-) -> Result<HttpResponse, ApiError> {
-    target.subresource = Some(Subresource::Binding);
-    let ns = binding.namespace();
-    if !ns.is_empty() && ns != target.namespace {
-        return Err(ApiError::bad_request(
-            "the namespace of the provided object does not match the namespace sent on the request",
-        ));
-    }
-    let errors = validation::pod::validate_pod_binding(binding);
-    if !errors.is_empty() {
-        return Err(ApiError::from_field_errors(&errors));
-    }
-    if target.name.is_empty() {
-        return Err(ApiError::bad_request("Name parameter required."));
-    }
-    // The pod as bound: the registry takes its node and the binding's annotations, once.
-    let mut pod = current(ctx, def, &target).await?;
-    pod["spec"]["nodeName"] = binding.pointer("/target/name").cloned().unwrap_or(Value::Null);
-    if let Some(md) = pod.get_mut("metadata").and_then(Value::as_object_mut) {
-        md.remove("resourceVersion");
-        if let Some(annotations) = binding.pointer("/metadata/annotations").filter(|a| a.is_object()) {
-            md.insert("annotations".into(), annotations.clone());
-        }
-    }
-    let options = WriteOptions::default();
-    let msg = UpdateObject { target, object: pod, user: ctx.user.clone(), options };
-    ctx.server.stages.update.ask(msg, ctx.deadline).await?;
-    created(ctx, def)
-}
-
-/// Whether the pod counts as healthy for its budget (Ready).
-fn ready(pod: &Value) -> bool {
-    pod.pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
-}
-
-fn budget_refusal(message: String, retry_after: Option<u32>) -> ApiError {
-    let mut e = ApiError::new(
-        apimachinery::Reason::TooManyRequests,
-        "Cannot evict pod as it would violate the pod's disruption budget.",
-    );
-    e.causes = vec![Cause { reason: "DisruptionBudget".into(), message, field: String::new() }];
-    e.retry_after_seconds = retry_after;
-    e
-}
-
-/// `pods/eviction`: delete the pod unless its PodDisruptionBudget allows no disruption now.
-async fn evict(
-    ctx: &RequestContext<'_>,
-    def: &ResourceDef,
-    target: Target,
-    body: &[u8],
-) -> Result<HttpResponse, ApiError> {
-    let eviction = decode(ctx, body)?;
-    if eviction.name() != target.name {
-        return Err(ApiError::bad_request("name in URL does not match name in Eviction object"));
-    }
-    let delete_options = DeleteOptions::parse(&ctx.query, eviction.get("deleteOptions").filter(|d| !d.is_null()))?;
-    let pod = current(ctx, def, &target).await?;
-    let phase = pod.pointer("/status/phase").and_then(Value::as_str).unwrap_or("");
-    let skip_budget =
-        matches!(phase, "Succeeded" | "Failed" | "Pending") || pod.pointer("/metadata/deletionTimestamp").is_some();
-    if !skip_budget {
-        check_budget(ctx, &pod, &target).await?;
-    }
-    let msg = DeleteObject { target: target.main(), user: ctx.user.clone(), options: delete_options };
-    ctx.server.stages.delete.ask(msg, ctx.deadline).await?;
-    created(ctx, def)
-}
-
-/// kube's `checkAndDecrement` over the pod's one matching budget.
-async fn check_budget(ctx: &RequestContext<'_>, pod: &Value, target: &Target) -> Result<(), ApiError> {
-    let Some(pdbs) = ctx.server.catalogue.find("policy", "v1", "poddisruptionbudgets") else { return Ok(()) };
-    let labels = pod.pointer("/metadata/labels").and_then(Value::as_object);
-    for _attempt in 0..5 {
-        let list = ListObjects {
-            target: Target::collection(&pdbs, &target.namespace),
-            options: ListOptions::everything(ReadAt::Latest),
-        };
-        let all = ctx.server.stages.reads(&pdbs)?.reader.list(list).await?;
-        let matching: Vec<Value> = all
-            .items
-            .iter()
-            .map(|o| o.value())
-            .filter(|pdb| {
-                pdb.pointer("/spec/selector")
-                    .and_then(|s| LabelSelector::from_label_selector(Some(s)).ok())
-                    .is_some_and(|sel| sel.matches(labels))
-            })
-            .collect();
-        let pdb = match matching.as_slice() {
-            [] => return Ok(()),
-            [one] => one.clone(),
-            _ => {
-                return Err(ApiError::unknown(
-                    "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
-                ));
-            }
-        };
-        let name = pdb.name().to_string();
-        let int = |p: &str| pdb.pointer(p).and_then(Value::as_i64).unwrap_or(0);
-        let policy =
-            pdb.pointer("/spec/unhealthyPodEvictionPolicy").and_then(Value::as_str).unwrap_or("IfHealthyBudget");
-        let (current, desired) = (int("/status/currentHealthy"), int("/status/desiredHealthy"));
-        if !ready(pod) && (policy == "AlwaysAllow" || (current >= desired && desired > 0)) {
-            return Ok(());
-        }
-        if int("/status/observedGeneration") < int("/metadata/generation") {
-            return Err(budget_refusal(
-                format!("The disruption budget {name} is still being processed by the server."),
-                Some(10),
-            ));
-        }
-        let allowed = int("/status/disruptionsAllowed");
-        if allowed < 0 {
-            return Err(ApiError::forbidden(
-                "policy",
-                "poddisruptionbudget",
-                &name,
-                "pdb disruptions allowed is negative",
-            ));
-        }
-        if allowed == 0 {
-            return Err(budget_refusal(
-                format!("The disruption budget {name} needs {desired} healthy pods and has {current} currently"),
-                None,
-            ));
-        }
-        let mut updated = pdb.clone();
-        updated["status"]["disruptionsAllowed"] = json!(allowed - 1);
-        let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
-        updated["status"]["disruptedPods"][target.name.as_str()] = json!(now);
-        let mut pdb_target = Target::object(&pdbs, &target.namespace, &name);
-        pdb_target.subresource = Some(Subresource::Status);
-        let options = WriteOptions { dry_run: ctx.query.get("dryRun") == Some("All"), ..Default::default() };
-        let msg = UpdateObject { target: pdb_target, object: updated, user: ctx.user.clone(), options };
-        match ctx.server.stages.update.ask(msg, ctx.deadline).await {
-            Ok(_) => return Ok(()),
-            Err(e) if e.reason == apimachinery::Reason::Conflict => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    let mut e = ApiError::timeout(
-        format!("Timeout: couldn't update PodDisruptionBudget \"{}\" due to conflicts", target.name),
-        10,
-    );
-    e.code = 504;
-    Err(e)
 }
 
 /// How kube's Go dialer words a refused or failed connection.

@@ -1,6 +1,7 @@
 //! The resources nothing is stored for ([`Served::ByGateway`]): the gateway answers their verbs
-//! itself. `bindings` (the top-level form of `pods/binding`) and `componentstatuses`; the
-//! review APIs join them.
+//! itself. A `create` the kind gives an action runs it (`bindings`, the top-level form of
+//! `pods/binding`); `componentstatuses` and the review APIs, which read the server's own health
+//! and its authenticators and authorizers, are answered here.
 
 use std::sync::Arc;
 
@@ -8,7 +9,6 @@ use actix_web::{HttpResponse, web};
 use apimachinery::catalogue::{ResourceDef, Served};
 use apimachinery::error::ApiError;
 use apimachinery::messages::Target;
-use apimachinery::object::ObjectExt;
 
 use crate::context::RequestContext;
 
@@ -36,18 +36,17 @@ pub async fn serve(
     if !verbs.contains(&info.verb.as_str()) {
         return Err(ApiError::method_not_allowed());
     }
+    if info.verb == "create"
+        && let Some(action) = ctx.server.actions.find(def, None)
+    {
+        let body = ctx.read_body(payload).await?;
+        return crate::subresources::act(ctx, def, action, Target::collection(def, &info.namespace), &body).await;
+    }
     match (def.group.as_str(), def.resource.as_str()) {
         ("", "componentstatuses") => crate::componentstatuses::serve(ctx).await,
         ("authentication.k8s.io" | "authorization.k8s.io", _) => {
             let body = ctx.read_body(payload).await?;
             crate::reviews::serve(ctx, def, &body).await
-        }
-        ("", "bindings") => {
-            let body = ctx.read_body(payload).await?;
-            let binding = crate::subresources::decode(ctx, &body)?;
-            let pods = ctx.server.catalogue.find("", "v1", "pods").ok_or_else(ApiError::resource_not_found)?;
-            let target = Target::object(&pods, &info.namespace, binding.name());
-            crate::subresources::bind_pod(ctx, &pods, target, &binding).await
         }
         _ => Err(ApiError::resource_not_found()),
     }

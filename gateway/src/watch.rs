@@ -19,7 +19,10 @@ use futures_util::StreamExt;
 use serde_json::json;
 
 use crate::context::RequestContext;
+use crate::metrics::WATCH_DELIVERY_LATENCY_SECONDS;
 use crate::negotiate::{Encoding, Offer, View, negotiate, partial_metadata, served, table_options};
+use apimachinery::metrics::LONGRUNNING_REQUESTS;
+use cacher::metrics::WATCH_EVENTS_SIZES;
 
 /// Decrements the long-running gauge when the stream ends, however it ends.
 struct LongRunning(metrics::Gauge);
@@ -74,11 +77,12 @@ pub async fn serve(
 
     let (group, version, resource, kind) =
         (def.group.clone(), def.version.clone(), def.resource.clone(), def.kind.clone());
-    let gauge = metrics::gauge!("apiserver_longrunning_requests", "verb" => "WATCH", "group" => group.clone(), "version" => version.clone(), "resource" => resource, "scope" => "cluster", "component" => "apiserver");
+    let gauge = metrics::gauge!(LONGRUNNING_REQUESTS, "verb" => "WATCH", "group" => group.clone(), "version" => version.clone(), "resource" => resource, "scope" => "cluster", "component" => "apiserver");
     gauge.increment(1.0);
     let guard = LongRunning(gauge);
-    let sizes = metrics::histogram!("apiserver_watch_events_sizes", "group" => group.clone(), "version" => version.clone(), "kind" => kind.clone());
-    let latency = metrics::histogram!("apiserver_watch_delivery_latency_seconds", "group" => group, "version" => version, "kind" => kind);
+    let sizes = metrics::histogram!(WATCH_EVENTS_SIZES, "group" => group.clone(), "version" => version.clone(), "kind" => kind.clone());
+    let latency =
+        metrics::histogram!(WATCH_DELIVERY_LATENCY_SECONDS, "group" => group, "version" => version, "kind" => kind);
     let mut tables = if output.view == View::Table { Some(WatchTableEncoder::new(table_options(ctx)?)) } else { None };
     let plain = output.view == View::Object && def.stored_as.is_none();
     let shared_lines = plain && output.encoding == Encoding::Json;

@@ -3,7 +3,8 @@
 //!
 //! # Layout
 //! - [`builtin`]: one file per kind, defining its `ResourceDef` (names, scope, subresources,
-//!   key layout, schema type) and its strategy; [`catalogue`] serves them all.
+//!   key layout, schema type) and its strategy, and the actions of kinds that have them
+//!   (binding, eviction); [`catalogue`] serves them all, [`actions`] lists the actions.
 //! - [`defaults`]: what kube fills in per kind (decode-time defaults, `PrepareForCreate`,
 //!   `PrepareForUpdate`).
 //! - [`printers`]: the `kubectl get` columns and cells per kind.
@@ -23,7 +24,7 @@ pub mod schema;
 #[cfg(test)]
 mod test_kinds;
 
-pub use builtin::{find, resources};
+pub use builtin::{actions, find, resources};
 
 /// A catalogue serving the built-in resources, their schemas installed for the core's walkers
 /// (strategic merge patch, managed fields, pruning).

@@ -41,6 +41,7 @@ pub mod encryption;
 pub mod etcd;
 pub mod faults;
 pub mod metered;
+pub mod metrics;
 pub mod router;
 
 /// A revision of the whole store (etcd's `header.revision`); `resourceVersion` on the wire.

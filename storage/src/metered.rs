@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use bytes::Bytes;
 
+use crate::metrics::{ETCD_REQUEST_DURATION_SECONDS, ETCD_REQUEST_ERRORS_TOTAL, ETCD_REQUESTS_TOTAL};
 use crate::{Expect, KeyValue, ListOptions, ListResult, Revision, Storage, StorageError, WatchStream};
 
 /// A backend whose every call is measured.
@@ -95,11 +96,11 @@ pub(crate) fn resource_type(key: &str) -> String {
 
 fn observe(operation: &'static str, key: &str, took: Duration, failed: bool) {
     let kind = resource_type(key);
-    metrics::histogram!("etcd_request_duration_seconds", "operation" => operation, "type" => kind.clone())
+    metrics::histogram!(ETCD_REQUEST_DURATION_SECONDS, "operation" => operation, "type" => kind.clone())
         .record(took.as_secs_f64());
-    metrics::counter!("etcd_requests_total", "operation" => operation, "type" => kind.clone()).increment(1);
+    metrics::counter!(ETCD_REQUESTS_TOTAL, "operation" => operation, "type" => kind.clone()).increment(1);
     if failed {
-        metrics::counter!("etcd_request_errors_total", "operation" => operation, "type" => kind).increment(1);
+        metrics::counter!(ETCD_REQUEST_ERRORS_TOTAL, "operation" => operation, "type" => kind).increment(1);
     }
 }
 

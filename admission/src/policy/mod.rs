@@ -42,6 +42,7 @@ use serde_json::{Value, json};
 
 use crate::cel::Authz;
 use crate::matching::RequestAttributes;
+use crate::metrics::{VALIDATING_ADMISSION_POLICY_CHECK_DURATION_SECONDS, VALIDATING_ADMISSION_POLICY_CHECK_TOTAL};
 use crate::versions::{self, Seen};
 use crate::{AdmissionPlugin, Review};
 use apimachinery::catalogue::{Catalogue, ResourceDef};
@@ -420,11 +421,11 @@ fn denied(request: &Admit, object: &Value, d: Denial) -> ApiError {
 /// `..._check_duration_seconds`, by policy, binding, enforcement action (`deny`, `warn`,
 /// `audit`, or `allow` for an error ignored) and state (`active`).
 fn record(policy: &str, binding: &str, action: &'static str, elapsed: Duration) {
-    metrics::counter!("apiserver_validating_admission_policy_check_total",
+    metrics::counter!(VALIDATING_ADMISSION_POLICY_CHECK_TOTAL,
         "policy" => policy.to_string(), "policy_binding" => binding.to_string(),
         "enforcement_action" => action, "state" => "active")
     .increment(1);
-    metrics::histogram!("apiserver_validating_admission_policy_check_duration_seconds",
+    metrics::histogram!(VALIDATING_ADMISSION_POLICY_CHECK_DURATION_SECONDS,
         "policy" => policy.to_string(), "policy_binding" => binding.to_string(),
         "enforcement_action" => action, "state" => "active")
     .record(elapsed.as_secs_f64());

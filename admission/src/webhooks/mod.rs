@@ -36,6 +36,9 @@ use serde_json::{Value, json};
 
 use crate::cel::{self, MATCH_CONDITIONS_BUDGET, OUT_OF_BUDGET};
 use crate::matching::Rule;
+use crate::metrics::{
+    ADMISSION_WEBHOOK_ADMISSION_DURATION_SECONDS, ADMISSION_WEBHOOK_REJECTION_COUNT, ADMISSION_WEBHOOK_REQUEST_TOTAL,
+};
 use crate::versions::{self, Seen};
 use crate::{AdmissionPlugin, Review};
 use apimachinery::catalogue::{Catalogue, ResourceDef};
@@ -201,15 +204,15 @@ impl WebhookPlugin {
             Err(CallFailure::Status(code, _)) => (true, *code, Some(("calling_webhook_error", 0))),
             Err(_) => (true, 0, Some(("calling_webhook_error", 0))),
         };
-        metrics::histogram!("apiserver_admission_webhook_admission_duration_seconds",
+        metrics::histogram!(ADMISSION_WEBHOOK_ADMISSION_DURATION_SECONDS,
             "name" => name.clone(), "operation" => op, "rejected" => rejected.to_string(), "type" => kind)
         .record(elapsed.as_secs_f64());
-        metrics::counter!("apiserver_admission_webhook_request_total",
+        metrics::counter!(ADMISSION_WEBHOOK_REQUEST_TOTAL,
             "name" => name.clone(), "code" => code.to_string(), "operation" => op,
             "rejected" => rejected.to_string(), "type" => kind)
         .increment(1);
         if let Some((error_type, rejection_code)) = error_type {
-            metrics::counter!("apiserver_admission_webhook_rejection_count",
+            metrics::counter!(ADMISSION_WEBHOOK_REJECTION_COUNT,
                 "name" => name, "error_type" => error_type, "operation" => op,
                 "rejection_code" => rejection_code.to_string(), "type" => kind)
             .increment(1);

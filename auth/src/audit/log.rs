@@ -21,6 +21,8 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 
 use super::event::Event;
 
+use crate::metrics::AUDIT_ERROR_TOTAL;
+
 /// lumberjack's `backupTimeFormat`, `2006-01-02T15-04-05.000`.
 const BACKUP_TIME: &str = "%Y-%m-%dT%H-%M-%S%.3f";
 /// lumberjack's size when none is given, in megabytes.
@@ -93,7 +95,7 @@ impl LogBackend {
 }
 
 fn failed(error: &str, event: &Event) {
-    metrics::counter!("apiserver_audit_error_total", "plugin" => "log").increment(1);
+    metrics::counter!(AUDIT_ERROR_TOTAL, "plugin" => "log").increment(1);
     tracing::error!(audit_id = %event.audit_id, %error, "audit log write failed");
 }
 

@@ -55,6 +55,7 @@ use actors::{ActorDirectory, WhenFull};
 use tokio::sync::mpsc;
 
 use crate::Attributes;
+use crate::metrics::{AUDIT_ERROR_TOTAL, AUDIT_EVENT_TOTAL, AUDIT_LEVEL_TOTAL, AUDIT_REQUESTS_REJECTED_TOTAL};
 use webhook_client::WebhookClient;
 
 pub mod event;
@@ -154,7 +155,7 @@ impl Auditor {
     /// The policy's decision for a request (counted in `apiserver_audit_level_total`).
     pub fn evaluate(&self, attrs: &Attributes) -> RequestAuditConfig {
         let config = self.shared.policy.evaluate(attrs);
-        metrics::counter!("apiserver_audit_level_total", "level" => config.level.as_str()).increment(1);
+        metrics::counter!(AUDIT_LEVEL_TOTAL, "level" => config.level.as_str()).increment(1);
         config
     }
 
@@ -171,13 +172,13 @@ impl Auditor {
 
     /// Buffers an event as it is, without waiting: a full buffer drops it and counts it.
     pub fn record(&self, event: Event) {
-        metrics::counter!("apiserver_audit_event_total").increment(1);
+        metrics::counter!(AUDIT_EVENT_TOTAL).increment(1);
         let queued = Queued { event, metered: self.shared.meters.start_call() };
         let Err(refused) = self.shared.buffer.try_send(queued) else { return };
         let (mpsc::error::TrySendError::Full(mut q) | mpsc::error::TrySendError::Closed(mut q)) = refused;
         q.metered.failed();
         let n = self.shared.dropped.fetch_add(1, Ordering::Relaxed) + 1;
-        metrics::counter!("apiserver_audit_error_total", "plugin" => "buffered").increment(1);
+        metrics::counter!(AUDIT_ERROR_TOTAL, "plugin" => "buffered").increment(1);
         // Warn on the 1st, 2nd, 4th, 8th... drop: a full buffer must not flood the log too.
         if n.is_power_of_two() {
             tracing::warn!(audit_id = %q.event.audit_id, dropped = n, "audit buffer full: event dropped");
@@ -240,7 +241,7 @@ impl Drop for AuditCompletion {
 pub fn start(options: &AuditOptions, directory: &ActorDirectory) -> Result<Option<Auditor>, String> {
     // Requests are never refused for audit's sake (nothing blocks on it): kube's counter of
     // such refusals stays at zero, and is exported so dashboards find it.
-    metrics::counter!("apiserver_audit_requests_rejected_total").absolute(0);
+    metrics::counter!(AUDIT_REQUESTS_REJECTED_TOTAL).absolute(0);
     let Some(policy_file) = &options.policy_file else {
         if options.log_path.is_some() || options.webhook_config_file.is_some() {
             tracing::info!("no audit policy file provided: no audit events will be recorded");

@@ -20,6 +20,8 @@ use tokio::sync::mpsc;
 use super::event::Event;
 use webhook_client::WebhookClient;
 
+use crate::metrics::AUDIT_ERROR_TOTAL;
+
 /// How long one POST may take, as kube's webhook client's request timeout.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// Attempts per batch, as kube's `DefaultRetryBackoffWithInitialDelay` (`Steps: 5`).
@@ -92,11 +94,11 @@ pub fn enqueue(queue: &mpsc::Sender<Vec<Event>>, batch: Vec<Event>) {
     match queue.try_send(batch) {
         Ok(()) => {}
         Err(mpsc::error::TrySendError::Full(_)) => {
-            metrics::counter!("apiserver_audit_error_total", "plugin" => "buffered").increment(n);
+            metrics::counter!(AUDIT_ERROR_TOTAL, "plugin" => "buffered").increment(n);
             tracing::warn!(events = n, "audit webhook queue full: batch dropped");
         }
         Err(mpsc::error::TrySendError::Closed(_)) => {
-            metrics::counter!("apiserver_audit_error_total", "plugin" => "webhook").increment(n);
+            metrics::counter!(AUDIT_ERROR_TOTAL, "plugin" => "webhook").increment(n);
         }
     }
 }
@@ -106,7 +108,7 @@ pub fn enqueue(queue: &mpsc::Sender<Vec<Event>>, batch: Vec<Event>) {
 pub async fn run_sender(client: WebhookClient, mut batches: mpsc::Receiver<Vec<Event>>, initial_backoff: Duration) {
     while let Some(batch) = batches.recv().await {
         if let Err(error) = send_batch(&client, &batch, initial_backoff).await {
-            metrics::counter!("apiserver_audit_error_total", "plugin" => "webhook").increment(batch.len() as u64);
+            metrics::counter!(AUDIT_ERROR_TOTAL, "plugin" => "webhook").increment(batch.len() as u64);
             tracing::error!(server = client.server(), events = batch.len(), %error, "audit webhook batch dropped");
         }
     }

@@ -19,6 +19,8 @@ use apimachinery::messages::{Authenticate, Authenticated};
 use apimachinery::request::UserInfo;
 use async_trait::async_trait;
 
+use crate::metrics::{AUTHENTICATION_ATTEMPTS, AUTHENTICATION_DURATION_SECONDS};
+
 pub mod oidc;
 pub mod token_file;
 pub mod webhook;
@@ -101,7 +103,7 @@ async fn authenticate_token(
             Ok(None) => continue,
             Err(_) => "failure",
         };
-        metrics::histogram!("authentication_duration_seconds", "result" => result)
+        metrics::histogram!(AUTHENTICATION_DURATION_SECONDS, "result" => result)
             .record(started.elapsed().as_secs_f64());
         match outcome {
             Ok(Some(mut found)) => {
@@ -131,7 +133,7 @@ impl StageHandler<Authenticate> for AuthenticationActor {
     ) -> Work<Self, Result<Authenticated, ApiError>> {
         let count = |r: &Result<Authenticated, ApiError>| {
             let label = if r.is_ok() { "success" } else { "error" };
-            metrics::counter!("authentication_attempts", "result" => label).increment(1);
+            metrics::counter!(AUTHENTICATION_ATTEMPTS, "result" => label).increment(1);
         };
         // kube tries client certificates before tokens: a verified certificate decides.
         if let Some(user) = creds.client_certificate {

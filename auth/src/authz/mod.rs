@@ -12,6 +12,7 @@ use apimachinery::messages::{AuthorizationDecision, Authorize};
 use apimachinery::request::{RequestInfo, UserInfo};
 
 use crate::Attributes;
+use crate::metrics::AUTHORIZATION_DECISIONS_TOTAL;
 use crate::rbac::Policy;
 
 pub mod node;
@@ -248,7 +249,7 @@ fn count(decision: &AuthorizationDecision, mode: Option<AuthorizationMode>) {
         (None, true) => "SystemMasters",
         (None, false) => "",
     };
-    metrics::counter!("apiserver_authorization_decisions_total", "type" => kind, "decision" => label).increment(1);
+    metrics::counter!(AUTHORIZATION_DECISIONS_TOTAL, "type" => kind, "decision" => label).increment(1);
 }
 
 /// kube's 403 for `user` doing `request`, with the authorizers' reasons after a colon.

@@ -10,6 +10,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::Attributes;
+use crate::metrics::{
+    AUTHORIZATION_WEBHOOK_DURATION_SECONDS, AUTHORIZATION_WEBHOOK_EVALUATIONS_FAIL_OPEN_TOTAL,
+    AUTHORIZATION_WEBHOOK_EVALUATIONS_TOTAL,
+};
 use crate::ttl_cache::TtlCache;
 use webhook_client::WebhookClient;
 
@@ -115,9 +119,8 @@ impl WebhookAuthorizer {
             Err(e) if e.contains("timed out") => "timeout",
             _ => "error",
         };
-        metrics::counter!("apiserver_authorization_webhook_evaluations_total", "name" => NAME, "result" => result)
-            .increment(1);
-        metrics::histogram!("apiserver_authorization_webhook_duration_seconds", "name" => NAME, "result" => result)
+        metrics::counter!(AUTHORIZATION_WEBHOOK_EVALUATIONS_TOTAL, "name" => NAME, "result" => result).increment(1);
+        metrics::histogram!(AUTHORIZATION_WEBHOOK_DURATION_SECONDS, "name" => NAME, "result" => result)
             .record(started.elapsed().as_secs_f64());
         let body = match outcome {
             Ok((code, body)) if (200..300).contains(&code) => body,
@@ -139,7 +142,7 @@ impl WebhookAuthorizer {
 
     fn fail_open(&self, result: &'static str, why: String) -> Verdict {
         tracing::warn!("authorization webhook: {why}");
-        metrics::counter!("apiserver_authorization_webhook_evaluations_fail_open_total", "name" => NAME, "result" => result)
+        metrics::counter!(AUTHORIZATION_WEBHOOK_EVALUATIONS_FAIL_OPEN_TOTAL, "name" => NAME, "result" => result)
             .increment(1);
         Verdict::Failed(why)
     }

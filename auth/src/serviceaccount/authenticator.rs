@@ -20,6 +20,9 @@ use serde_json::Value;
 
 use super::{BoundClaims, KeySet, LEGACY_ISSUER, LegacyClaims, user_name};
 use crate::authn::TokenAuthenticator;
+use crate::metrics::{
+    SERVICEACCOUNT_LEGACY_TOKENS_TOTAL, SERVICEACCOUNT_STALE_TOKENS_TOTAL, SERVICEACCOUNT_VALID_TOKENS_TOTAL,
+};
 
 /// go-jose's default leeway, which kube's validation uses.
 const LEEWAY_SECONDS: u64 = 60;
@@ -117,9 +120,9 @@ impl ServiceAccountAuthenticator {
         }
         let now = chrono::Utc::now().timestamp();
         if k.warnafter.is_some_and(|w| now > w) {
-            metrics::counter!("serviceaccount_stale_tokens_total").increment(1);
+            metrics::counter!(SERVICEACCOUNT_STALE_TOKENS_TOTAL).increment(1);
         } else {
-            metrics::counter!("serviceaccount_valid_tokens_total").increment(1);
+            metrics::counter!(SERVICEACCOUNT_VALID_TOKENS_TOTAL).increment(1);
         }
         Ok(Authenticated {
             user: account_user(&k.namespace, &k.serviceaccount.name, &k.serviceaccount.uid, extra),
@@ -144,7 +147,7 @@ impl ServiceAccountAuthenticator {
                 self.api_audiences
             ));
         }
-        metrics::counter!("serviceaccount_legacy_tokens_total").increment(1);
+        metrics::counter!(SERVICEACCOUNT_LEGACY_TOKENS_TOTAL).increment(1);
         Ok(Authenticated { user: account_user(ns, name, uid, BTreeMap::new()), audiences: held })
     }
 

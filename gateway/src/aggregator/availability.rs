@@ -36,9 +36,10 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use controllers::{WRITE_TIMEOUT, events, identity};
+use stage_handles::Stages;
 
 use super::{Aggregator, Rechecks};
-use stage_handles::Stages;
+use crate::metrics::{AGGREGATOR_UNAVAILABLE_APISERVICE, AGGREGATOR_UNAVAILABLE_APISERVICE_TOTAL};
 
 /// How often an available APIService is probed again (kube's informer resync).
 const RESYNC: Duration = Duration::from_secs(30);
@@ -92,7 +93,7 @@ impl Controller {
         if kind == WatchEventType::Deleted {
             self.tracked.remove(&name);
             self.aggregator.remove(&name);
-            metrics::gauge!("aggregator_unavailable_apiservice", "name" => name).set(0.0);
+            metrics::gauge!(AGGREGATOR_UNAVAILABLE_APISERVICE, "name" => name).set(0.0);
             return;
         }
         self.aggregator.apply(&obj);
@@ -119,7 +120,7 @@ impl Controller {
         if !remote {
             entry.next_probe = None;
             entry.next_discovery = None;
-            metrics::gauge!("aggregator_unavailable_apiservice", "name" => name.clone()).set(0.0);
+            metrics::gauge!(AGGREGATOR_UNAVAILABLE_APISERVICE, "name" => name.clone()).set(0.0);
             if apiregistration::available_condition(&entry.object).is_none_or(|c| c["reason"] != "Local") {
                 let object = entry.object.clone();
                 self.write_status(object, &Availability::local()).await;
@@ -215,11 +216,11 @@ impl Controller {
                 let wait = if passed { RESYNC } else { t.retry };
                 t.next_probe = Some(if std::mem::take(&mut t.recheck) { now } else { now + wait });
                 let unavailable = if passed { 0.0 } else { 1.0 };
-                metrics::gauge!("aggregator_unavailable_apiservice", "name" => spec.name.clone()).set(unavailable);
+                metrics::gauge!(AGGREGATOR_UNAVAILABLE_APISERVICE, "name" => spec.name.clone()).set(unavailable);
                 let object = t.object.clone();
                 let was_available = apiregistration::is_available(&object);
                 if self.write_status(object, &availability).await && was_available && !passed {
-                    metrics::counter!("aggregator_unavailable_apiservice_total",
+                    metrics::counter!(AGGREGATOR_UNAVAILABLE_APISERVICE_TOTAL,
                         "name" => spec.name.clone(), "reason" => availability.reason)
                     .increment(1);
                 }

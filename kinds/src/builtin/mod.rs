@@ -23,6 +23,7 @@ mod deployment;
 mod endpoints;
 mod endpointslice;
 mod event;
+mod eviction;
 mod flowcontrol;
 mod horizontalpodautoscaler;
 mod ingress;
@@ -139,6 +140,16 @@ static BUILTIN: LazyLock<Vec<Arc<ResourceDef>>> = LazyLock::new(|| definitions()
 /// The built-in resources, in discovery order.
 pub fn resources() -> &'static [Arc<ResourceDef>] {
     &BUILTIN
+}
+
+/// The built-in kinds' actions: a pod's `binding` and `eviction`, and the top-level `bindings`.
+pub fn actions() -> apimachinery::action::Actions {
+    use apimachinery::catalogue::Subresource;
+    let mut actions = apimachinery::action::Actions::default();
+    actions.insert("", "pods", Some(Subresource::Binding), Arc::new(binding::Bind));
+    actions.insert("", "pods", Some(Subresource::Eviction), Arc::new(eviction::Evict));
+    actions.insert("", "bindings", None, Arc::new(binding::BindByName));
+    actions
 }
 
 /// A built-in resource by group, version and plural name (tests, and what the schema store is

@@ -44,6 +44,7 @@ use self::log::{LogWriter, Record};
 use self::state::{Change, State, Version};
 use self::watch::Watchers;
 use self::writer::{Mutation, WriteOp, WriteOutcome, WriteRequest, Writer};
+use crate::metrics::STORAGE_DB_TOTAL_SIZE_IN_BYTES;
 use crate::{Expect, KeyValue, ListOptions, ListResult, Revision, Storage, StorageError, WatchStream};
 
 /// The largest `max_value_size` honoured (1 GiB): a record, key and framing included, must fit a
@@ -130,8 +131,7 @@ impl Shared {
 
     /// Reports the log's size.
     fn record_size(&self, bytes: u64) {
-        metrics::gauge!("apiserver_storage_db_total_size_in_bytes", "endpoint" => self.dir.display().to_string())
-            .set(bytes as f64);
+        metrics::gauge!(STORAGE_DB_TOTAL_SIZE_IN_BYTES, "endpoint" => self.dir.display().to_string()).set(bytes as f64);
     }
 
     /// The error for a backend that cannot serve, e.g. a disk error naming its file.

@@ -17,6 +17,7 @@ use tokio::sync::mpsc;
 
 use super::Shared;
 use crate::metered::resource_type;
+use crate::metrics::TERMINATED_WATCHERS_TOTAL;
 use crate::{Event, ProgressRequester, Revision, StorageError, WatchItem, WatchStream};
 
 /// Events scanned per replay step, so a replay over a long log filtered by a narrow prefix never
@@ -82,7 +83,7 @@ fn deliver(tx: &mpsc::Sender<WatchItem>, item: WatchItem, backend: &str, prefix:
             tx.max_capacity() - 1
         ),
     }));
-    metrics::counter!("apiserver_terminated_watchers_total", "resource" => resource_type(prefix)).increment(1);
+    metrics::counter!(TERMINATED_WATCHERS_TOTAL, "resource" => resource_type(prefix)).increment(1);
     false
 }
 

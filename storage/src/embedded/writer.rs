@@ -16,6 +16,7 @@ use tokio::sync::{OwnedSemaphorePermit, oneshot};
 use super::Shared;
 use super::log::{self, LogWriter, Record};
 use super::state::Change;
+use crate::metrics::STORAGE_EMBEDDED_BATCH_SIZE;
 use crate::{Expect, KeyValue, Revision, StorageError};
 
 /// Bytes of values past which a batch stops taking requests, bounding the frame buffer (a
@@ -159,7 +160,7 @@ impl Writer {
                 }
             }
             expected = batch.len();
-            metrics::histogram!("apiserver_storage_embedded_batch_size").record(batch.len() as f64);
+            metrics::histogram!(STORAGE_EMBEDDED_BATCH_SIZE).record(batch.len() as f64);
             // A compaction is a barrier: the writes before it commit first.
             let mut writes = Vec::with_capacity(batch.len());
             let mut closed = None;

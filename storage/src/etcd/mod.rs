@@ -57,6 +57,7 @@ use etcd_client::{
 };
 use members::{Attempt, Members};
 
+use crate::metrics::STORAGE_DB_TOTAL_SIZE_IN_BYTES;
 use crate::{Expect, KeyValue, ListOptions, ListResult, Revision, Storage, StorageError, WatchStream};
 
 /// etcd's answer to a read or compaction below its compacted revision.
@@ -377,7 +378,7 @@ impl Inner {
             let mut client = member.maintenance.clone();
             match tokio::time::timeout(self.options.request_timeout, client.status()).await.map_err(|_| ()) {
                 Ok(Ok(status)) => {
-                    metrics::gauge!("apiserver_storage_db_total_size_in_bytes", "endpoint" => endpoint.clone())
+                    metrics::gauge!(STORAGE_DB_TOTAL_SIZE_IN_BYTES, "endpoint" => endpoint.clone())
                         .set(status.db_size() as f64);
                 }
                 Ok(Err(e)) => tracing::debug!(endpoint, error = %describe(&e), "etcd status failed"),

@@ -48,6 +48,7 @@ use tokio::sync::{Notify, mpsc};
 use super::members::Attempt;
 use super::{Failure, HEADER_KEY, Inner, header_revision, key_value};
 use crate::metered::resource_type;
+use crate::metrics::TERMINATED_WATCHERS_TOTAL;
 use crate::{Event, EventType, KeyValue, ProgressRequester, Revision, StorageError, WatchItem, WatchStream};
 
 /// Asks a watch task for a progress notification.
@@ -298,8 +299,7 @@ impl WatchTask {
         if self.tx.capacity() > 1 {
             return self.tx.try_send(item).is_ok();
         }
-        metrics::counter!("apiserver_terminated_watchers_total", "resource" => resource_type(&self.prefix))
-            .increment(1);
+        metrics::counter!(TERMINATED_WATCHERS_TOTAL, "resource" => resource_type(&self.prefix)).increment(1);
         self.end(self.unavailable(format!("watcher fell behind: {} items were waiting unread", self.capacity)))
     }
 

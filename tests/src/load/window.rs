@@ -128,7 +128,7 @@ fn counter(metrics: &str, name: &str, needles: &[&str]) -> f64 {
 async fn storage_lists(admin: &awc::Client, url: &str) -> f64 {
     let Ok(mut r) = admin.get(url).send().await else { return 0.0 };
     let text = r.body().limit(1 << 26).await.map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
-    counter(&text, "etcd_requests_total", &["operation=\"list\"", "type=\"configmaps\""])
+    counter(&text, storage::metrics::ETCD_REQUESTS_TOTAL, &["operation=\"list\"", "type=\"configmaps\""])
 }
 
 /// Runs one cell. Run inside an actix runtime.
