@@ -283,7 +283,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         extra_sans: vec![options.bind_address.to_string(), range.first().to_string()],
     };
     let material = tls::prepare(&data_dir, &tls_opts)?;
-    bootstrap(&stages, range.first().to_string(), objects.as_ref()).await?;
+    bootstrap(&stages, &catalogue, range.first().to_string(), objects.as_ref()).await?;
     crate::rbac_feed::start(stages.caches.clone(), catalogue.clone(), policy.clone()).await?;
     let openapi = crate::openapi::CustomOpenApi::default();
     controllers::crds::start(stages.clone(), catalogue.clone(), Arc::new(openapi.clone()), objects.clone()).await;
@@ -577,7 +577,12 @@ fn spawn_controllers(
 /// Creates what kube's bootstrap controller and post-start hooks create: the system
 /// namespaces, the `kubernetes` service at the first address of the service range, and the
 /// system priority classes.
-async fn bootstrap(stages: &Stages, kubernetes_ip: String, lookup: &dyn ObjectLookup) -> Result<(), String> {
+async fn bootstrap(
+    stages: &Stages,
+    catalogue: &Catalogue,
+    kubernetes_ip: String,
+    lookup: &dyn ObjectLookup,
+) -> Result<(), String> {
     let system = UserInfo {
         name: "system:apiserver".into(),
         uid: String::new(),
@@ -612,11 +617,8 @@ async fn bootstrap(stages: &Stages, kubernetes_ip: String, lookup: &dyn ObjectLo
     }
     for (target, object) in objects {
         // Created once: after a restart they exist (and the Service's address is taken).
-        let path = match target.resource.as_str() {
-            "services" => "services/specs".to_string(),
-            other => other.to_string(),
-        };
-        let path = path.as_str();
+        let def = target.resolve(catalogue).map_err(|e| format!("bootstrap: {}", e.message))?;
+        let path = def.storage_path.as_str();
         let existing =
             Target { name: object["metadata"]["name"].as_str().unwrap_or_default().into(), ..target.clone() };
         if stored(stages, path, existing.clone()).await.is_some() {
