@@ -34,6 +34,8 @@
 //!   `preemptionPolicy`; one global default.
 //! - [`runtime_class`]: kube's `RuntimeClass`: the class's overhead and scheduling constraints.
 //! - [`tolerations`]: kube's `DefaultTolerationSeconds` and `TaintNodesByCondition`.
+//! - [`escalation`]: RBAC escalation prevention, first in the chain, asking the auth stage's
+//!   check.
 //! - [`default_class`]: kube's `DefaultStorageClass` and `DefaultIngressClass`.
 //! - [`volumes`]: kube's `StorageObjectInUseProtection` and `PersistentVolumeClaimResize`.
 //! - [`certificates`]: kube's `CertificateApproval`, `CertificateSigning` and
@@ -63,6 +65,7 @@ pub mod cel;
 pub mod certificates;
 pub mod config;
 pub mod default_class;
+pub mod escalation;
 pub mod limit_ranger;
 mod live_lookup;
 pub mod matching;

@@ -229,3 +229,13 @@ pub async fn service_url(
 pub fn slash_prefixed(path: &str) -> String {
     if path.starts_with('/') { path.to_string() } else { format!("/{path}") }
 }
+
+/// Whether a writer may write an RBAC role or binding that grants what it does not hold
+/// itself (kube's RBAC storage's escalation check). The authorizer knows what a user holds, so
+/// the auth stage implements it; admission asks it first, as kube checks before its admission.
+pub trait RoleEscalation: Send + Sync {
+    /// Refuses with 403 a create or update (`request`) of a role or binding (`object`) that
+    /// grants more than its writer holds, unless the writer may `escalate` the role (roles) or
+    /// `bind` it (bindings). Anything else passes.
+    fn check(&self, request: &crate::messages::Admit, object: &Value) -> Result<(), ApiError>;
+}

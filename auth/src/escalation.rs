@@ -1,10 +1,104 @@
 //! RBAC escalation prevention: a Role, ClusterRole or binding may grant only what its writer
 //! already holds, unless the writer may `escalate` the role (for roles) or `bind` it (for
 //! bindings) (kube: `pkg/registry/rbac/validation`, `ConfirmNoEscalation` and `Covers`).
+//!
+//! [`EscalationCheck`] answers the core's `RoleEscalation`, which the admission chain asks
+//! first in its mutating phase.
 
 use std::collections::BTreeMap;
 
+use apimachinery::error::ApiError;
+use apimachinery::lookup::RoleEscalation;
+use apimachinery::messages::{Admit, Operation};
+use apimachinery::object::ObjectExt;
+use serde_json::Value;
+
 use crate::rbac::PolicyRule;
+use crate::{Attributes, AuthorizationMode, SharedPolicy};
+
+/// The check admission runs first, over the authorizer's modes and policy.
+pub struct EscalationCheck {
+    /// `--authorization-mode`: the check runs when RBAC is one of them.
+    pub modes: Vec<AuthorizationMode>,
+    /// The RBAC state the writer's rules are resolved from.
+    pub policy: SharedPolicy,
+}
+
+const GROUP: &str = "rbac.authorization.k8s.io";
+
+impl EscalationCheck {
+    /// Whether the writer may `verb` the role `resource`/`name` in `namespace`.
+    fn may(&self, request: &Admit, verb: &str, resource: &str, namespace: &str, name: &str) -> bool {
+        let a = Attributes {
+            user: request.user.clone(),
+            verb: verb.into(),
+            is_resource_request: true,
+            api_group: GROUP.into(),
+            resource: resource.into(),
+            namespace: namespace.into(),
+            name: name.into(),
+            ..Default::default()
+        };
+        crate::authz::decide(&self.modes, &self.policy, &a).allowed
+    }
+
+    /// What the writer holds in `namespace` (cluster-wide when empty).
+    fn held(&self, request: &Admit, namespace: &str) -> Vec<PolicyRule> {
+        let a = Attributes { user: request.user.clone(), namespace: namespace.into(), ..Default::default() };
+        crate::authz::rules_for(&self.modes, &self.policy, &a).0
+    }
+
+    fn refuse(
+        &self,
+        request: &Admit,
+        resource: &str,
+        name: &str,
+        wanted: &[PolicyRule],
+        namespace: &str,
+    ) -> Result<(), ApiError> {
+        let user = &request.user;
+        match refusal(&user.name, &user.groups, &self.held(request, namespace), wanted) {
+            None => Ok(()),
+            Some(why) => Err(ApiError::forbidden(GROUP, resource, name, &why)),
+        }
+    }
+}
+
+impl RoleEscalation for EscalationCheck {
+    fn check(&self, request: &Admit, object: &Value) -> Result<(), ApiError> {
+        let target = &request.target;
+        let writes = matches!(request.operation, Operation::Create | Operation::Update);
+        if target.group != GROUP
+            || !writes
+            || request.user.in_group("system:masters")
+            || !self.modes.contains(&AuthorizationMode::Rbac)
+        {
+            return Ok(());
+        }
+        let (namespace, name) = (object.namespace().to_string(), object.name().to_string());
+        match target.resource.as_str() {
+            resource @ ("roles" | "clusterroles") if !self.may(request, "escalate", resource, &namespace, &name) => {
+                self.refuse(request, resource, &name, &PolicyRule::all_of(object), &namespace)?;
+            }
+            resource @ ("rolebindings" | "clusterrolebindings") => {
+                let kind = object.pointer("/roleRef/kind").and_then(Value::as_str).unwrap_or("");
+                let role = object.pointer("/roleRef/name").and_then(Value::as_str).unwrap_or("");
+                let role_resource = if kind == "Role" { "roles" } else { "clusterroles" };
+                if !self.may(request, "bind", role_resource, &namespace, role) {
+                    let rules = self
+                        .policy
+                        .read()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .referenced_rules(&namespace, kind, role);
+                    let rules = rules.map_err(|e| ApiError::forbidden(GROUP, resource, &name, &e))?;
+                    self.refuse(request, resource, &name, &rules, &namespace)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
 
 /// One rule per group × resource × verb (× name), and per URL × verb: the atoms `Covers`
 /// compares, each covered by a single owner rule or by none.

@@ -29,7 +29,6 @@
 //!   extension servers, their availability probes and cached discovery.
 //! - [`negotiate`]: representations (JSON, YAML, protobuf; tables and metadata views).
 //! - [`reviews`]: the access and token review APIs, answered in process.
-//! - [`escalation`]: RBAC escalation prevention, first in the admission chain.
 //! - [`status_writer`]: how admission plugins write other objects' status (quota charges).
 //! - [`rbac_feed`]: keeps the authorizer's RBAC policy current from the RBAC cachers.
 //! - [`tokens`]: the TokenRequest subresource and the token issuer's discovery documents.
@@ -51,7 +50,6 @@ pub mod componentstatuses;
 pub mod config;
 pub mod context;
 pub mod discovery;
-pub mod escalation;
 pub mod health;
 pub mod lifecycle;
 pub mod metrics;

@@ -154,8 +154,10 @@ pub(crate) fn start_write_path(
 ) -> Result<WritePath, String> {
     let shed = WhenFull::Shed { wait: options.stage_mailbox_wait };
     let policy = auth::SharedPolicy::default();
-    let escalation =
-        crate::escalation::RbacEscalation { modes: options.authorization_mode.0.clone(), policy: policy.clone() };
+    let escalation = admission::escalation::RbacEscalation(Arc::new(auth::escalation::EscalationCheck {
+        modes: options.authorization_mode.0.clone(),
+        policy: policy.clone(),
+    }));
     let authorizers = authorizers(options, &policy, objects)?;
     let authorization = actors::start(
         arbiters.front,
