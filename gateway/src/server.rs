@@ -140,16 +140,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     if let Some(config) = &election {
         config.validate()?;
     }
-    let diagnosis = match options.diagnosis {
-        true => {
-            let thresholds = match &options.diagnosis_config {
-                Some(path) => diagnosis::Thresholds::load(path).map_err(|e| format!("--diagnosis-config: {e}"))?,
-                None => diagnosis::Thresholds::default(),
-            };
-            Some(Arc::new(diagnosis::Diagnosis::new(Arc::default(), thresholds)))
-        }
-        false => None,
-    };
+    let diagnosis = diagnosis(&options)?;
     let metrics = install_metrics(diagnosis.as_ref().map(|d| d.signals().clone()));
     // Schemas and OpenAPI documents are built once, before the first request needs them.
     kinds::schema::prepare();
@@ -165,22 +156,134 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     if let Some(diagnosis) = &diagnosis {
         diagnose(diagnosis.clone(), storage_meters);
     }
-    let backends = router.clone();
     let directory = ActorDirectory::default();
     publish_stage_gauges(directory.clone());
-    let shed = WhenFull::Shed { wait: options.stage_mailbox_wait };
+    let stages = start_stages(&options, &data_dir, &catalogue, &router, &directory)?;
+    let Started { stages, objects, authorizers, policy, auditor, issuer, remotes, apf, apf_view, apf_exempt } = stages;
 
+    let range = options.service_cluster_ip_range;
+    let tls_opts = tls::TlsOptions {
+        cert_file: options.tls_cert_file.clone(),
+        key_file: options.tls_private_key_file.clone(),
+        client_ca_file: options.client_ca_file.clone(),
+        extra_sans: vec![options.bind_address.to_string(), range.first().to_string()],
+    };
+    let material = tls::prepare(&data_dir, &tls_opts)?;
+    bootstrap(&stages, &catalogue, range.first().to_string(), objects.as_ref()).await?;
+    crate::rbac_feed::start(stages.caches.clone(), catalogue.clone(), policy.clone()).await?;
+    let openapi = crate::openapi::CustomOpenApi::default();
+    let aggregator = start_api_controllers(&options, &stages, &catalogue, &objects, &openapi, &material).await?;
+    let elector = start_elected_controllers(
+        &options,
+        election,
+        &lifecycle,
+        &stages,
+        &catalogue,
+        &objects,
+        &issuer,
+        material.serving_ca_pem.clone(),
+    )?;
+    crate::backends::spawn_object_counts(
+        router.clone(),
+        catalogue.clone(),
+        options.etcd_prefix.clone(),
+        Duration::from_secs(60),
+    );
+    if !options.etcd_compaction_interval.is_zero() {
+        crate::backends::spawn_compaction(router.clone(), options.etcd_compaction_interval);
+    }
+
+    let host =
+        if options.bind_address.is_unspecified() { "127.0.0.1".to_string() } else { options.bind_address.to_string() };
+    let host = if host.contains(':') { format!("[{host}]") } else { host };
+    let address = format!("{host}:{}", options.secure_port);
+    let kubeconfig = data_dir.join("admin.kubeconfig");
+    match tls::write_admin_kubeconfig(&kubeconfig, &format!("https://{address}"), &material) {
+        Ok(()) => println!("apiserver: serving on https://{address}; kubeconfig: {}", kubeconfig.display()),
+        Err(e) => println!("apiserver: serving on https://{address}; {e}"),
+    }
+
+    let backends = router.clone();
+    let server = web::Data::new(ServerState {
+        stages,
+        catalogue,
+        actions: kinds::actions(),
+        openapi,
+        authorizers,
+        auditor,
+        tokens: issuer,
+        options: options.clone(),
+        metrics,
+        router,
+        faults,
+        diagnosis,
+        directory,
+        address,
+        started: Instant::now(),
+        apf,
+        apf_view,
+        apf_exempt,
+        aggregator,
+        remotes,
+        lifecycle: lifecycle.clone(),
+    });
+    let (main, admin) = http_servers(&options, server, material)?;
+    run_until_terminated(&options, &lifecycle, main, admin, elector).await?;
+    // Every request has been answered: storage closes with no accepted write left half done.
+    if let Err(e) = backends.close().await {
+        tracing::warn!("closing storage: {e}");
+    }
+    tracing::info!("[graceful-termination] apiserver is exiting");
+    Ok(())
+}
+
+/// The diagnosis of `--diagnosis`, with the thresholds of `--diagnosis-config`.
+fn diagnosis(options: &ServeOptions) -> Result<Option<Arc<diagnosis::Diagnosis>>, String> {
+    if !options.diagnosis {
+        return Ok(None);
+    }
+    let thresholds = match &options.diagnosis_config {
+        Some(path) => diagnosis::Thresholds::load(path).map_err(|e| format!("--diagnosis-config: {e}"))?,
+        None => diagnosis::Thresholds::default(),
+    };
+    Ok(Some(Arc::new(diagnosis::Diagnosis::new(Arc::default(), thresholds))))
+}
+
+/// The stages, running, and what the handlers keep of them.
+struct Started {
+    stages: Stages,
+    objects: Arc<dyn ObjectLookup>,
+    authorizers: Arc<auth::authz::Authorizers>,
+    policy: auth::SharedPolicy,
+    auditor: Option<auth::audit::Auditor>,
+    issuer: Arc<auth::serviceaccount::TokenIssuer>,
+    remotes: RemoteStages,
+    apf: flowcontrol::SharedConfig,
+    apf_view: flowcontrol::FlowControlView,
+    apf_exempt: flowcontrol::ExemptSeats,
+}
+
+/// Starts every stage on its arbiter: the cachers of every stored resource, the write path
+/// (authorization, admission, storage, or the storage stage processes of the topology),
+/// authentication and flow control.
+fn start_stages(
+    options: &ServeOptions,
+    data_dir: &std::path::Path,
+    catalogue: &Arc<Catalogue>,
+    router: &Arc<storage::router::StorageRouter>,
+    directory: &ActorDirectory,
+) -> Result<Started, String> {
     let front = StageArbiter::new("front");
     let admission_arbiter = StageArbiter::new("admission");
     let storage_arbiter = StageArbiter::new("storage");
     let cacher_arbiter = StageArbiter::new("cachers");
 
-    let topology = Topology::load(options.stage_topology.as_deref(), &catalogue)?;
+    let topology = Topology::load(options.stage_topology.as_deref(), catalogue)?;
     let cluster_tls = match topology.shards.is_empty() {
         true => None,
-        false => Some(crate::topology::cluster_tls(&options)?),
+        false => Some(crate::topology::cluster_tls(options)?),
     };
-    let remotes = RemoteStages::connect(&topology, cluster_tls.as_ref(), &directory)?;
+    let remotes = RemoteStages::connect(&topology, cluster_tls.as_ref(), directory)?;
     for shard in &topology.shards {
         tracing::info!(shard = shard.name, url = shard.url, resources = ?shard.resources, "storage stage in another process");
     }
@@ -189,20 +292,18 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     for def in catalogue.stores() {
         caches.start(def);
     }
-
     let objects: Arc<dyn ObjectLookup> = Arc::new(crate::pipeline::CachedObjects {
         catalogue: catalogue.clone(),
         caches: caches.clone(),
         on_demand: false,
     });
-    let range = options.service_cluster_ip_range;
     let arbiters =
         crate::pipeline::Arbiters { front: &front, admission: &admission_arbiter, storage: &storage_arbiter };
     let crate::pipeline::WritePath { authorizers, policy, authorization, storage } =
-        crate::pipeline::start_write_path(&options, &catalogue, &router, &objects, &directory, &arbiters)?;
-    let auditor = auth::audit::start(&audit_options(&options), &directory)?;
+        crate::pipeline::start_write_path(options, catalogue, router, &objects, directory, &arbiters)?;
+    let auditor = auth::audit::start(&audit_options(options), directory)?;
     let keys = Arc::new(auth::serviceaccount::KeySet::load(
-        &data_dir,
+        data_dir,
         options.service_account_signing_key_file.as_deref(),
         &options.service_account_key_file,
     )?);
@@ -213,6 +314,52 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         &audiences,
         options.service_account_max_token_expiration,
     ));
+    let authenticators = authenticators(options, keys, &audiences, &objects)?;
+    // In front of flow control: waits for a slot rather than refusing, so APF decides who is
+    // turned away.
+    let authentication = actors::start(
+        &front,
+        directory,
+        &crate::pipeline::spec("authentication", "", options, WhenFull::Wait),
+        AuthenticationActor::new(authenticators, audiences, options.anonymous_auth),
+    );
+    let apf = flowcontrol::SharedConfig::default();
+    let server_seats = flowcontrol::limits::server_concurrency_limit(
+        options.max_requests_inflight,
+        options.max_mutating_requests_inflight,
+    );
+    let apf_stage = FlowControlActor::new(server_seats, apf.clone(), Some(objects.clone()));
+    let apf_view = apf_stage.view();
+    let apf_exempt = apf_stage.exempt_seats();
+    // Requests APF queues hold their mailbox slot while they wait: the bound must exceed what
+    // the queues hold, or a flood would fill the mailbox and turn away every flow alike.
+    let shed = WhenFull::Shed { wait: options.stage_mailbox_wait };
+    let mut apf_spec = crate::pipeline::spec("flowcontrol", "", options, shed);
+    apf_spec.capacity = apf_spec.capacity.max(APF_MAILBOX_CAPACITY);
+    let flow_control = actors::start(&front, directory, &apf_spec, apf_stage);
+
+    let stages = Stages {
+        authenticate: authentication.handle(),
+        authorize: authorization.handle(),
+        flow_control: flow_control.handle(),
+        create: ShardedWrites::handle(storage.handle(), &remotes, catalogue.clone()),
+        update: ShardedWrites::handle(storage.handle(), &remotes, catalogue.clone()),
+        patch: ShardedWrites::handle(storage.handle(), &remotes, catalogue.clone()),
+        delete: ShardedWrites::handle(storage.handle(), &remotes, catalogue.clone()),
+        delete_collection: ShardedWrites::handle(storage.handle(), &remotes, catalogue.clone()),
+        caches,
+    };
+    Ok(Started { stages, objects, authorizers, policy, auditor, issuer, remotes, apf, apf_view, apf_exempt })
+}
+
+/// The token authenticators of the flags, in kube's order: static tokens, ServiceAccount
+/// tokens, OIDC, the token webhook.
+fn authenticators(
+    options: &ServeOptions,
+    keys: Arc<auth::serviceaccount::KeySet>,
+    audiences: &[String],
+    objects: &Arc<dyn ObjectLookup>,
+) -> Result<Vec<Arc<dyn auth::TokenAuthenticator>>, String> {
     let mut authenticators: Vec<Arc<dyn auth::TokenAuthenticator>> = Vec::new();
     if let Some(f) = &options.token_auth_file {
         authenticators.push(Arc::new(auth::StaticTokens(auth::load_token_file(f)?)));
@@ -220,7 +367,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     authenticators.push(Arc::new(auth::serviceaccount::authenticator::ServiceAccountAuthenticator::new(
         keys,
         options.service_account_issuer.clone(),
-        audiences.clone(),
+        audiences.to_vec(),
         objects.clone(),
     )));
     if let Some(issuer_url) = &options.oidc_issuer_url {
@@ -243,63 +390,50 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         let version = &options.authentication_token_webhook_version;
         authenticators.push(Arc::new(auth::authn::webhook::WebhookTokenAuthenticator::new(client, version, ttl)));
     }
-    // In front of flow control: waits for a slot rather than refusing, so APF decides who is
-    // turned away.
-    let authentication = actors::start(
-        &front,
-        &directory,
-        &crate::pipeline::spec("authentication", "", &options, WhenFull::Wait),
-        AuthenticationActor::new(authenticators, audiences, options.anonymous_auth),
-    );
-    let apf = flowcontrol::SharedConfig::default();
-    let server_seats = flowcontrol::limits::server_concurrency_limit(
-        options.max_requests_inflight,
-        options.max_mutating_requests_inflight,
-    );
-    let apf_stage = FlowControlActor::new(server_seats, apf.clone(), Some(objects.clone()));
-    let apf_view = apf_stage.view();
-    let apf_exempt = apf_stage.exempt_seats();
-    // Requests APF queues hold their mailbox slot while they wait: the bound must exceed what
-    // the queues hold, or a flood would fill the mailbox and turn away every flow alike.
-    let mut apf_spec = crate::pipeline::spec("flowcontrol", "", &options, shed);
-    apf_spec.capacity = apf_spec.capacity.max(APF_MAILBOX_CAPACITY);
-    let flow_control = actors::start(&front, &directory, &apf_spec, apf_stage);
+    Ok(authenticators)
+}
 
-    let stages = Stages {
-        authenticate: authentication.handle(),
-        authorize: authorization.handle(),
-        flow_control: flow_control.handle(),
-        create: ShardedWrites::handle(storage.handle(), &remotes, catalogue.clone()),
-        update: ShardedWrites::handle(storage.handle(), &remotes, catalogue.clone()),
-        patch: ShardedWrites::handle(storage.handle(), &remotes, catalogue.clone()),
-        delete: ShardedWrites::handle(storage.handle(), &remotes, catalogue.clone()),
-        delete_collection: ShardedWrites::handle(storage.handle(), &remotes, catalogue.clone()),
-        caches,
-    };
-    let tls_opts = tls::TlsOptions {
-        cert_file: options.tls_cert_file.clone(),
-        key_file: options.tls_private_key_file.clone(),
-        client_ca_file: options.client_ca_file.clone(),
-        extra_sans: vec![options.bind_address.to_string(), range.first().to_string()],
-    };
-    let material = tls::prepare(&data_dir, &tls_opts)?;
-    bootstrap(&stages, &catalogue, range.first().to_string(), objects.as_ref()).await?;
-    crate::rbac_feed::start(stages.caches.clone(), catalogue.clone(), policy.clone()).await?;
-    let openapi = crate::openapi::CustomOpenApi::default();
+/// Starts the API's own controllers, which every replica runs: CRDs served, an APIService per
+/// group version, the APIServices' availability, and the extension servers' trust ConfigMap.
+/// Returns the aggregator they keep.
+async fn start_api_controllers(
+    options: &ServeOptions,
+    stages: &Stages,
+    catalogue: &Arc<Catalogue>,
+    objects: &Arc<dyn ObjectLookup>,
+    openapi: &crate::openapi::CustomOpenApi,
+    material: &tls::TlsMaterial,
+) -> Result<Arc<crate::aggregator::Aggregator>, String> {
     controllers::crds::start(stages.clone(), catalogue.clone(), Arc::new(openapi.clone()), objects.clone()).await;
-    let (aggregator, rechecks) = crate::aggregator::Aggregator::new(objects.clone(), aggregator_options(&options)?);
+    let (aggregator, rechecks) = crate::aggregator::Aggregator::new(objects.clone(), aggregator_options(options)?);
     let aggregator = Arc::new(aggregator);
     controllers::apiservice_registration::start(stages.clone(), catalogue.clone()).await;
     crate::aggregator::availability::start(stages.clone(), catalogue.clone(), aggregator.clone(), rechecks).await;
-    let trust = authentication_trust(&options, &material)?;
-    if let Err(e) = controllers::authentication_trust::publish(&stages, &catalogue, &trust).await {
+    let trust = authentication_trust(options, material)?;
+    if let Err(e) = controllers::authentication_trust::publish(stages, catalogue, &trust).await {
         tracing::warn!("publishing the extension API servers' authentication: {e}");
     }
-    // The controllers and the APF upkeep, on this replica alone or while it holds the Lease.
+    Ok(aggregator)
+}
+
+/// Starts the controllers kube-controller-manager would run, and the APF upkeep: now, or
+/// under the Lease when `election` is given (then returns the elector's task, which ends once
+/// the Lease is released at shutdown).
+#[allow(clippy::too_many_arguments)]
+fn start_elected_controllers(
+    options: &ServeOptions,
+    election: Option<controllers::leader::ElectionConfig>,
+    lifecycle: &crate::lifecycle::Lifecycle,
+    stages: &Stages,
+    catalogue: &Arc<Catalogue>,
+    objects: &Arc<dyn ObjectLookup>,
+    issuer: &Arc<auth::serviceaccount::TokenIssuer>,
+    serving_ca: Option<String>,
+) -> Result<Option<actix_web::rt::task::JoinHandle<()>>, String> {
     let start_controllers = {
         let (options, stages, catalogue, objects) =
             (options.clone(), stages.clone(), catalogue.clone(), objects.clone());
-        let (issuer, serving_ca) = (issuer.clone(), material.serving_ca_pem.clone());
+        let issuer = issuer.clone();
         move || {
             let mut running =
                 spawn_controllers(&options, &stages, &catalogue, &objects, &issuer, serving_ca.as_deref());
@@ -307,7 +441,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
             running
         }
     };
-    let elector = match election {
+    Ok(match election {
         Some(config) => {
             use controllers::leader::{LeaderElector, StageLeaseLock};
             let leases = catalogue.find("coordination.k8s.io", "v1", "leases").ok_or("leases are not served")?;
@@ -319,60 +453,19 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
             start_controllers();
             None
         }
-    };
-    crate::backends::spawn_object_counts(
-        router.clone(),
-        catalogue.clone(),
-        options.etcd_prefix.clone(),
-        Duration::from_secs(60),
-    );
-    if !options.etcd_compaction_interval.is_zero() {
-        crate::backends::spawn_compaction(router.clone(), options.etcd_compaction_interval);
-    }
+    })
+}
 
-    let host =
-        if options.bind_address.is_unspecified() { "127.0.0.1".to_string() } else { options.bind_address.to_string() };
-    let host = if host.contains(':') { format!("[{host}]") } else { host };
-    let address = format!("{host}:{}", options.secure_port);
-    let kubeconfig = data_dir.join("admin.kubeconfig");
-    match tls::write_admin_kubeconfig(&kubeconfig, &format!("https://{address}"), &material) {
-        Ok(()) => println!("apiserver: serving on https://{address}; kubeconfig: {}", kubeconfig.display()),
-        Err(e) => println!("apiserver: serving on https://{address}; {e}"),
-    }
-
-    let server = web::Data::new(ServerState {
-        stages,
-        catalogue,
-        actions: kinds::actions(),
-        openapi,
-        authorizers,
-        auditor,
-        tokens: issuer.clone(),
-        options: options.clone(),
-        metrics,
-        router,
-        faults,
-        diagnosis,
-        directory: directory.clone(),
-        address: address.clone(),
-        started: Instant::now(),
-        apf,
-        apf_view,
-        apf_exempt,
-        aggregator,
-        remotes,
-        lifecycle: lifecycle.clone(),
-    });
+/// The HTTPS server of the API and the admin endpoint's, bound but not yet running.
+fn http_servers(
+    options: &ServeOptions,
+    server: web::Data<ServerState>,
+    material: tls::TlsMaterial,
+) -> Result<(actix_web::dev::Server, actix_web::dev::Server), String> {
     let workers = if options.workers == 0 {
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
     } else {
         options.workers
-    };
-    let shutdown = crate::lifecycle::ShutdownOptions {
-        delay: options.shutdown_delay_duration,
-        send_retry_after: options.shutdown_send_retry_after,
-        watch_grace: options.shutdown_watch_termination_grace_period,
-        drain_timeout: options.request_timeout,
     };
     // Once the listener closes, the workers serve what is in flight for as long as the rest of
     // the sequence may take (the drain, the watches' grace); the sequence itself never waits
@@ -429,6 +522,18 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
             .map_err(bind_error)?
             .run()
     };
+    Ok((main, admin))
+}
+
+/// Serves until SIGTERM or SIGINT, then runs kube's shutdown sequence; beside it, the elector
+/// stops the controllers and releases their Lease.
+async fn run_until_terminated(
+    options: &ServeOptions,
+    lifecycle: &crate::lifecycle::Lifecycle,
+    main: actix_web::dev::Server,
+    admin: actix_web::dev::Server,
+    elector: Option<actix_web::rt::task::JoinHandle<()>>,
+) -> Result<(), String> {
     // From here on SIGTERM and SIGINT start the graceful shutdown; until here (starting up)
     // they end the process at once.
     let termination =
@@ -446,9 +551,14 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         }
         () = termination.requested() => {}
     }
-    // Beside the sequence, the elector (stopped by `ShutdownInitiated`) stops the controllers
-    // and releases their Lease, so another replica takes them over at once; both are done
-    // before storage closes.
+    let shutdown = crate::lifecycle::ShutdownOptions {
+        delay: options.shutdown_delay_duration,
+        send_retry_after: options.shutdown_send_retry_after,
+        watch_grace: options.shutdown_watch_termination_grace_period,
+        drain_timeout: options.request_timeout,
+    };
+    // The elector (stopped by `ShutdownInitiated`) stops the controllers and releases their
+    // Lease, so another replica takes them over at once; both are done before storage closes.
     let release_bound = options.leader_elect_renew_deadline;
     let controllers_stopped = async move {
         if let Some(elector) = elector
@@ -459,16 +569,9 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     };
     tokio::join!(lifecycle.shut_down(&shutdown, &main_handle), controllers_stopped);
     let _ = tokio::time::timeout(Duration::from_secs(2), admin_handle.stop(true)).await;
-    // Every request has been answered: storage closes with no accepted write left half done.
-    if let Err(e) = backends.close().await {
-        tracing::warn!("closing storage: {e}");
-    }
-    tracing::info!("[graceful-termination] apiserver is exiting");
     Ok(())
 }
 
-/// The aggregator's flags: the proxy client certificate read once (kube reloads it when the
-/// files change).
 fn aggregator_options(options: &ServeOptions) -> Result<crate::aggregator::AggregatorOptions, String> {
     let read = |p: &std::path::Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
     let client_cert = match (&options.proxy_client_cert_file, &options.proxy_client_key_file) {
