@@ -10,12 +10,17 @@
 # leaves out doctests: no crate has one (every fenced block in a doc comment is `ignore`, `text`
 # or data), so rustdoc is not run. `--bins` would also select the fuzz targets, which are
 # `test = false` and would fuzz forever. The time the whole command took is printed at the end.
+#
+# The release profile keeps line tables for profiling (`debug = "line-tables-only"`); the test
+# build drops them (panics still name their file and line), which saves generating and linking
+# them into every test binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
 eval "$(./deploy/install-tools.sh)"
 export KUBECTL HELM APISERVER_PYTHON
 tools=$(date +%s)
+export CARGO_PROFILE_RELEASE_DEBUG="${CARGO_PROFILE_RELEASE_DEBUG:-false}"
 cargo build --release --locked --workspace --tests --bin apiserver
 built=$(date +%s)
 cargo test --release --locked --workspace --tests -- --test-threads="${TEST_THREADS:-2}"
