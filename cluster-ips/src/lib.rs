@@ -17,6 +17,11 @@
 //!
 //! The registry reaches the allocator through the core's `AddressAllocator` trait, so that it
 //! names no kind; this crate is the Service kind's side of it.
+//!
+//! # Layout
+//! One module: [`ServiceRange`] (`--service-cluster-ip-range`, addresses as offsets), the
+//! bitmap of allocations, and [`ClusterIpAllocator`], which reserves and releases addresses
+//! with writes guarded by the bitmap's mod revision.
 
 use std::net::IpAddr;
 use std::sync::Arc;

@@ -3,6 +3,9 @@
 //! stage as a controller identity; each can be turned off by its flag, so a real
 //! kube-controller-manager can take over.
 //!
+//! # Layout
+//! - this module: what every controller shares: [`events`] (a resource's objects, then their
+//!   changes, from its cacher), [`identity`] (who a controller writes as), [`WRITE_TIMEOUT`].
 //! - [`namespace_finalizer`]: completes namespace deletion.
 //! - [`service_accounts`]: a `default` ServiceAccount in every namespace.
 //! - [`token_secrets`]: legacy tokens in `kubernetes.io/service-account-token` Secrets.
