@@ -28,7 +28,8 @@
 //!   but the fuzz targets;
 //! - inside every crate, at every level, the child modules of a module import each other
 //!   without cycles (tests excluded);
-//! - no crate is over 15,000 lines of Rust in its `src/` (test-only files excluded);
+//! - no crate is over 15,000 lines of Rust in its `src/` (test-only files excluded), and every
+//!   crate root has a `# Layout` section;
 //! - `storage`, `storage-codec`, `registry` and `cacher` name no built-in resource or kind in
 //!   their production code: what is particular to a kind is its strategy's.
 
@@ -343,6 +344,22 @@ fn no_crate_is_over_fifteen_thousand_lines() {
         }
     }
     assert!(over.is_empty(), "crates over {MOST_LINES} lines:\n{}", over.join("\n"));
+}
+
+/// Every crate root says what its modules hold, in a `# Layout` section of its doc.
+#[test]
+fn every_crate_root_has_a_layout_section() {
+    let ws = workspace();
+    let mut missing = Vec::new();
+    for (name, (dir, _)) in &ws.crates {
+        let root = ["lib.rs", "main.rs"].iter().map(|f| dir.join("src").join(f)).find(|p| p.exists());
+        let Some(root) = root else { continue };
+        let text = std::fs::read_to_string(&root).unwrap();
+        if !text.lines().any(|l| l.trim() == "//! # Layout") {
+            missing.push(format!("{name} ({})", root.strip_prefix(&ws.root).unwrap().display()));
+        }
+    }
+    assert!(missing.is_empty(), "crate roots without a `//! # Layout` section:\n{}", missing.join("\n"));
 }
 
 /// The crates below the kinds that must stay generic.
