@@ -221,53 +221,6 @@ impl ClusterIpAllocator {
         self.router.backend(&self.key)
     }
 
-    /// Reserves an address for a Service being written: the next free one for
-    /// [`ClusterIp::Allocate`], exactly the chosen one for [`ClusterIp::Static`]. A dry run
-    /// finds the address without reserving it. Errors are kube's: 500 `failed to allocate a
-    /// serviceIP: range is full`, 422 on `spec.clusterIPs` for a taken or out-of-range address.
-    pub async fn reserve(&self, claim: &ClusterIp, name: &str, dry_run: bool) -> Result<Option<IpAddr>, ApiError> {
-        let change = match claim {
-            ClusterIp::Allocate => Change::Next,
-            ClusterIp::Static(ip) => {
-                // An address that does not parse is validation's to report.
-                let Ok(addr) = ip.parse::<IpAddr>() else { return Ok(None) };
-                match self.range.offset(addr) {
-                    Some(offset) => Change::Exactly(offset),
-                    None => {
-                        let why = format!(
-                            "the provided IP ({addr}) is not in the valid range. The range of valid IPs is {}",
-                            self.range
-                        );
-                        return Err(invalid_ip(name, ip, &why));
-                    }
-                }
-            }
-        };
-        match self.change(change, dry_run).await {
-            Ok(offset) => Ok(offset.map(|o| self.range.address(o))),
-            Err(AllocError::Full) => Err(ApiError::internal("failed to allocate a serviceIP: range is full")),
-            Err(AllocError::Taken) => {
-                let ip = match claim {
-                    ClusterIp::Static(ip) => ip.clone(),
-                    ClusterIp::Allocate => String::new(),
-                };
-                Err(invalid_ip(name, &ip, "provided IP is already allocated"))
-            }
-            Err(AllocError::Storage(e)) => Err(ApiError::internal(e)),
-            Err(AllocError::AlreadyFree) => unreachable!("only releases find an address free"),
-        }
-    }
-
-    /// Gives an address back (the Service holding it is gone, or its write failed). Addresses
-    /// outside the range (kept from an earlier range) are ignored.
-    pub async fn release(&self, ip: &str) -> Result<(), ApiError> {
-        let Some(offset) = ip.parse().ok().and_then(|a| self.range.offset(a)) else { return Ok(()) };
-        match self.change(Change::Release(offset), false).await {
-            Ok(_) | Err(AllocError::Full | AllocError::Taken | AllocError::AlreadyFree) => Ok(()),
-            Err(AllocError::Storage(e)) => Err(ApiError::internal(e)),
-        }
-    }
-
     /// How many addresses are taken, as this server last saw the bitmap.
     pub async fn used(&self) -> Result<u64, ApiError> {
         let mut state = self.state.lock().await;
@@ -437,12 +390,51 @@ fn invalid_ip(name: &str, ip: &str, why: &str) -> ApiError {
 
 #[async_trait::async_trait]
 impl AddressAllocator for ClusterIpAllocator {
+    /// Reserves an address for a Service being written: the next free one for
+    /// [`ClusterIp::Allocate`], exactly the chosen one for [`ClusterIp::Static`]. A dry run
+    /// finds the address without reserving it. Errors are kube's: 500 `failed to allocate a
+    /// serviceIP: range is full`, 422 on `spec.clusterIPs` for a taken or out-of-range address.
     async fn reserve(&self, claim: &ClusterIp, name: &str, dry_run: bool) -> Result<Option<IpAddr>, ApiError> {
-        ClusterIpAllocator::reserve(self, claim, name, dry_run).await
+        let change = match claim {
+            ClusterIp::Allocate => Change::Next,
+            ClusterIp::Static(ip) => {
+                // An address that does not parse is validation's to report.
+                let Ok(addr) = ip.parse::<IpAddr>() else { return Ok(None) };
+                match self.range.offset(addr) {
+                    Some(offset) => Change::Exactly(offset),
+                    None => {
+                        let why = format!(
+                            "the provided IP ({addr}) is not in the valid range. The range of valid IPs is {}",
+                            self.range
+                        );
+                        return Err(invalid_ip(name, ip, &why));
+                    }
+                }
+            }
+        };
+        match self.change(change, dry_run).await {
+            Ok(offset) => Ok(offset.map(|o| self.range.address(o))),
+            Err(AllocError::Full) => Err(ApiError::internal("failed to allocate a serviceIP: range is full")),
+            Err(AllocError::Taken) => {
+                let ip = match claim {
+                    ClusterIp::Static(ip) => ip.clone(),
+                    ClusterIp::Allocate => String::new(),
+                };
+                Err(invalid_ip(name, &ip, "provided IP is already allocated"))
+            }
+            Err(AllocError::Storage(e)) => Err(ApiError::internal(e)),
+            Err(AllocError::AlreadyFree) => unreachable!("only releases find an address free"),
+        }
     }
 
+    /// Gives an address back (the Service holding it is gone, or its write failed). Addresses
+    /// outside the range (kept from an earlier range) are ignored.
     async fn release(&self, ip: &str) -> Result<(), ApiError> {
-        ClusterIpAllocator::release(self, ip).await
+        let Some(offset) = ip.parse().ok().and_then(|a| self.range.offset(a)) else { return Ok(()) };
+        match self.change(Change::Release(offset), false).await {
+            Ok(_) | Err(AllocError::Full | AllocError::Taken | AllocError::AlreadyFree) => Ok(()),
+            Err(AllocError::Storage(e)) => Err(ApiError::internal(e)),
+        }
     }
 }
 

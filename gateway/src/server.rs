@@ -437,7 +437,7 @@ fn start_elected_controllers(
         move || {
             let mut running =
                 spawn_controllers(&options, &stages, &catalogue, &objects, &issuer, serving_ca.as_deref());
-            running.push(spawn_apf_upkeep(stages.clone(), objects.clone()));
+            running.push(spawn_apf_upkeep(stages.clone(), catalogue.clone(), objects.clone()));
             running
         }
     };
@@ -720,11 +720,9 @@ async fn bootstrap(
     }
     for (target, object) in objects {
         // Created once: after a restart they exist (and the Service's address is taken).
-        let def = target.resolve(catalogue).map_err(|e| format!("bootstrap: {}", e.message))?;
-        let path = def.storage_path.as_str();
         let existing =
             Target { name: object["metadata"]["name"].as_str().unwrap_or_default().into(), ..target.clone() };
-        if stored(stages, path, existing.clone()).await.is_some() {
+        if stored(stages, catalogue, existing.clone()).await.is_some() {
             continue;
         }
         let create = CreateObject { target, object, user: system.clone(), options: WriteOptions::default() };
@@ -735,22 +733,22 @@ async fn bootstrap(
             // otherwise than AlreadyExists (the Service's address is taken by the other's), and
             // the other's object lands a moment after its address is allocated.
             Err(e) => {
-                if !appears(stages, path, &existing).await {
+                if !appears(stages, catalogue, &existing).await {
                     return Err(format!("bootstrap: {}", e.message));
                 }
             }
         }
     }
-    reconcile_rbac(stages, &system).await?;
-    ensure_apf(stages, &system, lookup).await
+    reconcile_rbac(stages, catalogue, &system).await?;
+    ensure_apf(stages, catalogue, &system, lookup).await
 }
 
 /// Whether the object at `target` is stored within a few seconds: written meanwhile by another
 /// replica bootstrapping at the same moment.
-async fn appears(stages: &Stages, storage_path: &str, target: &Target) -> bool {
+async fn appears(stages: &Stages, catalogue: &Catalogue, target: &Target) -> bool {
     let until = Instant::now() + Duration::from_secs(5);
     while Instant::now() < until {
-        if stored(stages, storage_path, target.clone()).await.is_some() {
+        if stored(stages, catalogue, target.clone()).await.is_some() {
             return true;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -758,16 +756,23 @@ async fn appears(stages: &Stages, storage_path: &str, target: &Target) -> bool {
     false
 }
 
-/// The latest stored object at `target`, read through the cacher of `storage_path`, if any.
-async fn stored(stages: &Stages, storage_path: &str, target: Target) -> Option<Value> {
+/// The latest stored object at `target`, read through its resource's cacher, if any.
+async fn stored(stages: &Stages, catalogue: &Catalogue, target: Target) -> Option<Value> {
+    let def = target.resolve(catalogue).ok()?;
+    let reads = stages.reads(&def).ok()?;
     let get = GetObject { target, options: GetOptions { read_at: ReadAt::Latest } };
-    stages.caches.get(storage_path)?.reader.get(get).await.ok().map(|e| e.value())
+    reads.reader.get(get).await.ok().map(|e| e.value())
 }
 
 /// Creates kube's mandatory and suggested APF objects, restores the mandatory ones and keeps
 /// the suggested ones while their `apf.kubernetes.io/autoupdate-spec` annotation allows it
 /// ([`flowcontrol::bootstrap::ensure`]). Run at start and every [`APF_UPKEEP`] after.
-async fn ensure_apf(stages: &Stages, system: &UserInfo, lookup: &dyn ObjectLookup) -> Result<(), String> {
+async fn ensure_apf(
+    stages: &Stages,
+    catalogue: &Catalogue,
+    system: &UserInfo,
+    lookup: &dyn ObjectLookup,
+) -> Result<(), String> {
     use flowcontrol::bootstrap::{self, Ensure, Strategy};
     let target = |resource: &str| Target {
         group: "flowcontrol.apiserver.k8s.io".into(),
@@ -783,7 +788,7 @@ async fn ensure_apf(stages: &Stages, system: &UserInfo, lookup: &dyn ObjectLooku
     objects.extend(bootstrap::suggested_flow_schemas().into_iter().map(|o| ("flowschemas", Strategy::Suggested, o)));
     for (resource, strategy, wanted) in objects {
         let named = Target { name: wanted["metadata"]["name"].as_str().unwrap_or_default().into(), ..target(resource) };
-        let existing = stored(stages, resource, named.clone()).await;
+        let existing = stored(stages, catalogue, named.clone()).await;
         let result = match bootstrap::ensure(&wanted, existing.as_ref(), strategy) {
             Ensure::LeaveAlone => Ok(()),
             Ensure::Create(object) => {
@@ -867,13 +872,13 @@ async fn mark_dangling(stages: &Stages, system: &UserInfo, objects: &dyn ObjectL
 }
 
 /// Keeps the APF bootstrap objects as kube's configuration controller does.
-fn spawn_apf_upkeep(stages: Stages, objects: Arc<dyn ObjectLookup>) -> AbortHandle {
+fn spawn_apf_upkeep(stages: Stages, catalogue: Arc<Catalogue>, objects: Arc<dyn ObjectLookup>) -> AbortHandle {
     controllers::leader::spawn_stoppable(async move {
         let system =
             UserInfo { name: "system:apiserver".into(), groups: vec!["system:masters".into()], ..Default::default() };
         loop {
             actix::clock::sleep(APF_UPKEEP).await;
-            if let Err(e) = ensure_apf(&stages, &system, objects.as_ref()).await {
+            if let Err(e) = ensure_apf(&stages, &catalogue, &system, objects.as_ref()).await {
                 tracing::warn!(error = %e, "APF configuration upkeep");
             }
         }
@@ -881,7 +886,7 @@ fn spawn_apf_upkeep(stages: Stages, objects: Arc<dyn ObjectLookup>) -> AbortHand
 }
 
 /// Creates the bootstrap RBAC objects or reconciles them with what exists ([`auth::reconcile`]).
-async fn reconcile_rbac(stages: &Stages, system: &UserInfo) -> Result<(), String> {
+async fn reconcile_rbac(stages: &Stages, catalogue: &Catalogue, system: &UserInfo) -> Result<(), String> {
     use auth::reconcile::{self, Reconciled};
     let rbac = |resource: &str, namespace: &str| Target {
         group: "rbac.authorization.k8s.io".into(),
@@ -899,7 +904,7 @@ async fn reconcile_rbac(stages: &Stages, system: &UserInfo) -> Result<(), String
     let deadline = || Deadline::after(BOOTSTRAP_TIMEOUT);
     for (target, wanted) in objects {
         let named = Target { name: wanted["metadata"]["name"].as_str().unwrap_or_default().into(), ..target.clone() };
-        let existing = stored(stages, &target.resource, named.clone()).await;
+        let existing = stored(stages, catalogue, named.clone()).await;
         let decision = match &existing {
             None => None,
             Some(e) if target.resource.ends_with("bindings") => Some(reconcile::binding(e, &wanted)),

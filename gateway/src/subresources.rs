@@ -10,12 +10,11 @@ use std::time::Duration;
 
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
-use apimachinery::action::Action;
+use apimachinery::action::{Action, ActionContext};
 use apimachinery::catalogue::{ResourceDef, Subresource};
 use apimachinery::error::ApiError;
-use apimachinery::messages::{GetObject, Target};
+use apimachinery::messages::Target;
 use apimachinery::object::ObjectExt;
-use apimachinery::options::{GetOptions, ReadAt};
 use serde_json::Value;
 
 use crate::context::RequestContext;
@@ -35,7 +34,7 @@ pub async fn serve(
     match sub {
         Subresource::Token => crate::tokens::request(ctx, def, target, &body).await,
         Subresource::Log | Subresource::Exec | Subresource::Attach | Subresource::PortForward => {
-            kubelet(ctx, def, &target, sub).await
+            kubelet(ctx, &target, sub).await
         }
         Subresource::Proxy => proxy(ctx, def, &target).await,
         _ => Err(ApiError::method_not_allowed()),
@@ -57,11 +56,6 @@ pub(crate) async fn act(
     Ok(respond(StatusCode::CREATED, output, &answer, ctx.pretty()))
 }
 
-async fn current(ctx: &RequestContext<'_>, def: &ResourceDef, target: &Target) -> Result<Value, ApiError> {
-    let get = GetObject { target: target.main(), options: GetOptions { read_at: ReadAt::Latest } };
-    Ok(ctx.server.stages.reads(def)?.reader.get(get).await?.value())
-}
-
 /// How kube's Go dialer words a refused or failed connection.
 async fn dial(address: &str) -> Result<(), String> {
     match tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(address)).await {
@@ -78,7 +72,7 @@ async fn dial(address: &str) -> Result<(), String> {
 /// port it reports.
 async fn kubelet_address(ctx: &RequestContext<'_>, node: &str) -> Result<String, ApiError> {
     let nodes = ctx.server.catalogue.find("", "v1", "nodes").ok_or_else(|| ApiError::not_found("", "nodes", node))?;
-    let obj = current(ctx, &nodes, &Target::object(&nodes, "", node)).await?;
+    let obj = ctx.get(&Target::object(&nodes, "", node)).await?;
     let addresses = obj.pointer("/status/addresses").and_then(Value::as_array).cloned().unwrap_or_default();
     let host = addresses
         .iter()
@@ -97,13 +91,8 @@ async fn kubelet_address(ctx: &RequestContext<'_>, node: &str) -> Result<String,
 
 /// `log`, `exec`, `attach`, `portforward`: kube validates the container, then streams from
 /// the pod's kubelet. Without a node there is nothing to reach.
-async fn kubelet(
-    ctx: &RequestContext<'_>,
-    def: &ResourceDef,
-    target: &Target,
-    sub: Subresource,
-) -> Result<HttpResponse, ApiError> {
-    let pod = current(ctx, def, target).await?;
+async fn kubelet(ctx: &RequestContext<'_>, target: &Target, sub: Subresource) -> Result<HttpResponse, ApiError> {
+    let pod = ctx.get(&target.main()).await?;
     let name = pod.name().to_string();
     let containers: Vec<&str> = ["containers", "initContainers", "ephemeralContainers"]
         .iter()
@@ -160,7 +149,7 @@ async fn kubelet(
 
 /// `proxy`: to a pod's IP, a node's kubelet, or a service's endpoints.
 async fn proxy(ctx: &RequestContext<'_>, def: &ResourceDef, target: &Target) -> Result<HttpResponse, ApiError> {
-    let obj = current(ctx, def, target).await?;
+    let obj = ctx.get(&target.main()).await?;
     let name = obj.name().to_string();
     let address = match def.resource.as_str() {
         "nodes" => kubelet_address(ctx, &name).await?,
@@ -170,7 +159,7 @@ async fn proxy(ctx: &RequestContext<'_>, def: &ResourceDef, target: &Target) -> 
                 .catalogue
                 .find("", "v1", "endpoints")
                 .ok_or_else(|| ApiError::not_found("", "endpoints", &name))?;
-            let ep = current(ctx, &endpoints, &Target::object(&endpoints, &target.namespace, &name)).await.ok();
+            let ep = ctx.get(&Target::object(&endpoints, &target.namespace, &name)).await.ok();
             let first = ep.as_ref().and_then(|ep| {
                 let subset = ep.pointer("/subsets/0")?;
                 let ip = subset.pointer("/addresses/0/ip")?.as_str()?.to_string();
