@@ -7,7 +7,6 @@
 //! The table sits beside the catalogue rather than in each kind's strategy because an action
 //! speaks in messages and options, which themselves name the catalogue's definitions.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -59,20 +58,27 @@ pub fn created() -> Value {
 }
 
 /// Every action, by the group, resource and subresource (`None`: the resource itself) whose
-/// `create` runs it.
+/// `create` runs it. A handful of entries, searched in place: a lookup allocates nothing.
 #[derive(Clone, Default)]
 pub struct Actions {
-    by_target: HashMap<(String, String, Option<Subresource>), Arc<dyn Action>>,
+    entries: Vec<Entry>,
 }
+
+/// One registered action: group, resource, subresource, and the action.
+type Entry = (String, String, Option<Subresource>, Arc<dyn Action>);
 
 impl Actions {
     /// Registers `action` for `create` of `group`/`resource`, or of its `subresource`.
     pub fn insert(&mut self, group: &str, resource: &str, subresource: Option<Subresource>, action: Arc<dyn Action>) {
-        self.by_target.insert((group.to_string(), resource.to_string(), subresource), action);
+        self.entries.retain(|(g, r, s, _)| (g.as_str(), r.as_str(), *s) != (group, resource, subresource));
+        self.entries.push((group.to_string(), resource.to_string(), subresource, action));
     }
 
     /// The action a `create` of `def` (or of its `subresource`) runs, if it has one.
     pub fn find(&self, def: &ResourceDef, subresource: Option<Subresource>) -> Option<&dyn Action> {
-        self.by_target.get(&(def.group.clone(), def.resource.clone(), subresource)).map(|a| a.as_ref())
+        self.entries
+            .iter()
+            .find(|(g, r, s, _)| *g == def.group && *r == def.resource && *s == subresource)
+            .map(|(_, _, _, a)| a.as_ref())
     }
 }
