@@ -1,5 +1,6 @@
-//! Actions: requests that act on objects rather than store their body, as kube's `BindingREST`
-//! and `EvictionREST` do. A kind registers its actions in an [`Actions`] table, keyed by the
+//! Actions: requests that act rather than store their body, as kube's `BindingREST`,
+//! `EvictionREST` and the review REST storages do, and the reads of resources stored nowhere
+//! (ComponentStatus). A kind registers its actions in an [`Actions`] table, keyed by the
 //! resource and subresource they serve; the gateway decodes the body, hands the action an
 //! [`ActionContext`] over the stages, and answers what it returns. So no handler asks which
 //! kind it serves.
@@ -14,8 +15,9 @@ use serde_json::Value;
 
 use crate::catalogue::{Catalogue, ResourceDef, Subresource};
 use crate::error::ApiError;
-use crate::messages::Target;
+use crate::messages::{Authenticated, AuthorizationDecision, Credentials, Target};
 use crate::options::{DeleteOptions, Params, WriteOptions};
+use crate::request::{RequestInfo, UserInfo};
 
 /// What an action may do: read and write objects through the stages, as the requesting user
 /// and within the request's deadline, exactly as the user's own requests would (authorization
@@ -40,15 +42,56 @@ pub trait ActionContext {
 
     /// Deletes the object `target` names.
     async fn delete(&self, target: Target, options: DeleteOptions) -> Result<(), ApiError>;
+
+    /// The user the request acts for.
+    fn user(&self) -> &UserInfo;
+
+    /// What the server's authorizers decide for `user` doing what `attributes` describe (the
+    /// access reviews ask about users other than the requester).
+    async fn authorize(&self, user: UserInfo, attributes: RequestInfo) -> Result<AuthorizationDecision, ApiError>;
+
+    /// Who `credentials` belong to, as the server's authenticators say (a TokenReview).
+    async fn authenticate(&self, credentials: Credentials) -> Result<Authenticated, ApiError>;
+
+    /// The rules `user` holds in `namespace` (all namespaces for `""`), each in RBAC's
+    /// `PolicyRule` JSON form, and the errors of authorizers that could not say (which may have
+    /// hidden some rules): a SelfSubjectRulesReview.
+    fn rules(&self, user: &UserInfo, namespace: &str) -> (Vec<Value>, Vec<String>);
+
+    /// Opens (and closes) a TCP connection to `address` (`host:port`), within a few seconds;
+    /// the error is worded as Go's dialer words it (`dial tcp <address>: connect: connection
+    /// refused`), which kube's messages quote.
+    async fn dial(&self, address: &str) -> Result<(), String>;
+
+    /// Whether each storage backend answers, in the order the server lists them (a
+    /// ComponentStatus per etcd): its error, or that it did not answer in time.
+    async fn storage_health(&self) -> Vec<Result<(), String>>;
 }
 
-/// A `create` that acts: `body` is the decoded request body (a Binding, an Eviction), `target`
-/// the object the URL names (for a collection, the namespace only). Returns the object the
-/// client gets back with `201 Created`.
+/// What a resource's verbs do when they act instead of reading or writing stored objects. The
+/// resource's verbs (`ResourceDef::by_gateway`) say which of these the gateway calls; the
+/// others answer 405.
 #[async_trait(?Send)]
 pub trait Action: Send + Sync {
-    /// Runs the action.
-    async fn create(&self, ctx: &dyn ActionContext, target: Target, body: Value) -> Result<Value, ApiError>;
+    /// A `create` that acts: `body` is the decoded request body (a Binding, an Eviction, a
+    /// review), `target` the object the URL names (for a collection, the namespace only).
+    /// Returns the object the client gets back with `201 Created`.
+    async fn create(&self, _ctx: &dyn ActionContext, _target: Target, _body: Value) -> Result<Value, ApiError> {
+        Err(ApiError::method_not_allowed())
+    }
+
+    /// A `list` of objects made on request (ComponentStatus probes its components): every
+    /// item in full, `kind` and `apiVersion` included.
+    async fn list(&self, _ctx: &dyn ActionContext, _target: &Target) -> Result<Vec<Value>, ApiError> {
+        Err(ApiError::method_not_allowed())
+    }
+
+    /// A `get` of one such object: by default the [`Action::list`] item of that name, else 404.
+    async fn get(&self, ctx: &dyn ActionContext, target: &Target) -> Result<Value, ApiError> {
+        let items = self.list(ctx, target).await?;
+        let name = |o: &Value| o.pointer("/metadata/name").and_then(Value::as_str) == Some(target.name.as_str());
+        items.into_iter().find(name).ok_or_else(|| ApiError::not_found(&target.group, &target.resource, &target.name))
+    }
 }
 
 /// `{"kind":"Status","status":"Success","code":201}`: what kube answers a binding or an

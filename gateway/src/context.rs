@@ -5,7 +5,10 @@ use actors::Deadline;
 use apimachinery::action::ActionContext;
 use apimachinery::catalogue::Catalogue;
 use apimachinery::error::ApiError;
-use apimachinery::messages::{DeleteObject, GetObject, ListObjects, Target, UpdateObject};
+use apimachinery::messages::{
+    Authenticate, Authenticated, AuthorizationDecision, Credentials, DeleteObject, GetObject, ListObjects, Target,
+    UpdateObject,
+};
 use apimachinery::options::{DeleteOptions, GetOptions, ListOptions, Params, ReadAt, WriteOptions};
 use apimachinery::request::{RequestInfo, UserInfo};
 use futures_util::StreamExt;
@@ -109,4 +112,54 @@ impl ActionContext for RequestContext<'_> {
         self.server.stages.delete.ask(msg, self.deadline).await?;
         Ok(())
     }
+
+    fn user(&self) -> &UserInfo {
+        &self.user
+    }
+
+    /// Asks the authorizers directly, not the authorization stage: a review's question is not a
+    /// request, so it is not counted among the server's authorization decisions.
+    async fn authorize(&self, user: UserInfo, attributes: RequestInfo) -> Result<AuthorizationDecision, ApiError> {
+        Ok(self.server.authorizers.decide(&auth::Attributes::of(user, &attributes)).await.0)
+    }
+
+    async fn authenticate(&self, credentials: Credentials) -> Result<Authenticated, ApiError> {
+        self.server.stages.authenticate.ask(Authenticate(credentials), self.deadline).await
+    }
+
+    fn rules(&self, user: &UserInfo, namespace: &str) -> (Vec<Value>, Vec<String>) {
+        let a = auth::Attributes { user: user.clone(), namespace: namespace.to_string(), ..Default::default() };
+        let authorizers = &self.server.authorizers;
+        let (rules, errors) = auth::authz::rules_for(&authorizers.modes, &authorizers.policy, &a);
+        (rules.iter().map(auth::rbac::PolicyRule::to_json).collect(), errors)
+    }
+
+    async fn dial(&self, address: &str) -> Result<(), String> {
+        match tokio::time::timeout(DIAL_TIMEOUT, tokio::net::TcpStream::connect(address)).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                Err(format!("dial tcp {address}: connect: connection refused"))
+            }
+            Ok(Err(e)) => Err(format!("dial tcp {address}: {e}")),
+            Err(_) => Err(format!("dial tcp {address}: i/o timeout")),
+        }
+    }
+
+    async fn storage_health(&self) -> Vec<Result<(), String>> {
+        let mut out = Vec::new();
+        for storage in self.server.router.backends() {
+            out.push(match tokio::time::timeout(STORAGE_PROBE_TIMEOUT, storage.current_revision()).await {
+                Ok(Ok(_)) => Ok(()),
+                Ok(Err(e)) => Err(e.to_string()),
+                Err(_) => Err(format!("{} did not answer", storage.describe())),
+            });
+        }
+        out
+    }
 }
+
+/// How long a dial may take before it counts as an i/o timeout.
+const DIAL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How long a storage backend has to answer a health probe.
+const STORAGE_PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);

@@ -19,8 +19,8 @@
 //! - [`work`]: what a request will cost, counted for flow control's estimate of its seats.
 //! - [`rest`], [`watch`]: generic REST and watch streaming over the storage stage and cachers.
 //! - [`subresources`]: the subresources that act (binding, eviction) or belong to a kubelet.
-//! - [`unstored`]: resources stored nowhere, answered by the gateway (`bindings`);
-//!   [`componentstatuses`], the deprecated read-only component health list, is one.
+//! - [`unstored`]: resources stored nowhere, whose verbs run their kind's action (`bindings`,
+//!   the reviews, `componentstatuses`).
 //! - [`discovery`], [`openapi`], [`health`], [`admin`]: the non-resource endpoints;
 //!   [`prometheus`], what `/metrics` serves: kube's help texts and Go's process metrics.
 //! - [`lifecycle`]: graceful termination in kube's steps: its signals, the requests it waits
@@ -28,7 +28,6 @@
 //! - [`aggregator`]: API aggregation: remote group versions' requests passed on to their
 //!   extension servers, their availability probes and cached discovery.
 //! - [`negotiate`]: representations (JSON, YAML, protobuf; tables and metadata views).
-//! - [`reviews`]: the access and token review APIs, answered in process.
 //! - [`status_writer`]: how admission plugins write other objects' status (quota charges).
 //! - [`rbac_feed`]: keeps the authorizer's RBAC policy current from the RBAC cachers.
 //! - [`tokens`]: the TokenRequest subresource and the token issuer's discovery documents.
@@ -46,7 +45,6 @@ pub mod aggregator;
 pub mod auditing;
 pub mod backends;
 pub mod chain;
-pub mod componentstatuses;
 pub mod config;
 pub mod context;
 pub mod discovery;
@@ -59,7 +57,6 @@ pub mod pipeline;
 pub mod prometheus;
 pub mod rbac_feed;
 pub mod rest;
-pub mod reviews;
 pub mod server;
 pub mod stage_process;
 pub mod state;

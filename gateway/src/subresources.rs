@@ -6,7 +6,6 @@
 //! address kube would dial.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
@@ -54,18 +53,6 @@ pub(crate) async fn act(
     let answer = action.create(ctx, target, body).await?;
     let output = negotiate(ctx.header("Accept"), Offer::writes(def))?;
     Ok(respond(StatusCode::CREATED, output, &answer, ctx.pretty()))
-}
-
-/// How kube's Go dialer words a refused or failed connection.
-async fn dial(address: &str) -> Result<(), String> {
-    match tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(address)).await {
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-            Err(format!("dial tcp {address}: connect: connection refused"))
-        }
-        Ok(Err(e)) => Err(format!("dial tcp {address}: {e}")),
-        Err(_) => Err(format!("dial tcp {address}: i/o timeout")),
-    }
 }
 
 /// The kubelet address of `node`: its InternalIP (else first address, else its name) and the
@@ -134,7 +121,7 @@ async fn kubelet(ctx: &RequestContext<'_>, target: &Target, sub: Subresource) ->
         return Err(ApiError::bad_request(format!("pod {name} does not have a host assigned")));
     }
     let address = kubelet_address(ctx, node).await?;
-    match dial(&address).await {
+    match ctx.dial(&address).await {
         Err(e) if sub == Subresource::Log => Err(ApiError::unknown(format!(
             "Get \"https://{address}/containerLogs/{}/{name}/{chosen}\": {e}",
             target.namespace
@@ -176,7 +163,7 @@ async fn proxy(ctx: &RequestContext<'_>, def: &ResourceDef, target: &Target) -> 
             format!("{ip}:80")
         }
     };
-    match dial(&address).await {
+    match ctx.dial(&address).await {
         Err(e) => Ok(HttpResponse::ServiceUnavailable()
             .content_type("text/plain; charset=utf-8")
             .body(format!("Error trying to reach service: '{e}'"))),

@@ -1,16 +1,20 @@
-//! The resources nothing is stored for ([`Served::ByGateway`]): the gateway answers their verbs
-//! itself. A `create` the kind gives an action runs it (`bindings`, the top-level form of
-//! `pods/binding`); `componentstatuses` and the review APIs, which read the server's own health
-//! and its authenticators and authorizers, are answered here.
+//! The resources nothing is stored for ([`Served::ByGateway`]): their verbs run their kind's
+//! action (`bindings`, the reviews, `componentstatuses`). A `create` answers what the action
+//! returns; a `get` or `list` answers its objects in every view a stored resource offers
+//! (tables with the kind's printer, partial metadata).
 
 use std::sync::Arc;
 
+use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use apimachinery::catalogue::{ResourceDef, Served};
 use apimachinery::error::ApiError;
 use apimachinery::messages::Target;
+use apimachinery::table;
+use serde_json::{Value, json};
 
 use crate::context::RequestContext;
+use crate::negotiate::{Offer, View, negotiate, partial_metadata, respond, table_options};
 
 /// Serves a request for an unstored resource: only its own verbs, no subresources.
 pub async fn serve(
@@ -36,18 +40,66 @@ pub async fn serve(
     if !verbs.contains(&info.verb.as_str()) {
         return Err(ApiError::method_not_allowed());
     }
-    if info.verb == "create"
-        && let Some(action) = ctx.server.actions.find(def, None)
-    {
-        let body = ctx.read_body(payload).await?;
-        return crate::subresources::act(ctx, def, action, Target::collection(def, &info.namespace), &body).await;
-    }
-    match (def.group.as_str(), def.resource.as_str()) {
-        ("", "componentstatuses") => crate::componentstatuses::serve(ctx).await,
-        ("authentication.k8s.io" | "authorization.k8s.io", _) => {
+    let Some(action) = ctx.server.actions.find(def, None) else { return Err(ApiError::resource_not_found()) };
+    match info.verb.as_str() {
+        "create" => {
             let body = ctx.read_body(payload).await?;
-            crate::reviews::serve(ctx, def, &body).await
+            crate::subresources::act(ctx, def, action, Target::collection(def, &info.namespace), &body).await
         }
-        _ => Err(ApiError::resource_not_found()),
+        "get" => {
+            let one = action.get(ctx, &Target::object(def, &info.namespace, &info.name)).await?;
+            show(ctx, def, one)
+        }
+        "list" => {
+            let items = action.list(ctx, &Target::collection(def, &info.namespace)).await?;
+            show_list(ctx, def, items)
+        }
+        _ => Err(ApiError::method_not_allowed()),
     }
+}
+
+/// One object, in the view the client asked for.
+fn show(ctx: &RequestContext<'_>, def: &ResourceDef, one: Value) -> Result<HttpResponse, ApiError> {
+    let output = negotiate(ctx.header("Accept"), Offer { tables: true, metadata: true, protobuf: true })?;
+    Ok(match output.view {
+        View::Table => {
+            let t = table::object_to_table(def.printer(), &one, &table_options(ctx)?, chrono::Utc::now());
+            respond(StatusCode::OK, output, &t, ctx.pretty())
+        }
+        View::Metadata => respond(StatusCode::OK, output, &partial_metadata(&one), ctx.pretty()),
+        _ => respond(StatusCode::OK, output, &one, ctx.pretty()),
+    })
+}
+
+/// A list, in the view the client asked for; its items without their `kind` and `apiVersion`,
+/// as in a stored list.
+fn show_list(ctx: &RequestContext<'_>, def: &ResourceDef, items: Vec<Value>) -> Result<HttpResponse, ApiError> {
+    let output = negotiate(ctx.header("Accept"), Offer { tables: true, metadata: true, protobuf: true })?;
+    Ok(match output.view {
+        View::Table => {
+            let refs: Vec<&Value> = items.iter().collect();
+            let options = table_options(ctx)?;
+            let t = table::to_table(def.printer(), &refs, &options, table::ListMetaInfo::default(), chrono::Utc::now());
+            respond(StatusCode::OK, output, &t, ctx.pretty())
+        }
+        View::MetadataList => {
+            let items: Vec<Value> = items.iter().map(partial_metadata).collect();
+            let list = json!({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList", "metadata": {}, "items": items});
+            respond(StatusCode::OK, output, &list, ctx.pretty())
+        }
+        _ => {
+            let items: Vec<Value> = items
+                .into_iter()
+                .map(|mut item| {
+                    if let Some(m) = item.as_object_mut() {
+                        m.remove("kind");
+                        m.remove("apiVersion");
+                    }
+                    item
+                })
+                .collect();
+            let list = json!({"kind": format!("{}List", def.kind), "apiVersion": def.api_version(), "metadata": {}, "items": items});
+            respond(StatusCode::OK, output, &list, ctx.pretty())
+        }
+    })
 }

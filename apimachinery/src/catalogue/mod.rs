@@ -193,8 +193,9 @@ pub struct ResourceDef {
 pub enum Served {
     /// Objects are stored and served by the generic REST verbs.
     Stored,
-    /// Nothing is stored: the gateway answers these verbs itself, as kube's REST storages that
-    /// implement only some verbs do (`bindings`, `componentstatuses`, the review APIs).
+    /// Nothing is stored: these verbs run the kind's [`Action`](crate::action::Action), as
+    /// kube's REST storages that implement only some verbs do (`bindings`,
+    /// `componentstatuses`, the review APIs).
     ByGateway(&'static [&'static str]),
 }
 

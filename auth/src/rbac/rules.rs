@@ -36,6 +36,23 @@ impl PolicyRule {
         }
     }
 
+    /// The rule in its JSON form: `verbs`, and each other list when it is not empty.
+    pub fn to_json(&self) -> Value {
+        let mut rule = serde_json::Map::new();
+        rule.insert("verbs".into(), self.verbs.clone().into());
+        for (key, list) in [
+            ("apiGroups", &self.api_groups),
+            ("resources", &self.resources),
+            ("resourceNames", &self.resource_names),
+            ("nonResourceURLs", &self.non_resource_urls),
+        ] {
+            if !list.is_empty() {
+                rule.insert(key.into(), list.clone().into());
+            }
+        }
+        Value::Object(rule)
+    }
+
     /// The rules of a Role or ClusterRole object.
     pub fn all_of(role: &Value) -> Vec<PolicyRule> {
         role.get("rules")
@@ -93,6 +110,14 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_rule_reads_back_from_its_json_form_without_empty_lists() {
+        let rule = json!({"verbs": ["get"], "apiGroups": [""], "resources": ["pods"], "resourceNames": ["a"]});
+        assert_eq!(PolicyRule::from_json(&rule).to_json(), rule);
+        let urls = json!({"verbs": ["get"], "nonResourceURLs": ["/healthz"]});
+        assert_eq!(PolicyRule::from_json(&urls).to_json(), urls);
+    }
 
     fn attrs(verb: &str, group: &str, resource: &str, sub: &str, name: &str) -> Attributes {
         Attributes {

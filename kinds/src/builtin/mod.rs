@@ -142,13 +142,16 @@ pub fn resources() -> &'static [Arc<ResourceDef>] {
     &BUILTIN
 }
 
-/// The built-in kinds' actions: a pod's `binding` and `eviction`, and the top-level `bindings`.
+/// The built-in kinds' actions: a pod's `binding` and `eviction`, the top-level `bindings`,
+/// the reviews, and the probes of `componentstatuses`.
 pub fn actions() -> apimachinery::action::Actions {
     use apimachinery::catalogue::Subresource;
     let mut actions = apimachinery::action::Actions::default();
     actions.insert("", "pods", Some(Subresource::Binding), Arc::new(binding::Bind));
     actions.insert("", "pods", Some(Subresource::Eviction), Arc::new(eviction::Evict));
     actions.insert("", "bindings", None, Arc::new(binding::BindByName));
+    actions.insert("", "componentstatuses", None, Arc::new(componentstatus::ComponentStatuses));
+    reviews::register(&mut actions);
     actions
 }
 

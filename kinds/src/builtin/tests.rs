@@ -96,3 +96,16 @@ fn events_round_trip_between_groups() {
     );
     assert_eq!(v1.strategy.to_served(&core), Some(all));
 }
+
+#[test]
+fn every_resource_stored_nowhere_has_an_action_and_nothing_stored_has_one() {
+    use apimachinery::catalogue::Served;
+    let actions = actions();
+    for def in resources() {
+        let action = actions.find(def, None).is_some();
+        match def.served {
+            Served::ByGateway(_) => assert!(action, "{} is stored nowhere and has no action", def.resource),
+            Served::Stored => assert!(!action, "{} is stored, yet its create has an action", def.resource),
+        }
+    }
+}

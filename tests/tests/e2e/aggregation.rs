@@ -226,8 +226,9 @@ async fn an_extension_server_answers_through_the_proxy_and_its_outage_stays_in_i
     let message = failed.body["message"].as_str().unwrap();
     assert!(message.starts_with(&format!("APIService \"{NAME}\": error trying to reach service: ")), "{message}");
     let port = ext.addr.port();
-    // (A first probe may find a connection the extension server closed; the next dials.)
-    let down = poll_until(Duration::from_secs(10), || {
+    // (A first probe may find a connection the extension server closed; the next dials.) Its
+    // retries come within seconds; the bound is kube's 30 s resync, for a busy machine.
+    let down = poll_until(Duration::from_secs(30), || {
         let c = available(&s, NAME);
         (c["reason"] == "FailedDiscoveryCheck" && c["message"].as_str().unwrap_or("").ends_with("connection refused"))
             .then_some(c)
