@@ -18,6 +18,8 @@
 //! - [`apiservice_registration`]: an APIService for every group version served here.
 //! - [`authentication_trust`]: the `extension-apiserver-authentication` ConfigMap extension
 //!   servers authenticate passed-on requests by.
+//! - [`rbac_feed`]: keeps the authorizer's RBAC policy current from the RBAC cachers (in every
+//!   replica and storage stage process, never elected).
 //! - [`leader`]: the Lease that lets one replica at a time run the controllers above that
 //!   kube-controller-manager would run (`--leader-elect`).
 //! - [`metrics`]: the names of the metrics they record.
@@ -43,6 +45,7 @@ pub mod leader;
 pub mod metrics;
 pub mod namespace_finalizer;
 pub mod policy_status;
+pub mod rbac_feed;
 pub mod resource_quota;
 pub mod role_aggregation;
 pub mod root_ca;

@@ -29,7 +29,6 @@
 //!   extension servers, their availability probes and cached discovery.
 //! - [`negotiate`]: representations (JSON, YAML, protobuf; tables and metadata views).
 //! - [`status_writer`]: how admission plugins write other objects' status (quota charges).
-//! - [`rbac_feed`]: keeps the authorizer's RBAC policy current from the RBAC cachers.
 //! - [`tokens`]: the TokenRequest subresource and the token issuer's discovery documents.
 //! - [`tls`]: serving certificates, the generated PKI, client-certificate identities.
 //!
@@ -55,7 +54,6 @@ pub mod negotiate;
 pub mod openapi;
 pub mod pipeline;
 pub mod prometheus;
-pub mod rbac_feed;
 pub mod rest;
 pub mod server;
 pub mod stage_process;

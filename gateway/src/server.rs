@@ -170,7 +170,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     };
     let material = tls::prepare(&data_dir, &tls_opts)?;
     bootstrap(&stages, &catalogue, range.first().to_string(), objects.as_ref()).await?;
-    crate::rbac_feed::start(stages.caches.clone(), catalogue.clone(), policy.clone()).await?;
+    controllers::rbac_feed::start(stages.caches.clone(), catalogue.clone(), policy.clone()).await?;
     let openapi = crate::openapi::CustomOpenApi::default();
     let aggregator = start_api_controllers(&options, &stages, &catalogue, &objects, &openapi, &material).await?;
     let elector = start_elected_controllers(

@@ -61,7 +61,7 @@ pub async fn run(options: StageOptions) -> Result<(), String> {
     let arbiters = Arbiters { front: &front, admission: &admission, storage: &storage };
     let WritePath { policy, storage, .. } =
         crate::pipeline::start_write_path(&serve, &catalogue, &router, &objects, &directory, &arbiters)?;
-    crate::rbac_feed::start(caches.clone(), catalogue.clone(), policy).await?;
+    controllers::rbac_feed::start(caches.clone(), catalogue.clone(), policy).await?;
 
     let mut service = StageService::default();
     service.expose(storage.handle::<CreateObject>());

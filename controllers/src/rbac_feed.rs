@@ -73,7 +73,7 @@ pub async fn start(caches: Caches, catalogue: Arc<Catalogue>, policy: SharedPoli
             .ok_or_else(|| format!("{resource} are not served"))?;
         let revision = load(&caches, &def, kind, &policy).await?;
         let (caches, policy) = (caches.clone(), policy.clone());
-        actix_web::rt::spawn(async move {
+        actix_rt::spawn(async move {
             let mut revision = revision;
             loop {
                 follow(&caches, &def, kind, &policy, revision).await;
