@@ -21,7 +21,9 @@ use crate::request::{RequestInfo, UserInfo};
 
 /// What an action may do: read and write objects through the stages, as the requesting user
 /// and within the request's deadline, exactly as the user's own requests would (authorization
-/// of the action itself happened before it ran). Actions run on the request's own task, so
+/// of the action itself happened before it ran); ask the server's authorizers and
+/// authenticators (the reviews); dial an address and probe the storage backends
+/// (ComponentStatus). Actions run on the request's own task, so
 /// their futures need not be `Send`.
 #[async_trait(?Send)]
 pub trait ActionContext {

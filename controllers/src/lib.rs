@@ -1,7 +1,8 @@
 //! The controller work a standalone server needs, which kube-controller-manager does in a full
 //! cluster. Each follows its resources through the cachers and writes through the storage
 //! stage as a controller identity; each can be turned off by its flag, so a real
-//! kube-controller-manager can take over.
+//! kube-controller-manager can take over. Beside them, the API's own controllers (always on)
+//! and the RBAC feed, which writes nothing: it keeps the authorizer's policy current.
 //!
 //! # Layout
 //! - this module: what every controller shares: [`events`] (a resource's objects, then their

@@ -77,8 +77,10 @@ impl RequestContext<'_> {
     }
 }
 
-/// What a kind's action reaches: the stages, as the request's user, within its deadline. Reads
-/// are the cachers' latest state, as kube's eviction reads the pod and its budgets.
+/// What a kind's action reaches: the stages, as the request's user, within its deadline (reads
+/// are the cachers' latest state, as kube's eviction reads the pod and its budgets); the
+/// authorizers and authenticators the reviews ask; dials and the storage backends' health,
+/// which ComponentStatus reports.
 #[async_trait::async_trait(?Send)]
 impl ActionContext for RequestContext<'_> {
     fn catalogue(&self) -> &Catalogue {

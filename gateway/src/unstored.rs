@@ -14,7 +14,7 @@ use apimachinery::table;
 use serde_json::{Value, json};
 
 use crate::context::RequestContext;
-use crate::negotiate::{Offer, View, negotiate, partial_metadata, respond, table_options};
+use crate::negotiate::{Offer, Output, View, negotiate, partial_metadata, respond, table_options};
 
 /// Serves a request for an unstored resource: only its own verbs, no subresources.
 pub async fn serve(
@@ -46,21 +46,26 @@ pub async fn serve(
             let body = ctx.read_body(payload).await?;
             crate::subresources::act(ctx, def, action, Target::collection(def, &info.namespace), &body).await
         }
+        // The representation is settled before the action runs, so a 406 comes at once.
         "get" => {
+            let output = negotiate(ctx.header("Accept"), VIEWS)?;
             let one = action.get(ctx, &Target::object(def, &info.namespace, &info.name)).await?;
-            show(ctx, def, one)
+            show(ctx, def, output, one)
         }
         "list" => {
+            let output = negotiate(ctx.header("Accept"), VIEWS)?;
             let items = action.list(ctx, &Target::collection(def, &info.namespace)).await?;
-            show_list(ctx, def, items)
+            show_list(ctx, def, output, items)
         }
         _ => Err(ApiError::method_not_allowed()),
     }
 }
 
+/// The views a read offers: tables, metadata, protobuf.
+const VIEWS: Offer = Offer { tables: true, metadata: true, protobuf: true };
+
 /// One object, in the view the client asked for.
-fn show(ctx: &RequestContext<'_>, def: &ResourceDef, one: Value) -> Result<HttpResponse, ApiError> {
-    let output = negotiate(ctx.header("Accept"), Offer { tables: true, metadata: true, protobuf: true })?;
+fn show(ctx: &RequestContext<'_>, def: &ResourceDef, output: Output, one: Value) -> Result<HttpResponse, ApiError> {
     Ok(match output.view {
         View::Table => {
             let t = table::object_to_table(def.printer(), &one, &table_options(ctx)?, chrono::Utc::now());
@@ -73,8 +78,12 @@ fn show(ctx: &RequestContext<'_>, def: &ResourceDef, one: Value) -> Result<HttpR
 
 /// A list, in the view the client asked for; its items without their `kind` and `apiVersion`,
 /// as in a stored list.
-fn show_list(ctx: &RequestContext<'_>, def: &ResourceDef, items: Vec<Value>) -> Result<HttpResponse, ApiError> {
-    let output = negotiate(ctx.header("Accept"), Offer { tables: true, metadata: true, protobuf: true })?;
+fn show_list(
+    ctx: &RequestContext<'_>,
+    def: &ResourceDef,
+    output: Output,
+    items: Vec<Value>,
+) -> Result<HttpResponse, ApiError> {
     Ok(match output.view {
         View::Table => {
             let refs: Vec<&Value> = items.iter().collect();
