@@ -83,7 +83,7 @@ pub struct ServeOptions {
     /// Issuer of ServiceAccount tokens (repeatable: the first issues, all are accepted).
     #[arg(long, default_values_t = ["https://kubernetes.default.svc.cluster.local".to_string()])]
     pub service_account_issuer: Vec<String>,
-    /// PEM private key (PKCS#8) ServiceAccount tokens are signed with; generated under
+    /// PEM private key (RSA or ECDSA; PKCS#8, PKCS#1 or SEC1) ServiceAccount tokens are signed with; generated under
     /// <data-dir>/pki when neither this nor --service-account-key-file is given.
     #[arg(long)]
     pub service_account_signing_key_file: Option<PathBuf>,

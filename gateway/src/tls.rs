@@ -241,6 +241,23 @@ mod tests {
     }
 
     #[test]
+    fn serving_keys_are_read_as_kubeadm_and_openssl_write_them() {
+        // PKCS#1 (`RSA PRIVATE KEY`, kubeadm's apiserver.key) and SEC1 behind an `EC PARAMETERS`
+        // block (`openssl ecparam -genkey`), with certificates for them; the files are auth's.
+        let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("../auth/testdata");
+        for (cert, key) in [("rsa-pkcs1.crt", "rsa-pkcs1.key"), ("ec-sec1.crt", "ec-sec1.key")] {
+            let dir = tempfile::tempdir().unwrap();
+            let options = TlsOptions {
+                cert_file: Some(testdata.join(cert)),
+                key_file: Some(testdata.join(key)),
+                ..Default::default()
+            };
+            let material = prepare(dir.path(), &options).unwrap_or_else(|e| panic!("{key}: {e}"));
+            assert!(material.serving_ca_pem.is_none(), "{key}: the given certificate serves");
+        }
+    }
+
+    #[test]
     fn admin_certificate_names_system_masters() {
         let dir = tempfile::tempdir().unwrap();
         let m = prepare(dir.path(), &TlsOptions::default()).unwrap();

@@ -2,7 +2,10 @@
 //!
 //! `--service-account-signing-key-file` holds the private key tokens are signed with,
 //! `--service-account-key-file` (repeatable) the keys tokens are accepted from: public keys,
-//! certificates or private keys, several per file. With neither flag the server keeps its own
+//! certificates or private keys, several per file. Private keys are read in every form kube's
+//! `keyutil` reads: PKCS#8 (`PRIVATE KEY`), PKCS#1 (`RSA PRIVATE KEY`, as kubeadm writes
+//! `sa.key`) and SEC1 (`EC PRIVATE KEY`); other blocks (`EC PARAMETERS`, as `openssl ecparam`
+//! writes before the key) are passed over, as kube passes them over. With neither flag the server keeps its own
 //! ECDSA P-256 key under `<data-dir>/pki`, as it does for TLS, so one binary issues tokens that
 //! survive a restart. Each key's id (`kid`) is the base64url SHA-256 of its public key in
 //! SubjectPublicKeyInfo DER, as kube computes it; `/openid/v1/jwks` publishes them.
@@ -107,6 +110,55 @@ impl VerifyingKey {
     }
 }
 
+/// `rsaEncryption` and `id-ecPublicKey`, the algorithms of a PKCS#8 key's AlgorithmIdentifier.
+const RSA_ENCRYPTION: [u64; 7] = [1, 2, 840, 113549, 1, 1, 1];
+const EC_PUBLIC_KEY: [u64; 6] = [1, 2, 840, 10045, 2, 1];
+
+/// The PKCS#8 DER of a private key block, or `None` for a block that holds no private key.
+/// PKCS#1 and SEC1 keys are wrapped in PKCS#8's PrivateKeyInfo, which the key parsers take;
+/// a SEC1 key names its curve in its parameters, which the wrapper repeats.
+fn pkcs8(block: &Block, origin: &Path) -> Result<Option<Vec<u8>>, String> {
+    let wrap = |algorithm: yasna::models::ObjectIdentifier, parameters: Option<&yasna::models::ObjectIdentifier>| {
+        yasna::construct_der(|w| {
+            w.write_sequence(|w| {
+                w.next().write_u8(0);
+                w.next().write_sequence(|w| {
+                    w.next().write_oid(&algorithm);
+                    match parameters {
+                        Some(curve) => w.next().write_oid(curve),
+                        None => w.next().write_null(),
+                    }
+                });
+                w.next().write_bytes(&block.der);
+            })
+        })
+    };
+    Ok(match block.label.as_str() {
+        "PRIVATE KEY" => Some(block.der.clone()),
+        "RSA PRIVATE KEY" => Some(wrap(yasna::models::ObjectIdentifier::from_slice(&RSA_ENCRYPTION), None)),
+        "EC PRIVATE KEY" => {
+            let curve = sec1_curve(&block.der)
+                .map_err(|e| format!("{}: EC PRIVATE KEY: {e}", origin.display()))?
+                .ok_or_else(|| format!("{}: EC PRIVATE KEY does not name its curve", origin.display()))?;
+            Some(wrap(yasna::models::ObjectIdentifier::from_slice(&EC_PUBLIC_KEY), Some(&curve)))
+        }
+        _ => None,
+    })
+}
+
+/// The curve a SEC1 `ECPrivateKey` names in its `[0]` parameters (RFC 5915).
+fn sec1_curve(der: &[u8]) -> Result<Option<yasna::models::ObjectIdentifier>, yasna::ASN1Error> {
+    yasna::parse_der(der, |r| {
+        r.read_sequence(|r| {
+            r.next().read_u8()?;
+            r.next().read_bytes()?;
+            let curve = r.read_optional(|r| r.read_tagged(yasna::Tag::context(0), |r| r.read_oid()))?;
+            r.read_optional(|r| r.read_tagged(yasna::Tag::context(1), |r| r.read_bitvec_bytes()))?;
+            Ok(curve)
+        })
+    })
+}
+
 /// A PKCS#8 private key as a signing key, with its public half.
 fn private_key(der: &[u8], origin: &Path) -> Result<(SigningKey, VerifyingKey), String> {
     let pair = rcgen::KeyPair::try_from(der).map_err(|e| format!("{}: private key: {e}", origin.display()))?;
@@ -133,25 +185,27 @@ fn verifying_keys(path: &Path) -> Result<Vec<VerifyingKey>, String> {
                     .map_err(|e| format!("{}: certificate: {e}", path.display()))?;
                 VerifyingKey::from_spki(cert.public_key().raw).map_err(|e| format!("{}: {e}", path.display()))?
             }
-            "PRIVATE KEY" => private_key(&block.der, path)?.1,
-            other => {
-                return Err(format!(
-                    "{}: {other} blocks are not supported: use PKCS#8 (`openssl pkcs8 -topk8 -nocrypt`) or a PUBLIC KEY",
-                    path.display()
-                ));
-            }
+            _ => match pkcs8(&block, path)? {
+                Some(der) => private_key(&der, path)?.1,
+                None => continue,
+            },
         };
         keys.push(key);
+    }
+    if keys.is_empty() {
+        return Err(format!("{}: data does not contain any valid RSA or ECDSA public keys", path.display()));
     }
     Ok(keys)
 }
 
 fn signing_key(path: &Path) -> Result<(SigningKey, VerifyingKey), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let block = pem_blocks(&text, path)?.into_iter().find(|b| b.label == "PRIVATE KEY").ok_or_else(|| {
-        format!("{}: no PKCS#8 PRIVATE KEY block (`openssl pkcs8 -topk8 -nocrypt` converts)", path.display())
-    })?;
-    private_key(&block.der, path)
+    for block in pem_blocks(&text, path)? {
+        if let Some(der) = pkcs8(&block, path)? {
+            return private_key(&der, path);
+        }
+    }
+    Err(format!("{}: data does not contain a valid RSA or ECDSA private key", path.display()))
 }
 
 /// The generated key under `data_dir`, created on first use.
@@ -244,6 +298,49 @@ mod tests {
         let bad = dir.path().join("bad.pem");
         std::fs::write(&bad, "-----BEGIN EC PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----\n").unwrap();
         let e = KeySet::load(dir.path(), None, &[bad]).err().unwrap();
-        assert!(e.contains("EC PRIVATE KEY blocks are not supported"), "{e}");
+        assert!(e.contains("EC PRIVATE KEY: "), "{e}");
+        let none = dir.path().join("none.pem");
+        std::fs::write(&none, "-----BEGIN EC PARAMETERS-----\nBggqhkjOPQMBBw==\n-----END EC PARAMETERS-----\n")
+            .unwrap();
+        let e = KeySet::load(dir.path(), None, std::slice::from_ref(&none)).err().unwrap();
+        assert!(e.ends_with("data does not contain any valid RSA or ECDSA public keys"), "{e}");
+        let e = KeySet::load(dir.path(), Some(&none), &[]).err().unwrap();
+        assert!(e.ends_with("data does not contain a valid RSA or ECDSA private key"), "{e}");
+    }
+
+    /// A key file from `auth/testdata` (made with openssl: `genrsa -traditional`, `ecparam
+    /// -genkey`, and their `pkcs8 -topk8 -nocrypt` conversions).
+    fn testdata(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata").join(name)
+    }
+
+    #[test]
+    fn kubeadm_key_forms_sign_and_verify_as_their_pkcs8_forms_do() {
+        let dir = tempfile::tempdir().unwrap();
+        for (kubeadm, pkcs8, algorithm) in
+            [("rsa-pkcs1.key", "rsa-pkcs8.key", Algorithm::RS256), ("ec-sec1.key", "ec-pkcs8.key", Algorithm::ES256)]
+        {
+            let as_written = KeySet::load(dir.path(), Some(&testdata(kubeadm)), &[]).unwrap();
+            let converted = KeySet::load(dir.path(), Some(&testdata(pkcs8)), &[]).unwrap();
+            let signing = as_written.signing().unwrap();
+            assert_eq!(signing.algorithm, algorithm, "{kubeadm}");
+            assert_eq!(signing.kid, converted.signing().unwrap().kid, "{kubeadm}: the same key as its PKCS#8 form");
+            let verifying = KeySet::load(dir.path(), None, &[testdata(kubeadm)]).unwrap();
+            assert_eq!(verifying.verifying()[0].kid, signing.kid, "{kubeadm} as a key file");
+            // A token the key signs verifies with the key's public half alone.
+            let header =
+                jsonwebtoken::Header { kid: Some(signing.kid.clone()), ..jsonwebtoken::Header::new(algorithm) };
+            let token = jsonwebtoken::encode(&header, &json!({"sub": "x"}), &signing.key).unwrap();
+            let mut check = jsonwebtoken::Validation::new(algorithm);
+            check.required_spec_claims.clear();
+            check.validate_exp = false;
+            let key = &verifying.verifying()[0].key;
+            assert_eq!(jsonwebtoken::decode::<Value>(&token, key, &check).unwrap().claims["sub"], "x", "{kubeadm}");
+        }
+        let public = KeySet::load(dir.path(), None, &[testdata("rsa.pub")]).unwrap();
+        let pkcs1 = KeySet::load(dir.path(), Some(&testdata("rsa-pkcs1.key")), &[]).unwrap();
+        assert_eq!(public.verifying()[0].kid, pkcs1.signing().unwrap().kid, "sa.pub verifies what sa.key signs");
+        let p384 = KeySet::load(dir.path(), Some(&testdata("ec384-sec1.key")), &[]).unwrap();
+        assert_eq!(p384.signing().unwrap().algorithm, Algorithm::ES384);
     }
 }
