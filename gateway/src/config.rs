@@ -77,6 +77,10 @@ pub struct ServeOptions {
     /// Static bearer tokens: CSV lines `token,user,uid,"group1,group2"`.
     #[arg(long)]
     pub token_auth_file: Option<PathBuf>,
+    /// Accept bootstrap tokens (`<id>.<secret>`, from the Secrets `bootstrap-token-<id>` in
+    /// kube-system), as `kubeadm join` and kubelet TLS bootstrapping present them.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub enable_bootstrap_token_auth: bool,
     /// Allow unauthenticated requests as `system:anonymous` (authorization still applies).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub anonymous_auth: bool,

@@ -370,6 +370,9 @@ fn authenticators(
         audiences.to_vec(),
         objects.clone(),
     )));
+    if options.enable_bootstrap_token_auth {
+        authenticators.push(Arc::new(auth::authn::bootstrap_token::BootstrapTokens::new(objects.clone())));
+    }
     if let Some(issuer_url) = &options.oidc_issuer_url {
         let oidc = auth::authn::oidc::OidcOptions {
             issuer_url: issuer_url.clone(),

@@ -1,7 +1,7 @@
 //! The authentication stage: credentials to a user, by the authenticators kube tries in
 //! order. A client certificate verified by TLS against the client CA decides first (CN is the
 //! user, O the groups); then a bearer token goes to the token authenticators in turn
-//! (`--token-auth-file`, ServiceAccount tokens, OIDC, the token webhook), the first to accept
+//! (`--token-auth-file`, ServiceAccount tokens, bootstrap tokens, OIDC, the token webhook), the first to accept
 //! it deciding; a request with no credentials is `system:anonymous` when `--anonymous-auth`
 //! allows it. A token nobody accepts is 401 even with anonymous auth on, as kube.
 //!
@@ -21,6 +21,7 @@ use async_trait::async_trait;
 
 use crate::metrics::{AUTHENTICATION_ATTEMPTS, AUTHENTICATION_DURATION_SECONDS};
 
+pub mod bootstrap_token;
 pub mod oidc;
 pub mod token_file;
 pub mod webhook;

@@ -13,7 +13,7 @@ use base64::Engine;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 use serde_json::{Value, json};
-use tests::{TestServer, command_outcome as out, poll_until, write_webhook_kubeconfig};
+use tests::{TestServer, command_outcome as out, poll_until, within, write_webhook_kubeconfig};
 
 const UNAUTHORIZED: &str = "error: You must be logged in to the server (Unauthorized)";
 const CLIENT_ID: &str = "kubernetes";
@@ -735,4 +735,57 @@ async fn node_authorizer_lets_a_kubelet_read_only_what_the_pods_bound_to_its_nod
         )
         .await;
     assert_eq!(code, 403, "n2 has no pod using web-sa");
+}
+
+/// Creates the bootstrap token Secret `kube-system/bootstrap-token-<id>` as `kubeadm token
+/// create` does, with `data` given as `key=value` pairs beside the id and secret.
+fn bootstrap_secret(s: &TestServer, id: &str, secret: &str, data: &[&str]) {
+    let name = format!("bootstrap-token-{id}");
+    let mut args: Vec<String> = ["create", "secret", "generic", &name, "-n", "kube-system"].map(String::from).to_vec();
+    args.extend(["--type".into(), "bootstrap.kubernetes.io/token".into()]);
+    let pairs = [format!("token-id={id}"), format!("token-secret={secret}")];
+    for pair in pairs.iter().map(String::as_str).chain(data.iter().copied()) {
+        args.push(format!("--from-literal={pair}"));
+    }
+    s.kubectl_ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
+}
+
+#[actix_web::test]
+async fn bootstrap_tokens_sign_in_as_kubeadm_join_presents_them_while_their_secret_allows() {
+    let s = TestServer::start_with(&["--enable-bootstrap-token-auth"]);
+    let hour = chrono::Duration::hours(1);
+    let later = (chrono::Utc::now() + hour).to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let earlier = (chrono::Utc::now() - hour).to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let usage = "usage-bootstrap-authentication=true";
+    let expired = format!("expiration={earlier}");
+    bootstrap_secret(&s, "oldtok", "0123456789abcdef", &[usage, &expired]);
+    bootstrap_secret(&s, "nouse1", "0123456789abcdef", &["usage-bootstrap-authentication=false"]);
+    let expires = format!("expiration={later}");
+    let groups = "auth-extra-groups=system:bootstrappers:kubeadm:default-node-token";
+    bootstrap_secret(&s, "abcdef", "0123456789abcdef", &[usage, &expires, groups]);
+
+    // The Secrets reach the authenticator through the cache, in the order they were written.
+    let good = "abcdef.0123456789abcdef";
+    assert!(within(Duration::from_secs(10), || whoami(&s, good).is_ok()).is_some(), "{}", s.log_tail());
+    assert_eq!(
+        whoami(&s, good).unwrap(),
+        json!({"username": "system:bootstrap:abcdef",
+               "groups": ["system:bootstrappers", "system:bootstrappers:kubeadm:default-node-token", "system:authenticated"]})
+    );
+    for (what, token) in [
+        ("with another secret", "abcdef.0123456789abcdeg"),
+        ("whose Secret has expired", "oldtok.0123456789abcdef"),
+        ("whose Secret is not for authentication", "nouse1.0123456789abcdef"),
+        ("with no Secret", "zzzzzz.0123456789abcdef"),
+    ] {
+        let err = whoami(&s, token).expect_err(what);
+        assert!(err.contains("Unauthorized"), "a token {what}: {err}");
+    }
+
+    // Without the flag the same Secret signs nobody in.
+    let off = TestServer::start();
+    bootstrap_secret(&off, "abcdef", "0123456789abcdef", &[usage, &expires]);
+    let stored = off.kubectl_ok(&["get", "secret", "-n", "kube-system", "bootstrap-token-abcdef", "-o", "name"]);
+    assert_eq!(stored.trim(), "secret/bootstrap-token-abcdef");
+    assert!(within(Duration::from_secs(2), || whoami(&off, good).is_ok()).is_none(), "accepted without the flag");
 }
