@@ -81,6 +81,12 @@ pub struct ServeOptions {
     /// kube-system), as `kubeadm join` and kubelet TLS bootstrapping present them.
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub enable_bootstrap_token_auth: bool,
+    /// The node address types a kubelet is reached by, in order of preference (the first
+    /// address of the first type a node reports): `Hostname`, `InternalDNS`, `InternalIP`,
+    /// `ExternalDNS`, `ExternalIP`.
+    #[arg(long, value_delimiter = ',', value_parser = parse_node_address_type,
+          default_value = "Hostname,InternalDNS,InternalIP,ExternalDNS,ExternalIP")]
+    pub kubelet_preferred_address_types: Vec<String>,
     /// Allow unauthenticated requests as `system:anonymous` (authorization still applies).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub anonymous_auth: bool,
@@ -456,6 +462,16 @@ pub enum StorageBackend {
     Etcd3,
 }
 
+/// One of a node's address types, as `--kubelet-preferred-address-types` takes them.
+fn parse_node_address_type(value: &str) -> Result<String, String> {
+    const TYPES: [&str; 5] = ["Hostname", "InternalDNS", "InternalIP", "ExternalDNS", "ExternalIP"];
+    if TYPES.contains(&value) {
+        Ok(value.to_string())
+    } else {
+        Err(format!("{value:?} is not a node address type (one of {})", TYPES.join(", ")))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -490,6 +506,33 @@ mod tests {
         assert_eq!(cli.serve.watch_cache_size("configmaps"), 100);
         assert!(Cli::try_parse_from(["apiserver", "--watch-cache-sizes", "pods"]).is_err());
         assert!(Cli::try_parse_from(["apiserver", "--watch-cache-sizes", "pods#many"]).is_err());
+    }
+
+    #[test]
+    fn kubeadm_flags_parse_as_kube_parses_them() {
+        let cli = Cli::try_parse_from(["apiserver"]).unwrap();
+        assert_eq!(
+            cli.serve.kubelet_preferred_address_types,
+            ["Hostname", "InternalDNS", "InternalIP", "ExternalDNS", "ExternalIP"]
+        );
+        assert!(!cli.serve.enable_bootstrap_token_auth);
+        let kubeadm = [
+            "apiserver",
+            "--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
+            "--enable-bootstrap-token-auth=true",
+        ];
+        let cli = Cli::try_parse_from(kubeadm).unwrap();
+        assert_eq!(cli.serve.kubelet_preferred_address_types, ["InternalIP", "ExternalIP", "Hostname"]);
+        assert!(cli.serve.enable_bootstrap_token_auth);
+        assert!(
+            Cli::try_parse_from(["apiserver", "--enable-bootstrap-token-auth"])
+                .unwrap()
+                .serve
+                .enable_bootstrap_token_auth
+        );
+        assert!(
+            Cli::try_parse_from(["apiserver", "--kubelet-preferred-address-types=InternalIP,LegacyHostIP"]).is_err()
+        );
     }
 
     #[test]

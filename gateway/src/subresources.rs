@@ -55,25 +55,34 @@ pub(crate) async fn act(
     Ok(respond(StatusCode::CREATED, output, &answer, ctx.pretty()))
 }
 
-/// The kubelet address of `node`: its InternalIP (else first address, else its name) and the
-/// port it reports.
+/// The kubelet address of `node`: the first of its addresses of the first type
+/// `--kubelet-preferred-address-types` names (kube's `GetPreferredNodeAddress`), and the port
+/// it reports.
 async fn kubelet_address(ctx: &RequestContext<'_>, node: &str) -> Result<String, ApiError> {
     let nodes = ctx.server.catalogue.find("", "v1", "nodes").ok_or_else(|| ApiError::not_found("", "nodes", node))?;
     let obj = ctx.get(&Target::object(&nodes, "", node)).await?;
-    let addresses = obj.pointer("/status/addresses").and_then(Value::as_array).cloned().unwrap_or_default();
-    let host = addresses
-        .iter()
-        .find(|a| a["type"] == "InternalIP")
-        .or_else(|| addresses.first())
-        .and_then(|a| a["address"].as_str())
-        .unwrap_or(node)
-        .to_string();
+    let host = preferred_address(&obj, &ctx.server.options.kubelet_preferred_address_types)?;
     let port = obj
         .pointer("/status/daemonEndpoints/kubeletEndpoint/Port")
         .and_then(Value::as_i64)
         .filter(|p| *p > 0)
         .unwrap_or(10250);
     Ok(if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") })
+}
+
+/// The first address of `node` of the first of `types` it has; else kube's error, which lists
+/// the addresses as Go prints them (`[{InternalDNS n1.local}]`).
+fn preferred_address(node: &Value, types: &[String]) -> Result<String, ApiError> {
+    let addresses = node.pointer("/status/addresses").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let field = |a: &Value, k: &str| a.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    for wanted in types {
+        if let Some(found) = addresses.iter().find(|a| field(a, "type") == *wanted) {
+            return Ok(field(found, "address"));
+        }
+    }
+    let known: Vec<String> =
+        addresses.iter().map(|a| format!("{{{} {}}}", field(a, "type"), field(a, "address"))).collect();
+    Err(ApiError::unknown(format!("no preferred addresses found; known addresses: [{}]", known.join(" "))))
 }
 
 /// `log`, `exec`, `attach`, `portforward`: kube validates the container, then streams from
@@ -170,5 +179,34 @@ async fn proxy(ctx: &RequestContext<'_>, def: &ResourceDef, target: &Target) -> 
         Ok(()) => {
             Err(ApiError::unavailable(format!("{address} is reachable, but this server does not proxy requests yet")))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_kubelet_is_reached_by_the_first_preferred_address_type_the_node_has() {
+        let kube_default: Vec<String> =
+            ["Hostname", "InternalDNS", "InternalIP", "ExternalDNS", "ExternalIP"].map(String::from).to_vec();
+        let node = json!({"status": {"addresses": [
+            {"type": "ExternalIP", "address": "203.0.113.7"},
+            {"type": "InternalIP", "address": "10.0.0.7"},
+            {"type": "Hostname", "address": "n7"},
+        ]}});
+        assert_eq!(preferred_address(&node, &kube_default).unwrap(), "n7");
+        let kubeadm: Vec<String> = ["InternalIP", "ExternalIP", "Hostname"].map(String::from).to_vec();
+        assert_eq!(preferred_address(&node, &kubeadm).unwrap(), "10.0.0.7");
+        let dns_only = json!({"status": {"addresses": [{"type": "InternalDNS", "address": "n7.local"}]}});
+        let e = preferred_address(&dns_only, &kubeadm).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (500, "no preferred addresses found; known addresses: [{InternalDNS n7.local}]")
+        );
+        let none = preferred_address(&json!({"status": {}}), &kubeadm).unwrap_err();
+        assert_eq!(none.message, "no preferred addresses found; known addresses: []");
     }
 }
