@@ -103,20 +103,18 @@ async fn etcd(options: &ServeOptions, servers: &[String]) -> Result<Arc<dyn Stor
 }
 
 /// Compacts every backend every `interval` to the revision it had one interval earlier, as
-/// kube-apiserver does, so watches resuming within an interval still find their events.
+/// kube-apiserver does, so watches resuming within an interval still find their events; in
+/// turns through `compact_rev_key` ([`storage::compactor`]), so replicas and kube-apiservers
+/// sharing an etcd compact it once per interval between them.
 pub fn spawn_compaction(router: Arc<StorageRouter>, interval: Duration) {
     for storage in router.backends() {
         actix_web::rt::spawn(async move {
-            let mut previous = None;
+            let mut turns = storage::compactor::Compactor::new(storage::compactor::COMPACT_REV_KEY);
             loop {
                 tokio::time::sleep(interval).await;
-                if let Some(rev) = previous
-                    && storage.compacted_revision().await.is_ok_and(|c| c < rev)
-                    && let Err(e) = storage.compact(rev).await
-                {
-                    tracing::warn!(backend = %storage.describe(), "compaction to {rev} failed: {e}");
+                if let Err(e) = turns.take_turn(storage.as_ref()).await {
+                    tracing::warn!(backend = %storage.describe(), "compaction failed: {e}");
                 }
-                previous = storage.current_revision().await.ok();
             }
         });
     }

@@ -80,6 +80,7 @@ macro_rules! conformance_tests {
             list_at_compacted_revision_fails,
             future_revision_fails,
             compaction_keeps_latest_versions,
+            compaction_turns_are_taken_once_per_interval,
             concurrent_guaranteed_updates_lose_nothing,
             value_size_limit,
             progress_after_events,
@@ -443,6 +444,30 @@ pub async fn future_revision_fails(store: Arc<dyn Storage>) {
     assert_eq!(store.list(&p, opts).await, Err(StorageError::FutureRevision { requested: future, current: now }));
     assert_eq!(store.compact(future).await, Err(StorageError::FutureRevision { requested: future, current: now }));
     assert_eq!(store.current_revision().await.unwrap(), now);
+}
+
+/// Two servers taking compaction turns on one store: whoever writes first in an interval
+/// compacts, to the revision of its previous turn; the other finds the key moved and waits.
+/// The key holds the revision in decimal, as kube-apiserver writes it.
+pub async fn compaction_turns_are_taken_once_per_interval(store: Arc<dyn Storage>) {
+    use crate::compactor::{Compactor, Turn};
+    let p = unique_prefix();
+    let key = format!("{p}compact_rev_key");
+    let (mut a, mut b) = (Compactor::new(&key), Compactor::new(&key));
+    assert_eq!(a.take_turn(store.as_ref()).await.unwrap(), Turn::Won(0), "nothing compacted at start-up");
+    let first = store.get(&key).await.unwrap().0.unwrap();
+    assert_eq!(first.value, "0");
+    assert_eq!(b.take_turn(store.as_ref()).await.unwrap(), Turn::Lost);
+    // The next interval: b moves first this time, and compacts to what it saw at its last turn.
+    let before = write_some(&store, &p, 3).await;
+    let Turn::Won(target) = b.take_turn(store.as_ref()).await.unwrap() else { panic!("b moved first") };
+    assert_eq!(a.take_turn(store.as_ref()).await.unwrap(), Turn::Lost, "one compaction per interval");
+    assert!(first.mod_revision <= target && target < before, "{} <= {target} < {before}", first.mod_revision);
+    assert!(store.compacted_revision().await.unwrap() >= target);
+    let written = store.get(&key).await.unwrap().0.unwrap();
+    assert_eq!(written.value, target.to_string(), "the revision in decimal, as kube writes it");
+    // And the interval after: a's guard is b's write, so a wins.
+    assert!(matches!(a.take_turn(store.as_ref()).await.unwrap(), Turn::Won(_)));
 }
 
 /// Compaction keeps the latest version of every live key readable, with its revisions, at the

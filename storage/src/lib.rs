@@ -12,6 +12,7 @@
 //!   an in-memory multi-version index.
 //! - [`etcd`]: the etcd v3 backend (`--etcd-servers`), and a real etcd for tests.
 //! - [`conformance`]: the one suite every backend must pass.
+//! - [`compactor`]: compaction in turns through `compact_rev_key`, shared with kube-apiservers.
 //! - [`encryption`]: encryption at rest (`--encryption-provider-config`), a decorator over any
 //!   backend, byte-compatible with kube-apiserver's providers.
 //! - [`router`]: which backend stores which resource (`--etcd-servers-overrides`).
@@ -35,6 +36,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 #[cfg(any(test, feature = "test-util"))]
+pub mod compactor;
 pub mod conformance;
 pub mod embedded;
 pub mod encryption;
