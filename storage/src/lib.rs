@@ -35,8 +35,8 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
-#[cfg(any(test, feature = "test-util"))]
 pub mod compactor;
+#[cfg(any(test, feature = "test-util"))]
 pub mod conformance;
 pub mod embedded;
 pub mod encryption;
