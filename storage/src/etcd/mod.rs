@@ -391,6 +391,15 @@ impl Inner {
 /// How a failed etcd call ended, for failover: a connect error was never sent; a transport
 /// error (the connection broke, or gRPC's `Unavailable` without etcd's own `etcdserver:`
 /// message) may have been; anything else is etcd's answer.
+/// The transport's words for a connection that broke under a call.
+const CONNECTION_LOST: [&str; 5] =
+    ["transport error", "connection error", "connection reset", "broken pipe", "h2 protocol error"];
+
+/// Whether a failure's description says the connection broke under the call.
+fn connection_lost(message: &str) -> bool {
+    CONNECTION_LOST.iter().any(|m| message.contains(m))
+}
+
 fn attempt(e: &etcd_client::Error) -> Attempt<Failure> {
     let message = describe(e);
     let failure = Failure::from(e);
@@ -398,14 +407,13 @@ fn attempt(e: &etcd_client::Error) -> Attempt<Failure> {
     if not_sent.iter().any(|m| message.contains(m)) {
         return Attempt::NotSent(failure);
     }
-    let broken = ["transport error", "connection error", "connection reset", "broken pipe", "h2 protocol error"];
     let transport = match e {
         etcd_client::Error::TransportError(_) | etcd_client::Error::IoError(_) => true,
         // `describe` starts with the code's name; a connection that broke under the call comes
         // back as `Unknown` with the transport's error as its cause.
         etcd_client::Error::GRpcStatus(status) => {
             !status.message().starts_with("etcdserver:")
-                && (message.starts_with("Unavailable: ") || broken.iter().any(|b| message.contains(b)))
+                && (message.starts_with("Unavailable: ") || connection_lost(&message))
         }
         _ => false,
     };
@@ -553,7 +561,15 @@ impl Storage for EtcdStore {
             ])
             .or_else([TxnOp::get(key, None)]);
         let operation = if expect == Expect::Absent { "create" } else { "update" };
-        let response = inner.txn(txn).await.map_err(|f| match f {
+        let mut sent = inner.txn(txn.clone()).await;
+        // A create whose connection broke under it may or may not have been applied: it is sent
+        // once more (to another member), and a key holding exactly these bytes is this create's
+        // own (an object's bytes carry its fresh uid, so no other create writes them).
+        let retried = expect == Expect::Absent && matches!(&sent, Err(Failure::Other(m)) if connection_lost(m));
+        if retried {
+            sent = inner.txn(txn).await;
+        }
+        let response = sent.map_err(|f| match f {
             Failure::TooLarge => StorageError::TooLarge { key: key.to_string(), size: value.len(), limit },
             other => inner.failed(operation, key, other),
         })?;
@@ -564,6 +580,9 @@ impl Storage for EtcdStore {
             return Ok(KeyValue { value, ..stored });
         }
         let current = txn_range(&response, 0).into_iter().next();
+        if let Some(ours) = current.as_ref().filter(|kv| retried && kv.value == value) {
+            return Ok(ours.clone());
+        }
         Err(match (expect, current) {
             (Expect::Absent, Some(_)) => StorageError::AlreadyExists { key: key.to_string() },
             (Expect::ModRevision(_) | Expect::Exists, None) => StorageError::NotFound { key: key.to_string() },
