@@ -553,21 +553,24 @@ impl Storage for EtcdStore {
             Expect::ModRevision(r) => Compare::mod_revision(key, CompareOp::Equal, r as i64),
             Expect::Exists => Compare::create_revision(key, CompareOp::Greater, 0),
         };
-        let txn = Txn::new()
-            .when([guard])
-            .and_then([
-                TxnOp::put(key, value.to_vec(), None),
-                TxnOp::get(key, Some(GetOptions::new().with_keys_only())),
-            ])
-            .or_else([TxnOp::get(key, None)]);
+        // Built again only for the rare resend below, so a write copies its value once.
+        let txn = || {
+            Txn::new()
+                .when([guard.clone()])
+                .and_then([
+                    TxnOp::put(key, value.to_vec(), None),
+                    TxnOp::get(key, Some(GetOptions::new().with_keys_only())),
+                ])
+                .or_else([TxnOp::get(key, None)])
+        };
         let operation = if expect == Expect::Absent { "create" } else { "update" };
-        let mut sent = inner.txn(txn.clone()).await;
+        let mut sent = inner.txn(txn()).await;
         // A create whose connection broke under it may or may not have been applied: it is sent
         // once more (to another member), and a key holding exactly these bytes is this create's
         // own (an object's bytes carry its fresh uid, so no other create writes them).
         let retried = expect == Expect::Absent && matches!(&sent, Err(Failure::Other(m)) if connection_lost(m));
         if retried {
-            sent = inner.txn(txn).await;
+            sent = inner.txn(txn()).await;
         }
         let response = sent.map_err(|f| match f {
             Failure::TooLarge => StorageError::TooLarge { key: key.to_string(), size: value.len(), limit },
