@@ -110,6 +110,7 @@ pub fn definitions(crd: &Value, services: Option<&Arc<dyn ObjectLookup>>) -> Vec
             };
             let mut def = ResourceDef::new(group, version, plural, kind, strategy)
                 .storage_path(&storage_path(crd))
+                .stored_as_json()
                 .subresources(&subresources);
             def.singular = singular.clone();
             def.namespaced = namespaced;

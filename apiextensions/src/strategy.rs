@@ -135,10 +135,6 @@ impl Strategy for CustomResource {
         true
     }
 
-    fn defaults_on_read(&self) -> bool {
-        self.schema.is_some()
-    }
-
     fn prune_unknown_fields(&self, obj: &mut Value) -> Option<Vec<String>> {
         Some(match &self.schema {
             Some(s) => schema::prune(s, obj),

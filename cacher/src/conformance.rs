@@ -268,12 +268,18 @@ fn label_map(labels: &[(&str, &str)]) -> Map<String, Value> {
     labels.iter().map(|(k, v)| (k.to_string(), Value::String(v.to_string()))).collect()
 }
 
+/// When the objects here were made: the registry stores every object with its creation time.
+const CREATED: &str = "2026-01-01T00:00:00Z";
+
 /// A ConfigMap as the registry would store it, with `data.value` set to `value`.
 pub fn configmap(namespace: &str, name: &str, labels: &[(&str, &str)], value: &str) -> Value {
     let mut obj = json!({
         "kind": "ConfigMap",
         "apiVersion": "v1",
-        "metadata": { "name": name, "namespace": namespace, "uid": format!("uid-{namespace}-{name}") },
+        "metadata": {
+            "name": name, "namespace": namespace, "uid": format!("uid-{namespace}-{name}"),
+            "creationTimestamp": CREATED,
+        },
         "data": { "value": value },
     });
     if !labels.is_empty() {
@@ -287,7 +293,7 @@ pub fn namespace(name: &str, labels: &[(&str, &str)], phase: &str) -> Value {
     json!({
         "kind": "Namespace",
         "apiVersion": "v1",
-        "metadata": { "name": name, "uid": format!("uid-{name}"), "labels": label_map(labels) },
+        "metadata": { "name": name, "uid": format!("uid-{name}"), "labels": label_map(labels), "creationTimestamp": CREATED },
         "spec": { "finalizers": ["kubernetes"] },
         "status": { "phase": phase },
     })
@@ -333,7 +339,7 @@ async fn write(
         meta.remove("resourceVersion");
     }
     let kv = store
-        .put(&key, storage_codec::codec::encode(&body), expect)
+        .put(&key, storage_codec::codec::encode_object(def, &body).expect("encodes"), expect)
         .await
         .unwrap_or_else(|e| panic!("writing {key} ({expect:?}): {e}"));
     kv.mod_revision

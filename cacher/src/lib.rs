@@ -606,11 +606,9 @@ fn bookmark(def: &ResourceDef, revision: Revision, initial_events_end: bool) -> 
     EncodedObject::encode(&json!({ "kind": def.kind, "apiVersion": def.api_version(), "metadata": metadata }))
 }
 
-/// A stored object as the resource serves it: decoded, and defaulted where its kind asks.
+/// A stored object as the resource serves it (decoded and defaulted).
 pub(crate) fn read_back(def: &ResourceDef, kv: &KeyValue) -> Result<serde_json::Value, StorageError> {
-    let mut obj = decode_object(kv)?;
-    def.read_back(&mut obj);
-    Ok(obj)
+    decode_object(def, kv)
 }
 
 /// An item of the storage watch of one sync generation; `None` when that watch ended.

@@ -221,6 +221,19 @@ impl ClusterIpAllocator {
         self.router.backend(&self.key)
     }
 
+    /// Writes the bitmap again in kube's form if it is still in this server's former one
+    /// (MessagePack, bytes least significant first); returns whether it did. Guarded by the
+    /// revision read, as every write of the bitmap is.
+    pub async fn rewrite_in_kube_format(&self) -> Result<bool, StorageError> {
+        let (Some(kv), _) = self.storage().get(&self.key).await? else { return Ok(false) };
+        if codec::Format::of(&kv.value) != codec::Format::MessagePack {
+            return Ok(false);
+        }
+        let current = self.decode(&kv.value, kv.mod_revision)?;
+        self.store(&current).await?;
+        Ok(true)
+    }
+
     /// How many addresses are taken, as this server last saw the bitmap.
     pub async fn used(&self) -> Result<u64, ApiError> {
         let mut state = self.state.lock().await;
@@ -338,7 +351,12 @@ impl ClusterIpAllocator {
         let corrupt = |message: String| StorageError::Corrupt { key: self.key.clone(), message };
         let doc = codec::decode(&self.key, bytes)?;
         let data = doc.get("data").and_then(Value::as_str).unwrap_or("");
-        let raw = base64::engine::general_purpose::STANDARD.decode(data).map_err(|e| corrupt(e.to_string()))?;
+        let mut raw = base64::engine::general_purpose::STANDARD.decode(data).map_err(|e| corrupt(e.to_string()))?;
+        // kube's bitmap is a big-endian integer whose bit n is offset n; this server once wrote
+        // it least significant byte first, in MessagePack.
+        if codec::Format::of(bytes) != codec::Format::MessagePack {
+            raw.reverse();
+        }
         let mut out = Allocations::empty(self.range.size());
         out.revision = revision;
         // A bitmap written for another range keeps the addresses that are still in this one.
@@ -360,16 +378,21 @@ impl ClusterIpAllocator {
 
     /// Writes `next`, guarded by the revision it was derived from; returns the new revision.
     async fn store(&self, next: &Allocations) -> Result<Revision, StorageError> {
-        let bytes: Vec<u8> = next.bits.iter().flat_map(|w| w.to_le_bytes()).collect();
+        // As kube's allocator snapshots it: a big-endian integer without leading zero bytes,
+        // in an object with empty metadata.
+        let mut bytes: Vec<u8> = next.bits.iter().rev().flat_map(|w| w.to_be_bytes()).collect();
+        let leading = bytes.iter().take_while(|b| **b == 0).count();
+        bytes.drain(..leading);
         let doc = json!({
             "kind": "RangeAllocation",
             "apiVersion": "v1",
-            "metadata": {"name": "serviceips"},
+            "metadata": {},
             "range": self.range.to_string(),
             "data": base64::engine::general_purpose::STANDARD.encode(bytes),
         });
+        let value = codec::encode_typed(&doc).expect("a RangeAllocation always encodes");
         let expect = if next.revision == 0 { Expect::Absent } else { Expect::ModRevision(next.revision) };
-        Ok(self.storage().put(&self.key, codec::encode(&doc), expect).await?.mod_revision)
+        Ok(self.storage().put(&self.key, value, expect).await?.mod_revision)
     }
 }
 

@@ -36,7 +36,10 @@ pub async fn open(
     };
     // Two groups serving one store (both `events`) share one key prefix: encryption names the
     // resource kube stores them as (core `events`), an override may name either.
-    let stored = resource_keys(catalogue.stores(), &options.etcd_prefix);
+    let mut stored = resource_keys(catalogue.stores(), &options.etcd_prefix);
+    // Objects still under a prefix this server once used are read, to be moved, with their
+    // resource's encryption.
+    stored.extend(former_keys(catalogue, &options.etcd_prefix));
     let served = resource_keys(catalogue.resources(), &options.etcd_prefix);
     let mut meters = Vec::new();
     let mut wrap = |backend: Arc<dyn Storage>| -> Arc<dyn Storage> {
@@ -61,7 +64,11 @@ pub async fn open(
         embedded = Some(store.clone());
         Ok(store)
     };
-    let default = match options.storage_backend {
+    let backend = options.storage_backend.unwrap_or(match options.etcd_servers.is_empty() {
+        true => StorageBackend::Embedded,
+        false => StorageBackend::Etcd3,
+    });
+    let default = match backend {
         StorageBackend::Embedded => open_embedded()?,
         StorageBackend::Etcd3 => {
             if options.etcd_servers.is_empty() {
@@ -77,6 +84,42 @@ pub async fn open(
         router.route(&o.keys.prefix, wrap(backend));
     }
     Ok((Arc::new(router), meters))
+}
+
+/// The resources this server once stored under their plural name, where kube-apiserver's
+/// prefix is another (`controllers`, `ingress`, and the group-prefixed two).
+const FORMERLY_UNDER_PLURAL: [&str; 4] =
+    ["replicationcontrollers", "ingresses", "customresourcedefinitions", "apiservices"];
+
+/// The prefixes of [`FORMERLY_UNDER_PLURAL`], as storage names resources.
+fn former_keys(catalogue: &Catalogue, prefix: &str) -> Vec<ResourceKeys> {
+    let former = catalogue.stores().into_iter().filter(|d| FORMERLY_UNDER_PLURAL.contains(&d.resource.as_str()));
+    former
+        .map(|def| ResourceKeys {
+            group: def.group.clone(),
+            resource: def.resource.clone(),
+            prefix: format!("{}/{}/", prefix.trim_end_matches('/'), def.resource),
+        })
+        .collect()
+}
+
+/// Moves the objects of [`FORMERLY_UNDER_PLURAL`] to kube's prefixes, before anything reads
+/// them; a no-op once done. A value that does not decode stays where it is, named in the log.
+pub async fn adopt_kube_prefixes(router: &StorageRouter, catalogue: &Catalogue, prefix: &str) -> Result<(), String> {
+    for def in catalogue.stores().iter().filter(|d| FORMERLY_UNDER_PLURAL.contains(&d.resource.as_str())) {
+        let (from, to) = (format!("{}/{}/", prefix.trim_end_matches('/'), def.resource), def.key_prefix(prefix));
+        let storage = router.backend(&to);
+        let moved = storage_codec::migrate::move_prefix(storage.as_ref(), def, &from, &to)
+            .await
+            .map_err(|e| format!("moving {from} to {to}: {e}"))?;
+        for (key, why) in &moved.left {
+            tracing::error!(key, "left under this server's former prefix: {why}");
+        }
+        if moved.moved > 0 {
+            tracing::info!(from, to, moved = moved.moved, "moved objects to kube-apiserver's prefix");
+        }
+    }
+    Ok(())
 }
 
 /// Where each of `defs` keeps its objects under `storage_prefix`, as storage names resources.
@@ -165,6 +208,13 @@ mod tests {
         assert_eq!(prefix("", "nodes"), "/registry/minions/");
         assert_eq!(prefix("apps", "deployments"), "/registry/deployments/");
         assert_eq!(prefix("batch", "cronjobs"), "/registry/cronjobs/");
+        assert_eq!(prefix("", "replicationcontrollers"), "/registry/controllers/");
+        assert_eq!(prefix("networking.k8s.io", "ingresses"), "/registry/ingress/");
+        assert_eq!(
+            prefix("apiextensions.k8s.io", "customresourcedefinitions"),
+            "/registry/apiextensions.k8s.io/customresourcedefinitions/"
+        );
+        assert_eq!(prefix("apiregistration.k8s.io", "apiservices"), "/registry/apiregistration.k8s.io/apiservices/");
         // Events of both groups are one store, encrypted as core events.
         assert_eq!(prefix("", "events"), "/registry/events/");
         assert_eq!(prefix("events.k8s.io", "events"), "");

@@ -31,6 +31,12 @@ pub enum Command {
     /// Run one shard's storage stage in its own process, reached by gateways through the
     /// topology file (`--stage-topology`).
     Stage(StageOptions),
+    /// Read every key under `--etcd-prefix` and report the kinds, stored versions and formats
+    /// found, and each value this server cannot decode (then exit 1). Writes nothing.
+    CheckStorage(ServeOptions),
+    /// Rewrite every value this server stored in its former format (MessagePack) in
+    /// kube-apiserver's, and move objects to kube's key prefixes.
+    MigrateStorage(ServeOptions),
 }
 
 /// Flags of `apiserver stage`: the shard to serve, and the server's own flags for its storage,
@@ -247,9 +253,10 @@ pub struct ServeOptions {
     /// Mutating requests executing at once (added to the above for APF).
     #[arg(long, default_value_t = 200)]
     pub max_mutating_requests_inflight: u32,
-    /// The default storage backend.
-    #[arg(long, value_enum, default_value = "embedded")]
-    pub storage_backend: StorageBackend,
+    /// The default storage backend: etcd3 when `--etcd-servers` is given (as kube-apiserver's
+    /// flags mean), else the embedded store.
+    #[arg(long, value_enum)]
+    pub storage_backend: Option<StorageBackend>,
     /// etcd endpoints of the etcd3 backend (comma-separated URLs).
     #[arg(long, value_delimiter = ',')]
     pub etcd_servers: Vec<String>,

@@ -30,6 +30,8 @@
 //! - [`negotiate`]: representations (JSON, YAML, protobuf; tables and metadata views).
 //! - [`status_writer`]: how admission plugins write other objects' status (quota charges).
 //! - [`tokens`]: the TokenRequest subresource and the token issuer's discovery documents.
+//! - [`storage_commands`]: `check-storage` and `migrate-storage`, over the backends `serve`
+//!   opens.
 //! - [`tls`]: serving certificates, the generated PKI, client-certificate identities.
 //!
 //! The controllers (kube-controller-manager's work and the API's own) are the `controllers`
@@ -59,6 +61,7 @@ pub mod server;
 pub mod stage_process;
 pub mod state;
 pub mod status_writer;
+pub mod storage_commands;
 pub mod subresources;
 pub mod tls;
 pub mod tokens;

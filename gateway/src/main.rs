@@ -18,6 +18,8 @@ fn main() {
     let result = match cli.command {
         Some(Command::Serve(o)) => system.block_on(gateway::server::serve(o)),
         Some(Command::Stage(o)) => system.block_on(gateway::stage_process::run(o)),
+        Some(Command::CheckStorage(o)) => system.block_on(gateway::storage_commands::check_storage(o)),
+        Some(Command::MigrateStorage(o)) => system.block_on(gateway::storage_commands::migrate_storage(o)),
         None => system.block_on(gateway::server::serve(cli.serve)),
     };
     if let Err(e) = result {

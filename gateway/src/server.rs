@@ -152,6 +152,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         tracing::warn!("fault injection is enabled: the admin endpoint can slow storage down");
     }
     let (router, storage_meters) = crate::backends::open(&options, &data_dir, &catalogue, faults.as_ref()).await?;
+    crate::backends::adopt_kube_prefixes(&router, &catalogue, &options.etcd_prefix).await?;
     // The storage stage's meters are this process's only when it runs the stage itself.
     if let Some(diagnosis) = &diagnosis {
         diagnose(diagnosis.clone(), storage_meters);

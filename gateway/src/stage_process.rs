@@ -43,6 +43,7 @@ pub async fn run(options: StageOptions) -> Result<(), String> {
     std::fs::create_dir_all(&serve.data_dir).map_err(|e| format!("{}: {e}", serve.data_dir.display()))?;
     let data_dir = serve.data_dir.canonicalize().map_err(|e| e.to_string())?;
     let (router, _) = crate::backends::open(&serve, &data_dir, &catalogue, None).await?;
+    crate::backends::adopt_kube_prefixes(&router, &catalogue, &serve.etcd_prefix).await?;
     let directory = ActorDirectory::default();
     crate::server::publish_stage_gauges(directory.clone());
 

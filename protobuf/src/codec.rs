@@ -494,7 +494,9 @@ fn decode_schema_or(
 
 /// What a Go decoder leaves in the fields a message did not carry: the zero value of those Go
 /// always writes (values, not pointers), as JSON shows it, so that absent and zero fields read
-/// alike.
+/// alike. Where Go's JSON would show `null` (a zero time, a nil list without `omitempty`), the
+/// member is left out, as this server's objects leave it out (request bodies drop null
+/// members), so that an object read from storage compares equal to the same object sent.
 fn fill_zeros(
     schema: &Schema,
     message: &crate::schema::Message,

@@ -260,10 +260,13 @@ fn package_of(group: &str) -> Option<&'static str> {
     })
 }
 
-/// A named Go slice: one repeated field `items` = 1, which the Go type has no JSON name for.
+/// A named Go slice of strings (`Verbs`, `ExtraValue`): one repeated string field `items` = 1,
+/// which the Go type has no JSON name for. A struct of one `items` list of messages
+/// (`DownwardAPIProjection`) is a struct.
 fn is_items(m: &prost_reflect::MessageDescriptor) -> bool {
     let mut fields = m.fields();
-    matches!((fields.next(), fields.next()), (Some(f), None) if f.number() == 1 && f.is_list() && f.name() == "items")
+    matches!((fields.next(), fields.next()), (Some(f), None)
+        if f.number() == 1 && f.is_list() && f.name() == "items" && f.kind() == Kind::String)
 }
 
 /// apiextensions' messages with JSON forms of their own.
@@ -287,7 +290,9 @@ fn special(name: &str, fields: &[Field]) -> Special {
         "k8s.io.apimachinery.pkg.util.intstr.IntOrString" => Special::IntOrString,
         "k8s.io.apimachinery.pkg.runtime.RawExtension" => Special::RawExtension,
         "k8s.io.apimachinery.pkg.apis.meta.v1.FieldsV1" => Special::FieldsV1,
-        _ if matches!(fields, [f] if f.number == 1 && f.repeated && f.json == "items") => Special::Items,
+        _ if matches!(fields, [f] if f.number == 1 && f.repeated && f.json == "items" && f.kind == Scalar::String) => {
+            Special::Items
+        }
         _ => Special::None,
     }
 }

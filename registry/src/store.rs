@@ -557,7 +557,8 @@ impl RegistryStore {
             let object = Written::Object(object);
             return Ok(WriteResult { object, created: true, deleted: false, warnings, audit_annotations });
         }
-        let kv = self.router.backend(&key).put(&key, encode_object(&object), Expect::Absent).await.map_err(|e| {
+        let bytes = encode_object(def, &object).map_err(|error| CreateFailed { error, maybe_written: false })?;
+        let kv = self.router.backend(&key).put(&key, bytes, Expect::Absent).await.map_err(|e| {
             let maybe_written = !not_written(&e);
             let mut error = interpret(def, name, e);
             if error.reason == Reason::AlreadyExists && !object.meta_str("generateName").is_empty() {
@@ -596,7 +597,7 @@ impl RegistryStore {
         let mut current = self.read_current(def, &key, name).await?;
         for _ in 0..MAX_UPDATE_RETRIES {
             let old = match &current {
-                Some(kv) => Some(decode_object(kv).map_err(|e| interpret(def, name, e))?),
+                Some(kv) => Some(decode_object(def, kv).map_err(|e| interpret(def, name, e))?),
                 None => None,
             };
             let (mut candidate, mut warnings) = mutate(old.as_ref())?;
@@ -721,11 +722,8 @@ impl RegistryStore {
             let written = if completes {
                 self.router.backend(&key).delete(&key, Some(mod_rev)).await.map(|(_, rev)| rev)
             } else {
-                self.router
-                    .backend(&key)
-                    .put(&key, encode_object(&new), Expect::ModRevision(mod_rev))
-                    .await
-                    .map(|kv| kv.mod_revision)
+                let bytes = encode_object(def, &new)?;
+                self.router.backend(&key).put(&key, bytes, Expect::ModRevision(mod_rev)).await.map(|kv| kv.mod_revision)
             };
             match written {
                 Ok(rev) => {
@@ -1045,7 +1043,7 @@ impl RegistryStore {
             let Some(kv) = self.read_current(def, &key, name).await? else {
                 return Err(ApiError::not_found(&def.group, &def.resource, name));
             };
-            let old = decode_object(&kv).map_err(|e| interpret(def, name, e))?;
+            let old = decode_object(def, &kv).map_err(|e| interpret(def, name, e))?;
             if let Some(why) = def.strategy.deletion_forbidden(&old) {
                 return Err(ApiError::forbidden(&def.group, &def.resource, name, &why));
             }
@@ -1069,12 +1067,8 @@ impl RegistryStore {
                     return Ok((old, false, said));
                 }
                 marked.meta_mut().remove("resourceVersion");
-                match self
-                    .router
-                    .backend(&key)
-                    .put(&key, encode_object(&marked), Expect::ModRevision(kv.mod_revision))
-                    .await
-                {
+                let bytes = encode_object(def, &marked)?;
+                match self.router.backend(&key).put(&key, bytes, Expect::ModRevision(kv.mod_revision)).await {
                     Ok(kv) => {
                         marked.set_meta_str("resourceVersion", &kv.mod_revision.to_string());
                         return Ok((marked, false, said));
@@ -1106,7 +1100,7 @@ impl RegistryStore {
             self.router.backend(&prefix).list(&prefix, Default::default()).await.map_err(|e| interpret(&def, "", e))?;
         let mut deleted = Vec::new();
         for kv in &items.items {
-            let obj = decode_object(kv).map_err(|e| interpret(&def, "", e))?;
+            let obj = decode_object(&def, kv).map_err(|e| interpret(&def, "", e))?;
             if !list.selection.labels.matches(obj.labels()) || !list.selection.fields.matches(&def.field_set(&obj)) {
                 continue;
             }

@@ -1,42 +1,134 @@
-//! Stored bytes: objects are `serde_json::Value`s encoded with rmp-serde (MessagePack),
-//! smaller and faster to decode than JSON. `to_vec_named` keeps map keys, so every value
-//! round-trips (the positional encoding breaks on `skip_serializing_if`).
+//! Stored bytes, as kube-apiserver writes them to etcd, so that a kube-apiserver sharing the
+//! etcd reads what this server writes and the other way round:
+//! - built-in kinds as the `k8s\0` magic and a `runtime.Unknown` holding the object's protobuf
+//!   message, typed by the resource's storage version;
+//! - custom resources, CustomResourceDefinitions and APIServices as JSON (a CRD in
+//!   `apiextensions.k8s.io/v1beta1`, through its kind's [`Strategy::to_etcd_version`]).
+//!
+//! Reads tell the formats apart by their first byte, and also read MessagePack, which this
+//! server wrote before: such a value is rewritten in kube's form by its next write (or by
+//! `apiserver migrate-storage`).
 //!
 //! As in kube, an object is stored without its `resourceVersion`: that is the key's mod
 //! revision, set again on every read ([`decode_object`]).
+//!
+//! [`Strategy::to_etcd_version`]: apimachinery::catalogue::Strategy::to_etcd_version
 
+use apimachinery::catalogue::{ResourceDef, StorageMedia};
+use apimachinery::error::ApiError;
 use apimachinery::object::ObjectExt;
 use bytes::Bytes;
 use serde_json::Value;
 
 use storage::{KeyValue, StorageError};
 
-/// Encodes an object for storage.
-pub fn encode(obj: &Value) -> Bytes {
-    Bytes::from(rmp_serde::to_vec_named(obj).expect("a JSON value always encodes"))
+/// The formats a stored value can be in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Format {
+    /// kube's protobuf envelope.
+    Protobuf,
+    /// JSON.
+    Json,
+    /// MessagePack, as this server stored objects before it wrote kube's formats.
+    MessagePack,
 }
 
-/// Decodes stored bytes; `key` names the object in the error.
+impl Format {
+    /// The format of stored bytes, by their first bytes.
+    pub fn of(bytes: &[u8]) -> Format {
+        if bytes.starts_with(protobuf::MAGIC) {
+            Format::Protobuf
+        } else if bytes.first() == Some(&b'{') {
+            // A MessagePack value starting with `{` is the integer 123, never an object.
+            Format::Json
+        } else {
+            Format::MessagePack
+        }
+    }
+
+    /// Its name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Protobuf => "protobuf",
+            Format::Json => "json",
+            Format::MessagePack => "messagepack",
+        }
+    }
+}
+
+/// Decodes stored bytes of any format, as they are (no version conversion, no defaults);
+/// `key` names the object in the error.
 pub fn decode(key: &str, bytes: &[u8]) -> Result<Value, StorageError> {
-    rmp_serde::from_slice(bytes).map_err(|e| StorageError::Corrupt { key: key.to_string(), message: e.to_string() })
+    let corrupt = |message: String| StorageError::Corrupt { key: key.to_string(), message };
+    match Format::of(bytes) {
+        Format::Protobuf => protobuf::decode_object(bytes).map_err(|e| corrupt(e.to_string())),
+        Format::Json => serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string())),
+        Format::MessagePack => rmp_serde::from_slice(bytes).map_err(|e| corrupt(e.to_string())),
+    }
 }
 
-/// Reads an object from a stored key, setting `metadata.resourceVersion` from the key's mod
-/// revision.
-pub fn decode_object(kv: &KeyValue) -> Result<Value, StorageError> {
-    let mut obj = decode(&kv.key, &kv.value)?;
+/// Whether `bytes` are kube's protobuf envelope of a type this server has no message for (a
+/// kind a newer kube-apiserver sharing the store serves), not a damaged value.
+pub fn is_unknown_type(bytes: &[u8]) -> bool {
+    matches!(protobuf::decode_object(bytes), Err(protobuf::Error::NoMessage { .. }))
+}
+
+/// Reads an object of `def` from a stored key: decoded, in the form this server stores it,
+/// defaulted, with `metadata.resourceVersion` set from the key's mod revision.
+///
+/// Defaults apply on every read, as kube's decoding from etcd applies them: kube stores some
+/// objects before fields its defaults fill are known (a Job's labels come from the template
+/// labels its create generates), and a default added to a CRD's schema shows on objects
+/// stored before it.
+pub fn decode_object(def: &ResourceDef, kv: &KeyValue) -> Result<Value, StorageError> {
+    let obj = decode(&kv.key, &kv.value)?;
+    let mut obj = def.strategy.read_etcd_version(obj);
+    def.apply_defaults(&mut obj);
     obj.set_meta_str("resourceVersion", &kv.mod_revision.to_string());
     Ok(obj)
 }
 
-/// The bytes to store for `obj`: without `resourceVersion` and `selfLink`.
-pub fn encode_object(obj: &Value) -> Bytes {
-    let mut stored = obj.clone();
-    if let Some(meta) = stored.get_mut("metadata").and_then(Value::as_object_mut) {
+/// The bytes to store for `obj` of `def`, as kube-apiserver writes them: without
+/// `resourceVersion` and `selfLink`, in the resource's storage version and media.
+pub fn encode_object(def: &ResourceDef, obj: &Value) -> Result<Bytes, ApiError> {
+    let meta = obj.get("metadata").and_then(Value::as_object);
+    let trimmed = meta.is_some_and(|m| m.contains_key("resourceVersion") || m.contains_key("selfLink"));
+    let converted = def.strategy.to_etcd_version(obj);
+    let mut owned = match (converted, trimmed) {
+        (Some(c), _) => Some(c),
+        (None, true) => Some(obj.clone()),
+        (None, false) => None,
+    };
+    if let Some(meta) = owned.as_mut().and_then(|o| o.get_mut("metadata")).and_then(Value::as_object_mut) {
         meta.remove("resourceVersion");
         meta.remove("selfLink");
     }
-    encode(&stored)
+    let stored = owned.as_ref().unwrap_or(obj);
+    let api_version =
+        stored.get("apiVersion").and_then(Value::as_str).map_or_else(|| def.storage_api_version(), str::to_string);
+    let unencodable = |e: protobuf::Error| {
+        ApiError::internal(format!("{} {} cannot be stored as protobuf: {e}", def.kind, obj.meta_str("name")))
+    };
+    match def.storage_media {
+        StorageMedia::Protobuf if protobuf::supports(&api_version, &def.kind) => {
+            let raw = protobuf::encode_as(stored, &api_version, &def.kind).map_err(unencodable)?;
+            Ok(Bytes::from(protobuf::enveloped(&api_version, &def.kind, &raw)))
+        }
+        _ => Ok(Bytes::from(encode_json(stored))),
+    }
+}
+
+/// A built-in object that is no resource's (kube's `RangeAllocation`), in kube's protobuf
+/// envelope of its own `apiVersion` and `kind`.
+pub fn encode_typed(obj: &Value) -> Result<Bytes, String> {
+    protobuf::encode_object(obj).map(Bytes::from).map_err(|e| e.to_string())
+}
+
+/// JSON as kube's serializer writes it to etcd: the document and a newline.
+pub fn encode_json(obj: &Value) -> Vec<u8> {
+    let mut out = serde_json::to_vec(obj).expect("a JSON value always encodes");
+    out.push(b'\n');
+    out
 }
 
 #[cfg(test)]
@@ -45,13 +137,26 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn round_trips_every_json_shape() {
+    fn every_format_is_told_apart_and_read() {
         let v = json!({"a": 1, "b": -2, "c": 1.5, "d": "s", "e": [true, null, {"x": []}], "f": {}, "g": u64::MAX});
-        assert_eq!(decode("k", &encode(&v)).unwrap(), v);
+        let msgpack = rmp_serde::to_vec_named(&v).unwrap();
+        assert_eq!(Format::of(&msgpack), Format::MessagePack);
+        assert_eq!(decode("k", &msgpack).unwrap(), v);
+        let json = encode_json(&v);
+        assert_eq!((Format::of(&json), json.last()), (Format::Json, Some(&b'\n')));
+        assert_eq!(decode("k", &json).unwrap(), v);
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "v"}});
+        let pb = encode_typed(&cm).unwrap();
+        assert_eq!(Format::of(&pb), Format::Protobuf);
+        assert_eq!(decode("k", &pb).unwrap(), cm);
     }
 
     #[test]
     fn garbage_is_corrupt_not_a_panic() {
-        assert!(matches!(decode("k", &[0xc1]), Err(StorageError::Corrupt { .. })));
+        for bytes in [&[0xc1][..], b"{\"a\":", b"k8s\0\x0a\xff"] {
+            assert!(matches!(decode("k", bytes), Err(StorageError::Corrupt { .. })), "{bytes:?}");
+        }
+        let unknown = protobuf::enveloped("example.com/v9", "Gadget", b"");
+        assert!(is_unknown_type(&unknown) && !is_unknown_type(b"k8s\0\x0a\xff"));
     }
 }

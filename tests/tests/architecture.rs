@@ -57,7 +57,7 @@ fn allowed(krate: &str) -> Option<&'static [&'static str]> {
         "validation" => &["apimachinery", "kube-cel"],
         "kinds" => &["apimachinery", "kube-cel", "protobuf", "validation"],
         "storage" => &[],
-        "storage-codec" => &["apimachinery", "storage"],
+        "storage-codec" => &["apimachinery", "protobuf", "storage"],
         "cluster-ips" => &["apimachinery", "storage", "storage-codec"],
         "registry" | "cacher" => &["actors", "apimachinery", "storage", "storage-codec"],
         "admission" => &["actors", "apimachinery", "kube-cel", "kinds", "validation", "webhook-client"],

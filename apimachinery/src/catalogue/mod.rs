@@ -147,6 +147,17 @@ impl Subresource {
 /// definition name.
 pub type SchemaFn = fn(&mut schemars::SchemaGenerator) -> String;
 
+/// How kube-apiserver writes a resource's objects to etcd, and so how this server writes them:
+/// a kube-apiserver sharing the etcd reads them, and this server reads what it writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StorageMedia {
+    /// The `k8s\0` magic and a `runtime.Unknown` holding the object's protobuf message (the
+    /// built-in kinds).
+    Protobuf,
+    /// JSON (custom resources, CustomResourceDefinitions, APIServices).
+    Json,
+}
+
 /// One served resource of one group/version.
 pub struct ResourceDef {
     /// API group, `""` for core.
@@ -174,6 +185,8 @@ pub struct ResourceDef {
     /// The group and version objects are stored in, when another than this one's (the
     /// strategy converts between them).
     pub stored_as: Option<(String, String)>,
+    /// How its objects are written in etcd.
+    pub storage_media: StorageMedia,
     /// How names are validated.
     pub name_rule: NameRule,
     /// Whether `deletecollection` is served (namespaces do not serve it).
@@ -221,6 +234,7 @@ impl ResourceDef {
             subresources: Vec::new(),
             storage_path: resource.to_string(),
             stored_as: None,
+            storage_media: StorageMedia::Protobuf,
             name_rule: NameRule::Subdomain,
             deletecollection: true,
             schema: None,
@@ -303,6 +317,21 @@ impl ResourceDef {
     pub fn stored_as(mut self, group: &str, version: &str) -> Self {
         self.stored_as = Some((group.to_string(), version.to_string()));
         self
+    }
+
+    /// Objects are written to etcd as JSON, not protobuf.
+    pub fn stored_as_json(mut self) -> Self {
+        self.storage_media = StorageMedia::Json;
+        self
+    }
+
+    /// `v1` or `apps/v1` of the version objects are stored in.
+    pub fn storage_api_version(&self) -> String {
+        match &self.stored_as {
+            Some((group, version)) if group.is_empty() => version.clone(),
+            Some((group, version)) => format!("{group}/{version}"),
+            None => self.api_version(),
+        }
     }
 
     /// How names are validated, when not as an RFC 1123 subdomain.
@@ -400,14 +429,6 @@ impl ResourceDef {
     /// `obj` with the replicas `scale` asks for: what a `/scale` write changes.
     pub fn with_replicas(&self, obj: Value, scale: &Value) -> Value {
         crate::scale::with_replicas_at(obj, scale, &self.strategy.scale_paths())
-    }
-
-    /// What an object read back from storage gets before it is served or cached: the
-    /// defaults, for kinds whose strategy asks ([`Strategy::defaults_on_read`]).
-    pub fn read_back(&self, obj: &mut Value) {
-        if self.strategy.defaults_on_read() {
-            self.apply_defaults(obj);
-        }
     }
 
     /// `BeforeCreate` once the uid and name are assigned: deletion fields dropped, then the

@@ -80,13 +80,6 @@ pub trait Strategy: Send + Sync {
         false
     }
 
-    /// Whether objects read back from storage get [`Strategy::defaults`] again: custom
-    /// resources do, so a default added to a CRD's schema shows on objects stored before it
-    /// (built-in kinds' defaults are applied on every write and never change).
-    fn defaults_on_read(&self) -> bool {
-        false
-    }
-
     /// Custom resources' decoding: the unknown fields their structural schema prunes, removed
     /// from `obj` and named by path. `None`, the default, decodes by the kind's OpenAPI schema
     /// as kube decodes built-in kinds into Go structs (the registry asks
@@ -253,6 +246,19 @@ pub trait Strategy: Send + Sync {
     /// Converts a stored object into this version; `None` when it is served as stored.
     fn to_served(&self, _obj: &Value) -> Option<Value> {
         None
+    }
+
+    /// The object as kube-apiserver writes it to etcd, when that is an older version than the
+    /// stored form here (CustomResourceDefinitions are written as `v1beta1`); `None` when the
+    /// stored form is written as it is.
+    fn to_etcd_version(&self, _obj: &Value) -> Option<Value> {
+        None
+    }
+
+    /// An object read from etcd in the stored form here: the inverse of
+    /// [`Strategy::to_etcd_version`], and a no-op on an object already in it.
+    fn read_etcd_version(&self, obj: Value) -> Value {
+        obj
     }
 
     /// The conversion webhook of a custom resource whose CRD names one: it converts in place

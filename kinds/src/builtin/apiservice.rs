@@ -19,6 +19,9 @@ use validation::apiregistration as validation;
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new(apiregistration::GROUP, "v1", "apiservices", "APIService", ApiServices)
         .cluster_scoped()
+        // kube's aggregator writes APIServices as JSON, under their group.
+        .storage_path("apiregistration.k8s.io/apiservices")
+        .stored_as_json()
         .categories(&["api-extensions"])
         .subresources(&[Subresource::Status])
         .schema::<APIService>()

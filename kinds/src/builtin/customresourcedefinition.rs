@@ -24,6 +24,9 @@ pub(super) fn definition() -> ResourceDef {
         CustomResourceDefinitions,
     )
     .cluster_scoped()
+    // kube writes CRDs under their group, as v1beta1 JSON.
+    .storage_path("apiextensions.k8s.io/customresourcedefinitions")
+    .stored_as_json()
     .short_names(&["crd", "crds"])
     .categories(&["api-extensions"])
     .subresources(&[Subresource::Status])
@@ -36,6 +39,14 @@ struct CustomResourceDefinitions;
 const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 
 impl Strategy for CustomResourceDefinitions {
+    fn to_etcd_version(&self, obj: &Value) -> Option<Value> {
+        Some(super::crd_v1beta1::to_v1beta1(obj))
+    }
+
+    fn read_etcd_version(&self, obj: Value) -> Value {
+        super::crd_v1beta1::to_v1(obj)
+    }
+
     /// kube's CRD status strategy means to reset metadata but resets the new object to itself,
     /// so status writes change it; its reset fields still name all of `metadata`, so no
     /// status writer owns what it changed there.

@@ -11,6 +11,7 @@ use validation::cluster;
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("networking.k8s.io", "v1", "ingresses", "Ingress", Ingresses)
+        .storage_path("ingress")
         .short_names(&["ing"])
         .subresources(&[Subresource::Status])
         .schema::<Ingress>()

@@ -13,6 +13,7 @@ mod certificatesigningrequest;
 mod componentstatus;
 mod configmap;
 mod controllerrevision;
+mod crd_v1beta1;
 mod cronjob;
 mod csidriver;
 mod csinode;

@@ -9,6 +9,7 @@ use apimachinery::table::Printer;
 
 pub(super) fn definition() -> ResourceDef {
     ResourceDef::new("", "v1", "replicationcontrollers", "ReplicationController", ReplicationControllers)
+        .storage_path("controllers")
         .short_names(&["rc"])
         .categories(&["all"])
         .subresources(&[Subresource::Status, Subresource::Scale])

@@ -20,6 +20,7 @@ mod flowcontrol;
 mod helm;
 mod identities;
 mod kinds;
+mod kube_etcd_format;
 mod kubectl;
 mod leader_election;
 mod namespaces;

@@ -188,13 +188,15 @@ async fn python_events(mut child: std::process::Child, count: usize) -> Vec<Stri
 async fn history(etcd: &EtcdProcess, start: u64, count: usize) -> Vec<Change> {
     let store = etcd.connect().await.expect("etcd");
     let mut watch = store.watch(&format!("/registry/configmaps/{NAMESPACE}/"), start).await.expect("etcd watch");
+    let configmaps = kinds::catalogue().find("", "v1", "configmaps").expect("configmaps are served");
     let mut out = Vec::with_capacity(count);
     while out.len() < count {
         let item = tokio::time::timeout(Duration::from_secs(30), watch.items.recv()).await.expect("etcd history");
         match item.expect("etcd watch open") {
             WatchItem::Event(e) => {
-                let now = storage_codec::codec::decode_object(&e.kv).expect("decodes");
-                let before = e.prev.as_ref().map(|p| storage_codec::codec::decode_object(p).expect("decodes"));
+                let now = storage_codec::codec::decode_object(&configmaps, &e.kv).expect("decodes");
+                let before =
+                    e.prev.as_ref().map(|p| storage_codec::codec::decode_object(&configmaps, p).expect("decodes"));
                 out.push(Change {
                     kind: e.kind,
                     name: now["metadata"]["name"].as_str().unwrap_or_default().to_string(),

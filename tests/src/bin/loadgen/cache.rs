@@ -47,13 +47,13 @@ pub(crate) async fn fill_with(
     n: usize,
     make: fn(&str, usize) -> (String, serde_json::Value),
 ) {
+    let configmaps = kinds::catalogue().find("", "v1", "configmaps").expect("configmaps are served");
     let mut batch = Vec::new();
     for i in 0..n {
         let (key, obj) = make(prefix, i);
         let store = store.clone();
-        batch.push(actix_web::rt::spawn(async move {
-            store.put(&key, storage_codec::codec::encode(&obj), Expect::Absent).await
-        }));
+        let value = storage_codec::codec::encode_object(&configmaps, &obj).expect("encodes");
+        batch.push(actix_web::rt::spawn(async move { store.put(&key, value, Expect::Absent).await }));
         if batch.len() == 128 {
             for t in batch.drain(..) {
                 t.await.expect("task").expect("put");

@@ -306,19 +306,15 @@ async fn startup(n: usize) {
         let store: Arc<dyn Storage> =
             EmbeddedStore::open(&dir.path().join("store"), EmbeddedOptions::default()).expect("open store");
         let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"payload": "x".repeat(900)}});
+        let configmaps = kinds::catalogue().find("", "v1", "configmaps").expect("configmaps are served");
         let mut batch = Vec::new();
         for i in 0..n {
             let mut obj = body.clone();
             obj["metadata"] = json!({"name": format!("cm-{i}"), "namespace": "default", "uid": format!("uid-{i}"), "creationTimestamp": "2026-01-01T00:00:00Z"});
             let store = store.clone();
+            let value = storage_codec::codec::encode_object(&configmaps, &obj).expect("encodes");
             batch.push(actix_web::rt::spawn(async move {
-                store
-                    .put(
-                        &format!("/registry/configmaps/default/cm-{i}"),
-                        storage_codec::codec::encode(&obj),
-                        Expect::Absent,
-                    )
-                    .await
+                store.put(&format!("/registry/configmaps/default/cm-{i}"), value, Expect::Absent).await
             }));
             if batch.len() == 256 {
                 for t in batch.drain(..) {

@@ -1,0 +1,251 @@
+//! The objects a reference kube-apiserver wrote to etcd (`tests/fixtures/kube-etcd`, recorded by
+//! its `record.py`): each is found at the key this server computes, decodes to exactly the
+//! object kube served (but for the members kube writes as `null`, which this server's objects
+//! leave out), and encodes back to kube's bytes; the keys kube keeps beside the objects
+//! decode too. Data this server stored before, as MessagePack, is read and migrated.
+
+use std::sync::Arc;
+
+use apimachinery::catalogue::{Catalogue, ResourceDef};
+use base64::Engine;
+use serde_json::Value;
+use storage::etcd::testing::EtcdProcess;
+use storage::{Expect, KeyValue, Storage};
+use storage_codec::codec::{Format, decode, decode_object, encode_object};
+use tests::TestServer;
+
+const RECORDED: &str = include_str!("../../fixtures/kube-etcd/recorded.json");
+
+struct Record {
+    def: Arc<ResourceDef>,
+    kv: KeyValue,
+    object: Value,
+}
+
+fn records() -> Vec<Record> {
+    let recorded: Value = serde_json::from_str(RECORDED).expect("fixture parses");
+    let mut catalogue = kinds::catalogue();
+    let objects = recorded["objects"].as_array().expect("objects");
+    // The custom resources are served from their recorded CRDs.
+    for r in objects.iter().filter(|r| r["resource"] == "customresourcedefinitions") {
+        catalogue = with_crd(catalogue, &r["object"]);
+    }
+    objects
+        .iter()
+        .map(|r| {
+            let text = |f: &str| r[f].as_str().expect(f).to_string();
+            let def = catalogue
+                .find(&text("group"), &text("version"), &text("resource"))
+                .unwrap_or_else(|| panic!("{} {} is served", text("group"), text("resource")));
+            let value = base64::engine::general_purpose::STANDARD.decode(text("value")).expect("base64");
+            let kv = KeyValue {
+                key: text("key"),
+                value: value.into(),
+                create_revision: 0,
+                mod_revision: r["modRevision"].as_u64().expect("modRevision") as _,
+                stale: false,
+            };
+            Record { def, kv, object: r["object"].clone() }
+        })
+        .collect()
+}
+
+fn with_crd(catalogue: Catalogue, crd: &Value) -> Catalogue {
+    let mut defs = catalogue.resources();
+    defs.extend(apiextensions::served::definitions(crd, None).into_iter().map(Arc::new));
+    Catalogue::new(defs)
+}
+
+/// A stored object as this server serves it: decoded, defaulted as on read, in the served
+/// version.
+fn served(def: &ResourceDef, kv: &KeyValue) -> Value {
+    let obj = decode_object(def, kv).unwrap_or_else(|e| panic!("{} decodes: {e}", kv.key));
+    def.strategy.to_served(&obj).unwrap_or(obj)
+}
+
+#[test]
+fn every_kind_kube_stored_is_at_our_key_and_decodes_to_what_kube_served() {
+    let records = records();
+    assert!(records.len() >= 60, "{} records", records.len());
+    let mut wrong = Vec::new();
+    for Record { def, kv, object } in &records {
+        let meta = &object["metadata"];
+        let (namespace, name) = (meta["namespace"].as_str().unwrap_or(""), meta["name"].as_str().unwrap());
+        assert_eq!(&def.key("/registry", namespace, name), &kv.key, "{} {name}", def.kind);
+        differences(&kv.key, &served(def, kv), &without_null_members(object), &mut wrong);
+    }
+    assert!(wrong.is_empty(), "decoded objects differ from what kube served:\n{}", wrong.join("\n"));
+}
+
+/// `v` without null members: kube's JSON writes a zero time or a nil list as `null` (a pod
+/// template's `creationTimestamp`), where this server's objects leave the member out. Nulls in
+/// arrays are values and stay.
+fn without_null_members(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter().filter(|(_, x)| !x.is_null()).map(|(k, x)| (k.clone(), without_null_members(x))).collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(without_null_members).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Where `ours` and `kube` differ, as `at: ours != kube` lines.
+fn differences(at: &str, ours: &Value, kube: &Value, out: &mut Vec<String>) {
+    match (ours, kube) {
+        (Value::Object(a), Value::Object(b)) => {
+            for k in a.keys().chain(b.keys().filter(|k| !a.contains_key(*k))) {
+                let (x, y) = (a.get(k).unwrap_or(&Value::Null), b.get(k).unwrap_or(&Value::Null));
+                if a.contains_key(k) != b.contains_key(k) {
+                    out.push(format!("{at}/{k}: {} != {}", show(a.get(k)), show(b.get(k))));
+                } else {
+                    differences(&format!("{at}/{k}"), x, y, out);
+                }
+            }
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
+            for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                differences(&format!("{at}/{i}"), x, y, out);
+            }
+        }
+        _ if ours != kube => out.push(format!("{at}: {ours} != {kube}")),
+        _ => {}
+    }
+}
+
+fn show(v: Option<&Value>) -> String {
+    v.map_or_else(|| "(absent)".to_string(), |v| v.to_string().chars().take(200).collect())
+}
+
+#[test]
+fn every_kind_encodes_back_to_kube_bytes() {
+    let mut wrong = Vec::new();
+    for Record { def, kv, .. } in &records() {
+        let stored = decode(&kv.key, &kv.value).map(|o| def.strategy.read_etcd_version(o)).expect("decodes");
+        let bytes = encode_object(def, &stored).unwrap_or_else(|e| panic!("{} encodes: {e:?}", kv.key));
+        assert_eq!(Format::of(&bytes), Format::of(&kv.value), "{}", kv.key);
+        match Format::of(&kv.value) {
+            Format::Protobuf if bytes != kv.value => {
+                let ours = decode(&kv.key, &bytes).unwrap();
+                let before = wrong.len();
+                differences(&kv.key, &ours, &decode(&kv.key, &kv.value).unwrap(), &mut wrong);
+                if wrong.len() == before {
+                    wrong.push(format!("{}: the same object in other bytes", kv.key));
+                }
+            }
+            Format::Protobuf => {}
+            // kube writes typed JSON in its Go structs' field order: the documents are equal.
+            _ => differences(
+                &kv.key,
+                &decode(&kv.key, &bytes).unwrap(),
+                &decode(&kv.key, &kv.value).unwrap(),
+                &mut wrong,
+            ),
+        }
+    }
+    assert!(wrong.is_empty(), "encoded objects differ from kube's:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn custom_resources_are_kube_json_to_the_byte() {
+    let records = records();
+    let widget = records.iter().find(|r| r.def.kind == "Widget").expect("a custom resource");
+    let bytes = encode_object(&widget.def, &widget.object).unwrap();
+    assert_eq!(String::from_utf8_lossy(&bytes), String::from_utf8_lossy(&widget.kv.value));
+}
+
+#[test]
+fn what_kube_keeps_beside_the_objects_decodes() {
+    let recorded: Value = serde_json::from_str(RECORDED).unwrap();
+    let raw = recorded["raw"].as_array().expect("raw");
+    let find = |key: &str| {
+        let r = raw.iter().find(|r| r["key"] == key).unwrap_or_else(|| panic!("{key} recorded"));
+        let bytes = base64::engine::general_purpose::STANDARD.decode(r["value"].as_str().unwrap()).unwrap();
+        decode(key, &bytes).unwrap_or_else(|e| panic!("{key}: {e}"))
+    };
+    let ips = find("/registry/ranges/serviceips");
+    assert_eq!((ips["kind"].as_str(), ips["range"].as_str()), (Some("RangeAllocation"), Some("10.0.0.0/24")));
+    let ports = find("/registry/ranges/servicenodeports");
+    assert_eq!(ports["range"], "30000-32767");
+    let lease = raw.iter().find(|r| r["key"].as_str().unwrap().starts_with("/registry/masterleases/")).expect("lease");
+    let endpoints = find(lease["key"].as_str().unwrap());
+    assert_eq!(endpoints["kind"], "Endpoints");
+}
+
+/// A store written by a release that stored MessagePack, some of it under the prefixes it used
+/// then: the server reads it all, moves the renamed prefixes, `check-storage` reports the
+/// formats without writing, and `migrate-storage` leaves nothing in MessagePack.
+#[test]
+fn messagepack_data_is_read_moved_and_migrated() {
+    let etcd = EtcdProcess::start();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let old = |kind: &str, api_version: &str, name: &str, extra: Value| {
+        let mut obj = serde_json::json!({"apiVersion": api_version, "kind": kind, "metadata": {
+            "name": name, "namespace": "default", "uid": format!("uid-{name}"),
+            "creationTimestamp": "2026-01-01T00:00:00Z"}});
+        obj.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        bytes::Bytes::from(rmp_serde::to_vec_named(&obj).unwrap())
+    };
+    let template = serde_json::json!({"metadata": {"labels": {"app": "old"}},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+    rt.block_on(async {
+        let store = etcd.connect().await.expect("etcd");
+        let cm = old("ConfigMap", "v1", "old-cm", serde_json::json!({"data": {"k": "v"}}));
+        store.put("/registry/configmaps/default/old-cm", cm, Expect::Absent).await.unwrap();
+        let rc = old(
+            "ReplicationController",
+            "v1",
+            "old-rc",
+            serde_json::json!({"spec": {
+            "replicas": 0, "selector": {"app": "old"}, "template": template}}),
+        );
+        store.put("/registry/replicationcontrollers/default/old-rc", rc, Expect::Absent).await.unwrap();
+    });
+    let flags = ["--etcd-servers", etcd.endpoint()];
+    let s = TestServer::start_with(&flags);
+    assert_eq!(s.kubectl_ok(&["get", "configmap", "old-cm", "-o", "jsonpath={.data.k}"]), "v");
+    assert_eq!(s.kubectl_ok(&["get", "rc", "old-rc", "-o", "jsonpath={.spec.template.metadata.labels.app}"]), "old");
+    let keys = rt.block_on(async {
+        let store = etcd.connect().await.unwrap();
+        let list = store.list("/registry/", Default::default()).await.unwrap();
+        list.items.into_iter().map(|kv| (kv.key, Format::of(&kv.value))).collect::<Vec<_>>()
+    });
+    let format_of = |key: &str| keys.iter().find(|(k, _)| k == key).map(|(_, f)| *f);
+    // Moved to kube's prefix, in kube's format; the configmap waits for its next write.
+    assert_eq!(format_of("/registry/replicationcontrollers/default/old-rc"), None);
+    assert_eq!(format_of("/registry/controllers/default/old-rc"), Some(Format::Protobuf));
+    assert_eq!(format_of("/registry/configmaps/default/old-cm"), Some(Format::MessagePack));
+    // What this server wrote itself is kube's.
+    assert_eq!(format_of("/registry/namespaces/default"), Some(Format::Protobuf));
+
+    let storage_command = |command: &str| {
+        let out = std::process::Command::new(tests::apiserver_bin())
+            .arg(command)
+            .args(flags)
+            .arg("--data-dir")
+            .arg(&s.data_dir)
+            .output()
+            .unwrap();
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let (ok, report) = storage_command("check-storage");
+    assert!(ok, "{report}");
+    assert!(report.contains("ConfigMap v1 (messagepack)"), "{report}");
+    assert!(report.contains("ReplicationController v1 (protobuf)"), "{report}");
+    let (ok, migrated) = storage_command("migrate-storage");
+    assert!(ok && migrated.contains("/registry/configmaps/: 1 rewritten"), "{migrated}");
+    let (ok, report) = storage_command("check-storage");
+    assert!(ok && !report.contains("messagepack"), "{report}");
+    assert_eq!(s.kubectl_ok(&["get", "configmap", "old-cm", "-o", "jsonpath={.data.k}"]), "v");
+
+    // A value nothing can decode is reported, and fails the check.
+    rt.block_on(async {
+        let store = etcd.connect().await.unwrap();
+        store
+            .put("/registry/configmaps/default/broken", bytes::Bytes::from_static(b"k8s\0\x0a\xff"), Expect::Absent)
+            .await
+            .unwrap();
+    });
+    let (ok, report) = storage_command("check-storage");
+    assert!(!ok && report.contains("cannot decode /registry/configmaps/default/broken"), "{report}");
+}
