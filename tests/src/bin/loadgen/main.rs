@@ -26,7 +26,8 @@
 //! sweeps the watch cache's hit rate over retention × window × objects, `seconds` per cell;
 //! `diagnosis` compares a server judging its axes with one that does not, and `apply` times
 //! server-side applies beside strategic merge patches and updates, and `noop [--baseline PATH]`
-//! writes that change nothing beside changing ones, on this build and another (see `apply.rs`,
+//! writes that change nothing beside changing ones, on this build and another, and `format
+//! [--baseline PATH]` kube's etcd format beside MessagePack (see `apply.rs`, `format.rs`,
 //! `noop.rs`, `load.rs` and
 //! `tests::load`; none is part of `all`). HTTPS rows show the server's CPU time per request,
 //! which other load on a shared machine disturbs far less than rates. `APISERVER_BIN` picks the
@@ -49,6 +50,7 @@ mod apf;
 mod apply;
 mod cache;
 mod crds;
+mod format;
 mod load;
 mod noop;
 mod protobuf;
@@ -369,13 +371,17 @@ const MODES: &[(&str, &str)] = &[
     ("diagnosis", "a server judging its axes beside one that does not"),
     ("apply", "server-side applies beside strategic merge patches and updates"),
     ("noop", "writes that change nothing beside changing ones (options: `--baseline PATH`)"),
+    (
+        "format",
+        "kube's etcd format beside MessagePack: the codec, and a build beside another (options: `--baseline PATH`)",
+    ),
 ];
 
 /// Each phase's length when the command line gives none.
 const DEFAULT_SECONDS: &str = "5";
 
 /// The modes that read options of their own after their name.
-const WITH_OPTIONS: &[&str] = &["stages", "stage=", "cl2", "faults", "lag", "window", "noop"];
+const WITH_OPTIONS: &[&str] = &["stages", "stage=", "cl2", "faults", "lag", "window", "noop", "format"];
 
 /// The load generator's command line; a mode's own options follow the mode and go to its parser.
 #[derive(clap::Parser, Debug)]
@@ -476,7 +482,10 @@ fn main() {
             apply::run_all(seconds).await;
         }
         if what == "noop" {
-            noop::run_all(seconds, rest).await;
+            noop::run_all(seconds, rest.clone()).await;
+        }
+        if what == "format" {
+            format::run_all(seconds, rest).await;
         }
         if what == "replicas" {
             replicas::run_replicas(seconds).await;

@@ -22,7 +22,7 @@ use crate::{Phase, report_cpu, run};
 
 const WORKERS: usize = 64;
 
-fn deployment(w: usize) -> Value {
+pub(crate) fn deployment(w: usize) -> Value {
     json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": format!("web-{w}"), "namespace": "default", "labels": {"app": "web"}},

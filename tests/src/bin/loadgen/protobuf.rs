@@ -23,7 +23,7 @@ const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 const JSON: &str = "application/json";
 
 /// A Pod as a Deployment's ReplicaSet makes it and a kubelet reports it.
-fn pod(prefix: &str, i: usize) -> (String, serde_json::Value) {
+pub(crate) fn pod(prefix: &str, i: usize) -> (String, serde_json::Value) {
     let name = format!("web-7d4b9c8f6-{i:05}");
     let obj = json!({
         "apiVersion": "v1", "kind": "Pod",

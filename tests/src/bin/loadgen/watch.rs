@@ -203,7 +203,7 @@ async fn phase(
     let expected = writes.len() * watchers;
     let ms = |us: Option<u32>| us.map_or(f64::NAN, |u| u as f64 / 1000.0);
     println!(
-        "{watchers:>6} watchers @ {rate:>3}/s: delivery p50 {:>8.2} ms  p99 {:>8.2} ms  max {:>8.2} ms | {:>8.0} events/s delivered, {}/{} events ({:.2}% lost), {} watchers cut off, {} failed to start | write p50 {:.2} ms | connect {:.1} s, {:.1} KiB per watcher | CPU cores busy: server {:.2}, clients {:.2}",
+        "{watchers:>6} watchers @ {rate:>3}/s: delivery p50 {:>8.2} ms  p99 {:>8.2} ms  max {:>8.2} ms | {:>8.0} events/s delivered, {}/{} events ({:.2}% lost), {} watchers cut off, {} failed to start | write p50 {:.2} ms | connect {:.1} s, {:.1} KiB per watcher | CPU cores busy: server {:.2} ({:.1} µs per delivered event), clients {:.2}",
         ms(quantile(&seen.latencies, 0.50)),
         ms(quantile(&seen.latencies, 0.99)),
         ms(seen.latencies.last().copied()),
@@ -217,6 +217,7 @@ async fn phase(
         connect.as_secs_f64(),
         (with_watchers - before) * 1024.0 / watchers as f64,
         server_cpu,
+        server_cpu * 1e6 / (seen.latencies.len() as f64 / duration.as_secs_f64()).max(1.0),
         client_cpu,
     );
 }
@@ -295,7 +296,7 @@ pub async fn remote(seconds: Duration, phases: &[(usize, u32)]) {
 }
 
 /// Seeds the objects on `server`, then runs every phase.
-async fn run_on(server: &TestServer, seconds: Duration, phases: &[(usize, u32)]) {
+pub(crate) async fn run_on(server: &TestServer, seconds: Duration, phases: &[(usize, u32)]) {
     let client = server.client(true);
     let ns = json!({ "metadata": { "name": NAMESPACE } });
     let r = client.post(server.url("/api/v1/namespaces")).send_json(&ns).await.expect("namespace");
