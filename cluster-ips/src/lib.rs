@@ -229,6 +229,19 @@ impl ClusterIpAllocator {
         if codec::Format::of(&kv.value) != codec::Format::MessagePack {
             return Ok(false);
         }
+        // Only the format changes: a bitmap of another range than this allocator's is not
+        // rewritten into this one (which would drop the addresses outside it).
+        let doc = codec::decode(&self.key, &kv.value)?;
+        let stored = doc.get("range").and_then(Value::as_str).unwrap_or_default();
+        if stored != self.range.to_string() {
+            return Err(StorageError::Corrupt {
+                key: self.key.clone(),
+                message: format!(
+                    "the bitmap is of the range {stored}, not {}: give the servers' --service-cluster-ip-range",
+                    self.range
+                ),
+            });
+        }
         let current = self.decode(&kv.value, kv.mod_revision)?;
         self.store(&current).await?;
         Ok(true)

@@ -7,7 +7,8 @@
 
 use std::sync::Arc;
 
-use apimachinery::catalogue::{Catalogue, ResourceDef, Subresource};
+use apimachinery::catalogue::{Catalogue, ResourceDef, Served, Subresource};
+use base64::Engine;
 use kinds::apiregistration::{self, Priority};
 use serde_json::{Value, json};
 
@@ -158,6 +159,16 @@ fn subresource_kind(def: &ResourceDef, sub: Subresource) -> (String, String, Str
     }
 }
 
+/// kube's `storageVersionHash` of a stored resource: the first 8 bytes of the SHA-256 of
+/// `<group>/<version>/<kind>` of the version it is written to etcd in, base64. Clients (the
+/// storage version migrator) compare it across servers to see a storage version change.
+fn storage_version_hash(api_version: &str, kind: &str) -> String {
+    let gvk =
+        if api_version.contains('/') { format!("{api_version}/{kind}") } else { format!("/{api_version}/{kind}") };
+    let digest = ring::digest::digest(&ring::digest::SHA256, gvk.as_bytes());
+    base64::engine::general_purpose::STANDARD.encode(&digest.as_ref()[..8])
+}
+
 /// `GET /api/v1` or `GET /apis/<group>/<version>`.
 pub fn api_resource_list(catalogue: &Catalogue, group: &str, version: &str) -> Option<Value> {
     let defs = catalogue.resources_of(group, version);
@@ -178,6 +189,9 @@ pub fn api_resource_list(catalogue: &Catalogue, group: &str, version: &str) -> O
         }
         if !d.categories.is_empty() {
             r["categories"] = json!(d.categories);
+        }
+        if d.served == Served::Stored {
+            r["storageVersionHash"] = json!(storage_version_hash(&d.etcd_api_version(), &d.kind));
         }
         resources.push(r);
         for sub in &d.subresources {
@@ -299,6 +313,42 @@ pub fn aggregated(catalogue: &Catalogue, remote: &Registry, discovery: &Discover
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The hashes a reference kube-apiserver 1.32 serves: of the version each resource is
+    /// written to etcd in (core `v1` for both event groups, `autoscaling/v2` for both HPA
+    /// versions, `v1beta1` for CRDs); none for subresources and resources stored nowhere.
+    #[test]
+    fn storage_version_hashes_are_kubes() {
+        let catalogue = kinds::catalogue();
+        let hash = |group: &str, version: &str, resource: &str| {
+            let list = api_resource_list(&catalogue, group, version).unwrap();
+            let r = list["resources"].as_array().unwrap().iter().find(|r| r["name"] == resource).cloned();
+            r.unwrap_or_else(|| panic!("{resource}"))["storageVersionHash"].as_str().map(str::to_string)
+        };
+        let kube = [
+            ("", "v1", "configmaps", "qFsyl6wFWjQ="),
+            ("", "v1", "endpoints", "fWeeMqaN/OA="),
+            ("", "v1", "events", "r2yiGXH7wu8="),
+            ("", "v1", "namespaces", "Q3oi5N2YM8M="),
+            ("", "v1", "nodes", "XwShjMxG9Fs="),
+            ("events.k8s.io", "v1", "events", "r2yiGXH7wu8="),
+            ("autoscaling", "v1", "horizontalpodautoscalers", "qwQve8ut294="),
+            ("autoscaling", "v2", "horizontalpodautoscalers", "qwQve8ut294="),
+            ("apiextensions.k8s.io", "v1", "customresourcedefinitions", "jfWCUB31mvA="),
+            ("apiregistration.k8s.io", "v1", "apiservices", "InPBPD7+PqM="),
+        ];
+        for (group, version, resource, expected) in kube {
+            assert_eq!(hash(group, version, resource).as_deref(), Some(expected), "{group}/{version} {resource}");
+        }
+        for (group, version, resource) in [
+            ("", "v1", "bindings"),
+            ("", "v1", "componentstatuses"),
+            ("", "v1", "namespaces/status"),
+            ("authorization.k8s.io", "v1", "subjectaccessreviews"),
+        ] {
+            assert_eq!(hash(group, version, resource), None, "{group}/{version} {resource}");
+        }
+    }
 
     #[test]
     fn client_go_accept_header_selects_v2() {

@@ -27,7 +27,7 @@ use apimachinery::{Reason, schema};
 use serde_json::{Value, json};
 use storage::router::StorageRouter;
 use storage::{Expect, KeyValue, StorageError};
-use storage_codec::codec::{decode_object, encode_object};
+use storage_codec::codec::{decode_object, encode_object, stored_form};
 use storage_codec::errors::interpret;
 
 /// How many times a guaranteed update retries a conflict before giving up.
@@ -631,8 +631,10 @@ impl RegistryStore {
             }
             if tracking == Tracking::Update {
                 // kube records an update's fields on the object as sent (decoded with
-                // defaults), before admission and the strategy change it.
-                let mut sent = candidate.clone();
+                // defaults), before admission and the strategy change it; compared with the
+                // stored object in the form a read gives it back, so a write that only restates
+                // what Go leaves out (`env: []`) changes no manager's fields or time.
+                let mut sent = stored_form(def, candidate.clone());
                 def.apply_defaults(&mut sent);
                 let form = self.request_form(target);
                 track_update(
@@ -672,6 +674,8 @@ impl RegistryStore {
             };
             candidate["apiVersion"] = def.api_version().into();
             candidate["kind"] = def.kind.clone().into();
+            // Compared with the stored object in the form a read gives it back.
+            let candidate = stored_form(def, candidate);
             let mut new = self.merge_server_state(def, target.subresource, candidate, &old);
             if new.resource_version().is_empty() {
                 new.set_meta_str("resourceVersion", &old_rv);

@@ -118,6 +118,30 @@ pub fn encode_object(def: &ResourceDef, obj: &Value) -> Result<Bytes, ApiError> 
     }
 }
 
+/// `obj` of `def` as a read of it would give it back once stored: through kube's protobuf
+/// and back, defaulted, with its `resourceVersion`. A write compares this form with what it
+/// read, as kube compares Go structs (and bytes for a write that changes nothing): the members
+/// Go leaves out (`env: []`, a zero `minReadySeconds`) and those it always writes
+/// (`serviceName: ""`) are then alike on both sides. Objects stored as JSON, and objects that
+/// do not encode (validation then says why), are returned as they are.
+pub fn stored_form(def: &ResourceDef, obj: Value) -> Value {
+    if def.storage_media != StorageMedia::Protobuf {
+        return obj;
+    }
+    let Ok(bytes) = encode_object(def, &obj) else { return obj };
+    if Format::of(&bytes) != Format::Protobuf {
+        return obj;
+    }
+    let Ok(mut back) = decode("", &bytes) else { return obj };
+    back = def.strategy.read_etcd_version(back);
+    def.apply_defaults(&mut back);
+    let rv = obj.meta_str("resourceVersion");
+    if !rv.is_empty() {
+        back.set_meta_str("resourceVersion", rv);
+    }
+    back
+}
+
 /// A built-in object that is no resource's (kube's `RangeAllocation`), in kube's protobuf
 /// envelope of its own `apiVersion` and `kind`.
 pub fn encode_typed(obj: &Value) -> Result<Bytes, String> {

@@ -10,8 +10,9 @@
 //!   kinds) on those and `validation` and `protobuf`;
 //! - `storage` (the key-value contract and backends) on no workspace crate and no Kubernetes
 //!   crate: it knows bytes, keys and revisions; `storage-codec` (objects as stored bytes,
-//!   storage errors as Status) on `storage` and `apimachinery`; `cluster-ips` (the Service
-//!   kind's address allocator) on those;
+//!   storage errors as Status) on `storage`, `apimachinery` and `protobuf` (kube's stored
+//!   format); `cluster-ips` (the Service kind's address allocator) on `storage`,
+//!   `apimachinery` and `storage-codec`;
 //! - the stage crates only on `actors`, the core, the kinds, `webhook-client` (admission and
 //!   the auth stages) and, for `registry` and `cacher`, `storage` and `storage-codec`: never
 //!   on each other;

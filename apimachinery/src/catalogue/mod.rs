@@ -334,6 +334,11 @@ impl ResourceDef {
         }
     }
 
+    /// `v1` or `apps/v1` of the version objects are written to etcd in.
+    pub fn etcd_api_version(&self) -> String {
+        self.strategy.etcd_version().map_or_else(|| self.storage_api_version(), str::to_string)
+    }
+
     /// How names are validated, when not as an RFC 1123 subdomain.
     pub fn names(mut self, rule: NameRule) -> Self {
         self.name_rule = rule;

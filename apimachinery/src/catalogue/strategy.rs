@@ -248,6 +248,12 @@ pub trait Strategy: Send + Sync {
         None
     }
 
+    /// The `group/version` kube-apiserver writes this kind to etcd in, when it is not the stored
+    /// form here ([`Strategy::to_etcd_version`] converts to it).
+    fn etcd_version(&self) -> Option<&'static str> {
+        None
+    }
+
     /// The object as kube-apiserver writes it to etcd, when that is an older version than the
     /// stored form here (CustomResourceDefinitions are written as `v1beta1`); `None` when the
     /// stored form is written as it is.

@@ -7,6 +7,9 @@
 
 use serde_json::{Map, Value, json};
 
+/// The version kube writes CRDs to etcd in.
+pub(super) const V1BETA1: &str = "apiextensions.k8s.io/v1beta1";
+
 /// The version-specific fields `v1beta1` can hold once for all versions, with their
 /// `v1beta1` names at the top of the spec.
 const SHARED: [(&str, &str); 4] = [
@@ -19,7 +22,7 @@ const SHARED: [(&str, &str); 4] = [
 /// A `v1` CRD in `v1beta1`.
 pub(super) fn to_v1beta1(crd: &Value) -> Value {
     let mut out = crd.clone();
-    out["apiVersion"] = json!("apiextensions.k8s.io/v1beta1");
+    out["apiVersion"] = json!(V1BETA1);
     let Some(spec) = out.get_mut("spec").and_then(Value::as_object_mut) else { return out };
     let preserve = spec.get("preserveUnknownFields").and_then(Value::as_bool).unwrap_or(false);
     spec.insert("preserveUnknownFields".into(), json!(preserve));
@@ -61,7 +64,7 @@ pub(super) fn to_v1beta1(crd: &Value) -> Value {
 
 /// A `v1beta1` CRD (or one already in `v1`, returned as it is) in `v1`.
 pub(super) fn to_v1(mut crd: Value) -> Value {
-    if crd.get("apiVersion").and_then(Value::as_str) != Some("apiextensions.k8s.io/v1beta1") {
+    if crd.get("apiVersion").and_then(Value::as_str) != Some(V1BETA1) {
         return crd;
     }
     crd["apiVersion"] = json!("apiextensions.k8s.io/v1");
@@ -82,7 +85,12 @@ pub(super) fn to_v1(mut crd: Value) -> Value {
     }
     if let Some(conversion) = spec.get_mut("conversion").and_then(Value::as_object_mut) {
         let config = conversion.remove("webhookClientConfig");
-        let review = conversion.remove("conversionReviewVersions");
+        let mut review = conversion.remove("conversionReviewVersions");
+        // v1beta1's default for a webhook that names no review versions.
+        let listed = review.as_ref().and_then(Value::as_array).is_some_and(|v| !v.is_empty());
+        if conversion.get("strategy").and_then(Value::as_str) == Some("Webhook") && !listed {
+            review = Some(json!(["v1beta1"]));
+        }
         if config.is_some() || review.is_some() {
             let mut webhook = Map::new();
             if let Some(config) = config {
@@ -162,7 +170,11 @@ mod tests {
             json!({"strategy": "Webhook", "webhookClientConfig": {"url": "https://x.example/convert"},
                    "conversionReviewVersions": ["v1"]})
         );
-        assert_eq!(to_v1(beta), v1);
+        assert_eq!(to_v1(beta.clone()), v1);
+        // A webhook naming no review versions gets v1beta1's default.
+        let mut bare = beta;
+        bare["spec"]["conversion"].as_object_mut().unwrap().remove("conversionReviewVersions");
+        assert_eq!(to_v1(bare)["spec"]["conversion"]["webhook"]["conversionReviewVersions"], json!(["v1beta1"]));
     }
 
     #[test]

@@ -39,6 +39,10 @@ struct CustomResourceDefinitions;
 const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 
 impl Strategy for CustomResourceDefinitions {
+    fn etcd_version(&self) -> Option<&'static str> {
+        Some(super::crd_v1beta1::V1BETA1)
+    }
+
     fn to_etcd_version(&self, obj: &Value) -> Option<Value> {
         Some(super::crd_v1beta1::to_v1beta1(obj))
     }

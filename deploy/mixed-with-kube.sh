@@ -1,0 +1,89 @@
+#!/bin/bash
+# A mixed pair on one etcd, checked by hand: a reference kube-apiserver (KUBE_APISERVER, built
+# as ../shared/reference/kube-e2e.md describes) and this server (APISERVER), each writing
+# through the other's eyes. Not part of the test command: it needs the kube binary.
+#
+#   KUBE_APISERVER=/tmp/kube-ref/bin/kube-apiserver APISERVER=target/release/apiserver \
+#     KUBECTL=$(command -v kubectl) deploy/mixed-with-kube.sh
+#
+# Ports 2479, 2480, 7443, 17443 and 17444 must be free. Prints each check and exits non-zero
+# on the first that fails; the work directory (logs, kubeconfigs) is kept in $WORK.
+set -euo pipefail
+KUBE_APISERVER=${KUBE_APISERVER:-/tmp/kube-ref/bin/kube-apiserver}
+APISERVER=${APISERVER:-target/release/apiserver}
+KUBECTL=${KUBECTL:-kubectl}
+WORK=${WORK:-$(mktemp -d /tmp/mixed-XXXX)}
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
+
+etcd --data-dir "$WORK/etcd" --listen-client-urls http://127.0.0.1:2479 --advertise-client-urls http://127.0.0.1:2479 \
+  --listen-peer-urls http://127.0.0.1:2480 --initial-advertise-peer-urls http://127.0.0.1:2480 \
+  --initial-cluster default=http://127.0.0.1:2480 > "$WORK/etcd.log" 2>&1 & pids+=($!)
+openssl genrsa -out "$WORK/sa.key" 2048 2>/dev/null
+openssl rsa -in "$WORK/sa.key" -pubout -out "$WORK/sa.pub" 2>/dev/null
+echo 'mixed-admin,admin,uid-admin,"system:masters"' > "$WORK/tokens.csv"
+common=(--etcd-servers http://127.0.0.1:2479 --bind-address 127.0.0.1 --token-auth-file "$WORK/tokens.csv"
+  --authorization-mode RBAC --service-account-issuer https://kubernetes.default.svc
+  --service-account-key-file "$WORK/sa.pub" --service-account-signing-key-file "$WORK/sa.key"
+  --service-cluster-ip-range 10.0.0.0/24)
+sleep 2
+"$KUBE_APISERVER" "${common[@]}" --secure-port 7443 --cert-dir "$WORK/certs" > "$WORK/kube.log" 2>&1 & pids+=($!)
+sleep 15
+"$APISERVER" "${common[@]}" --secure-port 17443 --admin-port 17444 --data-dir "$WORK/ours" > "$WORK/ours.log" 2>&1 & pids+=($!)
+for port in 7443 17443; do
+  k=(--kubeconfig "$WORK/k$port")
+  "$KUBECTL" "${k[@]}" config set-cluster c --server "https://127.0.0.1:$port" --insecure-skip-tls-verify=true >/dev/null
+  "$KUBECTL" "${k[@]}" config set-credentials a --token mixed-admin >/dev/null
+  "$KUBECTL" "${k[@]}" config set-context c --cluster c --user a >/dev/null
+  "$KUBECTL" "${k[@]}" config use-context c >/dev/null
+  for _ in $(seq 60); do "$KUBECTL" "${k[@]}" get --raw /readyz >/dev/null 2>&1 && break; sleep 1; done
+done
+kube() { "$KUBECTL" --kubeconfig "$WORK/k7443" "$@"; }
+ours() { "$KUBECTL" --kubeconfig "$WORK/k17443" "$@"; }
+check() { if [ "$2" = "$3" ]; then echo "ok: $1"; else echo "FAILED: $1: got '$2', want '$3'"; exit 1; fi; }
+
+kube create namespace mix >/dev/null
+kube -n mix create configmap from-kube --from-literal=a=1 >/dev/null
+check "a ConfigMap kube wrote reads here" "$(ours -n mix get cm from-kube -o jsonpath='{.data.a}')" 1
+ours -n mix create deployment from-ours --image=nginx:1.25 --replicas=2 >/dev/null
+check "a Deployment written here reads in kube" "$(kube -n mix get deploy from-ours -o jsonpath='{.spec.replicas}/{.metadata.generation}')" 2/1
+kube -n mix scale deploy from-ours --replicas=3 >/dev/null
+ours -n mix label deploy from-ours touched=yes >/dev/null
+check "kube's scale and this server's label, generation once" \
+  "$(kube -n mix get deploy from-ours -o jsonpath='{.spec.replicas}/{.metadata.labels.touched}/{.metadata.generation}')" 3/yes/2
+cat > "$WORK/crd.yaml" <<'YAML'
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {size: {type: integer}}}}}}
+    additionalPrinterColumns: [{name: Size, type: integer, jsonPath: .spec.size}]
+YAML
+ours apply -f "$WORK/crd.yaml" >/dev/null
+kube wait --for condition=established crd/gadgets.example.com >/dev/null
+printf 'apiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: g1, namespace: mix}\nspec: {size: 7}\n' > "$WORK/g.yaml"
+kube apply -f "$WORK/g.yaml" >/dev/null
+for _ in $(seq 20); do ours -n mix get gadget g1 >/dev/null 2>&1 && break; sleep 0.5; done
+check "a CRD written here serves in kube, its object reads here" "$(ours -n mix get gadget g1 -o jsonpath='{.spec.size}')" 7
+ours -n mix get cm -w --output-watch-events -o jsonpath='{.type} {.object.metadata.name}{"\n"}' > "$WORK/watch.out" 2>&1 &
+watcher=$!; sleep 2
+for i in 1 2 3; do kube -n mix create configmap "w$i" >/dev/null; done
+kube -n mix delete configmap w2 >/dev/null
+sleep 3; kill $watcher 2>/dev/null || true
+check "a watch here sees kube's writes in order" "$(grep -v from-kube "$WORK/watch.out" | tr '\n' ',')" "ADDED w1,ADDED w2,ADDED w3,DELETED w2,"
+creates=()
+for i in $(seq 1 100); do
+  kube -n mix create service clusterip "k$i" --tcp=80 >/dev/null & creates+=($!)
+  ours -n mix create service clusterip "o$i" --tcp=80 >/dev/null & creates+=($!)
+  if (( i % 20 == 0 )); then wait "${creates[@]}"; creates=(); fi
+done
+ips=$(kube -n mix get svc -o jsonpath='{range .items[*]}{.spec.clusterIP}{"\n"}{end}')
+check "200 Services made by both, 200 distinct ClusterIPs" "$(echo "$ips" | sort -u | wc -l)/$(echo "$ips" | wc -l)" 200/200
+echo "all checks passed; logs and kubeconfigs in $WORK"
