@@ -13,6 +13,7 @@ use apimachinery::messages::ObjectList;
 use apimachinery::object::ObjectExt;
 use apimachinery::options::{ContinueToken, ListOptions, ReadAt};
 use storage::{Revision, Storage, StorageError};
+use storage_codec::codec::decode_object;
 use storage_codec::errors::interpret;
 
 fn encode(revision: Option<Revision>, start: &str) -> String {
@@ -79,7 +80,7 @@ pub async fn list_from_storage(
         remaining = page.remaining;
         for kv in &page.items {
             last_key = Some(kv.key.clone());
-            let obj = crate::read_back(def, kv).map_err(|e| interpret(def, "", e))?;
+            let obj = decode_object(def, kv).map_err(|e| interpret(def, "", e))?;
             if labels.matches(obj.labels()) && fields.matches(&def.field_set(&obj)) {
                 items.push(EncodedObject::encode(&obj));
                 if limit > 0 && items.len() == limit {

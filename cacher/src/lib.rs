@@ -47,7 +47,6 @@ use apimachinery::error::ApiError;
 use apimachinery::messages::{WatchEvent, WatchEventType, WatchObjects, WatchReceiver};
 use apimachinery::options::ReadAt;
 use serde_json::json;
-use storage::KeyValue;
 use storage::metrics::TERMINATED_WATCHERS_TOTAL;
 use storage::{EventType, ProgressRequester, Revision, Storage, StorageError, WatchItem};
 use storage_codec::codec::decode_object;
@@ -388,7 +387,7 @@ impl CacherActor {
         let received = Instant::now();
         let revision = event.kv.mod_revision;
         let key: Arc<str> = Arc::from(event.kv.key.as_str());
-        let decoded = read_back(&self.def, &event.kv);
+        let decoded = decode_object(&self.def, &event.kv);
         let prev = if event.kind == EventType::Deleted { self.objects.remove(&key) } else { None };
         let entry = match (decoded, event.kind, &prev) {
             (Ok(o), _, _) => Arc::new(Entry::new(&self.def, &o)),
@@ -606,11 +605,6 @@ fn bookmark(def: &ResourceDef, revision: Revision, initial_events_end: bool) -> 
     EncodedObject::encode(&json!({ "kind": def.kind, "apiVersion": def.api_version(), "metadata": metadata }))
 }
 
-/// A stored object as the resource serves it (decoded and defaulted).
-pub(crate) fn read_back(def: &ResourceDef, kv: &KeyValue) -> Result<serde_json::Value, StorageError> {
-    decode_object(def, kv)
-}
-
 /// An item of the storage watch of one sync generation; `None` when that watch ended.
 type StorageItem = (u64, Option<WatchItem>);
 
@@ -667,7 +661,7 @@ async fn initial_list(
     loop {
         let page = storage.list(prefix, options.clone()).await?;
         for kv in &page.items {
-            match read_back(def, kv) {
+            match decode_object(def, kv) {
                 Ok(obj) => {
                     objects.insert(Arc::from(kv.key.as_str()), Arc::new(Entry::new(def, &obj)));
                 }

@@ -18,6 +18,7 @@ use apimachinery::options::ReadAt;
 use apimachinery::selector::{FieldSelector, LabelSelector};
 use serde_json::Value;
 use storage::{ProgressRequester, Revision, Storage};
+use storage_codec::codec::decode_object;
 use storage_codec::errors::interpret;
 use tokio::sync::watch;
 
@@ -198,9 +199,9 @@ impl CacheReader {
                 self.shared.storage_reads.increment(1);
                 let (def, name) = (&self.def, &msg.target.name);
                 match self.storage.get(&self.key(&msg.target)).await.map_err(|e| interpret(def, name, e))? {
-                    (Some(kv), _) => crate::read_back(def, &kv)
-                        .map(|o| EncodedObject::encode(&o))
-                        .map_err(|e| interpret(def, name, e)),
+                    (Some(kv), _) => {
+                        decode_object(def, &kv).map(|o| EncodedObject::encode(&o)).map_err(|e| interpret(def, name, e))
+                    }
                     (None, _) => Err(ApiError::not_found(&def.group, &def.resource, name)),
                 }
             }

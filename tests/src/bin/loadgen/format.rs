@@ -12,7 +12,7 @@
 //!
 //! `loadgen 5 format --baseline PATH`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -124,14 +124,7 @@ async fn server_rows(label: &str, bin: &Path, seconds: Duration) -> Vec<(&'stati
 /// Runs the codec rows, then the server rows of this build and of `--baseline PATH` (from
 /// `rest`), alternated twice.
 pub async fn run_all(seconds: Duration, rest: Vec<String>) {
-    let baseline = match rest.as_slice() {
-        [] => None,
-        [flag, path] if flag == "--baseline" => Some(PathBuf::from(path)),
-        _ => {
-            eprintln!("usage: loadgen SECONDS format [--baseline PATH-TO-ANOTHER-APISERVER-BUILD]");
-            std::process::exit(2);
-        }
-    };
+    let baseline = crate::baseline_build("format", &rest);
     codec_rows();
     let mut builds = vec![("kube's format (this build)", tests::apiserver_bin())];
     if let Some(b) = baseline {

@@ -403,6 +403,19 @@ fn modes_help() -> String {
     format!("Modes:\n{}", lines.join("\n"))
 }
 
+/// The build a mode compares this one with: `--baseline PATH` in its options (`rest`), or none;
+/// anything else is a usage error.
+fn baseline_build(mode: &str, rest: &[String]) -> Option<std::path::PathBuf> {
+    match rest {
+        [] => None,
+        [flag, path] if flag == "--baseline" => Some(std::path::PathBuf::from(path)),
+        _ => {
+            eprintln!("usage: loadgen SECONDS {mode} [--baseline PATH-TO-ANOTHER-APISERVER-BUILD]");
+            std::process::exit(2);
+        }
+    }
+}
+
 /// `text` if it names a mode, with a well-formed argument for those that take one.
 fn mode(text: &str) -> Result<String, String> {
     let counts = |list: &str| list.split(',').all(|n| n.parse::<usize>().is_ok());

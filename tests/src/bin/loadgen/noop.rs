@@ -9,7 +9,7 @@
 //! `loadgen 5 noop --baseline PATH` runs the same phases on the server binary at PATH (another
 //! build) in the same run, so the figures read as ratios.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -139,14 +139,7 @@ async fn phases(label: &str, bin: &Path, seconds: Duration) -> Vec<(Write, f64, 
 
 /// Runs the phases on this build and, when given, on `baseline`; prints the CPU ratios.
 pub async fn run_all(seconds: Duration, rest: Vec<String>) {
-    let baseline = match rest.as_slice() {
-        [] => None,
-        [flag, path] if flag == "--baseline" => Some(PathBuf::from(path)),
-        _ => {
-            eprintln!("usage: loadgen SECONDS noop [--baseline PATH-TO-ANOTHER-APISERVER-BUILD]");
-            std::process::exit(2);
-        }
-    };
+    let baseline = crate::baseline_build("noop", &rest);
     let mean = |rows: &[(Write, f64, usize)], write: Write| {
         let v: Vec<f64> = rows.iter().filter(|r| r.0 == write).map(|r| r.1).collect();
         v.iter().sum::<f64>() / v.len().max(1) as f64
