@@ -281,9 +281,10 @@ async fn a_webhook_slower_than_its_timeout_fails_the_request_under_fail_and_is_s
 async fn an_unreachable_webhook_fails_the_request_under_fail_and_is_skipped_under_ignore() {
     // A server for the caBundle only: nothing listens on the webhooks' port.
     let hooks = WebhookServer::start(&["127.0.0.1"], |_, _| allow());
+    // Chosen once the server listens, so that its own ports are not among the candidates.
+    let s = TestServer::start();
     let closed = free_port();
     let url = format!("https://127.0.0.1:{closed}/down");
-    let s = TestServer::start();
     let down = |name: &str, policy: &str| {
         hook(
             name,
