@@ -305,6 +305,10 @@ impl Storage for RemoteFeed {
         Err(self.unavailable(format!("{key} is written by its storage stage, not through the feed")))
     }
 
+    async fn put_with_ttl(&self, key: &str, _: Bytes, _: Expect, _: Duration) -> Result<KeyValue, StorageError> {
+        Err(self.unavailable(format!("{key} is written by its storage stage, not through the feed")))
+    }
+
     async fn delete(&self, key: &str, _: Option<Revision>) -> Result<(KeyValue, Revision), StorageError> {
         Err(self.unavailable(format!("{key} is deleted by its storage stage, not through the feed")))
     }

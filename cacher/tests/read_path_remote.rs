@@ -4,6 +4,7 @@
 //! storage stage process writes them.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use actors::remote::{ClusterTls, Listening, Peer, StageService};
 use async_trait::async_trait;
@@ -40,6 +41,15 @@ impl Storage for Split {
     }
     async fn put(&self, key: &str, value: Bytes, expect: Expect) -> Result<KeyValue, StorageError> {
         self.store.put(key, value, expect).await
+    }
+    async fn put_with_ttl(
+        &self,
+        key: &str,
+        value: Bytes,
+        expect: Expect,
+        ttl: Duration,
+    ) -> Result<KeyValue, StorageError> {
+        self.store.put_with_ttl(key, value, expect, ttl).await
     }
     async fn delete(&self, key: &str, expect: Option<Revision>) -> Result<(KeyValue, Revision), StorageError> {
         self.store.delete(key, expect).await

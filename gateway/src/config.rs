@@ -279,6 +279,9 @@ pub struct ServeOptions {
     /// Key prefix of every stored object.
     #[arg(long, default_value = "/registry")]
     pub etcd_prefix: String,
+    /// How long Events are kept after their last write (0 keeps them for good).
+    #[arg(long, default_value = "1h", value_parser = parse_flag_duration)]
+    pub event_ttl: Duration,
     /// How often history is compacted (0 disables).
     #[arg(long, default_value = "5m", value_parser = parse_flag_duration)]
     pub etcd_compaction_interval: Duration,

@@ -190,7 +190,8 @@ pub(crate) fn start_write_path(
     let range = options.service_cluster_ip_range;
     let cluster_ips = Arc::new(ClusterIpAllocator::new(range, router.clone(), catalogue.clone(), &options.etcd_prefix));
     let store =
-        RegistryStore::new(catalogue.clone(), router.clone(), &options.etcd_prefix, admission.handle(), cluster_ips);
+        RegistryStore::new(catalogue.clone(), router.clone(), &options.etcd_prefix, admission.handle(), cluster_ips)
+            .with_event_ttl(options.event_ttl);
     let storage = actors::start(
         arbiters.storage,
         directory,

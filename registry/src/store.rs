@@ -10,6 +10,7 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use actors::{Deadline, StageHandle};
 use apimachinery::catalogue::{AddressAllocator, Catalogue, ClusterIp, ResourceDef, Subresource};
@@ -40,6 +41,8 @@ pub struct RegistryStore {
     prefix: String,
     admission: StageHandle<Admit>,
     cluster_ips: Arc<dyn AddressAllocator>,
+    /// Events are deleted this long after their last write (`--event-ttl`); `None` keeps them.
+    event_ttl: Option<Duration>,
 }
 
 /// Who writes, and how: what every write step needs besides the object.
@@ -364,7 +367,26 @@ impl RegistryStore {
         admission: StageHandle<Admit>,
         cluster_ips: Arc<dyn AddressAllocator>,
     ) -> Self {
-        RegistryStore { catalogue, router, prefix: prefix.trim_end_matches('/').to_string(), admission, cluster_ips }
+        let prefix = prefix.trim_end_matches('/').to_string();
+        RegistryStore { catalogue, router, prefix, admission, cluster_ips, event_ttl: None }
+    }
+
+    /// Deletes Events `ttl` after their last write, as kube-apiserver's `--event-ttl` does: by
+    /// a storage lease (etcd's, shared by Events written close together), so any apiserver
+    /// sharing the etcd sees them go.
+    pub fn with_event_ttl(mut self, ttl: Duration) -> Self {
+        self.event_ttl = Some(ttl).filter(|t| !t.is_zero());
+        self
+    }
+
+    /// Writes an object's bytes at `key`, with the TTL of its resource if it has one.
+    async fn put(&self, key: &str, bytes: bytes::Bytes, expect: Expect) -> Result<KeyValue, StorageError> {
+        let backend = self.router.backend(key);
+        let events = key.strip_prefix(self.prefix.as_str()).is_some_and(|k| k.starts_with("/events/"));
+        match self.event_ttl.filter(|_| events) {
+            Some(ttl) => backend.put_with_ttl(key, bytes, expect, ttl).await,
+            None => backend.put(key, bytes, expect).await,
+        }
     }
 
     fn key(&self, def: &ResourceDef, namespace: &str, name: &str) -> String {
@@ -558,7 +580,7 @@ impl RegistryStore {
             return Ok(WriteResult { object, created: true, deleted: false, warnings, audit_annotations });
         }
         let bytes = encode_object(def, &object).map_err(|error| CreateFailed { error, maybe_written: false })?;
-        let kv = self.router.backend(&key).put(&key, bytes, Expect::Absent).await.map_err(|e| {
+        let kv = self.put(&key, bytes, Expect::Absent).await.map_err(|e| {
             let maybe_written = !not_written(&e);
             let mut error = interpret(def, name, e);
             if error.reason == Reason::AlreadyExists && !object.meta_str("generateName").is_empty() {
@@ -727,7 +749,7 @@ impl RegistryStore {
                 self.router.backend(&key).delete(&key, Some(mod_rev)).await.map(|(_, rev)| rev)
             } else {
                 let bytes = encode_object(def, &new)?;
-                self.router.backend(&key).put(&key, bytes, Expect::ModRevision(mod_rev)).await.map(|kv| kv.mod_revision)
+                self.put(&key, bytes, Expect::ModRevision(mod_rev)).await.map(|kv| kv.mod_revision)
             };
             match written {
                 Ok(rev) => {
@@ -1072,7 +1094,7 @@ impl RegistryStore {
                 }
                 marked.meta_mut().remove("resourceVersion");
                 let bytes = encode_object(def, &marked)?;
-                match self.router.backend(&key).put(&key, bytes, Expect::ModRevision(kv.mod_revision)).await {
+                match self.put(&key, bytes, Expect::ModRevision(kv.mod_revision)).await {
                     Ok(kv) => {
                         marked.set_meta_str("resourceVersion", &kv.mod_revision.to_string());
                         return Ok((marked, false, said));

@@ -421,6 +421,15 @@ impl Storage for Tampered {
         }
         self.inner.put(key, value, expect).await
     }
+    async fn put_with_ttl(
+        &self,
+        key: &str,
+        value: Bytes,
+        expect: Expect,
+        ttl: Duration,
+    ) -> Result<KeyValue, StorageError> {
+        self.inner.put_with_ttl(key, value, expect, ttl).await
+    }
     async fn delete(&self, key: &str, expect: Option<Revision>) -> Result<(KeyValue, Revision), StorageError> {
         self.inner.delete(key, expect).await
     }

@@ -85,6 +85,7 @@ macro_rules! conformance_tests {
             value_size_limit,
             progress_after_events,
             dropped_watch_does_not_disturb_others,
+            keys_with_a_ttl_expire,
         );
     };
     (@cases $factory:expr; $($case:ident),* $(,)?) => {
@@ -617,4 +618,39 @@ pub async fn dropped_watch_does_not_disturb_others(store: Arc<dyn Storage>) {
     kept.progress.request_progress();
     assert!(matches!(next_item(&mut kept).await, WatchItem::Progress(_)));
     assert_quiet(&mut kept).await;
+}
+
+/// A key put with a TTL is deleted when it passes, with a `Deleted` event at a revision of its
+/// own; a key without one stays, and so does a key put again without one.
+pub async fn keys_with_a_ttl_expire(store: Arc<dyn Storage>) {
+    let p = unique_prefix();
+    let (short, kept, forever) = (format!("{p}short"), format!("{p}kept"), format!("{p}forever"));
+    let ttl = Duration::from_secs(1);
+    let start = store.current_revision().await.unwrap();
+    let mut w = store.watch(&p, start).await.unwrap();
+    // `kept` is given its TTL first, so it would be due no later than `short`.
+    let kept1 = store.put_with_ttl(&kept, b("k1"), Expect::Absent, ttl).await.unwrap();
+    let short1 = store.put_with_ttl(&short, b("s1"), Expect::Absent, ttl).await.unwrap();
+    let forever1 = put(&store, &forever, "f1", Expect::Absent).await;
+    let kept2 = put(&store, &kept, "k2", Expect::ModRevision(kept1.mod_revision)).await;
+    assert_eq!(short1.mod_revision, kept1.mod_revision + 1, "a put with a TTL is one revision");
+    for (kind, kv, prev) in [
+        (EventType::Added, &kept1, None),
+        (EventType::Added, &short1, None),
+        (EventType::Added, &forever1, None),
+        (EventType::Modified, &kept2, Some(&kept1)),
+    ] {
+        assert_event(&next_event(&mut w).await, kind, kv, prev);
+    }
+    // etcd grants leases of at least its minimum TTL (a few seconds) and checks them twice a
+    // second: wait well past that, as a busy machine needs.
+    let expired = match tokio::time::timeout(Duration::from_secs(60), w.items.recv()).await {
+        Ok(Some(WatchItem::Event(e))) => e,
+        other => panic!("expected the expiry's event, got {other:?}"),
+    };
+    let deleted_at = kept2.mod_revision + 1;
+    assert_event(&expired, EventType::Deleted, &KeyValue { mod_revision: deleted_at, ..short1.clone() }, Some(&short1));
+    assert_quiet(&mut w).await;
+    assert_eq!(store.get(&short).await.unwrap(), (None, deleted_at));
+    assert_eq!(list_at(&store, &p, None).await, [forever1, kept2]);
 }

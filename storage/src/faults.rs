@@ -141,6 +141,17 @@ impl Storage for FaultyStorage {
         self.inner.put(key, value, expect).await
     }
 
+    async fn put_with_ttl(
+        &self,
+        key: &str,
+        value: Bytes,
+        expect: Expect,
+        ttl: Duration,
+    ) -> Result<KeyValue, StorageError> {
+        self.faults.delay_write().await;
+        self.inner.put_with_ttl(key, value, expect, ttl).await
+    }
+
     async fn delete(&self, key: &str, expect: Option<Revision>) -> Result<(KeyValue, Revision), StorageError> {
         self.faults.delay_write().await;
         self.inner.delete(key, expect).await

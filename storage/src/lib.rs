@@ -29,6 +29,7 @@
 //! is the `registry` crate, on top of this contract; the read path is the `cacher` crate.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -260,6 +261,19 @@ pub trait Storage: Send + Sync + 'static {
 
     /// Writes `value` at `key` if the key's state matches `expect`; returns the stored key.
     async fn put(&self, key: &str, value: Bytes, expect: Expect) -> Result<KeyValue, StorageError>;
+
+    /// Writes like [`put`](Self::put), and deletes the key once `ttl` has passed without another
+    /// write to it, as etcd deletes the keys of an expired lease: a `Deleted` event at a
+    /// revision of its own. A later `put` keeps the key for good. Events expire this way after
+    /// `--event-ttl`. A key may outlive its TTL by a little (etcd leases are shared by the keys
+    /// written close together), never the other way round.
+    async fn put_with_ttl(
+        &self,
+        key: &str,
+        value: Bytes,
+        expect: Expect,
+        ttl: Duration,
+    ) -> Result<KeyValue, StorageError>;
 
     /// Deletes `key` if its mod revision matches `expect` (any, if `None`); returns the deleted
     /// key as it was and the deletion's revision.

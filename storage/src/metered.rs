@@ -144,6 +144,17 @@ impl Storage for MeteredStorage {
         self.timed(operation, key, self.inner.put(key, value, expect)).await
     }
 
+    async fn put_with_ttl(
+        &self,
+        key: &str,
+        value: Bytes,
+        expect: Expect,
+        ttl: Duration,
+    ) -> Result<KeyValue, StorageError> {
+        let operation = if expect == Expect::Absent { "create" } else { "update" };
+        self.timed(operation, key, self.inner.put_with_ttl(key, value, expect, ttl)).await
+    }
+
     async fn delete(&self, key: &str, expect: Option<Revision>) -> Result<(KeyValue, Revision), StorageError> {
         self.timed("delete", key, self.inner.delete(key, expect)).await
     }

@@ -51,6 +51,10 @@ pub(super) enum Record {
         /// Its value.
         #[serde(with = "bytes_field")]
         value: Bytes,
+        /// When it expires (Unix milliseconds), if it was written with a TTL. Absent in logs
+        /// written before TTLs, which read as none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expires: Option<u64>,
     },
     /// A put at `revision`.
     Put {
@@ -63,6 +67,9 @@ pub(super) enum Record {
         /// The value.
         #[serde(with = "bytes_field")]
         value: Bytes,
+        /// When the key expires (Unix milliseconds), for a put with a TTL.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expires: Option<u64>,
     },
     /// A delete at `revision`.
     Delete {
@@ -355,9 +362,12 @@ mod tests {
                 create_revision: 2,
                 mod_revision: 3,
                 value: Bytes::from_static(b"x\0y"),
+                expires: Some(1_700_000_000_123),
             },
-            Record::Put { revision: 8, key: "/b".into(), create_revision: 8, value: Bytes::new() },
-            Record::Delete { revision: 9, key: "/a".into() },
+            // Without an expiry the field is left out, as in logs written before TTLs.
+            Record::Put { revision: 8, key: "/b".into(), create_revision: 8, value: Bytes::new(), expires: None },
+            Record::Put { revision: 9, key: "/c".into(), create_revision: 9, value: Bytes::new(), expires: Some(5) },
+            Record::Delete { revision: 10, key: "/a".into() },
         ];
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(LOG_FILE);
@@ -382,7 +392,13 @@ mod tests {
         let mut buf = Vec::new();
         encode_into(
             &mut buf,
-            &Record::Put { revision: 2, key: "/k".into(), create_revision: 2, value: Bytes::from(vec![0xff; 1000]) },
+            &Record::Put {
+                revision: 2,
+                key: "/k".into(),
+                create_revision: 2,
+                value: Bytes::from(vec![0xff; 1000]),
+                expires: None,
+            },
         );
         assert!(buf.len() < 1100, "1000 bytes of 0xff took {} bytes", buf.len());
     }

@@ -307,6 +307,24 @@ impl EmbeddedStore {
         answer.await.map_err(|_| stopped())?
     }
 
+    /// A put, expiring at `expires` (Unix milliseconds) if given.
+    async fn put_expiring(
+        &self,
+        key: &str,
+        value: Bytes,
+        expect: Expect,
+        expires: Option<u64>,
+    ) -> Result<KeyValue, StorageError> {
+        let limit = self.options.max_value_size;
+        if value.len() > limit {
+            return Err(StorageError::TooLarge { key: key.to_string(), size: value.len(), limit });
+        }
+        match self.write(WriteOp::Mutate(Mutation::Put { key: key.to_string(), value, expect, expires })).await? {
+            WriteOutcome::Put(kv) => Ok(kv),
+            _ => Err(self.shared.unavailable("the writer answered a put with another outcome".into())),
+        }
+    }
+
     /// Stops taking writes and returns once every write queued before is synced and the log
     /// is closed. Writes waiting for a queue slot, and later ones, fail with `Unavailable`.
     /// A second call returns at once.
@@ -355,7 +373,7 @@ fn replay_record(state: &mut Option<State>, restoring: &mut bool, record: Record
     };
     match record {
         Record::Header { .. } => Err("a second header".into()),
-        Record::Restore { key, create_revision, mod_revision, value } => {
+        Record::Restore { key, create_revision, mod_revision, value, expires } => {
             if !*restoring {
                 return Err(format!("restore of {key} after the snapshot's writes"));
             }
@@ -365,24 +383,24 @@ fn replay_record(state: &mut Option<State>, restoring: &mut bool, record: Record
             if s.latest(&key).is_some() {
                 return Err(format!("a second restore of {key}"));
             }
-            s.restore(key, Version { mod_revision, create_revision, value: Some(value) });
+            s.restore(key, Version { mod_revision, create_revision, value: Some(value) }, expires);
             Ok(())
         }
-        Record::Put { revision, key, create_revision, value } => {
+        Record::Put { revision, key, create_revision, value, expires } => {
             *restoring = false;
             next_revision(s, revision)?;
             let expected = s.latest(&key).map_or(revision, |kv| kv.create_revision);
             if expected != create_revision {
                 return Err(format!("put of {key} with create revision {create_revision}, expected {expected}"));
             }
-            s.apply(Change { key, revision, create_revision, value: Some(value) });
+            s.apply(Change { key, revision, create_revision, value: Some(value), expires });
             Ok(())
         }
         Record::Delete { revision, key } => {
             *restoring = false;
             next_revision(s, revision)?;
             let Some(kv) = s.latest(&key) else { return Err(format!("delete of absent key {key}")) };
-            s.apply(Change { key, revision, create_revision: kv.create_revision, value: None });
+            s.apply(Change { key, revision, create_revision: kv.create_revision, value: None, expires: None });
             Ok(())
         }
     }
@@ -426,14 +444,18 @@ impl Storage for EmbeddedStore {
     }
 
     async fn put(&self, key: &str, value: Bytes, expect: Expect) -> Result<KeyValue, StorageError> {
-        let limit = self.options.max_value_size;
-        if value.len() > limit {
-            return Err(StorageError::TooLarge { key: key.to_string(), size: value.len(), limit });
-        }
-        match self.write(WriteOp::Mutate(Mutation::Put { key: key.to_string(), value, expect })).await? {
-            WriteOutcome::Put(kv) => Ok(kv),
-            _ => Err(self.shared.unavailable("the writer answered a put with another outcome".into())),
-        }
+        self.put_expiring(key, value, expect, None).await
+    }
+
+    async fn put_with_ttl(
+        &self,
+        key: &str,
+        value: Bytes,
+        expect: Expect,
+        ttl: Duration,
+    ) -> Result<KeyValue, StorageError> {
+        let ttl = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        self.put_expiring(key, value, expect, Some(writer::unix_millis().saturating_add(ttl))).await
     }
 
     async fn delete(&self, key: &str, expect: Option<Revision>) -> Result<(KeyValue, Revision), StorageError> {
@@ -490,11 +512,12 @@ mod replay_tests {
     }
 
     fn restore(key: &str, revision: Revision) -> Record {
-        Record::Restore { key: key.into(), create_revision: revision, mod_revision: revision, value: Bytes::new() }
+        let value = Bytes::new();
+        Record::Restore { key: key.into(), create_revision: revision, mod_revision: revision, value, expires: None }
     }
 
     fn put(key: &str, revision: Revision) -> Record {
-        Record::Put { revision, key: key.into(), create_revision: revision, value: Bytes::new() }
+        Record::Put { revision, key: key.into(), create_revision: revision, value: Bytes::new(), expires: None }
     }
 
     #[test]
@@ -536,5 +559,77 @@ mod replay_tests {
         assert!(open_log(&[Record::header(0, max + 1)]).is_err());
         assert!(open_log(&[Record::header(0, max), put("/a", max + 1)]).is_err());
         assert!(open_log(&[Record::header(4, 3)]).is_err());
+    }
+
+    /// Polls `key` until it is gone.
+    async fn gone(store: &EmbeddedStore, key: &str) -> Revision {
+        for _ in 0..400 {
+            match store.get(key).await.unwrap() {
+                (None, revision) => return revision,
+                _ => tokio::time::sleep(Duration::from_millis(25)).await,
+            }
+        }
+        panic!("{key} did not expire");
+    }
+
+    #[tokio::test]
+    async fn expiries_in_the_log_are_kept_across_reopen() {
+        let (past, later) = (writer::unix_millis() - 1, writer::unix_millis() + 3_600_000);
+        let restored = |key: &str, revision, expires| Record::Restore {
+            key: key.into(),
+            create_revision: revision,
+            mod_revision: revision,
+            value: Bytes::new(),
+            expires,
+        };
+        let put = |key: &str, revision, expires| Record::Put {
+            revision,
+            key: key.into(),
+            create_revision: revision,
+            value: Bytes::new(),
+            expires,
+        };
+        let store = open_log(&[
+            Record::header(3, 3),
+            restored("/r-due", 2, Some(past)),
+            restored("/r-later", 3, Some(later)),
+            put("/p-due", 4, Some(past)),
+            put("/p-later", 5, Some(later)),
+            put("/p-forever", 6, None),
+        ])
+        .unwrap();
+        gone(&store, "/r-due").await;
+        assert_eq!(gone(&store, "/p-due").await, 8, "each expired key is deleted at a revision of its own");
+        let left = store.list("/", ListOptions::default()).await.unwrap().items;
+        assert_eq!(left.iter().map(|kv| kv.key.as_str()).collect::<Vec<_>>(), ["/p-forever", "/p-later", "/r-later"]);
+    }
+
+    #[tokio::test]
+    async fn a_compacted_log_keeps_the_expiries_of_live_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(dir.path(), EmbeddedOptions::default()).unwrap();
+        let hour = Duration::from_secs(3600);
+        let v = || Bytes::from_static(b"v");
+        store.put_with_ttl("/a", v(), Expect::Absent, hour).await.unwrap(); // 2
+        store.put("/b", v(), Expect::Absent).await.unwrap(); // 3
+        store.put_with_ttl("/c", v(), Expect::Absent, hour).await.unwrap(); // 4
+        store.put("/a-then-kept", v(), Expect::Absent).await.unwrap(); // 5
+        store.put_with_ttl("/d", v(), Expect::Absent, hour).await.unwrap(); // 6
+        store.put("/d", v(), Expect::Exists).await.unwrap(); // 7: /d is kept for good
+        store.compact(3).await.unwrap();
+        drop(store);
+        let mut expiring = Vec::new();
+        log::replay(&dir.path().join(LOG_FILE), |record| {
+            match record {
+                Record::Restore { key, expires: Some(_), .. } | Record::Put { key, expires: Some(_), .. } => {
+                    expiring.push(key)
+                }
+                _ => {}
+            }
+            Ok(())
+        })
+        .unwrap();
+        // The snapshot's restore of /a, and /c's put after it; /d's first put is superseded.
+        assert_eq!(expiring, ["/a", "/c"]);
     }
 }

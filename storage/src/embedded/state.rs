@@ -4,7 +4,7 @@
 //! Only the writer thread mutates a [`State`] (under the store's `RwLock`), so a read lock is a
 //! consistent snapshot at [`State::revision`].
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::ops::Bound;
 
 use bytes::Bytes;
@@ -69,6 +69,9 @@ pub(super) struct Change {
     pub create_revision: Revision,
     /// The new value, `None` for a delete.
     pub value: Option<Bytes>,
+    /// When the key expires (Unix milliseconds), for a put with a TTL; a put without one, or a
+    /// delete, clears the key's expiry.
+    pub expires: Option<u64>,
 }
 
 /// The whole index.
@@ -84,12 +87,63 @@ pub(super) struct State {
     pub revision: Revision,
     /// The compacted revision (0 if never compacted).
     pub compacted: Revision,
+    /// Live keys written with a TTL, by expiry (Unix milliseconds) then key: the writer deletes
+    /// them in this order.
+    expiring: BTreeSet<(u64, String)>,
+    /// Each expiring key's expiry, to find its entry in `expiring`.
+    expiry_of: HashMap<String, u64>,
 }
 
 impl State {
     /// An index at `revision` with nothing in it.
     pub fn new(compacted: Revision, revision: Revision) -> Self {
-        State { keys: BTreeMap::new(), events: VecDeque::new(), revision, compacted }
+        State {
+            keys: BTreeMap::new(),
+            events: VecDeque::new(),
+            revision,
+            compacted,
+            expiring: BTreeSet::new(),
+            expiry_of: HashMap::new(),
+        }
+    }
+
+    /// When `key` expires, if its current version was written with a TTL.
+    pub fn expiry(&self, key: &str) -> Option<u64> {
+        self.expiry_of.get(key).copied()
+    }
+
+    /// When `key`'s version written at `mod_revision` expires: its expiry if that version is
+    /// the key's latest, for a snapshot's records.
+    pub fn expiry_of_version(&self, key: &str, mod_revision: Revision) -> Option<u64> {
+        let latest = self.keys.get(key)?.latest()?;
+        if latest.mod_revision == mod_revision { self.expiry(key) } else { None }
+    }
+
+    /// The first expiry due, if any key has one.
+    pub fn next_expiry(&self) -> Option<u64> {
+        self.expiring.first().map(|(at, _)| *at)
+    }
+
+    /// At most `limit` keys expired at `now` (Unix milliseconds), each with the mod revision it
+    /// expires at, earliest first.
+    pub fn expired(&self, now: u64, limit: usize) -> Vec<(String, Revision)> {
+        self.expiring
+            .iter()
+            .take_while(|(at, _)| *at <= now)
+            .take(limit)
+            .filter_map(|(_, key)| Some((key.clone(), self.keys.get(key)?.latest()?.mod_revision)))
+            .collect()
+    }
+
+    /// Records the expiry of `key`'s new version (none: the key stays).
+    fn set_expiry(&mut self, key: &str, expires: Option<u64>) {
+        if let Some(old) = self.expiry_of.remove(key) {
+            self.expiring.remove(&(old, key.to_string()));
+        }
+        if let Some(at) = expires {
+            self.expiry_of.insert(key.to_string(), at);
+            self.expiring.insert((at, key.to_string()));
+        }
     }
 
     /// Number of keys with any version (live or tombstone), for diagnostics.
@@ -165,6 +219,7 @@ impl State {
     /// Applies one committed write: a new version, one event, the revision advanced.
     pub fn apply(&mut self, change: Change) {
         debug_assert_eq!(change.revision, self.revision + 1, "revisions advance one at a time");
+        self.set_expiry(&change.key, change.value.as_ref().and(change.expires));
         let history = self.keys.entry(change.key.clone()).or_default();
         let prev = history.latest().and_then(|v| kv(&change.key, v));
         let (event, version) = match change.value {
@@ -200,8 +255,10 @@ impl State {
         self.revision = change.revision;
     }
 
-    /// Restores a key's version from a snapshot: no event, no revision change.
-    pub fn restore(&mut self, key: String, version: Version) {
+    /// Restores a key's version from a snapshot, with its expiry: no event, no revision
+    /// change.
+    pub fn restore(&mut self, key: String, version: Version, expires: Option<u64>) {
+        self.set_expiry(&key, expires);
         self.keys.entry(key).or_default().versions.push(version);
     }
 
@@ -239,12 +296,13 @@ mod tests {
     fn put(s: &mut State, key: &str, value: &str) {
         let revision = s.revision + 1;
         let create_revision = s.latest(key).map_or(revision, |kv| kv.create_revision);
-        s.apply(Change { key: key.into(), revision, create_revision, value: Some(Bytes::from(value.to_string())) });
+        let value = Some(Bytes::from(value.to_string()));
+        s.apply(Change { key: key.into(), revision, create_revision, value, expires: None });
     }
 
     fn delete(s: &mut State, key: &str) {
         let revision = s.revision + 1;
-        s.apply(Change { key: key.into(), revision, create_revision: 0, value: None });
+        s.apply(Change { key: key.into(), revision, create_revision: 0, value: None, expires: None });
     }
 
     #[test]

@@ -46,6 +46,8 @@ pub(super) enum Mutation {
         value: Bytes,
         /// The precondition.
         expect: Expect,
+        /// When the key expires (Unix milliseconds), for a put with a TTL.
+        expires: Option<u64>,
     },
     /// Delete `key` if its mod revision is `expect` (or unconditionally).
     Delete {
@@ -133,7 +135,7 @@ impl Writer {
         // split them into a tiny batch and a large one, paying two fsyncs per round; waiting
         // `linger` at most for them keeps one fsync per round. A single caller never waits.
         let mut expected = 1;
-        while let Ok(first) = requests.recv() {
+        while let Some(first) = self.next_request(&requests, &mut frames) {
             let mut bytes = first.op.size();
             batch.push(first);
             let full =
@@ -202,6 +204,35 @@ impl Writer {
         }
     }
 
+    /// Waits for the next request, deleting the keys whose TTL passes meanwhile, as etcd
+    /// deletes the keys of an expired lease: each at a revision of its own, with its event.
+    /// `None` once every sender is gone.
+    fn next_request(
+        &mut self,
+        requests: &crossbeam_channel::Receiver<WriteRequest>,
+        frames: &mut Vec<u8>,
+    ) -> Option<WriteRequest> {
+        loop {
+            let next = self.shared.read_state().next_expiry();
+            let (Some(due), None) = (next, &self.failed) else { return requests.recv().ok() };
+            let now = unix_millis();
+            if due > now {
+                match requests.recv_timeout(Duration::from_millis(due - now)) {
+                    Ok(request) => return Some(request),
+                    Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return None,
+                    Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
+                }
+            }
+            let expired = self.shared.read_state().expired(unix_millis(), self.max_batch);
+            // Nobody waits for these answers: the receivers are dropped at once.
+            let deletes = expired
+                .into_iter()
+                .map(|(key, revision)| (Mutation::Delete { key, expect: Some(revision) }, oneshot::channel().0))
+                .collect();
+            self.commit(deletes, frames);
+        }
+    }
+
     /// The revision to compact at when more than `max_history` revisions are kept: the newer
     /// half stays.
     fn history_overflow(&self) -> Option<Revision> {
@@ -250,6 +281,7 @@ impl Writer {
                             key: change.key.clone(),
                             create_revision: change.create_revision,
                             value: value.clone(),
+                            expires: change.expires,
                         },
                         None => Record::Delete { revision, key: change.key.clone() },
                     };
@@ -331,6 +363,7 @@ impl Writer {
             create_revision: v.create_revision,
             mod_revision: v.mod_revision,
             value: v.value.clone().unwrap_or_default(),
+            expires: state.expiry_of_version(key, v.mod_revision),
         });
         let history = state.events_after(revision).map(|e| match e.kind {
             crate::EventType::Deleted => Record::Delete { revision: e.kv.mod_revision, key: e.kv.key.clone() },
@@ -339,6 +372,7 @@ impl Writer {
                 key: e.kv.key.clone(),
                 create_revision: e.kv.create_revision,
                 value: e.kv.value.clone(),
+                expires: state.expiry_of_version(&e.kv.key, e.kv.mod_revision),
             },
         });
         let records = std::iter::once(Record::header(revision, revision)).chain(restores).chain(history);
@@ -367,7 +401,7 @@ impl Writer {
 /// Checks a put or delete against the key's `current` state and plans it at `revision`.
 fn plan(op: Mutation, current: Option<KeyValue>, revision: Revision) -> Result<(Change, WriteOutcome), StorageError> {
     match op {
-        Mutation::Put { key, value, expect } => {
+        Mutation::Put { key, value, expect, expires } => {
             match (expect, &current) {
                 (Expect::Absent, Some(_)) => return Err(StorageError::AlreadyExists { key }),
                 (Expect::ModRevision(_) | Expect::Exists, None) => return Err(StorageError::NotFound { key }),
@@ -384,7 +418,7 @@ fn plan(op: Mutation, current: Option<KeyValue>, revision: Revision) -> Result<(
                 mod_revision: revision,
                 stale: false,
             };
-            Ok((Change { key, revision, create_revision, value: Some(value) }, WriteOutcome::Put(kv)))
+            Ok((Change { key, revision, create_revision, value: Some(value), expires }, WriteOutcome::Put(kv)))
         }
         Mutation::Delete { key, expect } => {
             let Some(cur) = current else { return Err(StorageError::NotFound { key }) };
@@ -394,7 +428,15 @@ fn plan(op: Mutation, current: Option<KeyValue>, revision: Revision) -> Result<(
                 return Err(StorageError::Conflict { key, current: Some(Box::new(cur)) });
             }
             let create_revision = cur.create_revision;
-            Ok((Change { key, revision, create_revision, value: None }, WriteOutcome::Delete(cur, revision)))
+            let change = Change { key, revision, create_revision, value: None, expires: None };
+            Ok((change, WriteOutcome::Delete(cur, revision)))
         }
     }
+}
+
+/// Now as Unix milliseconds, the clock TTL expiries are kept in (it survives a restart, as a
+/// monotonic clock does not).
+pub(super) fn unix_millis() -> u64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
 }

@@ -26,6 +26,7 @@ mod config;
 mod transformer;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -154,6 +155,28 @@ impl EncryptedStorage {
             message: format!("decryption task failed: {e}"),
         })?
     }
+
+    /// Encrypts and writes, with a TTL if given.
+    async fn put_encrypted(
+        &self,
+        key: &str,
+        value: Bytes,
+        expect: Expect,
+        ttl: Option<Duration>,
+    ) -> Result<KeyValue, StorageError> {
+        let stored = self.rules.encode(key, &value).map_err(|e| StorageError::Unavailable {
+            backend: self.describe(),
+            message: format!("failed to encrypt {key}: {e}"),
+        })?;
+        let written = match ttl {
+            Some(ttl) => self.inner.put_with_ttl(key, stored, expect, ttl).await,
+            None => self.inner.put(key, stored, expect).await,
+        };
+        match written {
+            Ok(kv) => Ok(KeyValue { value, stale: false, ..kv }),
+            Err(e) => Err(self.rules.decode_error(e, value.len())),
+        }
+    }
 }
 
 /// Forwards one inner watch, decrypting events, until either side closes; an event that cannot
@@ -205,14 +228,17 @@ impl Storage for EncryptedStorage {
     }
 
     async fn put(&self, key: &str, value: Bytes, expect: Expect) -> Result<KeyValue, StorageError> {
-        let stored = self.rules.encode(key, &value).map_err(|e| StorageError::Unavailable {
-            backend: self.describe(),
-            message: format!("failed to encrypt {key}: {e}"),
-        })?;
-        match self.inner.put(key, stored, expect).await {
-            Ok(kv) => Ok(KeyValue { value, stale: false, ..kv }),
-            Err(e) => Err(self.rules.decode_error(e, value.len())),
-        }
+        self.put_encrypted(key, value, expect, None).await
+    }
+
+    async fn put_with_ttl(
+        &self,
+        key: &str,
+        value: Bytes,
+        expect: Expect,
+        ttl: Duration,
+    ) -> Result<KeyValue, StorageError> {
+        self.put_encrypted(key, value, expect, Some(ttl)).await
     }
 
     async fn delete(&self, key: &str, expect: Option<Revision>) -> Result<(KeyValue, Revision), StorageError> {

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use etcd_client::{Client, ConnectOptions, KvClient, MaintenanceClient, WatchClient};
+use etcd_client::{Client, ConnectOptions, KvClient, LeaseClient, MaintenanceClient, WatchClient};
 
 /// How often a member marked down is probed.
 pub(super) const PROBE_INTERVAL: Duration = Duration::from_millis(500);
@@ -38,6 +38,8 @@ pub(super) struct Member {
     pub watch: WatchClient,
     /// Status, for probes and the database size.
     pub maintenance: MaintenanceClient,
+    /// Lease grants, for keys written with a TTL.
+    pub lease: LeaseClient,
     /// Whether requests go to it.
     up: AtomicBool,
 }
@@ -81,6 +83,7 @@ impl Members {
                 kv: client.kv_client().max_decoding_message_size(max_response),
                 watch: client.watch_client().max_decoding_message_size(max_response),
                 maintenance: client.maintenance_client(),
+                lease: client.lease_client(),
                 up: AtomicBool::new(true),
             });
         }

@@ -9,6 +9,8 @@
 //!   the write plus a keys-only read of the result on success, and a read of the key on failure,
 //!   so `Conflict` carries the current value and `NotFound` / `AlreadyExists` are told apart from
 //!   the same answer, without a second round trip.
+//! - `put_with_ttl` attaches the key to a lease, shared with the keys written soon after as
+//!   kube-apiserver shares them (see the `leases` module).
 //! - `list` is one range read `[start or prefix, prefix end)` at the revision; etcd's `count` is
 //!   the number of keys in that range, so `remaining` is exact without a second read.
 //! - Errors: etcd's "required revision has been compacted" becomes `Compacted`, "is a future
@@ -35,9 +37,11 @@
 //!
 //! # Layout
 //! - `members`: a connection per member, requests spread over those answering, failover.
+//! - `leases`: the lease shared by keys written with a TTL.
 //! - `watch`: the watch task and its ordered progress notifications.
 //! - [`testing`]: starts a real etcd for tests.
 
+mod leases;
 mod members;
 #[cfg(any(test, feature = "test-util"))]
 pub mod testing;
@@ -53,8 +57,9 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use etcd_client::{
     Certificate, CompactionOptions, Compare, CompareOp, ConnectOptions, DeleteOptions, GetOptions, Identity,
-    TlsOptions, Txn, TxnOp, TxnOpResponse, TxnResponse, WatchOptions,
+    PutOptions, TlsOptions, Txn, TxnOp, TxnOpResponse, TxnResponse, WatchOptions,
 };
+use leases::{LeaseCache, LeaseChoice};
 use members::{Attempt, Members};
 
 use crate::metrics::STORAGE_DB_TOTAL_SIZE_IN_BYTES;
@@ -66,6 +71,8 @@ const ERR_COMPACTED: &str = "required revision has been compacted";
 const ERR_FUTURE_REV: &str = "required revision is a future revision";
 /// etcd's answer to a request over `--max-request-bytes`.
 const ERR_TOO_LARGE: &str = "request is too large";
+/// etcd's answer to a put on a lease that expired or was revoked.
+const ERR_LEASE_NOT_FOUND: &str = "requested lease not found";
 /// gRPC's answer to a message over etcd's receive limit (`--max-request-bytes` plus 512 KiB).
 const ERR_MESSAGE_TOO_LARGE: &str = "message larger than max";
 
@@ -137,6 +144,8 @@ struct Inner {
     /// The highest compacted revision this process did or observed (see the module doc). An
     /// atomic: only ever raised (`fetch_max`), read without coordination.
     compacted: AtomicU64,
+    /// The lease keys written with a TTL share.
+    leases: LeaseCache,
 }
 
 /// Why an etcd call failed.
@@ -163,7 +172,8 @@ impl EtcdStore {
         let connect = connect_options(&options).map_err(fail)?;
         let members = Members::dial(&options.endpoints, &connect, MAX_RESPONSE_SIZE, options.dial_timeout);
         let members = Arc::new(members.await.map_err(fail)?);
-        let inner = Arc::new(Inner { members, backend, compacted: AtomicU64::new(0), options });
+        let leases = LeaseCache::default();
+        let inner = Arc::new(Inner { members, backend, compacted: AtomicU64::new(0), options, leases });
         let revision = inner.current_revision().await?;
         // Revision 1 is readable unless etcd was compacted: then learn where.
         if let Err(Failure::Compacted) =
@@ -270,6 +280,78 @@ impl Inner {
             async move { kv.txn(txn).await }
         })
         .await
+    }
+
+    /// A guarded put, on `lease` if given.
+    async fn put(&self, key: &str, value: Bytes, expect: Expect, lease: Option<i64>) -> Result<KeyValue, StorageError> {
+        let inner = self;
+        let limit = inner.options.max_value_size;
+        if value.len() > limit {
+            return Err(StorageError::TooLarge { key: key.to_string(), size: value.len(), limit });
+        }
+        let guard = match expect {
+            Expect::Absent => Compare::create_revision(key, CompareOp::Equal, 0),
+            Expect::ModRevision(r) => Compare::mod_revision(key, CompareOp::Equal, r as i64),
+            Expect::Exists => Compare::create_revision(key, CompareOp::Greater, 0),
+        };
+        // Built again only for the rare resend below, so a write copies its value once.
+        let txn = || {
+            Txn::new()
+                .when([guard.clone()])
+                .and_then([
+                    TxnOp::put(key, value.to_vec(), lease.map(|id| PutOptions::new().with_lease(id))),
+                    TxnOp::get(key, Some(GetOptions::new().with_keys_only())),
+                ])
+                .or_else([TxnOp::get(key, None)])
+        };
+        let operation = if expect == Expect::Absent { "create" } else { "update" };
+        let mut sent = inner.txn(txn()).await;
+        // A create whose connection broke under it may or may not have been applied: it is sent
+        // once more (to another member), and a key holding exactly these bytes is this create's
+        // own (an object's bytes carry its fresh uid, so no other create writes them).
+        let retried = expect == Expect::Absent && matches!(&sent, Err(Failure::Other(m)) if connection_lost(m));
+        if retried {
+            sent = inner.txn(txn()).await;
+        }
+        let response = sent.map_err(|f| match f {
+            Failure::TooLarge => StorageError::TooLarge { key: key.to_string(), size: value.len(), limit },
+            other => inner.failed(operation, key, other),
+        })?;
+        if response.succeeded() {
+            let Some(stored) = txn_range(&response, 1).into_iter().next() else {
+                return Err(inner.unavailable(operation, key, "the key was not readable in its own write transaction"));
+            };
+            return Ok(KeyValue { value, ..stored });
+        }
+        let current = txn_range(&response, 0).into_iter().next();
+        if let Some(ours) = current.as_ref().filter(|kv| retried && kv.value == value) {
+            return Ok(ours.clone());
+        }
+        Err(match (expect, current) {
+            (Expect::Absent, Some(_)) => StorageError::AlreadyExists { key: key.to_string() },
+            (Expect::ModRevision(_) | Expect::Exists, None) => StorageError::NotFound { key: key.to_string() },
+            (_, current) => StorageError::Conflict { key: key.to_string(), current: current.map(Box::new) },
+        })
+    }
+
+    /// The lease for a key that must live `seconds`: the shared one, or a new grant.
+    async fn lease_for(&self, key: &str, seconds: u64) -> Result<i64, StorageError> {
+        let asked = std::time::Instant::now();
+        match self.leases.choose(seconds, asked) {
+            LeaseChoice::Reuse(id) => Ok(id),
+            LeaseChoice::Grant(seconds) => {
+                // A grant sent twice only leaves an unused lease to expire: safe to resend.
+                let granted = self
+                    .call(true, |m| {
+                        let mut lease = m.lease.clone();
+                        async move { lease.grant(seconds, None).await }
+                    })
+                    .await
+                    .map_err(|f| self.failed("lease grant for", key, f))?;
+                self.leases.granted(granted.id(), granted.ttl(), asked);
+                Ok(granted.id())
+            }
+        }
     }
 
     /// The error for a failed operation on `key`.
@@ -543,54 +625,29 @@ impl Storage for EtcdStore {
     }
 
     async fn put(&self, key: &str, value: Bytes, expect: Expect) -> Result<KeyValue, StorageError> {
+        self.inner.put(key, value, expect, None).await
+    }
+
+    async fn put_with_ttl(
+        &self,
+        key: &str,
+        value: Bytes,
+        expect: Expect,
+        ttl: Duration,
+    ) -> Result<KeyValue, StorageError> {
         let inner = &self.inner;
-        let limit = inner.options.max_value_size;
-        if value.len() > limit {
-            return Err(StorageError::TooLarge { key: key.to_string(), size: value.len(), limit });
+        let seconds = ttl.as_secs() + u64::from(ttl.subsec_nanos() > 0);
+        let lease = inner.lease_for(key, seconds).await?;
+        match inner.put(key, value.clone(), expect, Some(lease)).await {
+            // The lease expired or was revoked under us (etcd restored from a snapshot): once
+            // more on a fresh one.
+            Err(StorageError::Unavailable { message, .. }) if message.contains(ERR_LEASE_NOT_FOUND) => {
+                inner.leases.forget(lease);
+                let lease = inner.lease_for(key, seconds).await?;
+                inner.put(key, value, expect, Some(lease)).await
+            }
+            other => other,
         }
-        let guard = match expect {
-            Expect::Absent => Compare::create_revision(key, CompareOp::Equal, 0),
-            Expect::ModRevision(r) => Compare::mod_revision(key, CompareOp::Equal, r as i64),
-            Expect::Exists => Compare::create_revision(key, CompareOp::Greater, 0),
-        };
-        // Built again only for the rare resend below, so a write copies its value once.
-        let txn = || {
-            Txn::new()
-                .when([guard.clone()])
-                .and_then([
-                    TxnOp::put(key, value.to_vec(), None),
-                    TxnOp::get(key, Some(GetOptions::new().with_keys_only())),
-                ])
-                .or_else([TxnOp::get(key, None)])
-        };
-        let operation = if expect == Expect::Absent { "create" } else { "update" };
-        let mut sent = inner.txn(txn()).await;
-        // A create whose connection broke under it may or may not have been applied: it is sent
-        // once more (to another member), and a key holding exactly these bytes is this create's
-        // own (an object's bytes carry its fresh uid, so no other create writes them).
-        let retried = expect == Expect::Absent && matches!(&sent, Err(Failure::Other(m)) if connection_lost(m));
-        if retried {
-            sent = inner.txn(txn()).await;
-        }
-        let response = sent.map_err(|f| match f {
-            Failure::TooLarge => StorageError::TooLarge { key: key.to_string(), size: value.len(), limit },
-            other => inner.failed(operation, key, other),
-        })?;
-        if response.succeeded() {
-            let Some(stored) = txn_range(&response, 1).into_iter().next() else {
-                return Err(inner.unavailable(operation, key, "the key was not readable in its own write transaction"));
-            };
-            return Ok(KeyValue { value, ..stored });
-        }
-        let current = txn_range(&response, 0).into_iter().next();
-        if let Some(ours) = current.as_ref().filter(|kv| retried && kv.value == value) {
-            return Ok(ours.clone());
-        }
-        Err(match (expect, current) {
-            (Expect::Absent, Some(_)) => StorageError::AlreadyExists { key: key.to_string() },
-            (Expect::ModRevision(_) | Expect::Exists, None) => StorageError::NotFound { key: key.to_string() },
-            (_, current) => StorageError::Conflict { key: key.to_string(), current: current.map(Box::new) },
-        })
     }
 
     async fn delete(&self, key: &str, expect: Option<Revision>) -> Result<(KeyValue, Revision), StorageError> {

@@ -178,3 +178,52 @@ fn an_etcd_outage_is_named_and_the_server_recovers_without_restart() {
     let _ = watch.kill();
     let _ = watch.wait();
 }
+
+const EVENT: &str = r#"{"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e1", "namespace": "default"},
+  "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"}, "reason": "Tried", "message": "once",
+  "type": "Normal", "source": {"component": "test"}}"#;
+
+/// Whether `kind/name` is gone (NotFound), failing on any other error.
+fn gone(s: &TestServer, what: &str) -> bool {
+    let out = s.kubectl(&["get", what]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() || stderr.contains("NotFound"), "get {what}: {stderr}");
+    !out.status.success()
+}
+
+#[test]
+fn events_expire_after_event_ttl_by_an_etcd_lease() {
+    let etcd = EtcdProcess::start();
+    let s = TestServer::start_with(&["--etcd-servers", etcd.endpoint(), "--event-ttl", "3s"]);
+    tests::assert_success("create event", &s.kubectl_stdin(&["create", "-f", "-"], EVENT));
+    s.kubectl_ok(&["create", "configmap", "kept"]);
+    let lease = |key: &str| {
+        let doc: serde_json::Value =
+            serde_json::from_str(&etcdctl(etcd.endpoint(), &["get", key, "-w", "json"])).unwrap();
+        doc["kvs"][0]["lease"].as_i64().unwrap_or(0)
+    };
+    assert_ne!(lease("/registry/events/default/e1"), 0, "the Event is on a lease, as kube writes it");
+    assert_eq!(lease("/registry/configmaps/default/kept"), 0, "other objects are not");
+    // etcd checks leases twice a second; a busy machine may take longer.
+    let expired = tests::within(Duration::from_secs(60), || gone(&s, "event/e1"));
+    assert!(expired.is_some(), "the Event outlived --event-ttl by a minute");
+    assert!(keys(etcd.endpoint(), "/registry/events/").is_empty());
+    assert!(!gone(&s, "configmap/kept"));
+}
+
+#[test]
+fn events_expire_after_event_ttl_on_the_embedded_store_and_across_a_restart() {
+    let mut s = TestServer::start_with(&["--event-ttl", "4s"]);
+    tests::assert_success("create event", &s.kubectl_stdin(&["create", "-f", "-"], EVENT));
+    // An update starts the TTL again, as kube re-attaches a lease on every write.
+    s.kubectl_ok(&["patch", "event", "e1", "--type=merge", "-p", r#"{"count": 2}"#]);
+    s.restart();
+    let expired = tests::within(Duration::from_secs(60), || gone(&s, "event/e1"));
+    assert!(expired.is_some(), "the Event outlived --event-ttl by a minute");
+    // With no TTL, Events stay.
+    s.stop();
+    let s = TestServer::start_with(&["--event-ttl", "0s"]);
+    tests::assert_success("create event", &s.kubectl_stdin(&["create", "-f", "-"], EVENT));
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(!gone(&s, "event/e1"));
+}
