@@ -25,7 +25,7 @@ echo 'mixed-admin,admin,uid-admin,"system:masters"' > "$WORK/tokens.csv"
 common=(--etcd-servers http://127.0.0.1:2479 --bind-address 127.0.0.1 --token-auth-file "$WORK/tokens.csv"
   --authorization-mode RBAC --service-account-issuer https://kubernetes.default.svc
   --service-account-key-file "$WORK/sa.pub" --service-account-signing-key-file "$WORK/sa.key"
-  --service-cluster-ip-range 10.0.0.0/24)
+  --service-cluster-ip-range 10.0.0.0/20)
 sleep 2
 "$KUBE_APISERVER" "${common[@]}" --secure-port 7443 --cert-dir "$WORK/certs" > "$WORK/kube.log" 2>&1 & pids+=($!)
 sleep 15
@@ -86,4 +86,14 @@ for i in $(seq 1 100); do
 done
 ips=$(kube -n mix get svc -o jsonpath='{range .items[*]}{.spec.clusterIP}{"\n"}{end}')
 check "200 Services made by both, 200 distinct ClusterIPs" "$(echo "$ips" | sort -u | wc -l)/$(echo "$ips" | wc -l)" 200/200
+for i in $(seq 1 100); do
+  kube -n mix create service nodeport "kn$i" --tcp=80 >/dev/null & creates+=($!)
+  ours -n mix create service nodeport "on$i" --tcp=80 >/dev/null & creates+=($!)
+  if (( i % 20 == 0 )); then wait "${creates[@]}"; creates=(); fi
+done
+ports=$(kube -n mix get svc -o jsonpath='{range .items[*]}{.spec.ports[*].nodePort}{"\n"}{end}' | grep .)
+check "200 NodePort Services made by both, 200 distinct node ports" "$(echo "$ports" | sort -u | wc -l)/$(echo "$ports" | wc -l)" 200/200
+taken=$(ours -n mix get svc kn1 -o jsonpath='{.spec.ports[0].nodePort}')
+refusal() { "$@" -n mix create service nodeport taken --tcp=81 --node-port="$taken" 2>&1; }
+check "a node port kube took is refused here in kube's words" "$(refusal ours)" "$(refusal kube)"
 echo "all checks passed; logs and kubeconfigs in $WORK"

@@ -1,32 +1,36 @@
-//! Service cluster IPs from `--service-cluster-ip-range`, reserved atomically in storage.
+//! The values Services take from shared pools, reserved atomically in storage: cluster IPs from
+//! `--service-cluster-ip-range` and node ports from `--service-node-port-range`.
 //!
-//! As kube's bitmap allocator does, the allocations are one object in storage (a
-//! `RangeAllocation` at `<prefix>/ranges/serviceips`: the range and a bitmap of the addresses in
-//! use), and every change to it is a write guarded by the mod revision it was read at. Two
-//! concurrent allocations, in this process or in another server on the same storage, cannot
-//! take the same address: one of the guarded writes fails and retries with the other's
-//! bitmap. The bitmap survives restarts with the rest of the store; when it does not exist yet
-//! (a new store, or one written before this allocator), it is rebuilt from the Services.
+//! As kube's bitmap allocators do, each pool's allocations are one object in storage (a
+//! `RangeAllocation` at `<prefix>/ranges/serviceips` or `<prefix>/ranges/servicenodeports`: the
+//! range and a bitmap of the values in use), and every change to it is a write guarded by the
+//! mod revision it was read at. Two concurrent allocations, in this process or in another
+//! server on the same storage (a kube-apiserver included), cannot take the same value: one of
+//! the guarded writes fails and retries with the other's bitmap. The bitmap survives restarts
+//! with the rest of the store; when it does not exist yet (a new store, or one written before
+//! this allocator), it is rebuilt from the Services.
 //!
-//! Addresses are offsets from the range's first usable address (its network address + 1; the
-//! broadcast address of an IPv4 range is never handed out). As in kube, dynamic allocations
-//! prefer the range above a small static band (16 to 256 addresses) kept for addresses users
+//! Values are offsets from the range's first: for addresses, its network address + 1 (the
+//! broadcast address of an IPv4 range is never handed out); for ports, the range's base. As in
+//! kube, dynamic allocations prefer the range above a small static band kept for values users
 //! choose. Unlike kube, which starts at a random offset so that allocators rarely race for one
-//! bit, the lowest free address is taken: the guarded write already settles races, and
-//! addresses stay predictable (the first Services of a `10.96.0.0/12` range get `10.96.1.x`).
+//! bit, the lowest free value is taken: the guarded write already settles races, and values
+//! stay predictable (the first Services of a `10.96.0.0/12` range get `10.96.1.x`, the first
+//! node ports of `30000-32767` are 30086 and up).
 //!
-//! The registry reaches the allocator through the core's `AddressAllocator` trait, so that it
-//! names no kind; this crate is the Service kind's side of it.
+//! The registry reaches the allocators through the core's `AddressAllocator` trait, by the
+//! claims the Service strategy makes, so that it names no kind; this crate is the Service
+//! kind's side of it.
 //!
 //! # Layout
-//! One module: [`ServiceRange`] (`--service-cluster-ip-range`, addresses as offsets), the
-//! bitmap of allocations, and [`ClusterIpAllocator`], which reserves and releases addresses
-//! with writes guarded by the bitmap's mod revision.
+//! One module: the two ranges ([`ServiceRange`], [`PortRange`]), the generic bitmap
+//! (`Bitmap`, reserving and releasing offsets with guarded writes), and [`ServiceAllocators`],
+//! both pools behind the `AddressAllocator` trait.
 
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use apimachinery::catalogue::{AddressAllocator, Catalogue, ClusterIp};
+use apimachinery::catalogue::{AddressAllocator, Catalogue, Claim, Pool};
 use apimachinery::error::{ApiError, Cause};
 use apimachinery::validation::field::{self, Bad, Path};
 use base64::Engine;
@@ -110,6 +114,29 @@ impl ServiceRange {
     }
 }
 
+impl Range for ServiceRange {
+    fn size(&self) -> u64 {
+        ServiceRange::size(self)
+    }
+
+    fn static_band(&self) -> u64 {
+        ServiceRange::static_band(self)
+    }
+
+    fn offset_of(&self, value: &str) -> Option<u64> {
+        self.offset(value.parse().ok()?)
+    }
+
+    fn value_at(&self, offset: u64) -> String {
+        self.address(offset).to_string()
+    }
+
+    fn translate(&self, stored: &str, offset: u64) -> Option<u64> {
+        let addr = ServiceRange::parse(stored).map_or(self.address(offset), |r| r.address(offset));
+        self.offset(addr)
+    }
+}
+
 impl std::fmt::Display for ServiceRange {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{}", self.network, self.prefix_len)
@@ -125,6 +152,82 @@ fn to_u128(ip: IpAddr) -> u128 {
 
 fn from_u128(v4: bool, n: u128) -> IpAddr {
     if v4 { IpAddr::V4((n as u32).into()) } else { IpAddr::V6(n.into()) }
+}
+
+/// A parsed `--service-node-port-range` (`30000-32767`, kube's default).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PortRange {
+    base: u16,
+    size: u16,
+}
+
+impl PortRange {
+    /// Parses `30000-32767` (or a single port, `30000`), as kube's `net.ParsePortRange` does.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        let port = |p: &str| p.trim().parse::<u16>().map_err(|_| format!("{text}: {p} is not a port number"));
+        let (low, high) = match text.split_once('-') {
+            Some((low, high)) => (port(low)?, port(high)?),
+            None => (port(text)?, port(text)?),
+        };
+        if low == 0 || high < low {
+            return Err(format!("{text}: not a range of ports (want low-high, 1 <= low <= high)"));
+        }
+        Ok(PortRange { base: low, size: high - low + 1 })
+    }
+}
+
+impl Default for PortRange {
+    fn default() -> Self {
+        PortRange { base: 30000, size: 2768 }
+    }
+}
+
+impl Range for PortRange {
+    fn size(&self) -> u64 {
+        u64::from(self.size)
+    }
+
+    /// kube's `calculateRangeOffset`: a thirty-second of the range, between 16 and 128 ports.
+    fn static_band(&self) -> u64 {
+        let size = u64::from(self.size);
+        if size <= 16 { 0 } else { (size / 32).clamp(16, 128) }
+    }
+
+    fn offset_of(&self, value: &str) -> Option<u64> {
+        let port: u16 = value.parse().ok()?;
+        port.checked_sub(self.base).filter(|o| *o < self.size).map(u64::from)
+    }
+
+    fn value_at(&self, offset: u64) -> String {
+        (u64::from(self.base) + offset).to_string()
+    }
+
+    fn translate(&self, stored: &str, offset: u64) -> Option<u64> {
+        let base = PortRange::parse(stored).map_or(self.base, |r| r.base);
+        self.offset_of(&(u64::from(base) + offset).to_string())
+    }
+}
+
+impl std::fmt::Display for PortRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.base, u32::from(self.base) + u32::from(self.size) - 1)
+    }
+}
+
+/// A range of values as a bitmap sees it: offsets `0..size`.
+trait Range: std::fmt::Display + Send + Sync {
+    /// How many values can be handed out.
+    fn size(&self) -> u64;
+    /// Offsets below it are left to users choosing their values.
+    fn static_band(&self) -> u64;
+    /// The offset of a value as an object holds it, if it is in the range.
+    fn offset_of(&self, value: &str) -> Option<u64>;
+    /// The value at an offset, as an object holds it.
+    fn value_at(&self, offset: u64) -> String;
+    /// The offset here of bit `offset` of a bitmap stored for the range `stored` (a range
+    /// written by a server with other flags keeps the values still in this one).
+    fn translate(&self, stored: &str, offset: u64) -> Option<u64>;
 }
 
 /// Which addresses are taken, as the stored bitmap says, and the revision it was read at.
@@ -182,9 +285,11 @@ enum Change {
     Release(u64),
 }
 
-/// The cluster IP allocator of one server.
-pub struct ClusterIpAllocator {
-    range: ServiceRange,
+/// One pool's allocations, kept in storage as kube's `RangeAllocation` of the pool.
+struct Bitmap<R> {
+    range: R,
+    /// Which of the Services' claims it holds.
+    pool: Pool,
     router: Arc<StorageRouter>,
     catalogue: Arc<Catalogue>,
     /// Key of the stored bitmap.
@@ -197,24 +302,25 @@ pub struct ClusterIpAllocator {
     state: tokio::sync::Mutex<Option<Allocations>>,
 }
 
-impl ClusterIpAllocator {
-    /// An allocator for `range`, keeping its bitmap under `prefix` in the backend `router`
-    /// stores it in.
-    pub fn new(range: ServiceRange, router: Arc<StorageRouter>, catalogue: Arc<Catalogue>, prefix: &str) -> Self {
+impl<R: Range> Bitmap<R> {
+    fn new(
+        range: R,
+        pool: Pool,
+        name: &str,
+        router: Arc<StorageRouter>,
+        catalogue: Arc<Catalogue>,
+        prefix: &str,
+    ) -> Self {
         let prefix = prefix.trim_end_matches('/').to_string();
-        ClusterIpAllocator {
+        Bitmap {
             range,
+            pool,
             router,
             catalogue,
-            key: format!("{prefix}/ranges/serviceips"),
+            key: format!("{prefix}/ranges/{name}"),
             prefix,
             state: tokio::sync::Mutex::new(None),
         }
-    }
-
-    /// The range addresses come from.
-    pub fn range(&self) -> ServiceRange {
-        self.range
     }
 
     fn storage(&self) -> &Arc<dyn Storage> {
@@ -224,20 +330,20 @@ impl ClusterIpAllocator {
     /// Writes the bitmap again in kube's form if it is still in this server's former one
     /// (MessagePack, bytes least significant first); returns whether it did. Guarded by the
     /// revision read, as every write of the bitmap is.
-    pub async fn rewrite_in_kube_format(&self) -> Result<bool, StorageError> {
+    async fn rewrite_in_kube_format(&self) -> Result<bool, StorageError> {
         let (Some(kv), _) = self.storage().get(&self.key).await? else { return Ok(false) };
         if codec::Format::of(&kv.value) != codec::Format::MessagePack {
             return Ok(false);
         }
         // Only the format changes: a bitmap of another range than this allocator's is not
-        // rewritten into this one (which would drop the addresses outside it).
+        // rewritten into this one (which would drop the values outside it).
         let doc = codec::decode(&self.key, &kv.value)?;
         let stored = doc.get("range").and_then(Value::as_str).unwrap_or_default();
         if stored != self.range.to_string() {
             return Err(StorageError::Corrupt {
                 key: self.key.clone(),
                 message: format!(
-                    "the bitmap is of the range {stored}, not {}: give the servers' --service-cluster-ip-range",
+                    "the bitmap is of the range {stored}, not {}: give the servers' range flags",
                     self.range
                 ),
             });
@@ -247,8 +353,8 @@ impl ClusterIpAllocator {
         Ok(true)
     }
 
-    /// How many addresses are taken, as this server last saw the bitmap.
-    pub async fn used(&self) -> Result<u64, ApiError> {
+    /// How many values are taken, as this server last saw the bitmap.
+    async fn used(&self) -> Result<u64, ApiError> {
         let mut state = self.state.lock().await;
         match self.load(&mut state).await {
             Ok(current) => Ok(current.count()),
@@ -334,7 +440,7 @@ impl ClusterIpAllocator {
         Ok(loaded)
     }
 
-    /// The bitmap of the addresses the stored Services hold, for a store that has none yet.
+    /// The bitmap of the values the stored Services hold, for a store that has none yet.
     async fn rebuild(&self) -> Result<Allocations, AllocError> {
         let mut out = Allocations::empty(self.range.size());
         let Some(services) = self.catalogue.find("", "v1", "services") else { return Ok(out) };
@@ -342,14 +448,14 @@ impl ClusterIpAllocator {
         let list = self.router.backend(&prefix).list(&prefix, Default::default()).await.map_err(AllocError::Storage)?;
         for kv in &list.items {
             let Ok(svc) = codec::decode(&kv.key, &kv.value) else { continue };
-            if let Some(ClusterIp::Static(ip)) = services.strategy.cluster_ip(&svc)
-                && let Some(offset) = ip.parse().ok().and_then(|a| self.range.offset(a))
-            {
-                out.set(offset, true);
+            for claim in services.strategy.claims(&svc).into_iter().filter(|c| c.pool == self.pool) {
+                if let Some(offset) = claim.value.and_then(|v| self.range.offset_of(&v)) {
+                    out.set(offset, true);
+                }
             }
         }
         if out.count() > 0 {
-            tracing::info!(key = self.key, addresses = out.count(), "rebuilt the service IP allocations");
+            tracing::info!(key = self.key, values = out.count(), "rebuilt the allocations from the Services");
         }
         Ok(out)
     }
@@ -372,16 +478,13 @@ impl ClusterIpAllocator {
         }
         let mut out = Allocations::empty(self.range.size());
         out.revision = revision;
-        // A bitmap written for another range keeps the addresses that are still in this one.
-        let stored_range = doc.get("range").and_then(Value::as_str).and_then(|r| ServiceRange::parse(r).ok());
+        let stored_range = doc.get("range").and_then(Value::as_str).unwrap_or_default();
         for (i, byte) in raw.iter().enumerate() {
             for bit in 0..8 {
                 if byte & (1 << bit) == 0 {
                     continue;
                 }
-                let offset = (i * 8 + bit) as u64;
-                let addr = stored_range.map_or(self.range.address(offset), |r| r.address(offset));
-                if let Some(o) = self.range.offset(addr) {
+                if let Some(o) = self.range.translate(stored_range, (i * 8 + bit) as u64) {
                     out.set(o, true);
                 }
             }
@@ -417,6 +520,121 @@ enum AllocError {
     Storage(StorageError),
 }
 
+/// Both of the Service pools: what the registry reserves a Service's claims from.
+pub struct ServiceAllocators {
+    ips: Bitmap<ServiceRange>,
+    ports: Bitmap<PortRange>,
+}
+
+impl ServiceAllocators {
+    /// Allocators for `ips` and `ports`, keeping their bitmaps under `prefix` in the backends
+    /// `router` stores them in.
+    pub fn new(
+        ips: ServiceRange,
+        ports: PortRange,
+        router: Arc<StorageRouter>,
+        catalogue: Arc<Catalogue>,
+        prefix: &str,
+    ) -> Self {
+        let ip_bitmap = Bitmap::new(ips, Pool::ClusterIps, "serviceips", router.clone(), catalogue.clone(), prefix);
+        ServiceAllocators {
+            ips: ip_bitmap,
+            ports: Bitmap::new(ports, Pool::NodePorts, "servicenodeports", router, catalogue, prefix),
+        }
+    }
+
+    /// The range addresses come from.
+    pub fn ip_range(&self) -> ServiceRange {
+        self.ips.range
+    }
+
+    /// Writes the address bitmap again in kube's form if it is still in this server's former
+    /// one (MessagePack); returns whether it did. (Node ports were never stored that way.)
+    pub async fn rewrite_in_kube_format(&self) -> Result<bool, StorageError> {
+        self.ips.rewrite_in_kube_format().await
+    }
+
+    /// How many values of `pool` are taken, as this server last saw its bitmap.
+    pub async fn used(&self, pool: Pool) -> Result<u64, ApiError> {
+        match pool {
+            Pool::ClusterIps => self.ips.used().await,
+            Pool::NodePorts => self.ports.used().await,
+        }
+    }
+
+    async fn reserve_ip(&self, claim: &Claim, name: &str, dry_run: bool) -> Result<String, ApiError> {
+        let change = match &claim.value {
+            None => Change::Next,
+            Some(ip) => {
+                // An address that does not parse is validation's to report.
+                let Ok(addr) = ip.parse::<IpAddr>() else { return Ok(ip.clone()) };
+                match self.ips.range.offset(addr) {
+                    Some(offset) => Change::Exactly(offset),
+                    None => {
+                        let why = format!(
+                            "the provided IP ({addr}) is not in the valid range. The range of valid IPs is {}",
+                            self.ips.range
+                        );
+                        return Err(invalid_ip(name, ip, &why));
+                    }
+                }
+            }
+        };
+        match self.ips.change(change, dry_run).await {
+            Ok(offset) => Ok(offset.map(|o| self.ips.range.value_at(o)).unwrap_or_default()),
+            Err(AllocError::Full) => Err(ApiError::internal("failed to allocate a serviceIP: range is full")),
+            Err(AllocError::Taken) => {
+                Err(invalid_ip(name, claim.value.as_deref().unwrap_or_default(), "provided IP is already allocated"))
+            }
+            Err(AllocError::Storage(e)) => Err(ApiError::internal(e)),
+            Err(AllocError::AlreadyFree) => unreachable!("only releases find a value free"),
+        }
+    }
+
+    async fn reserve_port(&self, claim: &Claim, name: &str, dry_run: bool) -> Result<String, ApiError> {
+        let health = claim.field == "spec.healthCheckNodePort";
+        let requested = claim.value.as_deref().and_then(|v| v.parse::<i64>().ok());
+        let invalid = |why: &str| {
+            let cause = field::invalid(&Path::new(&claim.field), Bad::Int(requested.unwrap_or(0)), why);
+            ApiError::invalid("", "Service", name, vec![cause])
+        };
+        let change = match &claim.value {
+            None => Change::Next,
+            Some(port) => match self.ports.range.offset_of(port) {
+                Some(offset) => Change::Exactly(offset),
+                // A number that is no port is validation's to report.
+                None if requested.is_none_or(|p| !(1..=65535).contains(&p)) => return Ok(port.clone()),
+                None => {
+                    let why = format!(
+                        "provided port is not in the valid range. The range of valid ports is {}",
+                        self.ports.range
+                    );
+                    return Err(if health {
+                        ApiError::internal(format!("failed to allocate requested HealthCheck NodePort {port}: {why}"))
+                    } else {
+                        invalid(&why)
+                    });
+                }
+            },
+        };
+        let why = match self.ports.change(change, dry_run).await {
+            Ok(offset) => return Ok(offset.map(|o| self.ports.range.value_at(o)).unwrap_or_default()),
+            Err(AllocError::Full) => "range is full",
+            Err(AllocError::Taken) => "provided port is already allocated",
+            Err(AllocError::Storage(e)) => return Err(ApiError::internal(e)),
+            Err(AllocError::AlreadyFree) => unreachable!("only releases find a value free"),
+        };
+        Err(match (&claim.value, health) {
+            (Some(port), true) => {
+                ApiError::internal(format!("failed to allocate requested HealthCheck NodePort {port}: {why}"))
+            }
+            (None, true) => ApiError::internal(format!("failed to allocate a HealthCheck NodePort 0: {why}")),
+            (Some(_), false) => invalid(why),
+            (None, false) => ApiError::internal(format!("failed to allocate a nodePort: {why}")),
+        })
+    }
+}
+
 fn invalid_ip(name: &str, ip: &str, why: &str) -> ApiError {
     let value = Bad::Raw(format!("[]string{{{}}}", field::go_quote(ip)));
     let cause: Cause =
@@ -425,52 +643,38 @@ fn invalid_ip(name: &str, ip: &str, why: &str) -> ApiError {
 }
 
 #[async_trait::async_trait]
-impl AddressAllocator for ClusterIpAllocator {
-    /// Reserves an address for a Service being written: the next free one for
-    /// [`ClusterIp::Allocate`], exactly the chosen one for [`ClusterIp::Static`]. A dry run
-    /// finds the address without reserving it. Errors are kube's: 500 `failed to allocate a
-    /// serviceIP: range is full`, 422 on `spec.clusterIPs` for a taken or out-of-range address.
-    async fn reserve(&self, claim: &ClusterIp, name: &str, dry_run: bool) -> Result<Option<IpAddr>, ApiError> {
-        let change = match claim {
-            ClusterIp::Allocate => Change::Next,
-            ClusterIp::Static(ip) => {
-                // An address that does not parse is validation's to report.
-                let Ok(addr) = ip.parse::<IpAddr>() else { return Ok(None) };
-                match self.range.offset(addr) {
-                    Some(offset) => Change::Exactly(offset),
-                    None => {
-                        let why = format!(
-                            "the provided IP ({addr}) is not in the valid range. The range of valid IPs is {}",
-                            self.range
-                        );
-                        return Err(invalid_ip(name, ip, &why));
-                    }
-                }
-            }
-        };
-        match self.change(change, dry_run).await {
-            Ok(offset) => Ok(offset.map(|o| self.range.address(o))),
-            Err(AllocError::Full) => Err(ApiError::internal("failed to allocate a serviceIP: range is full")),
-            Err(AllocError::Taken) => {
-                let ip = match claim {
-                    ClusterIp::Static(ip) => ip.clone(),
-                    ClusterIp::Allocate => String::new(),
-                };
-                Err(invalid_ip(name, &ip, "provided IP is already allocated"))
-            }
-            Err(AllocError::Storage(e)) => Err(ApiError::internal(e)),
-            Err(AllocError::AlreadyFree) => unreachable!("only releases find an address free"),
+impl AddressAllocator for ServiceAllocators {
+    /// Reserves a value for a Service being written: the next free one for a claim without a
+    /// value, exactly the chosen one otherwise. A dry run finds the value without reserving it.
+    /// Errors are kube's: for addresses, 500 `failed to allocate a serviceIP: range is full`
+    /// and 422 on `spec.clusterIPs` for a taken or out-of-range one; for node ports, 422 on the
+    /// port's `nodePort` for a taken or out-of-range one and 500 `failed to allocate a nodePort:
+    /// range is full`.
+    async fn reserve(&self, claim: &Claim, name: &str, dry_run: bool) -> Result<String, ApiError> {
+        match claim.pool {
+            Pool::ClusterIps => self.reserve_ip(claim, name, dry_run).await,
+            Pool::NodePorts => self.reserve_port(claim, name, dry_run).await,
         }
     }
 
-    /// Gives an address back (the Service holding it is gone, or its write failed). Addresses
-    /// outside the range (kept from an earlier range) are ignored.
-    async fn release(&self, ip: &str) -> Result<(), ApiError> {
-        let Some(offset) = ip.parse().ok().and_then(|a| self.range.offset(a)) else { return Ok(()) };
-        match self.change(Change::Release(offset), false).await {
-            Ok(_) | Err(AllocError::Full | AllocError::Taken | AllocError::AlreadyFree) => Ok(()),
+    /// Gives a value back (the Service holding it is gone, changed, or its write failed).
+    /// Values outside the range (kept from an earlier range) are ignored.
+    async fn release(&self, pool: Pool, value: &str) -> Result<(), ApiError> {
+        let released = match pool {
+            Pool::ClusterIps => self.ips.release(value).await,
+            Pool::NodePorts => self.ports.release(value).await,
+        };
+        match released {
+            Ok(()) | Err(AllocError::Full | AllocError::Taken | AllocError::AlreadyFree) => Ok(()),
             Err(AllocError::Storage(e)) => Err(ApiError::internal(e)),
         }
+    }
+}
+
+impl<R: Range> Bitmap<R> {
+    async fn release(&self, value: &str) -> Result<(), AllocError> {
+        let Some(offset) = self.range.offset_of(value) else { return Ok(()) };
+        self.change(Change::Release(offset), false).await.map(|_| ())
     }
 }
 
@@ -502,6 +706,27 @@ mod tests {
         let big = ServiceRange::parse("10.96.0.0/12").unwrap();
         assert_eq!(big.static_band(), 256);
         assert_eq!(big.address(big.static_band()).to_string(), "10.96.1.1");
+    }
+
+    #[test]
+    fn port_ranges_are_read_and_shown_as_kube_does() {
+        let r = PortRange::parse("30000-32767").unwrap();
+        assert_eq!((r, r.to_string()), (PortRange::default(), "30000-32767".to_string()));
+        assert_eq!(Range::size(&r), 2768);
+        assert_eq!(Range::static_band(&r), 86, "kube's calculateRangeOffset");
+        assert_eq!(r.offset_of("30000"), Some(0));
+        assert_eq!(r.offset_of("32767"), Some(2767));
+        assert_eq!(r.offset_of("32768"), None);
+        assert_eq!(r.offset_of("80"), None);
+        assert_eq!(r.value_at(86), "30086");
+        // A bitmap stored for another range keeps the ports still in this one.
+        assert_eq!(r.translate("30100-30200", 0), Some(100));
+        assert_eq!(r.translate("20000-20100", 5), None);
+        assert_eq!(Range::static_band(&PortRange::parse("30000-30010").unwrap()), 0);
+        assert_eq!(Range::static_band(&PortRange::parse("1-65535").unwrap()), 128);
+        assert!(PortRange::parse("32767-30000").is_err());
+        assert!(PortRange::parse("0-10").is_err());
+        assert!(PortRange::parse("a-b").is_err());
     }
 
     #[test]

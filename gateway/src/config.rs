@@ -296,6 +296,9 @@ pub struct ServeOptions {
     /// `kubernetes` Service's.
     #[arg(long, default_value = "10.96.0.0/12", value_parser = parse_service_range)]
     pub service_cluster_ip_range: cluster_ips::ServiceRange,
+    /// The ports NodePort and LoadBalancer Services' node ports are allocated from.
+    #[arg(long, default_value = "30000-32767", value_parser = cluster_ips::PortRange::parse)]
+    pub service_node_port_range: cluster_ips::PortRange,
     /// How long the server keeps serving after SIGTERM with `/readyz` failing, so load
     /// balancers move traffic away before it stops taking requests.
     #[arg(long, default_value = "0s", value_parser = parse_flag_duration)]

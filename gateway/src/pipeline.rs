@@ -16,7 +16,7 @@ use apimachinery::request::{RequestInfo, UserInfo};
 use apimachinery::selector::FieldSelector;
 use async_trait::async_trait;
 use auth::AuthorizationActor;
-use cluster_ips::ClusterIpAllocator;
+use cluster_ips::ServiceAllocators;
 use registry::{RegistryStore, StorageActor};
 use serde_json::Value;
 use storage::router::StorageRouter;
@@ -188,7 +188,9 @@ pub(crate) fn start_write_path(
         actors::start(arbiters.admission, directory, &spec("admission", "", options, shed), AdmissionActor::new(chain));
 
     let range = options.service_cluster_ip_range;
-    let cluster_ips = Arc::new(ClusterIpAllocator::new(range, router.clone(), catalogue.clone(), &options.etcd_prefix));
+    let ports = options.service_node_port_range;
+    let allocators = ServiceAllocators::new(range, ports, router.clone(), catalogue.clone(), &options.etcd_prefix);
+    let cluster_ips = Arc::new(allocators);
     let store =
         RegistryStore::new(catalogue.clone(), router.clone(), &options.etcd_prefix, admission.handle(), cluster_ips)
             .with_event_ttl(options.event_ttl);

@@ -79,8 +79,9 @@ pub async fn migrate_storage(options: ServeOptions) -> Result<(), String> {
         }
         total += n;
     }
-    let ips = cluster_ips::ClusterIpAllocator::new(
+    let ips = cluster_ips::ServiceAllocators::new(
         options.service_cluster_ip_range,
+        options.service_node_port_range,
         router.clone(),
         Arc::new(catalogue),
         prefix,

@@ -8,12 +8,11 @@
 //! final object, deletion with preconditions, grace periods and finalizers, and Service cluster
 //! IPs. Storage errors are mapped to Status with [`storage_codec::errors::interpret`].
 
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use actors::{Deadline, StageHandle};
-use apimachinery::catalogue::{AddressAllocator, Catalogue, ClusterIp, ResourceDef, Subresource};
+use apimachinery::catalogue::{AddressAllocator, Catalogue, Pool, ResourceDef, Subresource};
 use apimachinery::error::{ApiError, Cause, success_status};
 use apimachinery::managedfields::{FieldManager, Scope};
 use apimachinery::messages::{
@@ -40,7 +39,7 @@ pub struct RegistryStore {
     router: Arc<StorageRouter>,
     prefix: String,
     admission: StageHandle<Admit>,
-    cluster_ips: Arc<dyn AddressAllocator>,
+    allocators: Arc<dyn AddressAllocator>,
     /// Events are deleted this long after their last write (`--event-ttl`); `None` keeps them.
     event_ttl: Option<Duration>,
 }
@@ -173,32 +172,30 @@ fn check_preconditions(def: &ResourceDef, name: &str, delete: &DeleteOptions, ob
     Ok(())
 }
 
-/// The address a stored object holds, if the strategy says it holds one.
-fn held_ip(def: &ResourceDef, obj: &Value) -> Option<String> {
-    match def.strategy.cluster_ip(obj) {
-        Some(ClusterIp::Static(ip)) => Some(ip),
-        _ => None,
-    }
+/// The pooled values (cluster IPs, node ports) a stored object holds.
+fn held(def: &ResourceDef, obj: &Value) -> Vec<(Pool, String)> {
+    def.strategy.claims(obj).into_iter().filter_map(|c| Some((c.pool, c.value?))).collect()
 }
 
-/// An address reserved for a write in progress. Given back when the write does not happen, and
+/// Values reserved for a write in progress. Given back when the write does not happen, and
 /// when the write's future is dropped before it knows (its deadline passed, its caller left):
 /// the release then runs in a task of its own, which nothing cancels.
 struct Reservation {
     allocator: Arc<dyn AddressAllocator>,
-    ip: Option<IpAddr>,
+    taken: Vec<(Pool, String)>,
 }
 
 impl Reservation {
-    /// The write happened, or may have: the address stays taken.
+    /// The write happened, or may have: the values stay taken.
     fn keep(mut self) {
-        self.ip = None;
+        self.taken.clear();
     }
 
-    /// The write did not happen: the address is free again when this returns.
+    /// The write did not happen: the values are free again when this returns.
     async fn give_back(mut self) {
-        if let Some(ip) = self.ip.take()
-            && let Some(release) = release_detached(self.allocator.clone(), ip)
+        for release in std::mem::take(&mut self.taken)
+            .into_iter()
+            .filter_map(|(pool, value)| release_detached(self.allocator.clone(), pool, value))
         {
             let _ = release.await;
         }
@@ -207,19 +204,23 @@ impl Reservation {
 
 impl Drop for Reservation {
     fn drop(&mut self) {
-        if let Some(ip) = self.ip.take() {
-            release_detached(self.allocator.clone(), ip);
+        for (pool, value) in self.taken.drain(..) {
+            release_detached(self.allocator.clone(), pool, value);
         }
     }
 }
 
-/// Releases `ip` in a task of its own, so that cancelling the request that freed it does not
+/// Releases `value` in a task of its own, so that cancelling the request that freed it does not
 /// cancel the release; `None` outside a runtime (the server is going down).
-fn release_detached(allocator: Arc<dyn AddressAllocator>, ip: IpAddr) -> Option<tokio::task::JoinHandle<()>> {
+fn release_detached(
+    allocator: Arc<dyn AddressAllocator>,
+    pool: Pool,
+    value: String,
+) -> Option<tokio::task::JoinHandle<()>> {
     let runtime = tokio::runtime::Handle::try_current().ok()?;
     Some(runtime.spawn(async move {
-        if let Err(e) = allocator.release(&ip.to_string()).await {
-            tracing::warn!(%ip, "releasing a service IP: {}", e.message);
+        if let Err(e) = allocator.release(pool, &value).await {
+            tracing::warn!(value, ?pool, "releasing a pooled value: {}", e.message);
         }
     }))
 }
@@ -365,10 +366,10 @@ impl RegistryStore {
         router: Arc<StorageRouter>,
         prefix: &str,
         admission: StageHandle<Admit>,
-        cluster_ips: Arc<dyn AddressAllocator>,
+        allocators: Arc<dyn AddressAllocator>,
     ) -> Self {
         let prefix = prefix.trim_end_matches('/').to_string();
-        RegistryStore { catalogue, router, prefix, admission, cluster_ips, event_ttl: None }
+        RegistryStore { catalogue, router, prefix, admission, allocators, event_ttl: None }
     }
 
     /// Deletes Events `ttl` after their last write, as kube-apiserver's `--event-ttl` does: by
@@ -437,23 +438,40 @@ impl RegistryStore {
         self.admission.ask(msg, writer.deadline).await
     }
 
-    /// Reserves the cluster IP `obj` needs, recording an allocated one in it (a dry run finds
-    /// one without reserving it).
-    async fn reserve_ip(&self, def: &ResourceDef, obj: &mut Value, dry_run: bool) -> Result<Reservation, ApiError> {
-        let allocator = self.cluster_ips.clone();
-        let Some(claim) = def.strategy.cluster_ip(obj) else { return Ok(Reservation { allocator, ip: None }) };
-        let reserved = self.cluster_ips.reserve(&claim, obj.name(), dry_run).await?;
-        if let (ClusterIp::Allocate, Some(ip)) = (&claim, reserved) {
-            def.strategy.set_cluster_ip(obj, &ip.to_string());
+    /// Reserves the pooled values `obj` claims but the stored object does not already hold
+    /// (`held`), recording allocated ones in it (a dry run finds them without reserving them).
+    /// On an error, what was reserved is given back.
+    async fn reserve(
+        &self,
+        def: &ResourceDef,
+        obj: &mut Value,
+        held: &[(Pool, String)],
+        dry_run: bool,
+    ) -> Result<Reservation, ApiError> {
+        let mut reservation = Reservation { allocator: self.allocators.clone(), taken: Vec::new() };
+        for claim in def.strategy.claims(obj) {
+            if claim.value.as_ref().is_some_and(|v| held.iter().any(|(p, h)| *p == claim.pool && h == v)) {
+                continue;
+            }
+            let value = self.allocators.reserve(&claim, obj.name(), dry_run).await?;
+            if claim.value.is_none() {
+                def.strategy.set_claim(obj, claim.slot, &value);
+            }
+            if !dry_run {
+                reservation.taken.push((claim.pool, value));
+            }
         }
-        Ok(Reservation { allocator, ip: reserved.filter(|_| !dry_run) })
+        Ok(reservation)
     }
 
-    /// Gives back the address a Service that is gone held, in a task nothing cancels.
-    async fn release_ip(&self, ip: Option<String>) {
-        if let Some(ip) = ip.and_then(|ip| ip.parse().ok())
-            && let Some(release) = release_detached(self.cluster_ips.clone(), ip)
-        {
+    /// Gives back the values an object that is gone (or changed) held, in tasks nothing
+    /// cancels.
+    async fn release(&self, values: Vec<(Pool, String)>) {
+        let releases: Vec<_> = values
+            .into_iter()
+            .filter_map(|(pool, value)| release_detached(self.allocators.clone(), pool, value))
+            .collect();
+        for release in releases {
             let _ = release.await;
         }
     }
@@ -533,14 +551,14 @@ impl RegistryStore {
         def.apply_defaults(&mut object);
         def.prepare_for_create(&mut object);
         def.strategy.record_requester(&mut object, &user);
-        // An object that exists is AlreadyExists, not a conflict over the address it holds.
-        if let Some(ClusterIp::Static(_)) = def.strategy.cluster_ip(&object) {
+        // An object that exists is AlreadyExists, not a conflict over the values it holds.
+        if !held(&def, &object).is_empty() {
             let key = self.key(&def, &target.namespace, &name);
             if self.read_current(&def, &key, &name).await?.is_some() {
                 return Err(ApiError::already_exists(&def.group, &def.resource, &name));
             }
         }
-        let reservation = self.reserve_ip(&def, &mut object, options.dry_run).await?;
+        let reservation = self.reserve(&def, &mut object, &[], options.dry_run).await?;
         match self.finish_create(&def, &target, &writer, object, &name, said).await {
             Ok(created) => {
                 reservation.keep();
@@ -730,13 +748,9 @@ impl RegistryStore {
                 return Ok(WriteResult { object, created: false, deleted: false, warnings, audit_annotations });
             }
             new.set_meta_str("resourceVersion", &old_rv);
-            // A Service whose type changes gains or gives up its address.
-            let (held, wanted) = (held_ip(def, &old), def.strategy.cluster_ip(&new));
-            let reservation = match (&held, &wanted) {
-                (_, None) => None,
-                (Some(h), Some(ClusterIp::Static(w))) if h == w => None,
-                _ => Some(self.reserve_ip(def, &mut new, options.dry_run).await?),
-            };
+            // A Service whose type or ports change gains or gives up addresses and ports.
+            let was_held = held(def, &old);
+            let reservation = self.reserve(def, &mut new, &was_held, options.dry_run).await?;
             if options.dry_run {
                 let object = Written::Object(new);
                 return Ok(WriteResult { object, created: false, deleted: false, warnings, audit_annotations });
@@ -753,20 +767,18 @@ impl RegistryStore {
             };
             match written {
                 Ok(rev) => {
-                    if let Some(r) = reservation {
-                        r.keep();
-                    }
+                    reservation.keep();
                     new.set_meta_str("resourceVersion", &rev.to_string());
-                    let now_held = if completes { None } else { held_ip(def, &new) };
-                    if held.is_some() && held != now_held {
-                        self.release_ip(held).await;
-                    }
+                    let now_held = if completes { Vec::new() } else { held(def, &new) };
+                    self.release(was_held.into_iter().filter(|h| !now_held.contains(h)).collect()).await;
                     let object = Written::Object(new);
                     return Ok(WriteResult { object, created: false, deleted: completes, warnings, audit_annotations });
                 }
                 Err(e) => {
-                    if let Some(r) = reservation {
-                        if not_written(&e) { r.give_back().await } else { r.keep() }
+                    if not_written(&e) {
+                        reservation.give_back().await
+                    } else {
+                        reservation.keep()
                     }
                     match e {
                         StorageError::Conflict { current: now, .. } if sent_rv.is_empty() => {
@@ -1105,7 +1117,7 @@ impl RegistryStore {
             }
             match self.router.backend(&key).delete(&key, Some(kv.mod_revision)).await {
                 Ok((_, rev)) => {
-                    self.release_ip(held_ip(def, &old)).await;
+                    self.release(held(def, &old)).await;
                     let mut gone = old;
                     gone.set_meta_str("resourceVersion", &rev.to_string());
                     return Ok((gone, true, said));

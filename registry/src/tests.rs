@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use actix::{Actor, Context};
 use actors::{ActorDirectory, Deadline, MailboxSpec, StageArbiter, StageHandler, WhenFull, Work};
-use apimachinery::catalogue::Subresource;
+use apimachinery::catalogue::{Pool, Subresource};
 use apimachinery::error::ApiError;
 use apimachinery::messages::{
     AdmissionPhase, Admit, Admitted, CreateObject, DeleteCollection, DeleteObject, Target, UpdateObject, WriteResult,
@@ -23,7 +23,7 @@ use storage::router::StorageRouter;
 use storage::{Expect, KeyValue, ListResult, Revision, Storage, StorageError, WatchStream};
 
 use crate::RegistryStore;
-use cluster_ips::{ClusterIpAllocator, ServiceRange};
+use cluster_ips::{PortRange, ServiceAllocators, ServiceRange};
 
 /// Admission that admits everything but objects labelled `refuse`; its mutating phase turns
 /// the label `mutate: bad` into an invalid label, and its validating phase records what it saw
@@ -62,7 +62,7 @@ actors::stage_handler!(TestAdmission => Admit);
 struct Registry {
     store: RegistryStore,
     storage: Arc<dyn Storage>,
-    ips: Arc<ClusterIpAllocator>,
+    ips: Arc<ServiceAllocators>,
     _arbiter: StageArbiter,
 }
 
@@ -78,7 +78,8 @@ fn registry_over(storage: Arc<dyn Storage>, range: &str) -> Registry {
     };
     let admission = actors::start(&arbiter, &ActorDirectory::default(), &spec, TestAdmission);
     let range = ServiceRange::parse(range).unwrap();
-    let ips = Arc::new(ClusterIpAllocator::new(range, router.clone(), catalogue.clone(), "/registry"));
+    let ports = PortRange::default();
+    let ips = Arc::new(ServiceAllocators::new(range, ports, router.clone(), catalogue.clone(), "/registry"));
     let store = RegistryStore::new(catalogue, router, "/registry", admission.handle(), ips.clone());
     Registry { store, storage, ips, _arbiter: arbiter }
 }
@@ -302,6 +303,94 @@ async fn chosen_addresses_are_reserved_and_a_failed_write_gives_its_address_back
     assert_eq!(ip(&r.service("after-dry").await.unwrap()), dry);
 }
 
+fn node_ports(svc: &Value) -> Vec<i64> {
+    svc["spec"]["ports"].as_array().unwrap().iter().filter_map(|p| p["nodePort"].as_i64()).collect()
+}
+
+impl Registry {
+    async fn node_port_service(&self, name: &str, spec: Value) -> Result<Value, ApiError> {
+        let mut spec = spec;
+        spec["type"] = "NodePort".into();
+        self.create("", "services", "default", json!({"metadata": {"name": name}, "spec": spec})).await
+    }
+
+    async fn replace(&self, svc: &Value) -> Result<Value, ApiError> {
+        let msg = UpdateObject {
+            target: target("", "services", "default", svc["metadata"]["name"].as_str().unwrap()),
+            object: svc.clone(),
+            user: admin(),
+            options: WriteOptions::default(),
+        };
+        self.store.update(msg, Deadline::NONE).await.map(object_of)
+    }
+}
+
+#[actix::test]
+async fn node_ports_are_allocated_reserved_and_given_back_in_kubes_bitmap() {
+    let r = registry("10.0.0.0/24");
+    let two = json!({"ports": [{"name": "http", "port": 80}, {"name": "https", "port": 443}]});
+    let first = r.node_port_service("web", two.clone()).await.unwrap();
+    // The lowest ports above kube's static band of 86 for 30000-32767.
+    assert_eq!(node_ports(&first), [30086, 30087]);
+    // Ports of one number share a node port, whatever their protocols.
+    let dns = json!({"ports": [{"name": "udp", "port": 53, "protocol": "UDP"}, {"name": "tcp", "port": 53}]});
+    assert_eq!(node_ports(&r.node_port_service("dns", dns).await.unwrap()), [30088, 30088]);
+    let chosen = json!({"ports": [{"port": 80, "nodePort": 30080}]});
+    assert_eq!(node_ports(&r.node_port_service("chosen", chosen.clone()).await.unwrap()), [30080]);
+    let e = r.node_port_service("again", chosen).await.unwrap_err();
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (
+            422,
+            "Service \"again\" is invalid: spec.ports[0].nodePort: Invalid value: 30080: provided port is already allocated"
+        )
+    );
+    let outside = json!({"ports": [{"port": 80, "nodePort": 8080}]});
+    let e = r.node_port_service("outside", outside).await.unwrap_err();
+    assert_eq!(
+        e.message,
+        "Service \"outside\" is invalid: spec.ports[0].nodePort: Invalid value: 8080: provided port is not in the valid range. The range of valid ports is 30000-32767"
+    );
+    // The refused creates gave back the addresses they took.
+    assert_eq!(r.ips.used(Pool::ClusterIps).await.unwrap(), 3 + 1);
+    assert_eq!(r.ips.used(Pool::NodePorts).await.unwrap(), 4);
+
+    // The bitmap is kube's RangeAllocation: bit n of a big-endian integer is port 30000 + n.
+    let (kv, _) = r.storage.get("/registry/ranges/servicenodeports").await.unwrap();
+    let doc = storage_codec::codec::decode("/registry/ranges/servicenodeports", &kv.unwrap().value).unwrap();
+    assert_eq!(doc["range"], "30000-32767");
+    let data =
+        base64::Engine::decode(&base64::engine::general_purpose::STANDARD, doc["data"].as_str().unwrap()).unwrap();
+    let bit = |n: usize| data[data.len() - 1 - n / 8] & (1 << (n % 8)) != 0;
+    assert!([80, 86, 87, 88].into_iter().all(bit), "{data:?}");
+    assert!(!bit(89) && !bit(0));
+
+    // A type change to ClusterIP gives the node ports up; a deletion too.
+    let mut web = first;
+    web["spec"]["type"] = "ClusterIP".into();
+    let web = r.replace(&web).await.unwrap();
+    assert!(node_ports(&web).is_empty(), "{web}");
+    assert!(r.delete("services", "default", "chosen").await.unwrap().deleted);
+    assert_eq!(r.ips.used(Pool::NodePorts).await.unwrap(), 1);
+    assert_eq!(node_ports(&r.node_port_service("next", two).await.unwrap()), [30086, 30087]);
+    // An update that adds a port keeps the held ones and allocates the new one.
+    let mut next = r.node_port_service("grow", json!({"ports": [{"port": 1}]})).await.unwrap();
+    next["spec"]["ports"].as_array_mut().unwrap().push(json!({"name": "b", "port": 2}));
+    next["spec"]["ports"][0]["name"] = "a".into();
+    assert_eq!(node_ports(&r.replace(&next).await.unwrap()), [30089, 30090]);
+}
+
+#[actix::test]
+async fn a_local_load_balancer_gets_a_health_check_node_port() {
+    let r = registry("10.0.0.0/24");
+    let svc = json!({"metadata": {"name": "lb"}, "spec": {"type": "LoadBalancer", "externalTrafficPolicy": "Local",
+        "ports": [{"port": 80}]}});
+    let lb = r.create("", "services", "default", svc).await.unwrap();
+    assert_eq!((node_ports(&lb), &lb["spec"]["healthCheckNodePort"]), (vec![30086], &json!(30087)));
+    assert!(r.delete("services", "default", "lb").await.unwrap().deleted);
+    assert_eq!(r.ips.used(Pool::NodePorts).await.unwrap(), 0);
+}
+
 #[actix::test]
 async fn deletion_waits_for_finalizers_and_the_last_one_removed_completes_it() {
     let r = registry("10.0.0.0/24");
@@ -469,7 +558,7 @@ async fn a_create_dropped_mid_write_gives_its_address_back() {
     assert!(dropped.is_err(), "the create was still writing");
     // The address is given back by a task of its own once the write is abandoned.
     let waited = std::time::Instant::now();
-    while r.ips.used().await.unwrap() > 0 {
+    while r.ips.used(Pool::ClusterIps).await.unwrap() > 0 {
         assert!(waited.elapsed() < Duration::from_secs(5), "the dropped create's address was never given back");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

@@ -30,7 +30,7 @@ use crate::table::Printer;
 
 pub use crate::validation::names::NameRule;
 pub use strategy::{
-    AddressAllocator, ClusterIp, Converter, DefaultStrategy, RESET_FOR_STATUS, ResetFields, StatusMetadata, Strategy,
+    AddressAllocator, Claim, Converter, DefaultStrategy, Pool, RESET_FOR_STATUS, ResetFields, StatusMetadata, Strategy,
     meta_create, meta_update,
 };
 

@@ -5,7 +5,6 @@
 //! update, delete behaviour) and its printer. Every method has kube's generic behaviour as its
 //! default, so a kind overrides only what it does differently.
 
-use std::net::IpAddr;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -16,27 +15,43 @@ use crate::selector::FieldLabels;
 use crate::table::Printer;
 use crate::validation::{field::Path, meta};
 
-/// A cluster IP a Service holds or needs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ClusterIp {
-    /// The registry picks a free address from the service range.
-    Allocate,
-    /// This address, chosen by the client (or allocated before): reserved for the object.
-    Static(String),
+/// A shared pool objects take values from, each value held by one object at a time (kube's
+/// allocators).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Pool {
+    /// Service cluster IPs (`--service-cluster-ip-range`).
+    ClusterIps,
+    /// Service node ports (`--service-node-port-range`).
+    NodePorts,
 }
 
-/// Reserves the addresses that [`Strategy::cluster_ip`] claims, for the registry that writes the
-/// objects claiming them. The registry knows no kind: the Service kind's allocator (kube's
-/// `ipallocator`) implements this, and the composition root hands it over.
+/// A value an object holds or needs from a [`Pool`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Claim {
+    /// The pool.
+    pub pool: Pool,
+    /// Where in the object the value goes, in the kind's own numbering: what
+    /// [`Strategy::set_claim`] is given back.
+    pub slot: usize,
+    /// The value chosen by the client (or allocated before), which is reserved for the object;
+    /// `None` asks for a free one.
+    pub value: Option<String>,
+    /// The field an error about the value names, e.g. `spec.ports[0].nodePort`.
+    pub field: String,
+}
+
+/// Reserves the values that [`Strategy::claims`] claims, for the registry that writes the
+/// objects claiming them. The registry knows no kind: the Service kind's allocators (kube's
+/// `ipallocator` and `portallocator`) implement this, and the composition root hands them over.
 #[async_trait::async_trait]
 pub trait AddressAllocator: Send + Sync {
-    /// Reserves an address for object `name` being written: a free one for
-    /// [`ClusterIp::Allocate`], exactly the chosen one for [`ClusterIp::Static`]. A dry run
-    /// finds the address without reserving it. Errors are the Status the client sees.
-    async fn reserve(&self, claim: &ClusterIp, name: &str, dry_run: bool) -> Result<Option<IpAddr>, ApiError>;
+    /// Reserves a value for object `name` being written: a free one for a claim without a
+    /// value, exactly the chosen one otherwise. A dry run finds the value without reserving
+    /// it. Errors are the Status the client sees.
+    async fn reserve(&self, claim: &Claim, name: &str, dry_run: bool) -> Result<String, ApiError>;
 
-    /// Gives an address back: the object holding it is gone, or its write failed.
-    async fn release(&self, ip: &str) -> Result<(), ApiError>;
+    /// Gives a value back: the object holding it is gone, or its write failed.
+    async fn release(&self, pool: Pool, value: &str) -> Result<(), ApiError>;
 }
 
 /// What a write through `/status` does to metadata, as each of kube's status strategies says
@@ -216,13 +231,13 @@ pub trait Strategy: Send + Sync {
     /// `Terminating`).
     fn mark_terminating(&self, _obj: &mut Value) {}
 
-    /// The cluster IP the object holds or needs, if it has one (Services).
-    fn cluster_ip(&self, _obj: &Value) -> Option<ClusterIp> {
-        None
+    /// The pooled values the object holds or needs (a Service's cluster IP and node ports).
+    fn claims(&self, _obj: &Value) -> Vec<Claim> {
+        Vec::new()
     }
 
-    /// Records an allocated cluster IP in the object.
-    fn set_cluster_ip(&self, _obj: &mut Value, _ip: &str) {}
+    /// Records a value allocated for the claim at `slot`.
+    fn set_claim(&self, _obj: &mut Value, _slot: usize, _value: &str) {}
 
     /// The field labels field selectors may use, and their canonical names.
     fn field_labels(&self) -> &'static FieldLabels {

@@ -1,12 +1,13 @@
 //! `v1` Service (kube: `pkg/registry/core/service`), stored under `services/specs`, named as
-//! RFC 1035 labels. The registry allocates its cluster IP; the strategy says which it needs.
+//! RFC 1035 labels. The registry allocates its cluster IP and node ports; the strategy says
+//! which it needs.
 
 use k8s_openapi::api::core::v1::Service;
 use serde_json::Value;
 
 use crate::defaults;
 use crate::printers;
-use apimachinery::catalogue::{ClusterIp, NameRule, ResourceDef, Strategy, Subresource};
+use apimachinery::catalogue::{Claim, NameRule, Pool, ResourceDef, Strategy, Subresource};
 use apimachinery::error::Cause;
 use apimachinery::selector::FieldLabels;
 use apimachinery::selector::selectable::text;
@@ -25,6 +26,11 @@ pub(super) fn definition() -> ResourceDef {
 
 struct Services;
 
+/// Where a Service's claims go (see [`Services::claims`]).
+const SLOT_CLUSTER_IP: usize = 0;
+const SLOT_HEALTH_CHECK: usize = 1;
+const SLOT_FIRST_PORT: usize = 2;
+
 impl Strategy for Services {
     fn defaults(&self, obj: &mut Value) {
         defaults::default_service(obj);
@@ -36,6 +42,7 @@ impl Strategy for Services {
 
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
         defaults::patch_allocated_values(new, old);
+        defaults::drop_type_dependent_fields(new, old);
     }
 
     fn validate(&self, _: &ResourceDef, obj: &Value) -> Vec<Cause> {
@@ -50,16 +57,70 @@ impl Strategy for Services {
         true
     }
 
-    fn cluster_ip(&self, obj: &Value) -> Option<ClusterIp> {
+    /// Slot 0 is the cluster IP, 1 the `healthCheckNodePort`, `2 + i` the node port of
+    /// `spec.ports[i]`. Ports of one number share a node port (one per number is asked for, and
+    /// its allocation fills the others), as kube's allocator gives them one.
+    fn claims(&self, obj: &Value) -> Vec<Claim> {
+        let mut out = Vec::new();
+        let ip_field = "spec.clusterIPs".to_string();
         if defaults::needs_cluster_ip(obj) {
-            Some(ClusterIp::Allocate)
-        } else {
-            defaults::requested_cluster_ip(obj).map(|ip| ClusterIp::Static(ip.to_string()))
+            out.push(Claim { pool: Pool::ClusterIps, slot: SLOT_CLUSTER_IP, value: None, field: ip_field });
+        } else if let Some(ip) = defaults::requested_cluster_ip(obj) {
+            let value = Some(ip.to_string());
+            out.push(Claim { pool: Pool::ClusterIps, slot: SLOT_CLUSTER_IP, value, field: ip_field });
         }
+        let wanted = defaults::node_ports_to_allocate(obj);
+        let ports = obj.pointer("/spec/ports").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+        let mut numbers = Vec::new();
+        for (i, port) in ports.iter().enumerate() {
+            let field = format!("spec.ports[{i}].nodePort");
+            let number = port.get("port").and_then(Value::as_i64);
+            let node_port = port.get("nodePort").and_then(Value::as_u64).filter(|n| *n != 0);
+            let slot = SLOT_FIRST_PORT + i;
+            match node_port {
+                Some(n) => {
+                    let value = Some(n.to_string());
+                    if !out.iter().any(|c: &Claim| c.pool == Pool::NodePorts && c.value == value) {
+                        out.push(Claim { pool: Pool::NodePorts, slot, value, field });
+                    }
+                }
+                None if wanted.contains(&i) && !numbers.contains(&number) => {
+                    out.push(Claim { pool: Pool::NodePorts, slot, value: None, field });
+                }
+                None => {}
+            }
+            numbers.push(number);
+        }
+        let health = obj.pointer("/spec/healthCheckNodePort").and_then(Value::as_u64).filter(|n| *n != 0);
+        let field = "spec.healthCheckNodePort".to_string();
+        if let Some(n) = health {
+            out.push(Claim { pool: Pool::NodePorts, slot: SLOT_HEALTH_CHECK, value: Some(n.to_string()), field });
+        } else if defaults::needs_health_check_node_port(obj) {
+            out.push(Claim { pool: Pool::NodePorts, slot: SLOT_HEALTH_CHECK, value: None, field });
+        }
+        out
     }
 
-    fn set_cluster_ip(&self, obj: &mut Value, ip: &str) {
-        defaults::set_cluster_ip(obj, ip);
+    fn set_claim(&self, obj: &mut Value, slot: usize, value: &str) {
+        match slot {
+            SLOT_CLUSTER_IP => defaults::set_cluster_ip(obj, value),
+            SLOT_HEALTH_CHECK => {
+                if let Ok(port) = value.parse() {
+                    defaults::set_health_check_node_port(obj, port);
+                }
+            }
+            slot => {
+                let Ok(port) = value.parse() else { return };
+                let index = slot - SLOT_FIRST_PORT;
+                let number = obj.pointer(&format!("/spec/ports/{index}/port")).cloned();
+                for i in defaults::node_ports_to_allocate(obj) {
+                    let same = i == index || obj.pointer(&format!("/spec/ports/{i}/port")) == number.as_ref();
+                    if same {
+                        defaults::set_node_port(obj, i, port);
+                    }
+                }
+            }
+        }
     }
 
     fn field_labels(&self) -> &'static FieldLabels {

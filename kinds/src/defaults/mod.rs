@@ -620,6 +620,57 @@ pub fn patch_allocated_values(new: &mut Value, old: &Value) {
     }
 }
 
+/// kube's `dropTypeDependentFields`: a Service whose type changed to one that does not use
+/// its node ports, `healthCheckNodePort`, `externalTrafficPolicy` or load balancer fields
+/// gives them up, unless the update set them itself.
+pub fn drop_type_dependent_fields(new: &mut Value, old: &Value) {
+    let needs = |s: &Value| {
+        let ty = service_type(s);
+        ty == "NodePort" || ty == "LoadBalancer"
+    };
+    let same = |new: &Value, key: &str| new.pointer(&format!("/spec/{key}")) == old.pointer(&format!("/spec/{key}"));
+    let mut dropped = Vec::new();
+    if needs(old) && !needs(new) && same(new, "externalTrafficPolicy") {
+        dropped.push("externalTrafficPolicy");
+    }
+    let load_balancer = |s: &Value| service_type(s) == "LoadBalancer";
+    if load_balancer(old) && !load_balancer(new) {
+        for key in ["allocateLoadBalancerNodePorts", "loadBalancerClass"] {
+            if same(new, key) {
+                dropped.push(key);
+            }
+        }
+    }
+    if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
+        for key in dropped {
+            spec.remove(key);
+        }
+    }
+    let node_ports = |s: &Value| -> Vec<Option<Value>> {
+        let ports = s.pointer("/spec/ports").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+        ports.iter().map(|p| p.get("nodePort").cloned()).collect()
+    };
+    if needs(old) && !needs(new) && node_ports(new) == node_ports(old) {
+        for p in new.pointer_mut("/spec/ports").and_then(Value::as_array_mut).into_iter().flatten() {
+            if let Some(p) = p.as_object_mut() {
+                p.remove("nodePort");
+            }
+        }
+    }
+    let needs_health = |s: &Value| {
+        service_type(s) == "LoadBalancer"
+            && s.pointer("/spec/externalTrafficPolicy").and_then(Value::as_str) == Some("Local")
+    };
+    let health = |s: &Value| s.pointer("/spec/healthCheckNodePort").cloned();
+    if needs_health(old)
+        && !needs_health(new)
+        && health(new) == health(old)
+        && let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut)
+    {
+        spec.remove("healthCheckNodePort");
+    }
+}
+
 #[cfg(test)]
 mod tests;
 

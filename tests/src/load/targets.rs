@@ -36,7 +36,7 @@ use apimachinery::request::{RequestInfo, UserInfo, parse_request_info};
 use async_trait::async_trait;
 use auth::rbac::RbacKind;
 use auth::{AuthorizationActor, AuthorizationMode, SharedPolicy};
-use cluster_ips::{ClusterIpAllocator, ServiceRange};
+use cluster_ips::{PortRange, ServiceAllocators, ServiceRange};
 use flowcontrol::{FlowControlActor, SharedConfig};
 use futures_util::future::LocalBoxFuture;
 use registry::{RegistryStore, StorageActor};
@@ -314,7 +314,8 @@ fn storage_in_process(
     let catalogue = Arc::new(kinds::catalogue());
     let router = Arc::new(StorageRouter::new(store));
     let range = ServiceRange::parse("10.96.0.0/12").expect("a service range");
-    let cluster_ips = Arc::new(ClusterIpAllocator::new(range, router.clone(), catalogue.clone(), "/registry"));
+    let ports = PortRange::default();
+    let cluster_ips = Arc::new(ServiceAllocators::new(range, ports, router.clone(), catalogue.clone(), "/registry"));
     let registry = RegistryStore::new(catalogue, router, "/registry", admission.handle(), cluster_ips);
     let storage =
         actors::start(&storage_arbiter, &directory, &mailbox("storage"), StorageActor::new(Arc::new(registry)));

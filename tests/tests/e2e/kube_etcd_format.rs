@@ -373,3 +373,41 @@ fn bootstrap_objects_have_kube_content() {
     assert_eq!(compared, 9, "the bootstrapped objects recorded");
     assert!(wrong.is_empty(), "bootstrap objects differ from kube's:\n{}", wrong.join("\n"));
 }
+
+/// Whether bit `n` of a `RangeAllocation`'s `data` (a big-endian integer) is set.
+fn range_bit(allocation: &Value, n: usize) -> bool {
+    let data = base64::engine::general_purpose::STANDARD.decode(allocation["data"].as_str().unwrap()).unwrap();
+    data.len() > n / 8 && data[data.len() - 1 - n / 8] & (1 << (n % 8)) != 0
+}
+
+/// The node port bitmap kube-apiserver wrote is the one this server allocates from: the port
+/// kube gave its Service is refused here, and the bitmap this server writes back keeps it.
+#[test]
+fn node_ports_kube_allocated_stay_taken_here() {
+    let recorded: Value = serde_json::from_str(RECORDED).unwrap();
+    let key = "/registry/ranges/servicenodeports";
+    let raw = recorded["raw"].as_array().unwrap().iter().find(|r| r["key"] == key).expect("recorded bitmap");
+    let bytes = base64::engine::general_purpose::STANDARD.decode(raw["value"].as_str().unwrap()).unwrap();
+    assert!(range_bit(&decode(key, &bytes).unwrap(), 443), "kube's bitmap holds its Service's 30443");
+    let etcd = EtcdProcess::start();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let store = etcd.connect().await.expect("etcd");
+        store.put(key, bytes.into(), Expect::Absent).await.unwrap();
+    });
+    let s = TestServer::start_with(&["--etcd-servers", etcd.endpoint()]);
+    s.kubectl_ok(&["create", "namespace", "np"]);
+    let taken = s.kubectl(&["-n", "np", "create", "service", "nodeport", "taken", "--tcp=80", "--node-port=30443"]);
+    assert_eq!(
+        String::from_utf8_lossy(&taken.stderr).trim(),
+        "error: failed to create NodePort service: Service \"taken\" is invalid: spec.ports[0].nodePort: Invalid value: 30443: provided port is already allocated"
+    );
+    s.kubectl_ok(&["-n", "np", "create", "service", "nodeport", "fresh", "--tcp=80"]);
+    let port = s.kubectl_ok(&["-n", "np", "get", "svc", "fresh", "-o", "jsonpath={.spec.ports[0].nodePort}"]);
+    let port: usize = port.parse().expect("a node port");
+    assert!((30000..=32767).contains(&port) && port != 30443, "{port}");
+    let stored = rt.block_on(async { etcd.connect().await.unwrap().get(key).await.unwrap().0.unwrap() });
+    let allocation = decode(key, &stored.value).unwrap();
+    assert_eq!(allocation["range"], "30000-32767");
+    assert!(range_bit(&allocation, 443) && range_bit(&allocation, port - 30000), "{allocation}");
+}
