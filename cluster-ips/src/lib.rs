@@ -280,7 +280,8 @@ impl Allocations {
 
 /// What an allocation wants.
 enum Change {
-    Next,
+    /// The next free value but these offsets (a dry run's earlier choices in one request).
+    Next(Vec<u64>),
     Exactly(u64),
     Release(u64),
 }
@@ -374,23 +375,23 @@ impl<R: Range> Bitmap<R> {
         for _ in 0..MAX_RETRIES {
             let current = self.load(&mut state).await?;
             let mut next = current.clone();
-            let decided = match change {
-                Change::Next => match self.next_free(&current) {
+            let decided = match &change {
+                Change::Next(skipped) => match self.next_free(&current, skipped) {
                     Some(offset) => {
                         next.set(offset, true);
                         Ok(offset)
                     }
                     None => Err(AllocError::Full),
                 },
-                Change::Exactly(offset) if current.taken(offset) => Err(AllocError::Taken),
+                Change::Exactly(offset) if current.taken(*offset) => Err(AllocError::Taken),
                 Change::Exactly(offset) => {
-                    next.set(offset, true);
-                    Ok(offset)
+                    next.set(*offset, true);
+                    Ok(*offset)
                 }
-                Change::Release(offset) if !current.taken(offset) => Err(AllocError::AlreadyFree),
+                Change::Release(offset) if !current.taken(*offset) => Err(AllocError::AlreadyFree),
                 Change::Release(offset) => {
-                    next.set(offset, false);
-                    Ok(offset)
+                    next.set(*offset, false);
+                    Ok(*offset)
                 }
             };
             let offset = match decided {
@@ -460,9 +461,13 @@ impl<R: Range> Bitmap<R> {
         Ok(out)
     }
 
-    /// The lowest free offset of the dynamic band, else of the static band.
-    fn next_free(&self, current: &Allocations) -> Option<u64> {
+    /// The lowest free offset of the dynamic band, else of the static band, but `skipped`.
+    fn next_free(&self, current: &Allocations, skipped: &[u64]) -> Option<u64> {
         let (size, band) = (self.range.size(), self.range.static_band());
+        let mut current = std::borrow::Cow::Borrowed(current);
+        for offset in skipped.iter().filter(|o| **o < size) {
+            current.to_mut().set(*offset, true);
+        }
         current.first_free(band, size).or_else(|| current.first_free(0, band))
     }
 
@@ -562,9 +567,15 @@ impl ServiceAllocators {
         }
     }
 
-    async fn reserve_ip(&self, claim: &Claim, name: &str, dry_run: bool) -> Result<String, ApiError> {
+    async fn reserve_ip(
+        &self,
+        claim: &Claim,
+        name: &str,
+        skipped: &[String],
+        dry_run: bool,
+    ) -> Result<String, ApiError> {
         let change = match &claim.value {
-            None => Change::Next,
+            None => Change::Next(skipped.iter().filter_map(|v| self.ips.range.offset_of(v)).collect()),
             Some(ip) => {
                 // An address that does not parse is validation's to report.
                 let Ok(addr) = ip.parse::<IpAddr>() else { return Ok(ip.clone()) };
@@ -591,7 +602,13 @@ impl ServiceAllocators {
         }
     }
 
-    async fn reserve_port(&self, claim: &Claim, name: &str, dry_run: bool) -> Result<String, ApiError> {
+    async fn reserve_port(
+        &self,
+        claim: &Claim,
+        name: &str,
+        skipped: &[String],
+        dry_run: bool,
+    ) -> Result<String, ApiError> {
         let health = claim.field == "spec.healthCheckNodePort";
         let requested = claim.value.as_deref().and_then(|v| v.parse::<i64>().ok());
         let invalid = |why: &str| {
@@ -599,7 +616,7 @@ impl ServiceAllocators {
             ApiError::invalid("", "Service", name, vec![cause])
         };
         let change = match &claim.value {
-            None => Change::Next,
+            None => Change::Next(skipped.iter().filter_map(|v| self.ports.range.offset_of(v)).collect()),
             Some(port) => match self.ports.range.offset_of(port) {
                 Some(offset) => Change::Exactly(offset),
                 // A number that is no port is validation's to report.
@@ -650,10 +667,10 @@ impl AddressAllocator for ServiceAllocators {
     /// and 422 on `spec.clusterIPs` for a taken or out-of-range one; for node ports, 422 on the
     /// port's `nodePort` for a taken or out-of-range one and 500 `failed to allocate a nodePort:
     /// range is full`.
-    async fn reserve(&self, claim: &Claim, name: &str, dry_run: bool) -> Result<String, ApiError> {
+    async fn reserve(&self, claim: &Claim, name: &str, skipped: &[String], dry_run: bool) -> Result<String, ApiError> {
         match claim.pool {
-            Pool::ClusterIps => self.reserve_ip(claim, name, dry_run).await,
-            Pool::NodePorts => self.reserve_port(claim, name, dry_run).await,
+            Pool::ClusterIps => self.reserve_ip(claim, name, skipped, dry_run).await,
+            Pool::NodePorts => self.reserve_port(claim, name, skipped, dry_run).await,
         }
     }
 

@@ -449,15 +449,28 @@ impl RegistryStore {
         dry_run: bool,
     ) -> Result<Reservation, ApiError> {
         let mut reservation = Reservation { allocator: self.allocators.clone(), taken: Vec::new() };
+        // What a dry run chose so far, per pool: not shown twice.
+        let mut chosen: Vec<(Pool, String)> = Vec::new();
         for claim in def.strategy.claims(obj) {
             if claim.value.as_ref().is_some_and(|v| held.iter().any(|(p, h)| *p == claim.pool && h == v)) {
                 continue;
             }
-            let value = self.allocators.reserve(&claim, obj.name(), dry_run).await?;
+            let skipped: Vec<String> =
+                chosen.iter().filter(|(p, _)| *p == claim.pool).map(|(_, v)| v.clone()).collect();
+            let value = match self.allocators.reserve(&claim, obj.name(), &skipped, dry_run).await {
+                Ok(value) => value,
+                // What was taken is free again before the client hears of the refusal.
+                Err(e) => {
+                    reservation.give_back().await;
+                    return Err(e);
+                }
+            };
             if claim.value.is_none() {
                 def.strategy.set_claim(obj, claim.slot, &value);
             }
-            if !dry_run {
+            if dry_run {
+                chosen.push((claim.pool, value));
+            } else {
                 reservation.taken.push((claim.pool, value));
             }
         }
@@ -767,7 +780,12 @@ impl RegistryStore {
             };
             match written {
                 Ok(rev) => {
-                    reservation.keep();
+                    // A write that completed a deletion holds nothing: what it reserved too.
+                    if completes {
+                        reservation.give_back().await;
+                    } else {
+                        reservation.keep();
+                    }
                     new.set_meta_str("resourceVersion", &rev.to_string());
                     let now_held = if completes { Vec::new() } else { held(def, &new) };
                     self.release(was_held.into_iter().filter(|h| !now_held.contains(h)).collect()).await;

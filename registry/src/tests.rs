@@ -351,8 +351,8 @@ async fn node_ports_are_allocated_reserved_and_given_back_in_kubes_bitmap() {
         e.message,
         "Service \"outside\" is invalid: spec.ports[0].nodePort: Invalid value: 8080: provided port is not in the valid range. The range of valid ports is 30000-32767"
     );
-    // The refused creates gave back the addresses they took.
-    assert_eq!(r.ips.used(Pool::ClusterIps).await.unwrap(), 3 + 1);
+    // The refused creates gave back the addresses they took, before answering.
+    assert_eq!(r.ips.used(Pool::ClusterIps).await.unwrap(), 3);
     assert_eq!(r.ips.used(Pool::NodePorts).await.unwrap(), 4);
 
     // The bitmap is kube's RangeAllocation: bit n of a big-endian integer is port 30000 + n.
@@ -378,6 +378,70 @@ async fn node_ports_are_allocated_reserved_and_given_back_in_kubes_bitmap() {
     next["spec"]["ports"].as_array_mut().unwrap().push(json!({"name": "b", "port": 2}));
     next["spec"]["ports"][0]["name"] = "a".into();
     assert_eq!(node_ports(&r.replace(&next).await.unwrap()), [30089, 30090]);
+}
+
+#[actix::test]
+async fn node_port_claims_follow_kubes_sharing_dry_runs_and_type_changes() {
+    let r = registry("10.0.0.0/24");
+    // A port served over TCP and UDP shares the node port one of them asks for.
+    let dns = json!({"ports": [{"name": "tcp", "port": 53, "nodePort": 30053}, {"name": "udp", "port": 53, "protocol": "UDP"}]});
+    assert_eq!(node_ports(&r.node_port_service("dns", dns).await.unwrap()), [30053, 30053]);
+    // Two port numbers asking for one node port: the second is refused, as by kube.
+    let two =
+        json!({"ports": [{"name": "a", "port": 1, "nodePort": 30001}, {"name": "b", "port": 2, "nodePort": 30001}]});
+    let e = r.node_port_service("two", two).await.unwrap_err();
+    assert_eq!(
+        e.message,
+        "Service \"two\" is invalid: spec.ports[1].nodePort: Invalid value: 30001: provided port is already allocated"
+    );
+    assert_eq!(r.ips.used(Pool::NodePorts).await.unwrap(), 1, "the refused create took nothing");
+    // A dry run shows distinct ports and takes none.
+    let msg = CreateObject {
+        target: target("", "services", "default", ""),
+        object: json!({"metadata": {"name": "dry"}, "spec": {"type": "LoadBalancer", "externalTrafficPolicy": "Local",
+            "ports": [{"name": "a", "port": 80}, {"name": "b", "port": 443}]}}),
+        user: admin(),
+        options: WriteOptions { dry_run: true, ..Default::default() },
+    };
+    let dry = object_of(r.store.create(msg, Deadline::NONE).await.unwrap());
+    assert_eq!((node_ports(&dry), &dry["spec"]["healthCheckNodePort"]), (vec![30086, 30087], &json!(30088)));
+    assert_eq!(r.ips.used(Pool::NodePorts).await.unwrap(), 1);
+    // To ClusterIP while dropping a port: the rest of the node ports go too.
+    let web = json!({"ports": [{"name": "a", "port": 80}, {"name": "b", "port": 443}]});
+    let mut web = r.node_port_service("web", web).await.unwrap();
+    web["spec"]["type"] = "ClusterIP".into();
+    web["spec"]["ports"].as_array_mut().unwrap().pop();
+    assert!(node_ports(&r.replace(&web).await.unwrap()).is_empty());
+    assert_eq!(r.ips.used(Pool::NodePorts).await.unwrap(), 1);
+    // To ClusterIP with external IPs: still reached from outside, its traffic policy stays.
+    let mut ext = r.node_port_service("ext", json!({"ports": [{"port": 80}]})).await.unwrap();
+    ext["spec"]["type"] = "ClusterIP".into();
+    ext["spec"]["externalIPs"] = json!(["192.0.2.1"]);
+    let ext = r.replace(&ext).await.unwrap();
+    assert_eq!(ext["spec"]["externalTrafficPolicy"], "Cluster");
+}
+
+#[actix::test]
+async fn an_update_completing_a_deletion_keeps_nothing_it_reserved() {
+    let r = registry("10.0.0.0/24");
+    let svc =
+        json!({"metadata": {"name": "held", "finalizers": ["example.com/hold"]}, "spec": {"ports": [{"port": 80}]}});
+    r.create("", "services", "default", svc).await.unwrap();
+    assert!(!r.delete("services", "default", "held").await.unwrap().deleted, "waits for its finalizer");
+    let key = "/registry/services/specs/default/held";
+    let (kv, _) = r.storage.get(key).await.unwrap();
+    let mut held = storage_codec::codec::decode(key, &kv.unwrap().value).unwrap();
+    held["metadata"]["finalizers"] = json!([]);
+    held["spec"]["type"] = "NodePort".into();
+    let msg = UpdateObject {
+        target: target("", "services", "default", "held"),
+        object: held,
+        user: admin(),
+        options: WriteOptions::default(),
+    };
+    assert!(r.store.update(msg, Deadline::NONE).await.unwrap().deleted);
+    assert_eq!(r.ips.used(Pool::NodePorts).await.unwrap(), 0);
+    assert_eq!(r.ips.used(Pool::ClusterIps).await.unwrap(), 0);
 }
 
 #[actix::test]

@@ -46,9 +46,10 @@ pub struct Claim {
 #[async_trait::async_trait]
 pub trait AddressAllocator: Send + Sync {
     /// Reserves a value for object `name` being written: a free one for a claim without a
-    /// value, exactly the chosen one otherwise. A dry run finds the value without reserving
-    /// it. Errors are the Status the client sees.
-    async fn reserve(&self, claim: &Claim, name: &str, dry_run: bool) -> Result<String, ApiError>;
+    /// value (but none of `skipped`: what a dry run already chose for the same object), exactly
+    /// the chosen one otherwise. A dry run finds the value without reserving it. Errors are the
+    /// Status the client sees.
+    async fn reserve(&self, claim: &Claim, name: &str, skipped: &[String], dry_run: bool) -> Result<String, ApiError>;
 
     /// Gives a value back: the object holding it is gone, or its write failed.
     async fn release(&self, pool: Pool, value: &str) -> Result<(), ApiError>;

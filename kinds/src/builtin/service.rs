@@ -38,11 +38,13 @@ impl Strategy for Services {
 
     fn prepare_for_create(&self, obj: &mut Value) {
         defaults::prepare_service_for_create(obj);
+        defaults::share_requested_node_ports(obj);
     }
 
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
         defaults::patch_allocated_values(new, old);
         defaults::drop_type_dependent_fields(new, old);
+        defaults::share_requested_node_ports(new);
     }
 
     fn validate(&self, _: &ResourceDef, obj: &Value) -> Vec<Cause> {
@@ -77,13 +79,15 @@ impl Strategy for Services {
             let number = port.get("port").and_then(Value::as_i64);
             let node_port = port.get("nodePort").and_then(Value::as_u64).filter(|n| *n != 0);
             let slot = SLOT_FIRST_PORT + i;
+            // Ports of one number share theirs; two numbers asking for one port do not.
+            let shared = |p: &Value| {
+                p.get("port").and_then(Value::as_i64) == number && p.get("nodePort") == port.get("nodePort")
+            };
             match node_port {
-                Some(n) => {
-                    let value = Some(n.to_string());
-                    if !out.iter().any(|c: &Claim| c.pool == Pool::NodePorts && c.value == value) {
-                        out.push(Claim { pool: Pool::NodePorts, slot, value, field });
-                    }
+                Some(n) if !ports[..i].iter().any(shared) => {
+                    out.push(Claim { pool: Pool::NodePorts, slot, value: Some(n.to_string()), field });
                 }
+                Some(_) => {}
                 None if wanted.contains(&i) && !numbers.contains(&number) => {
                     out.push(Claim { pool: Pool::NodePorts, slot, value: None, field });
                 }

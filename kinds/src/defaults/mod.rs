@@ -272,6 +272,7 @@ pub fn default_job(obj: &mut Value) {
 
 /// Service defaults.
 pub fn default_service(obj: &mut Value) {
+    let accessible = externally_accessible(obj);
     let Some(spec) = obj_mut(obj, &["spec"]) else { return };
     set_str_if_empty(spec, "sessionAffinity", "None");
     match spec.get("sessionAffinity").and_then(Value::as_str) {
@@ -304,9 +305,7 @@ pub fn default_service(obj: &mut Value) {
         }
     }
     let ty = spec.get("type").and_then(Value::as_str).unwrap_or("").to_string();
-    let has_external_ips = spec.get("externalIPs").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
-    let externally_accessible = ty == "LoadBalancer" || ty == "NodePort" || (ty == "ClusterIP" && has_external_ips);
-    if externally_accessible {
+    if accessible {
         set_str_if_empty(spec, "externalTrafficPolicy", "Cluster");
     }
     if matches!(ty.as_str(), "NodePort" | "LoadBalancer" | "ClusterIP") {
@@ -620,6 +619,33 @@ pub fn patch_allocated_values(new: &mut Value, old: &Value) {
     }
 }
 
+/// kube's `ExternallyAccessible`: a Service reached from outside the cluster, which takes an
+/// `externalTrafficPolicy`.
+pub fn externally_accessible(obj: &Value) -> bool {
+    let ty = service_type(obj);
+    let has_external_ips = obj.pointer("/spec/externalIPs").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+    ty == "LoadBalancer" || ty == "NodePort" || (ty == "ClusterIP" && has_external_ips)
+}
+
+/// NodePort and LoadBalancer Services' ports without a `nodePort` take the one a port of the
+/// same number asks for (a port served over TCP and UDP shares one), as kube's
+/// `findRequestedNodePort` gives it.
+pub fn share_requested_node_ports(obj: &mut Value) {
+    let Some(ports) = obj.pointer_mut("/spec/ports").and_then(Value::as_array_mut) else { return };
+    let requested: Vec<(Value, Value)> = ports
+        .iter()
+        .filter(|p| p.get("nodePort").and_then(Value::as_i64).unwrap_or(0) != 0)
+        .filter_map(|p| Some((p.get("port")?.clone(), p.get("nodePort")?.clone())))
+        .collect();
+    for p in ports.iter_mut().filter(|p| p.get("nodePort").and_then(Value::as_i64).unwrap_or(0) == 0) {
+        if let Some((_, node_port)) = requested.iter().find(|(number, _)| p.get("port") == Some(number))
+            && let Some(p) = p.as_object_mut()
+        {
+            p.insert("nodePort".into(), node_port.clone());
+        }
+    }
+}
+
 /// kube's `dropTypeDependentFields`: a Service whose type changed to one that does not use
 /// its node ports, `healthCheckNodePort`, `externalTrafficPolicy` or load balancer fields
 /// gives them up, unless the update set them itself.
@@ -630,7 +656,7 @@ pub fn drop_type_dependent_fields(new: &mut Value, old: &Value) {
     };
     let same = |new: &Value, key: &str| new.pointer(&format!("/spec/{key}")) == old.pointer(&format!("/spec/{key}"));
     let mut dropped = Vec::new();
-    if needs(old) && !needs(new) && same(new, "externalTrafficPolicy") {
+    if externally_accessible(old) && !externally_accessible(new) && same(new, "externalTrafficPolicy") {
         dropped.push("externalTrafficPolicy");
     }
     let load_balancer = |s: &Value| service_type(s) == "LoadBalancer";
@@ -646,11 +672,14 @@ pub fn drop_type_dependent_fields(new: &mut Value, old: &Value) {
             spec.remove(key);
         }
     }
-    let node_ports = |s: &Value| -> Vec<Option<Value>> {
+    // kube's `sameNodePorts`: ports may be added, removed or changed, as long as no node port
+    // is new.
+    let node_ports = |s: &Value| -> Vec<i64> {
         let ports = s.pointer("/spec/ports").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-        ports.iter().map(|p| p.get("nodePort").cloned()).collect()
+        ports.iter().filter_map(|p| p.get("nodePort").and_then(Value::as_i64)).filter(|n| *n != 0).collect()
     };
-    if needs(old) && !needs(new) && node_ports(new) == node_ports(old) {
+    let (new_ports, old_ports) = (node_ports(new), node_ports(old));
+    if needs(old) && !needs(new) && new_ports.iter().all(|n| old_ports.contains(n)) {
         for p in new.pointer_mut("/spec/ports").and_then(Value::as_array_mut).into_iter().flatten() {
             if let Some(p) = p.as_object_mut() {
                 p.remove("nodePort");

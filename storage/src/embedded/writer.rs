@@ -230,6 +230,10 @@ impl Writer {
                 .map(|(key, revision)| (Mutation::Delete { key, expect: Some(revision) }, oneshot::channel().0))
                 .collect();
             self.commit(deletes, frames);
+            // One batch of expiries per round: writes waiting meanwhile go first.
+            if let Ok(request) = requests.try_recv() {
+                return Some(request);
+            }
         }
     }
 

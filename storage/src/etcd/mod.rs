@@ -146,6 +146,9 @@ struct Inner {
     compacted: AtomicU64,
     /// The lease keys written with a TTL share.
     leases: LeaseCache,
+    /// Held across a grant, so writes arriving together wait for one lease instead of each
+    /// granting their own.
+    granting: tokio::sync::Mutex<()>,
 }
 
 /// Why an etcd call failed.
@@ -173,7 +176,8 @@ impl EtcdStore {
         let members = Members::dial(&options.endpoints, &connect, MAX_RESPONSE_SIZE, options.dial_timeout);
         let members = Arc::new(members.await.map_err(fail)?);
         let leases = LeaseCache::default();
-        let inner = Arc::new(Inner { members, backend, compacted: AtomicU64::new(0), options, leases });
+        let granting = tokio::sync::Mutex::new(());
+        let inner = Arc::new(Inner { members, backend, compacted: AtomicU64::new(0), options, leases, granting });
         let revision = inner.current_revision().await?;
         // Revision 1 is readable unless etcd was compacted: then learn where.
         if let Err(Failure::Compacted) =
@@ -336,6 +340,11 @@ impl Inner {
 
     /// The lease for a key that must live `seconds`: the shared one, or a new grant.
     async fn lease_for(&self, key: &str, seconds: u64) -> Result<i64, StorageError> {
+        if let LeaseChoice::Reuse(id) = self.leases.choose(seconds, std::time::Instant::now()) {
+            return Ok(id);
+        }
+        let _granting = self.granting.lock().await;
+        // Another write may have granted one while this waited.
         let asked = std::time::Instant::now();
         match self.leases.choose(seconds, asked) {
             LeaseChoice::Reuse(id) => Ok(id),
