@@ -66,9 +66,12 @@ impl RequestInfo {
         matches!(self.verb.as_str(), "create" | "update" | "patch" | "delete" | "deletecollection")
     }
 
-    /// Whether the request is long-running (watch), which APF and the inflight gauges treat apart.
+    /// Whether the request is long-running, which APF, timeouts and the inflight gauges treat
+    /// apart: kube's `BasicLongRunningRequestCheck`, the verbs `watch` and `proxy` and the
+    /// streaming subresources.
     pub fn is_long_running(&self) -> bool {
-        self.verb == "watch"
+        matches!(self.verb.as_str(), "watch" | "proxy")
+            || matches!(self.subresource.as_str(), "attach" | "exec" | "proxy" | "log" | "portforward")
     }
 }
 

@@ -93,6 +93,16 @@ pub struct ServeOptions {
     #[arg(long, value_delimiter = ',', value_parser = parse_node_address_type,
           default_value = "Hostname,InternalDNS,InternalIP,ExternalDNS,ExternalIP")]
     pub kubelet_preferred_address_types: Vec<String>,
+    /// Client certificate presented to kubelets (logs, exec, attach, port-forward, proxy).
+    #[arg(long)]
+    pub kubelet_client_certificate: Option<PathBuf>,
+    /// Key of `--kubelet-client-certificate`.
+    #[arg(long)]
+    pub kubelet_client_key: Option<PathBuf>,
+    /// CA bundle that verifies kubelets' serving certificates; without it they are not
+    /// verified, as kube-apiserver does not verify them then.
+    #[arg(long)]
+    pub kubelet_certificate_authority: Option<PathBuf>,
     /// Allow unauthenticated requests as `system:anonymous` (authorization still applies).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub anonymous_auth: bool,

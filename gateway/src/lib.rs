@@ -50,6 +50,7 @@ pub mod config;
 pub mod context;
 pub mod discovery;
 pub mod health;
+pub mod kubelet;
 pub mod lifecycle;
 pub mod metrics;
 pub mod negotiate;

@@ -52,7 +52,9 @@ pub async fn serve(ctx: &RequestContext<'_>, payload: web::Payload) -> Result<Ht
             Some(sub)
         }
     };
-    if info.parts.len() > if info.namespace.is_empty() || info.resource == "namespaces" { 3 } else { 5 } {
+    // A proxy's path goes on after `proxy`: the backend's.
+    let longest = if info.namespace.is_empty() || info.resource == "namespaces" { 3 } else { 5 };
+    if info.parts.len() > longest && subresource != Some(Subresource::Proxy) {
         return Err(resource_not_found());
     }
     let mut target = Target::object(&def, &info.namespace, &info.name);
@@ -89,8 +91,7 @@ async fn serve_target(
 ) -> Result<HttpResponse, ApiError> {
     let (info, subresource) = (ctx.info, target.subresource);
     if let Some(sub) = subresource.filter(|s| !s.is_view()) {
-        let body = ctx.read_body(payload).await?;
-        return crate::subresources::serve(ctx, def, target, sub, body).await;
+        return crate::subresources::serve(ctx, def, target, sub, payload).await;
     }
     match info.verb.as_str() {
         "get" => get(ctx, def, target).await,

@@ -226,6 +226,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         apf_exempt,
         aggregator,
         remotes,
+        kubelet_tls: crate::kubelet::kubelet_tls(&options)?,
         lifecycle: lifecycle.clone(),
     });
     let (main, admin) = http_servers(&options, server, material)?;

@@ -59,6 +59,8 @@ pub struct ServerState {
     pub aggregator: Arc<crate::aggregator::Aggregator>,
     /// The storage stages other processes run (`--stage-topology`), shown with their health.
     pub remotes: crate::topology::RemoteStages,
+    /// How kubelets are reached (`--kubelet-client-certificate`, `--kubelet-certificate-authority`).
+    pub kubelet_tls: Arc<rustls::ClientConfig>,
     /// Where the shutdown sequence stands, and the requests it waits for.
     pub lifecycle: Arc<crate::lifecycle::Lifecycle>,
 }

@@ -1,14 +1,13 @@
 //! The subresources that act rather than show a view of the object: those whose kind gives
 //! them an action (`pods/binding`, `pods/eviction`: the kinds' actions, run here
 //! with the request as their `ActionContext`), the TokenRequest, and the ones kube hands to a
-//! kubelet or an endpoint (`log`, `exec`, `attach`, `portforward`, `proxy`). This server
-//! reaches no kubelet: those answer what kube answers when none is reachable, after dialing the
-//! address kube would dial.
+//! kubelet or an endpoint (`log`, `exec`, `attach`, `portforward`, `proxy`): this module checks
+//! them and finds the address kube would reach, and the `kubelet` module relays them.
 
 use std::sync::Arc;
 
-use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, web};
 use apimachinery::action::{Action, ActionContext};
 use apimachinery::catalogue::{ResourceDef, Subresource};
 use apimachinery::error::ApiError;
@@ -17,6 +16,7 @@ use apimachinery::object::ObjectExt;
 use serde_json::Value;
 
 use crate::context::RequestContext;
+use crate::kubelet::Transport;
 use crate::negotiate::{Offer, decode_body, input_format, negotiate, respond};
 
 /// Serves an action or kubelet subresource.
@@ -25,17 +25,21 @@ pub async fn serve(
     def: &Arc<ResourceDef>,
     target: Target,
     sub: Subresource,
-    body: bytes::Bytes,
+    payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     if let Some(action) = ctx.server.actions.find(def, Some(sub)) {
+        let body = ctx.read_body(payload).await?;
         return act(ctx, def, action, target, &body).await;
     }
     match sub {
-        Subresource::Token => crate::tokens::request(ctx, def, target, &body).await,
-        Subresource::Log | Subresource::Exec | Subresource::Attach | Subresource::PortForward => {
-            kubelet(ctx, &target, sub).await
+        Subresource::Token => {
+            let body = ctx.read_body(payload).await?;
+            crate::tokens::request(ctx, def, target, &body).await
         }
-        Subresource::Proxy => proxy(ctx, def, &target).await,
+        Subresource::Log | Subresource::Exec | Subresource::Attach | Subresource::PortForward => {
+            kubelet(ctx, &target, sub, payload).await
+        }
+        Subresource::Proxy => proxy(ctx, def, &target, payload).await,
         _ => Err(ApiError::method_not_allowed()),
     }
 }
@@ -87,7 +91,12 @@ fn preferred_address(node: &Value, types: &[String]) -> Result<String, ApiError>
 
 /// `log`, `exec`, `attach`, `portforward`: kube validates the container, then streams from
 /// the pod's kubelet. Without a node there is nothing to reach.
-async fn kubelet(ctx: &RequestContext<'_>, target: &Target, sub: Subresource) -> Result<HttpResponse, ApiError> {
+async fn kubelet(
+    ctx: &RequestContext<'_>,
+    target: &Target,
+    sub: Subresource,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
     let pod = ctx.get(&target.main()).await?;
     let name = pod.name().to_string();
     let containers: Vec<&str> = ["containers", "initContainers", "ephemeralContainers"]
@@ -130,55 +139,177 @@ async fn kubelet(ctx: &RequestContext<'_>, target: &Target, sub: Subresource) ->
         return Err(ApiError::bad_request(format!("pod {name} does not have a host assigned")));
     }
     let address = kubelet_address(ctx, node).await?;
-    match ctx.dial(&address).await {
-        Err(e) if sub == Subresource::Log => Err(ApiError::unknown(format!(
-            "Get \"https://{address}/containerLogs/{}/{name}/{chosen}\": {e}",
-            target.namespace
-        ))),
-        Err(e) => Err(ApiError::unknown(format!("error dialing backend: {e}"))),
-        Ok(()) => Err(ApiError::unavailable(format!(
-            "the kubelet at {address} is reachable, but this server does not stream {} from kubelets",
-            sub.name()
+    let ns = &target.namespace;
+    let (path, query) = match sub {
+        Subresource::Log => (format!("/containerLogs/{ns}/{name}/{chosen}"), log_query(&ctx.query)),
+        Subresource::PortForward => (format!("/portForward/{ns}/{name}"), port_forward_query(&ctx.query)),
+        Subresource::Exec => (format!("/exec/{ns}/{name}/{chosen}"), stream_query(&ctx.query, true)),
+        _ => (format!("/attach/{ns}/{name}/{chosen}"), stream_query(&ctx.query, false)),
+    };
+    let path = if query.is_empty() { path } else { format!("{path}?{query}") };
+    let body = if sub == Subresource::Log {
+        None
+    } else {
+        check_upgrade(ctx)?;
+        Some(payload)
+    };
+    let transport = Transport::Tls(ctx.server.kubelet_tls.clone());
+    crate::kubelet::relay(&transport, &address, &path, ctx.req, body).await.map_err(|e| match sub {
+        Subresource::Log => ApiError::unknown(format!("Get \"https://{address}{path}\": {e}")),
+        _ => ApiError::unknown(format!("error dialing backend: {e}")),
+    })
+}
+
+/// `exec`, `attach` and `portforward` must be upgrades, and this server relays WebSocket ones.
+fn check_upgrade(ctx: &RequestContext<'_>) -> Result<(), ApiError> {
+    match ctx.header("Upgrade") {
+        None => Err(ApiError::bad_request("Upgrade request required")),
+        Some(u) if u.eq_ignore_ascii_case("websocket") => Ok(()),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "this server relays exec, attach and port-forward over WebSocket; an {other} upgrade is not relayed"
         ))),
     }
 }
 
-/// `proxy`: to a pod's IP, a node's kubelet, or a service's endpoints.
-async fn proxy(ctx: &RequestContext<'_>, def: &ResourceDef, target: &Target) -> Result<HttpResponse, ApiError> {
-    let obj = ctx.get(&target.main()).await?;
-    let name = obj.name().to_string();
-    let address = match def.resource.as_str() {
-        "nodes" => kubelet_address(ctx, &name).await?,
+/// The kubelet's `containerLogs` query: kube's `PodLogOptions` that reach it, as sent.
+fn log_query(query: &apimachinery::options::Params) -> String {
+    let keys = ["follow", "previous", "timestamps", "sinceSeconds", "sinceTime", "limitBytes", "tailLines"];
+    encode(keys.iter().filter_map(|k| query.get(k).filter(|v| !v.is_empty()).map(|v| (k.to_string(), v.to_string()))))
+}
+
+/// The kubelet's `exec` and `attach` query, in its own words: `input`, `output`, `error` and
+/// `tty` for the streams kube's `PodExecOptions` asks for, and `command` (exec only).
+fn stream_query(query: &apimachinery::options::Params, exec: bool) -> String {
+    let on = |k: &str| query.get(k).is_some_and(|v| v == "true" || v == "1");
+    let mut pairs = Vec::new();
+    for (ours, kubelets) in [("stdin", "input"), ("stdout", "output"), ("stderr", "error"), ("tty", "tty")] {
+        if on(ours) {
+            pairs.push((kubelets.to_string(), "1".to_string()));
+        }
+    }
+    if exec {
+        pairs.extend(query.all("command").into_iter().map(|c| ("command".to_string(), c.to_string())));
+    }
+    encode(pairs.into_iter())
+}
+
+/// The kubelet's `portForward` query: one `port` per port asked for.
+fn port_forward_query(query: &apimachinery::options::Params) -> String {
+    let ports = query.all("ports").into_iter().flat_map(|p| p.split(',')).map(|p| ("port".to_string(), p.to_string()));
+    encode(ports.collect::<Vec<_>>().into_iter())
+}
+
+/// A query string, each key and value escaped.
+fn encode(pairs: impl Iterator<Item = (String, String)>) -> String {
+    let escape = |s: &str| {
+        let mut out = String::new();
+        for b in s.bytes() {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                out.push(b as char);
+            } else {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        }
+        out
+    };
+    pairs.map(|(k, v)| format!("{}={}", escape(&k), escape(&v))).collect::<Vec<_>>().join("&")
+}
+
+/// `proxy`: to a node's kubelet, a pod's IP, or an endpoint of a Service. The name may carry
+/// a scheme and a port, as kube's `SplitSchemeNamePort` reads it (`https:web:8443`), and the
+/// rest of the path after `proxy` is the backend's path.
+async fn proxy(
+    ctx: &RequestContext<'_>,
+    def: &ResourceDef,
+    target: &Target,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let (scheme, name, port) = split_scheme_name_port(&target.name)
+        .ok_or_else(|| ApiError::bad_request(format!("invalid request {:?}", target.name)))?;
+    let obj = ctx.get(&Target { name: name.to_string(), ..target.main() }).await?;
+    let (address, tls) = match def.resource.as_str() {
+        "nodes" => {
+            let address = kubelet_address(ctx, name).await?;
+            let address = match port {
+                Some(p) => format!("{}:{p}", address.rsplit_once(':').map_or(address.as_str(), |(h, _)| h)),
+                None => address,
+            };
+            (address, scheme != "http")
+        }
         "services" => {
             let endpoints = ctx
                 .server
                 .catalogue
                 .find("", "v1", "endpoints")
-                .ok_or_else(|| ApiError::not_found("", "endpoints", &name))?;
-            let ep = ctx.get(&Target::object(&endpoints, &target.namespace, &name)).await.ok();
+                .ok_or_else(|| ApiError::not_found("", "endpoints", name))?;
+            let ep = ctx.get(&Target::object(&endpoints, &target.namespace, name)).await.ok();
             let first = ep.as_ref().and_then(|ep| {
                 let subset = ep.pointer("/subsets/0")?;
                 let ip = subset.pointer("/addresses/0/ip")?.as_str()?.to_string();
-                let port = subset.pointer("/ports/0/port")?.as_i64()?;
-                Some(format!("{ip}:{port}"))
+                let ports = subset.get("ports")?.as_array()?;
+                let chosen = match port {
+                    Some(p) => ports.iter().find(|x| x["name"] == p || p.parse::<i64>().ok() == x["port"].as_i64())?,
+                    None => ports.first()?,
+                };
+                Some(format!("{ip}:{}", chosen["port"].as_i64()?))
             });
-            first.ok_or_else(|| ApiError::unavailable(format!("no endpoints available for service \"{name}\"")))?
+            let address =
+                first.ok_or_else(|| ApiError::unavailable(format!("no endpoints available for service \"{name}\"")))?;
+            (address, scheme == "https")
         }
         _ => {
             let ip = obj.pointer("/status/podIP").and_then(Value::as_str).unwrap_or("");
             if ip.is_empty() {
                 return Err(ApiError::bad_request("address not allowed"));
             }
-            format!("{ip}:80")
+            let host = if ip.contains(':') { format!("[{ip}]") } else { ip.to_string() };
+            (format!("{host}:{}", port.unwrap_or("80")), scheme == "https")
         }
     };
-    match ctx.dial(&address).await {
+    let transport = match (tls, def.resource.as_str()) {
+        (false, _) => Transport::Plain,
+        (true, "nodes") => Transport::Tls(ctx.server.kubelet_tls.clone()),
+        // Pods and Services over https are not verified, as kube's proxy transport does not.
+        (true, _) => {
+            let trust = webhook_client::Trust { insecure: true, ..Default::default() };
+            let client = webhook_client::WebhookClient::for_proxy(trust).map_err(ApiError::internal)?;
+            Transport::Tls(client.tls_config().ok_or_else(|| ApiError::internal("no TLS configuration"))?)
+        }
+    };
+    let mut path = String::from("/");
+    path.push_str(&proxied_path(&ctx.info.parts));
+    if ctx.req.path().ends_with('/') && !path.ends_with('/') {
+        path.push('/');
+    }
+    if !ctx.req.query_string().is_empty() {
+        path = format!("{path}?{}", ctx.req.query_string());
+    }
+    match crate::kubelet::relay(&transport, &address, &path, ctx.req, Some(payload)).await {
+        Ok(answer) => Ok(answer),
         Err(e) => Ok(HttpResponse::ServiceUnavailable()
             .content_type("text/plain; charset=utf-8")
             .body(format!("Error trying to reach service: '{e}'"))),
-        Ok(()) => {
-            Err(ApiError::unavailable(format!("{address} is reachable, but this server does not proxy requests yet")))
-        }
+    }
+}
+
+/// `[scheme:]name[:port]`, as kube's `SplitSchemeNamePort` splits it; `None` when malformed.
+fn split_scheme_name_port(id: &str) -> Option<(&str, &str, Option<&str>)> {
+    let parts: Vec<&str> = id.split(':').collect();
+    let (scheme, name, port) = match parts.as_slice() {
+        [name] => ("", *name, None),
+        [name, port] => ("", *name, Some(*port)),
+        [scheme, name, port] => (*scheme, *name, Some(*port)),
+        _ => return None,
+    };
+    let valid = !name.is_empty() && matches!(scheme, "" | "http" | "https") && port != Some("");
+    valid.then_some((scheme, name, port))
+}
+
+/// The path after `proxy` in a request's path parts.
+fn proxied_path(parts: &[String]) -> String {
+    match parts.iter().position(|p| p == "proxy") {
+        Some(i) => parts[i + 1..].join("/"),
+        None => String::new(),
     }
 }
 
@@ -187,6 +318,38 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn proxy_names_split_as_kube_splits_them() {
+        assert_eq!(split_scheme_name_port("web"), Some(("", "web", None)));
+        assert_eq!(split_scheme_name_port("web:8080"), Some(("", "web", Some("8080"))));
+        assert_eq!(split_scheme_name_port("https:web:8443"), Some(("https", "web", Some("8443"))));
+        assert_eq!(split_scheme_name_port("ftp:web:21"), None);
+        assert_eq!(split_scheme_name_port("a:b:c:d"), None);
+        let parts: Vec<String> = ["namespaces", "d", "pods", "web", "proxy", "healthz", "x"].map(String::from).into();
+        assert_eq!(proxied_path(&parts), "healthz/x");
+    }
+
+    #[test]
+    fn kubelet_queries_use_the_kubelets_names() {
+        let params = |pairs: &[(&str, &str)]| {
+            apimachinery::options::Params::new(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+        };
+        let q = params(&[
+            ("command", "ls"),
+            ("command", "-l a"),
+            ("stdin", "true"),
+            ("stdout", "true"),
+            ("tty", "false"),
+            ("container", "c"),
+        ]);
+        assert_eq!(stream_query(&q, true), "input=1&output=1&command=ls&command=-l%20a");
+        assert_eq!(stream_query(&q, false), "input=1&output=1");
+        let logs = params(&[("follow", "true"), ("tailLines", "5"), ("container", "c")]);
+        assert_eq!(log_query(&logs), "follow=true&tailLines=5");
+        let ports = params(&[("ports", "80,443"), ("ports", "8080")]);
+        assert_eq!(port_forward_query(&ports), "port=80&port=443&port=8080");
+    }
 
     #[test]
     fn a_kubelet_is_reached_by_the_first_preferred_address_type_the_node_has() {

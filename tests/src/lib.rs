@@ -25,6 +25,7 @@ pub mod extension;
 pub mod flags;
 pub mod fleet;
 pub mod http;
+pub mod kubelet;
 pub mod load;
 pub mod pki;
 pub mod robustness;

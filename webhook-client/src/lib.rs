@@ -204,6 +204,12 @@ impl WebhookClient {
         Ok(Self::with_tls(String::new(), tls_config(&resolved)?, true))
     }
 
+    /// The TLS configuration requests are made with (`None`: awc's default), for connections
+    /// awc cannot make: upgraded streams relayed byte for byte.
+    pub fn tls_config(&self) -> Option<Arc<rustls::ClientConfig>> {
+        self.target.tls.clone()
+    }
+
     /// This thread's pooled awc client for the target, for requests the helpers here do not
     /// cover (streamed bodies). Must be used on the thread it was taken on.
     pub fn http(&self) -> awc::Client {

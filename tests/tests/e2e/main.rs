@@ -22,6 +22,7 @@ mod identities;
 mod kinds;
 mod kube_etcd_format;
 mod kubectl;
+mod kubelets;
 mod leader_election;
 mod namespaces;
 mod operator;
