@@ -107,19 +107,29 @@ impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
 fn dropped(name: &str) -> bool {
     matches!(
         name,
-        "authorization" | "host" | "content-length" | "transfer-encoding" | "keep-alive" | "proxy-connection"
+        "authorization"
+            | "host"
+            | "content-length"
+            | "transfer-encoding"
+            | "keep-alive"
+            | "proxy-connection"
+            | "expect"
+            | "te"
+            | "trailer"
     ) || name.starts_with("impersonate-")
         || name.starts_with("x-remote-")
 }
 
 /// Sends `req` (method and headers) to `path_and_query` at `address`, with `body`, and relays
-/// the answer: an upgrade's stream both ways, anything else streamed back as it comes.
+/// the answer: an upgrade's stream both ways, anything else streamed back as it comes. With
+/// `translate_v5`, a WebSocket offer of only `v5.channel.k8s.io` is made as v4.
 pub async fn relay(
     transport: &Transport,
     address: &str,
     path_and_query: &str,
     req: &HttpRequest,
     body: Option<web::Payload>,
+    translate_v5: bool,
 ) -> Result<HttpResponse, Unreachable> {
     let upgrade = req.headers().contains_key("upgrade");
     let offered: Vec<&str> = req
@@ -131,7 +141,7 @@ pub async fn relay(
         .collect();
     // kubectl's WebSocket exec and attach offer only v5, which kubelets do not speak: the
     // kubelet is asked for v4, whose frames are the same, and the client told it got v5.
-    let v5_as_v4 = offered == [V5];
+    let v5_as_v4 = translate_v5 && offered == [V5];
     let mut conn = connect(transport, address).await?;
     let mut head = format!("{} {path_and_query} HTTP/1.1\r\nHost: {address}\r\n", req.method());
     if v5_as_v4 {
@@ -175,7 +185,18 @@ pub async fn relay(
     }
     conn.flush().await.map_err(lost)?;
 
-    let (status, headers, rest) = read_head(&mut conn, address).await?;
+    // An interim answer (`100 Continue`, `102`) is not the answer.
+    let (status, headers, rest) = loop {
+        let (status, headers, rest) = read_head(&mut conn, address, Bytes::new()).await?;
+        if status.is_informational() && status != StatusCode::SWITCHING_PROTOCOLS {
+            let (s, h, r) = read_head(&mut conn, address, rest).await?;
+            if s.is_informational() && s != StatusCode::SWITCHING_PROTOCOLS {
+                continue;
+            }
+            break (s, h, r);
+        }
+        break (status, headers, rest);
+    };
     let mut answer = HttpResponse::build(status);
     let mut length = None;
     let mut chunked_answer = false;
@@ -197,7 +218,7 @@ pub async fn relay(
             answer.insert_header(("sec-websocket-protocol", V5));
         }
         let (from_backend, mut to_backend) = tokio::io::split(conn);
-        if let Some(mut payload) = payload {
+        let forwarding = payload.map(|mut payload| {
             actix_web::rt::spawn(async move {
                 while let Some(Ok(chunk)) = payload.next().await {
                     if to_backend.write_all(&chunk).await.is_err() {
@@ -205,23 +226,69 @@ pub async fn relay(
                     }
                 }
                 let _ = to_backend.shutdown().await;
-            });
-        }
+            })
+        });
+        // When the backend closes, the client's connection closes too: the stream ends in an
+        // error (actix then drops the connection, whose request side is still open), and the
+        // copy the other way stops.
+        let mut forwarding = forwarding;
+        let closed = futures_util::stream::once(async move {
+            if let Some(task) = forwarding.take() {
+                task.abort();
+            }
+            Err::<Bytes, _>(std::io::Error::new(std::io::ErrorKind::ConnectionAborted, "the backend closed"))
+        });
         let first = futures_util::stream::once(async move { Ok::<_, std::io::Error>(rest) });
-        return Ok(answer.streaming(first.chain(read_stream(from_backend))));
+        return Ok(answer.streaming(first.chain(read_stream(from_backend)).chain(closed)));
+    }
+    let bodiless = req.method() == actix_web::http::Method::HEAD
+        || status.is_informational()
+        || matches!(status, StatusCode::NO_CONTENT | StatusCode::NOT_MODIFIED);
+    if bodiless {
+        return Ok(answer.finish());
     }
     let body = if chunked_answer {
         dechunk(rest, conn)
-    } else {
+    } else if let Some(len) = length {
         let first = futures_util::stream::once(async move { Ok::<_, std::io::Error>(rest) });
         let stream = first.chain(read_stream(conn)).boxed_local();
-        // A sized answer (an error from the kubelet) is read whole: the connection closes after it.
-        if let Some(len) = length.filter(|l| *l <= MAX_BODY) {
-            return Ok(answer.body(stream_prefix(stream, len).await));
+        if len <= MAX_BODY {
+            // Read whole (an error from the backend), so it arrives with its length.
+            return Ok(answer.body(stream_prefix(stream, len).await.map_err(|e| Unreachable(e.to_string()))?));
         }
-        stream
+        limited(stream, len)
+    } else {
+        let first = futures_util::stream::once(async move { Ok::<_, std::io::Error>(rest) });
+        first.chain(read_stream(conn)).boxed_local()
     };
     Ok(answer.streaming(body))
+}
+
+/// The first `len` bytes of a stream, streamed; an end before them is an error.
+fn limited(
+    stream: futures_util::stream::LocalBoxStream<'static, Result<Bytes, std::io::Error>>,
+    len: usize,
+) -> futures_util::stream::LocalBoxStream<'static, Result<Bytes, std::io::Error>> {
+    futures_util::stream::unfold((stream, len), |(mut stream, left)| async move {
+        if left == 0 {
+            return None;
+        }
+        match stream.next().await {
+            Some(Ok(mut chunk)) => {
+                chunk.truncate(left);
+                let left = left - chunk.len();
+                Some((Ok(chunk), (stream, left)))
+            }
+            Some(Err(e)) => Some((Err(e), (stream, 0))),
+            None => Some((Err(truncated()), (stream, 0))),
+        }
+    })
+    .boxed_local()
+}
+
+/// The error of a body that ended before its framing said it would.
+fn truncated() -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the backend's answer ended early")
 }
 
 /// What remains of a connection, as a stream of the chunks read.
@@ -242,49 +309,86 @@ fn read_stream<R: AsyncRead + Unpin + 'static>(
 async fn stream_prefix(
     mut stream: futures_util::stream::LocalBoxStream<'static, Result<Bytes, std::io::Error>>,
     len: usize,
-) -> Bytes {
+) -> Result<Bytes, std::io::Error> {
     let mut out = BytesMut::with_capacity(len);
     while out.len() < len {
         match stream.next().await {
             Some(Ok(chunk)) => out.extend_from_slice(&chunk),
-            _ => break,
+            Some(Err(e)) => return Err(e),
+            None => return Err(truncated()),
         }
     }
     out.truncate(len);
-    out.freeze()
+    Ok(out.freeze())
 }
 
-/// A chunked body, decoded as it arrives: `rest` is what was read past the head.
+/// Where a chunked body's decoding stands.
+struct Chunked<R> {
+    buf: BytesMut,
+    reader: R,
+    /// Data bytes of the current chunk not yet passed on.
+    left: usize,
+    /// The CRLF after a chunk's data is still to be skipped.
+    crlf: bool,
+    done: bool,
+}
+
+/// A chunked body, decoded as it arrives (a chunk's data passed on as it comes, however large
+/// the chunk): `rest` is what was read past the head. An end before the last chunk is an error.
 fn dechunk<R: AsyncRead + Unpin + 'static>(
     rest: Bytes,
     reader: R,
 ) -> futures_util::stream::LocalBoxStream<'static, Result<Bytes, std::io::Error>> {
-    let state = (BytesMut::from(&rest[..]), reader, false);
-    futures_util::stream::unfold(state, |(mut buf, mut reader, done)| async move {
-        if done {
+    let state = Chunked { buf: BytesMut::from(&rest[..]), reader, left: 0, crlf: false, done: false };
+    let invalid = |why: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, why.to_string());
+    futures_util::stream::unfold(state, move |mut st| async move {
+        if st.done {
             return None;
         }
         loop {
-            // A chunk: `<hex size>[;ext]\r\n<data>\r\n`; size 0 ends the body.
-            if let Some(line_end) = buf.windows(2).position(|w| w == b"\r\n") {
-                let size_text = String::from_utf8_lossy(&buf[..line_end]).to_string();
-                let size_hex = size_text.split(';').next().unwrap_or("").trim();
-                let Ok(size) = usize::from_str_radix(size_hex, 16) else {
-                    let e = std::io::Error::new(std::io::ErrorKind::InvalidData, "bad chunk size");
-                    return Some((Err(e), (buf, reader, true)));
-                };
-                if size == 0 {
-                    return None;
+            if st.left > 0 && !st.buf.is_empty() {
+                let n = st.left.min(st.buf.len());
+                st.left -= n;
+                st.crlf = st.left == 0;
+                let data = st.buf.split_to(n).freeze();
+                return Some((Ok(data), st));
+            }
+            if st.left == 0 && st.crlf && st.buf.len() >= 2 {
+                let _ = st.buf.split_to(2);
+                st.crlf = false;
+                continue;
+            }
+            if st.left == 0 && !st.crlf {
+                // A chunk's head: `<hex size>[;ext]\r\n`; size 0 ends the body.
+                if let Some(line_end) = st.buf.windows(2).position(|w| w == b"\r\n") {
+                    let text = String::from_utf8_lossy(&st.buf[..line_end]).to_string();
+                    let _ = st.buf.split_to(line_end + 2);
+                    match usize::from_str_radix(text.split(';').next().unwrap_or("").trim(), 16) {
+                        Ok(0) => return None,
+                        Ok(size) => {
+                            st.left = size;
+                            continue;
+                        }
+                        Err(_) => {
+                            st.done = true;
+                            return Some((Err(invalid("bad chunk size")), st));
+                        }
+                    }
                 }
-                if buf.len() >= line_end + 2 + size + 2 {
-                    let _ = buf.split_to(line_end + 2);
-                    let data = buf.split_to(size).freeze();
-                    let _ = buf.split_to(2);
-                    return Some((Ok(data), (buf, reader, false)));
+                if st.buf.len() > MAX_HEAD {
+                    st.done = true;
+                    return Some((Err(invalid("chunk head too long")), st));
                 }
             }
-            match reader.read_buf(&mut buf).await {
-                Ok(0) | Err(_) => return None,
+            match st.reader.read_buf(&mut st.buf).await {
+                Ok(0) => {
+                    st.done = true;
+                    return Some((Err(truncated()), st));
+                }
+                Err(e) => {
+                    st.done = true;
+                    return Some((Err(e), st));
+                }
                 Ok(_) => {}
             }
         }
@@ -292,12 +396,15 @@ fn dechunk<R: AsyncRead + Unpin + 'static>(
     .boxed_local()
 }
 
-/// Reads a response head; returns its status, headers and the bytes read past it.
+/// Reads a response head after the bytes `read` already; returns its status, headers and the
+/// bytes read past it.
 async fn read_head(
     conn: &mut Box<dyn Stream>,
     address: &str,
+    read: Bytes,
 ) -> Result<(StatusCode, Vec<(HeaderName, HeaderValue)>, Bytes), Unreachable> {
     let mut buf = BytesMut::with_capacity(4096);
+    buf.extend_from_slice(&read);
     let end = loop {
         if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             break i;

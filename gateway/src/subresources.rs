@@ -154,10 +154,23 @@ async fn kubelet(
         Some(payload)
     };
     let transport = Transport::Tls(ctx.server.kubelet_tls.clone());
-    crate::kubelet::relay(&transport, &address, &path, ctx.req, body).await.map_err(|e| match sub {
-        Subresource::Log => ApiError::unknown(format!("Get \"https://{address}{path}\": {e}")),
-        _ => ApiError::unknown(format!("error dialing backend: {e}")),
-    })
+    // kubectl's v5 offer is asked of the kubelet as v4 unless stdin is streamed: a kubelet
+    // ignores v5's stdin-close signal, and the command would wait for its input forever.
+    let stdin = stream_query(&ctx.query, false).contains("input=1");
+    let answer =
+        crate::kubelet::relay(&transport, &address, &path, ctx.req, body, !stdin).await.map_err(|e| match sub {
+            Subresource::Log => ApiError::unknown(format!("Get \"https://{address}{path}\": {e}")),
+            _ => ApiError::unknown(format!("error dialing backend: {e}")),
+        })?;
+    if sub == Subresource::Log && !answer.status().is_success() {
+        // The kubelet's refusal, as a Status with its code.
+        let code = answer.status().as_u16();
+        let body = actix_web::body::to_bytes(answer.into_body()).await.unwrap_or_default();
+        let mut error = ApiError::unknown(String::from_utf8_lossy(&body).trim().to_string());
+        error.code = code;
+        return Err(error);
+    }
+    Ok(answer)
 }
 
 /// `exec`, `attach` and `portforward` must be upgrades, and this server relays WebSocket ones.
@@ -180,7 +193,8 @@ fn log_query(query: &apimachinery::options::Params) -> String {
 /// The kubelet's `exec` and `attach` query, in its own words: `input`, `output`, `error` and
 /// `tty` for the streams kube's `PodExecOptions` asks for, and `command` (exec only).
 fn stream_query(query: &apimachinery::options::Params, exec: bool) -> String {
-    let on = |k: &str| query.get(k).is_some_and(|v| v == "true" || v == "1");
+    // kube's string-to-bool: anything but empty, `0` and `false` is true.
+    let on = |k: &str| query.get(k).is_some_and(|v| !matches!(v.to_ascii_lowercase().as_str(), "" | "0" | "false"));
     let mut pairs = Vec::new();
     for (ours, kubelets) in [("stdin", "input"), ("stdout", "output"), ("stderr", "error"), ("tty", "tty")] {
         if on(ours) {
@@ -227,55 +241,59 @@ async fn proxy(
     let (scheme, name, port) = split_scheme_name_port(&target.name)
         .ok_or_else(|| ApiError::bad_request(format!("invalid request {:?}", target.name)))?;
     let obj = ctx.get(&Target { name: name.to_string(), ..target.main() }).await?;
-    let (address, tls) = match def.resource.as_str() {
+    let plain_or_tls = |tls: bool| -> Result<Transport, ApiError> {
+        if !tls {
+            return Ok(Transport::Plain);
+        }
+        // Pods, Services and other node ports over https are not verified, as kube's proxy
+        // transport does not verify them.
+        let trust = webhook_client::Trust { insecure: true, ..Default::default() };
+        let client = webhook_client::WebhookClient::for_proxy(trust).map_err(ApiError::internal)?;
+        Ok(Transport::Tls(client.tls_config().ok_or_else(|| ApiError::internal("no TLS configuration"))?))
+    };
+    let (address, transport) = match def.resource.as_str() {
         "nodes" => {
-            let address = kubelet_address(ctx, name).await?;
-            let address = match port {
-                Some(p) => format!("{}:{p}", address.rsplit_once(':').map_or(address.as_str(), |(h, _)| h)),
-                None => address,
-            };
-            (address, scheme != "http")
+            let kubelet = kubelet_address(ctx, name).await?;
+            let (host, kubelet_port) = kubelet.rsplit_once(':').unwrap_or((kubelet.as_str(), "10250"));
+            match port {
+                // The kubelet itself, over its own TLS, whatever scheme was asked.
+                None => (kubelet.clone(), Transport::Tls(ctx.server.kubelet_tls.clone())),
+                Some(p) if p == kubelet_port => (kubelet.clone(), Transport::Tls(ctx.server.kubelet_tls.clone())),
+                // Another port of the node: only at an address a proxy may reach.
+                Some(p) => {
+                    proxyable_host(host.trim_matches(['[', ']'])).await?;
+                    (format!("{host}:{p}"), plain_or_tls(scheme == "https")?)
+                }
+            }
         }
-        "services" => {
-            let endpoints = ctx
-                .server
-                .catalogue
-                .find("", "v1", "endpoints")
-                .ok_or_else(|| ApiError::not_found("", "endpoints", name))?;
-            let ep = ctx.get(&Target::object(&endpoints, &target.namespace, name)).await.ok();
-            let first = ep.as_ref().and_then(|ep| {
-                let subset = ep.pointer("/subsets/0")?;
-                let ip = subset.pointer("/addresses/0/ip")?.as_str()?.to_string();
-                let ports = subset.get("ports")?.as_array()?;
-                let chosen = match port {
-                    Some(p) => ports.iter().find(|x| x["name"] == p || p.parse::<i64>().ok() == x["port"].as_i64())?,
-                    None => ports.first()?,
-                };
-                Some(format!("{ip}:{}", chosen["port"].as_i64()?))
-            });
-            let address =
-                first.ok_or_else(|| ApiError::unavailable(format!("no endpoints available for service \"{name}\"")))?;
-            (address, scheme == "https")
-        }
+        "services" => (service_endpoint(ctx, target, &obj, name, port).await?, plain_or_tls(scheme == "https")?),
         _ => {
             let ip = obj.pointer("/status/podIP").and_then(Value::as_str).unwrap_or("");
-            if ip.is_empty() {
+            let addr: std::net::IpAddr = ip.parse().map_err(|_| ApiError::bad_request("address not allowed"))?;
+            if !proxyable(addr) {
                 return Err(ApiError::bad_request("address not allowed"));
             }
-            let host = if ip.contains(':') { format!("[{ip}]") } else { ip.to_string() };
-            (format!("{host}:{}", port.unwrap_or("80")), scheme == "https")
+            // Without a port: the pod's first container port, else the scheme's.
+            let first_port = obj
+                .pointer("/spec/containers")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .flat_map(|c| c.get("ports").and_then(Value::as_array).into_iter().flatten())
+                .find_map(|p| p.get("containerPort").and_then(Value::as_i64));
+            let default = if scheme == "https" { 443 } else { 80 };
+            let port = port.map_or_else(|| first_port.unwrap_or(default).to_string(), str::to_string);
+            (
+                std::net::SocketAddr::new(addr, port.parse().unwrap_or(default as u16)).to_string(),
+                plain_or_tls(scheme == "https")?,
+            )
         }
     };
-    let transport = match (tls, def.resource.as_str()) {
-        (false, _) => Transport::Plain,
-        (true, "nodes") => Transport::Tls(ctx.server.kubelet_tls.clone()),
-        // Pods and Services over https are not verified, as kube's proxy transport does not.
-        (true, _) => {
-            let trust = webhook_client::Trust { insecure: true, ..Default::default() };
-            let client = webhook_client::WebhookClient::for_proxy(trust).map_err(ApiError::internal)?;
-            Transport::Tls(client.tls_config().ok_or_else(|| ApiError::internal("no TLS configuration"))?)
-        }
-    };
+    if ctx.header("Upgrade").is_some_and(|u| !u.eq_ignore_ascii_case("websocket")) {
+        return Err(ApiError::bad_request(
+            "this server relays WebSocket upgrades only; other upgrades are not relayed",
+        ));
+    }
     let mut path = String::from("/");
     path.push_str(&proxied_path(&ctx.info.parts));
     if ctx.req.path().ends_with('/') && !path.ends_with('/') {
@@ -284,12 +302,86 @@ async fn proxy(
     if !ctx.req.query_string().is_empty() {
         path = format!("{path}?{}", ctx.req.query_string());
     }
-    match crate::kubelet::relay(&transport, &address, &path, ctx.req, Some(payload)).await {
+    match crate::kubelet::relay(&transport, &address, &path, ctx.req, Some(payload), false).await {
         Ok(answer) => Ok(answer),
         Err(e) => Ok(HttpResponse::ServiceUnavailable()
             .content_type("text/plain; charset=utf-8")
             .body(format!("Error trying to reach service: '{e}'"))),
     }
+}
+
+/// Whether a proxy may reach `ip`: Go's `IsGlobalUnicast` (kube's `IsProxyableIP`), which
+/// keeps loopback, link-local, multicast and unspecified addresses out.
+fn proxyable(ip: std::net::IpAddr) -> bool {
+    match ip {
+        std::net::IpAddr::V4(v4) => {
+            !(v4.is_loopback() || v4.is_link_local() || v4.is_multicast() || v4.is_unspecified() || v4.is_broadcast())
+        }
+        std::net::IpAddr::V6(v6) => {
+            !(v6.is_loopback() || v6.is_multicast() || v6.is_unspecified() || (v6.segments()[0] & 0xffc0) == 0xfe80)
+        }
+    }
+}
+
+/// kube's `IsProxyableHostname`: every address `host` resolves to may be reached.
+async fn proxyable_host(host: &str) -> Result<(), ApiError> {
+    let not_allowed = || ApiError::bad_request("address not allowed");
+    let addrs: Vec<std::net::SocketAddr> =
+        tokio::net::lookup_host((host, 0)).await.map_err(|_| not_allowed())?.collect();
+    if addrs.is_empty() || !addrs.iter().all(|a| proxyable(a.ip())) {
+        return Err(not_allowed());
+    }
+    Ok(())
+}
+
+/// An endpoint of Service `name` for `port` (a Service port's number or name; none: the unnamed
+/// port), at an address that is a pod's, as kube's service `ResourceLocation` picks one.
+async fn service_endpoint(
+    ctx: &RequestContext<'_>,
+    target: &Target,
+    service: &Value,
+    name: &str,
+    port: Option<&str>,
+) -> Result<String, ApiError> {
+    let port_name = match port.map(|p| (p, p.parse::<i64>())) {
+        None => String::new(),
+        Some((_, Ok(number))) => service
+            .pointer("/spec/ports")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find(|p| p["port"].as_i64() == Some(number))
+            .map(|p| p["name"].as_str().unwrap_or("").to_string())
+            .ok_or_else(|| ApiError::unavailable(format!("no service port {number} found for service \"{name}\"")))?,
+        Some((p, Err(_))) => p.to_string(),
+    };
+    let none = || ApiError::unavailable(format!("no endpoints available for service \"{}\"", target.name));
+    let endpoints = ctx.server.catalogue.find("", "v1", "endpoints").ok_or_else(none)?;
+    let ep = ctx.get(&Target::object(&endpoints, &target.namespace, name)).await.map_err(|_| none())?;
+    let pods = ctx.server.catalogue.find("", "v1", "pods").ok_or_else(none)?;
+    for subset in ep.get("subsets").and_then(Value::as_array).into_iter().flatten() {
+        let ports = subset.get("ports").and_then(Value::as_array).into_iter().flatten();
+        let Some(number) =
+            ports.filter(|p| p["name"].as_str().unwrap_or("") == port_name).find_map(|p| p["port"].as_i64())
+        else {
+            continue;
+        };
+        for address in subset.get("addresses").and_then(Value::as_array).into_iter().flatten() {
+            let ip = address["ip"].as_str().unwrap_or("");
+            // Only addresses that are pods' of the Service's namespace.
+            let pod_ref =
+                address.get("targetRef").filter(|r| r["kind"] == "Pod" && r["namespace"] == target.namespace.as_str());
+            let Some(pod_name) = pod_ref.and_then(|r| r["name"].as_str()) else { continue };
+            let Ok(pod) = ctx.get(&Target::object(&pods, &target.namespace, pod_name)).await else { continue };
+            let ips = pod.pointer("/status/podIPs").and_then(Value::as_array).into_iter().flatten();
+            if !ips.filter_map(|p| p["ip"].as_str()).any(|p| p == ip) {
+                continue;
+            }
+            let Ok(addr) = ip.parse::<std::net::IpAddr>() else { continue };
+            return Ok(std::net::SocketAddr::new(addr, number as u16).to_string());
+        }
+    }
+    Err(none())
 }
 
 /// `[scheme:]name[:port]`, as kube's `SplitSchemeNamePort` splits it; `None` when malformed.
@@ -301,8 +393,8 @@ fn split_scheme_name_port(id: &str) -> Option<(&str, &str, Option<&str>)> {
         [scheme, name, port] => (*scheme, *name, Some(*port)),
         _ => return None,
     };
-    let valid = !name.is_empty() && matches!(scheme, "" | "http" | "https") && port != Some("");
-    valid.then_some((scheme, name, port))
+    let valid = !name.is_empty() && matches!(scheme, "" | "http" | "https");
+    valid.then_some((scheme, name, port.filter(|p| !p.is_empty())))
 }
 
 /// The path after `proxy` in a request's path parts.

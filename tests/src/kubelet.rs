@@ -27,6 +27,8 @@ pub struct Seen {
     pub target: String,
     /// The client certificate's common name, if one was presented.
     pub client: Option<String>,
+    /// The names of the request's headers, lower-cased.
+    pub headers: Vec<String>,
 }
 
 /// A running fake kubelet.
@@ -105,7 +107,8 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             .find(|(k, _)| k.trim().eq_ignore_ascii_case(name))
             .map(|(_, v)| v.trim().to_string())
     };
-    log.lock().unwrap().push(Seen { target: target.clone(), client });
+    let headers = lines.filter_map(|l| l.split_once(':')).map(|(k, _)| k.trim().to_ascii_lowercase()).collect();
+    log.lock().unwrap().push(Seen { target: target.clone(), client, headers });
     let path = target.split_whitespace().nth(1).unwrap_or("");
     let (path, query) = path.split_once('?').unwrap_or((path, ""));
     if path.starts_with("/containerLogs/") {

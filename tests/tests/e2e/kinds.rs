@@ -627,12 +627,16 @@ async fn binding_ephemeral_containers_and_kubelet_subresources() {
     assert_eq!(scheduled.len(), 1, "{got}");
     assert_eq!(scheduled[0]["status"], "True");
 
-    // Scheduled on a node whose kubelet does not answer: the dial fails as kube's does.
+    // Scheduled on a node whose kubelet does not answer: the dial fails as kube's does (an
+    // exec that is no upgrade is refused first, as by a reference kube-apiserver).
     let (code, st) = call(&s, "GET", &format!("{pods}/p/exec?command=ls&stdout=1"), "application/json", None).await;
+    assert_eq!((code, st["message"].as_str()), (400, Some("Upgrade request required")));
+    let (code, st) = call(&s, "GET", &format!("{pods}/p/log"), "application/json", None).await;
     assert_eq!(code, 500);
     let message = st["message"].as_str().unwrap();
     assert!(
-        message.starts_with("error dialing backend: dial tcp 127.0.0.1:")
+        message.starts_with("Get \"https://127.0.0.1:")
+            && message.contains("/containerLogs/default/p/c\": dial tcp 127.0.0.1:")
             && message.ends_with(": connect: connection refused"),
         "{message}"
     );

@@ -69,6 +69,34 @@ fn logs_exec_and_node_proxy_reach_the_kubelet_with_its_client_certificate() {
         seen.iter().all(|s| s.client.as_deref() == Some("kube-apiserver-kubelet-client")),
         "every request presents the kubelet client certificate: {seen:?}"
     );
+    // The client's credentials stay with this server.
+    assert!(seen.iter().all(|s| !s.headers.iter().any(|h| h == "authorization")), "{seen:?}");
+}
+
+#[test]
+fn proxies_reach_no_address_a_proxy_may_not() {
+    let kubelet = FakeKubelet::start("node-a");
+    let dir = tempfile::tempdir().unwrap();
+    let s = cluster(&kubelet, dir.path());
+    let refused = |path: &str| {
+        let out = s.kubectl(&["get", "--raw", path]);
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(!out.status.success() && stderr.contains("address not allowed"), "{path}: {stderr}");
+    };
+    // Another port of a node on a loopback address; a pod whose IP is link-local.
+    refused("/api/v1/nodes/node-a:9100/proxy/metrics");
+    let status = r#"{"status": {"podIP": "169.254.169.254", "podIPs": [{"ip": "169.254.169.254"}]}}"#;
+    s.kubectl_ok(&["patch", "pod", "web", "--subresource=status", "--type=merge", "-p", status]);
+    refused("/api/v1/namespaces/default/pods/web/proxy/latest/meta-data");
+    // Endpoints naming no pod are not proxied to.
+    s.kubectl_ok(&["create", "service", "clusterip", "open", "--tcp=80"]);
+    let endpoints = r#"{"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "open"},
+        "subsets": [{"addresses": [{"ip": "192.0.2.9"}], "ports": [{"port": 80}]}]}"#;
+    tests::assert_success("endpoints", &s.kubectl_stdin(&["apply", "-f", "-"], endpoints));
+    let out = s.kubectl(&["get", "--raw", "/api/v1/namespaces/default/services/open/proxy/"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no endpoints available for service"), "{stderr}");
+    assert!(kubelet.seen().is_empty(), "nothing reached the kubelet");
 }
 
 #[test]
@@ -79,6 +107,10 @@ fn what_cannot_reach_a_kubelet_says_why() {
     // Without an upgrade, exec is refused as kube refuses it.
     let out = s.kubectl(&["get", "--raw", "/api/v1/namespaces/default/pods/web/exec?command=ls&stdout=true"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("Upgrade request required"), "{out:?}");
+    // With stdin, kubectl's v5 offer is passed on as it is (a kubelet cannot close stdin in
+    // v4), the kubelet refuses it, and kubectl's SPDY fallback is refused here, saying so.
+    let out = s.kubectl_stdin(&["exec", "-i", "web", "--", "cat"], "x");
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("not relayed"), "{out:?}");
     // Port-forward is SPDY, which this server does not relay yet: it says so.
     let out = s.kubectl(&["port-forward", "pod/web", "18080:80"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
