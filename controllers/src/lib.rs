@@ -21,6 +21,8 @@
 //!   servers authenticate passed-on requests by.
 //! - [`rbac_feed`]: keeps the authorizer's RBAC policy current from the RBAC cachers (in every
 //!   replica and storage stage process, never elected).
+//! - [`kubernetes_endpoints`]: the `kubernetes` Service's endpoints, from every apiserver's
+//!   lease (in every replica, never elected).
 //! - [`leader`]: the Lease that lets one replica at a time run the controllers above that
 //!   kube-controller-manager would run (`--leader-elect`).
 //! - [`metrics`]: the names of the metrics they record.
@@ -42,6 +44,7 @@ use stage_handles::Stages;
 pub mod apiservice_registration;
 pub mod authentication_trust;
 pub mod crds;
+pub mod kubernetes_endpoints;
 pub mod leader;
 pub mod metrics;
 pub mod namespace_finalizer;

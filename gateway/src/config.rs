@@ -61,6 +61,15 @@ pub struct ServeOptions {
     /// Address of the HTTPS serving port.
     #[arg(long, default_value = "127.0.0.1")]
     pub bind_address: IpAddr,
+    /// The address this server is reached at by the cluster's members: the `kubernetes`
+    /// Service's endpoint for it. Default: `--bind-address`, or when that is unspecified
+    /// (`0.0.0.0`), the address of the host's default route.
+    #[arg(long)]
+    pub advertise_address: Option<IpAddr>,
+    /// How the `kubernetes` Service's endpoints are kept: `lease` (each apiserver renews an
+    /// etcd lease, as kube's default) or `none`.
+    #[arg(long, default_value = "lease", value_parser = ["lease", "none"])]
+    pub endpoint_reconciler_type: String,
     /// The HTTPS serving port.
     #[arg(long, default_value_t = 6443)]
     pub secure_port: u16,
@@ -463,6 +472,24 @@ fn parse_authorization_mode(s: &str) -> Result<AuthorizationModes, String> {
 fn parse_key_value(s: &str) -> Result<(String, String), String> {
     let (k, v) = s.split_once('=').ok_or_else(|| format!("{s:?} is not claim=value"))?;
     Ok((k.to_string(), v.to_string()))
+}
+
+impl ServeOptions {
+    /// The address the `kubernetes` Service lists for this server (see `--advertise-address`).
+    pub fn advertised_address(&self) -> Option<IpAddr> {
+        if let Some(ip) = self.advertise_address {
+            return Some(ip);
+        }
+        if !self.bind_address.is_unspecified() {
+            return Some(self.bind_address);
+        }
+        // Connecting a UDP socket sends nothing: it picks the default route's local address.
+        let probe = std::net::UdpSocket::bind((self.bind_address, 0)).ok()?;
+        let off_host: IpAddr =
+            if self.bind_address.is_ipv4() { [10, 255, 255, 255].into() } else { "fd00::1".parse().ok()? };
+        probe.connect((off_host, 9)).ok()?;
+        probe.local_addr().ok().map(|a| a.ip())
+    }
 }
 
 fn parse_service_range(s: &str) -> Result<cluster_ips::ServiceRange, String> {

@@ -22,6 +22,7 @@ use apimachinery::messages::{CreateObject, DeleteObject, GetObject, Target, Upda
 use apimachinery::options::{DeleteOptions, GetOptions, ReadAt, WriteOptions};
 use apimachinery::request::UserInfo;
 use auth::AuthenticationActor;
+use controllers::kubernetes_endpoints::EndpointReconciler;
 use flowcontrol::FlowControlActor;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use serde_json::{Value, json};
@@ -184,6 +185,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         &issuer,
         material.serving_ca_pem.clone(),
     )?;
+    let endpoints = endpoint_reconciler(&options, &stages, &catalogue, &objects, &router);
     crate::backends::spawn_object_counts(
         router.clone(),
         catalogue.clone(),
@@ -230,7 +232,11 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         lifecycle: lifecycle.clone(),
     });
     let (main, admin) = http_servers(&options, server, material)?;
-    run_until_terminated(&options, &lifecycle, main, admin, elector).await?;
+    // Listed in the `kubernetes` Service once it listens.
+    if let Some(reconciler) = &endpoints {
+        reconciler.start();
+    }
+    run_until_terminated(&options, &lifecycle, main, admin, elector, endpoints).await?;
     // Every request has been answered: storage closes with no accepted write left half done.
     if let Err(e) = backends.close().await {
         tracing::warn!("closing storage: {e}");
@@ -530,6 +536,33 @@ fn http_servers(
     Ok((main, admin))
 }
 
+/// What keeps this server in the `kubernetes` Service's endpoints
+/// (`--endpoint-reconciler-type`), unless it is advertised at no address other members could
+/// reach (a loopback address).
+fn endpoint_reconciler(
+    options: &ServeOptions,
+    stages: &Stages,
+    catalogue: &Arc<Catalogue>,
+    objects: &Arc<dyn ObjectLookup>,
+    router: &Arc<storage::router::StorageRouter>,
+) -> Option<Arc<EndpointReconciler>> {
+    if options.endpoint_reconciler_type != "lease" {
+        return None;
+    }
+    let Some(ip) = options.advertised_address().filter(|ip| !ip.is_loopback() && !ip.is_unspecified()) else {
+        tracing::info!("advertised at a loopback address: the kubernetes Service gets no endpoint for this server");
+        return None;
+    };
+    Some(EndpointReconciler::new(
+        stages.clone(),
+        catalogue.clone(),
+        objects.clone(),
+        router.clone(),
+        &options.etcd_prefix,
+        (ip, options.secure_port),
+    ))
+}
+
 /// Serves until SIGTERM or SIGINT, then runs kube's shutdown sequence; beside it, the elector
 /// stops the controllers and releases their Lease.
 async fn run_until_terminated(
@@ -538,6 +571,7 @@ async fn run_until_terminated(
     main: actix_web::dev::Server,
     admin: actix_web::dev::Server,
     elector: Option<actix_web::rt::task::JoinHandle<()>>,
+    endpoints: Option<Arc<EndpointReconciler>>,
 ) -> Result<(), String> {
     // From here on SIGTERM and SIGINT start the graceful shutdown; until here (starting up)
     // they end the process at once.
@@ -572,7 +606,14 @@ async fn run_until_terminated(
             tracing::warn!("the controllers' Lease was not released within {release_bound:?}");
         }
     };
-    tokio::join!(lifecycle.shut_down(&shutdown, &main_handle), controllers_stopped);
+    // Out of the `kubernetes` Service's endpoints at once, so in-cluster clients stop coming
+    // while the requests in flight drain (kube's pre-shutdown hook).
+    let endpoints_removed = async move {
+        if let Some(reconciler) = endpoints {
+            reconciler.remove(2 * controllers::kubernetes_endpoints::INTERVAL).await;
+        }
+    };
+    tokio::join!(lifecycle.shut_down(&shutdown, &main_handle), controllers_stopped, endpoints_removed);
     let _ = tokio::time::timeout(Duration::from_secs(2), admin_handle.stop(true)).await;
     Ok(())
 }

@@ -6,6 +6,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
+use storage::Storage;
 use storage::etcd::testing::EtcdProcess;
 use tests::TestServer;
 
@@ -227,4 +228,52 @@ fn events_expire_after_event_ttl_on_the_embedded_store_and_across_a_restart() {
     tests::assert_success("create event", &s.kubectl_stdin(&["create", "-f", "-"], EVENT));
     std::thread::sleep(Duration::from_secs(2));
     assert!(!gone(&s, "event/e1"));
+}
+
+/// The `kubernetes` Service's endpoints from every apiserver's lease, in kube's keys and
+/// values: a kube-apiserver's recorded lease counts until it expires, this server's own is on
+/// an etcd lease, and a graceful stop takes this server out.
+#[test]
+fn the_kubernetes_service_lists_every_apiserver_holding_a_lease() {
+    let etcd = EtcdProcess::start();
+    let recorded: serde_json::Value =
+        serde_json::from_str(include_str!("../../fixtures/kube-etcd/recorded.json")).unwrap();
+    let key = "/registry/masterleases/192.0.2.2";
+    let raw = recorded["raw"].as_array().unwrap().iter().find(|r| r["key"] == key).expect("kube's lease recorded");
+    let bytes = base64::engine::general_purpose::STANDARD.decode(raw["value"].as_str().unwrap()).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let store = etcd.connect().await.expect("etcd");
+        store.put_with_ttl(key, bytes.into(), storage::Expect::Absent, Duration::from_secs(60)).await.unwrap();
+    });
+    let mut s = TestServer::start_with(&["--etcd-servers", etcd.endpoint(), "--advertise-address", "192.0.2.10"]);
+    let listed = |s: &TestServer| {
+        let ips = s.kubectl_ok(&["get", "endpoints", "kubernetes", "-o", "jsonpath={.subsets[*].addresses[*].ip}"]);
+        let slice =
+            s.kubectl_ok(&["get", "endpointslice", "kubernetes", "-o", "jsonpath={.endpoints[*].addresses[0]}"]);
+        (ips, slice)
+    };
+    let both = ("192.0.2.10 192.0.2.2".to_string(), "192.0.2.10 192.0.2.2".to_string());
+    let ours = ("192.0.2.10".to_string(), "192.0.2.10".to_string());
+    // Renewed every 10 s: a busy machine may take a few rounds.
+    let seen = tests::poll_until(Duration::from_secs(50), || Some(listed(&s)).filter(|l| *l == both));
+    assert!(seen.is_some(), "the apiservers' addresses: {:?}", listed(&s));
+    let port = s.kubectl_ok(&["get", "endpoints", "kubernetes", "-o", "jsonpath={.subsets[0].ports[0].port}"]);
+    assert_eq!(port, s.port.to_string());
+    let lease = etcdctl(etcd.endpoint(), &["get", "/registry/masterleases/192.0.2.10", "-w", "json"]);
+    let lease: serde_json::Value = serde_json::from_str(&lease).unwrap();
+    assert_ne!(lease["kvs"][0]["lease"].as_i64().unwrap_or(0), 0, "this server's lease expires unless renewed");
+    // kube's lease expires unrenewed: its address goes.
+    let gone = tests::poll_until(Duration::from_secs(120), || Some(listed(&s)).filter(|l| *l == ours));
+    assert!(gone.is_some(), "the expired lease's address stayed: {:?}", listed(&s));
+    // A graceful stop takes this server out before it exits.
+    s.terminate();
+    assert!(s.wait_exit(Duration::from_secs(60)).is_some(), "the server stopped");
+    assert!(keys(etcd.endpoint(), "/registry/masterleases/").is_empty());
+    let stored = rt.block_on(async {
+        let store = etcd.connect().await.unwrap();
+        store.get("/registry/services/endpoints/default/kubernetes").await.unwrap().0.expect("the Endpoints")
+    });
+    let endpoints = storage_codec::codec::decode("endpoints", &stored.value).unwrap();
+    assert!(endpoints.get("subsets").and_then(|s| s.as_array()).is_none_or(|s| s.is_empty()), "{endpoints}");
 }
