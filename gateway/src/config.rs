@@ -61,6 +61,10 @@ pub struct ServeOptions {
     /// Address of the HTTPS serving port.
     #[arg(long, default_value = "127.0.0.1")]
     pub bind_address: IpAddr,
+    /// Whether containers may run privileged (`securityContext.privileged`); off, as kube's
+    /// default, so a privileged pod is refused unless this is `true` (kubeadm sets it).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub allow_privileged: bool,
     /// The address this server is reached at by the cluster's members: the `kubernetes`
     /// Service's endpoint for it. Default: `--bind-address`, or when that is unspecified
     /// (`0.0.0.0`), the address of the host's default route.

@@ -130,6 +130,7 @@ const APF_MAILBOX_CAPACITY: usize = 1 << 15;
 
 /// Runs the server until it is stopped.
 pub async fn serve(options: ServeOptions) -> Result<(), String> {
+    validation::pod::allow_privileged(options.allow_privileged);
     let lifecycle = Arc::new(crate::lifecycle::Lifecycle::new(options.shutdown_send_retry_after));
     let election = options.leader_elect.then(|| {
         controllers::leader::ElectionConfig::controllers(

@@ -34,6 +34,7 @@ use stage_handles::Caches;
 /// Runs the shard's storage stage until SIGTERM or SIGINT.
 pub async fn run(options: StageOptions) -> Result<(), String> {
     let serve = options.serve;
+    validation::pod::allow_privileged(serve.allow_privileged);
     let metrics = crate::server::install_metrics(None);
     kinds::schema::prepare();
     let catalogue = Arc::new(kinds::catalogue());

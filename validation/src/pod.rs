@@ -2,6 +2,7 @@
 //! `pkg/apis/core/validation`), in kube's order, with kube's paths and wording.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Map, Value};
 
@@ -1021,9 +1022,21 @@ fn validate_pod_security_context(sc: Option<&Value>, path: &Path) -> Vec<Cause> 
     out
 }
 
+/// `--allow-privileged`: whether containers may be privileged. Process-wide, as kube's
+/// `capabilities.Setup` is, and off unless the flag says so, as in kube.
+static ALLOW_PRIVILEGED: AtomicBool = AtomicBool::new(false);
+
+/// Sets `--allow-privileged` for this process.
+pub fn allow_privileged(allowed: bool) {
+    ALLOW_PRIVILEGED.store(allowed, Ordering::Relaxed);
+}
+
 fn validate_security_context(sc: Option<&Value>, path: &Path) -> Vec<Cause> {
     let mut out = Vec::new();
     let Some(sc) = sc.filter(|v| !v.is_null()) else { return out };
+    if sc.get("privileged").and_then(Value::as_bool) == Some(true) && !ALLOW_PRIVILEGED.load(Ordering::Relaxed) {
+        out.push(field::forbidden(&path.child("privileged"), "disallowed by cluster policy"));
+    }
     validate_ids(sc, path, &mut out);
     if let Some(pm) = sc.get("procMount").and_then(Value::as_str)
         && pm != "Default"

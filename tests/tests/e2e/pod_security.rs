@@ -44,7 +44,7 @@ fn create(s: &TestServer, ns: &str, object: &Value) -> (bool, String, String) {
 
 #[actix_web::test]
 async fn an_enforce_restricted_namespace_refuses_a_privileged_pod_with_kubes_message() {
-    let s = TestServer::start();
+    let s = TestServer::start_with(&["--allow-privileged=true"]);
     namespace(&s, "strict", &["pod-security.kubernetes.io/enforce=restricted"]);
 
     let (ok, _, stderr) = create(&s, "strict", &privileged_pod("p"));
@@ -83,7 +83,7 @@ async fn an_enforce_restricted_namespace_refuses_a_privileged_pod_with_kubes_mes
 
 #[actix_web::test]
 async fn a_warn_baseline_namespace_lets_a_privileged_pod_in_with_a_warning() {
-    let s = TestServer::start();
+    let s = TestServer::start_with(&["--allow-privileged=true"]);
     namespace(&s, "lenient", &["pod-security.kubernetes.io/warn=baseline"]);
 
     let (ok, stdout, stderr) = create(&s, "lenient", &privileged_pod("p"));
@@ -104,7 +104,7 @@ async fn a_warn_baseline_namespace_lets_a_privileged_pod_in_with_a_warning() {
 
 #[actix_web::test]
 async fn a_deployment_with_a_violating_template_is_created_and_warned_about_by_the_warn_level_only() {
-    let s = TestServer::start();
+    let s = TestServer::start_with(&["--allow-privileged=true"]);
     let template = privileged_pod("ignored");
     let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
         "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
@@ -134,7 +134,7 @@ async fn a_deployment_with_a_violating_template_is_created_and_warned_about_by_t
 
 #[actix_web::test]
 async fn labelling_a_namespace_over_violating_pods_warns_about_them() {
-    let s = TestServer::start();
+    let s = TestServer::start_with(&["--allow-privileged=true"]);
     namespace(&s, "existing", &[]);
     let (ok, _, stderr) = create(&s, "existing", &privileged_pod("p"));
     assert!(ok, "{stderr}");
@@ -183,7 +183,8 @@ async fn an_admission_configuration_file_sets_the_default_level_and_exempt_names
          defaults:\n      enforce: baseline\n    exemptions:\n      namespaces: [exempt]\n",
     )
     .unwrap();
-    let s = TestServer::start_with(&["--admission-control-config-file", file.to_str().unwrap()]);
+    let s =
+        TestServer::start_with(&["--allow-privileged=true", "--admission-control-config-file", file.to_str().unwrap()]);
     namespace(&s, "plain", &[]);
     namespace(&s, "exempt", &[]);
 
@@ -227,6 +228,26 @@ fn a_bad_pod_security_configuration_stops_the_server_with_the_field_named() {
         stderr.contains(
             "PodSecurity configuration: defaults.enforce: Invalid value: \"strict\": must be one of privileged, baseline, restricted"
         ),
+        "{stderr}"
+    );
+}
+
+#[actix_web::test]
+async fn privileged_containers_need_allow_privileged_as_in_kube() {
+    // kube's default: refused by validation, before any Pod Security level.
+    let s = TestServer::start();
+    let (ok, _, stderr) = create(&s, "default", &privileged_pod("p"));
+    assert!(!ok);
+    assert_eq!(
+        stderr.trim(),
+        "The Pod \"p\" is invalid: spec.containers[0].securityContext.privileged: Forbidden: disallowed by cluster policy"
+    );
+    let template = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}},
+        "spec": privileged_pod("p")["spec"]}}});
+    let (ok, _, stderr) = create(&s, "default", &template);
+    assert!(
+        !ok && stderr.contains("spec.template.spec.containers[0].securityContext.privileged: Forbidden"),
         "{stderr}"
     );
 }
