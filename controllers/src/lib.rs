@@ -21,6 +21,8 @@
 //!   servers authenticate passed-on requests by.
 //! - [`rbac_feed`]: keeps the authorizer's RBAC policy current from the RBAC cachers (in every
 //!   replica and storage stage process, never elected).
+//! - [`apiserver_identity`]: this apiserver's identity Lease, as kube-apiserver keeps its own
+//!   (in every replica, never elected).
 //! - [`kubernetes_endpoints`]: the `kubernetes` Service's endpoints, from every apiserver's
 //!   lease (in every replica, never elected).
 //! - [`leader`]: the Lease that lets one replica at a time run the controllers above that
@@ -41,6 +43,7 @@ use tokio::sync::mpsc;
 
 use stage_handles::Stages;
 
+pub mod apiserver_identity;
 pub mod apiservice_registration;
 pub mod authentication_trust;
 pub mod crds;

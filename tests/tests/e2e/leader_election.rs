@@ -107,3 +107,27 @@ fn controllers_run_on_the_lease_holder_and_move_when_it_dies_or_shuts_down() {
     assert!(leading(candidate));
     finalized_through(candidate, "after-release");
 }
+
+/// Every server keeps its identity Lease, as kube-apiserver does: named from the host, labelled
+/// for `kubectl get leases -l apiserver.kubernetes.io/identity`, renewed for an hour.
+#[test]
+fn each_server_keeps_an_identity_lease_named_as_kube_names_it() {
+    let s = TestServer::start();
+    let selector = "-lapiserver.kubernetes.io/identity=kube-apiserver";
+    let get = |path: &str| {
+        let out = s.kubectl(&["get", "leases", "-n", "kube-system", selector, "-o", &format!("jsonpath={path}")]);
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let name =
+        tests::poll_until(Duration::from_secs(30), || Some(get("{.items[*].metadata.name}")).filter(|n| !n.is_empty()))
+            .expect("an identity Lease");
+    assert!(name.starts_with("apiserver-") && name.len() == "apiserver-".len() + 26, "{name}");
+    let host = hostname_of_this_machine();
+    assert_eq!(get("{.items[0].metadata.labels.kubernetes\\.io/hostname}"), host);
+    assert_eq!(get("{.items[0].spec.leaseDurationSeconds}"), "3600");
+    assert!(get("{.items[0].spec.holderIdentity}").starts_with(&format!("{name}_")));
+}
+
+fn hostname_of_this_machine() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").expect("the host name").trim().to_string()
+}
