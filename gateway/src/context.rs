@@ -137,14 +137,7 @@ impl ActionContext for RequestContext<'_> {
     }
 
     async fn dial(&self, address: &str) -> Result<(), String> {
-        match tokio::time::timeout(DIAL_TIMEOUT, tokio::net::TcpStream::connect(address)).await {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-                Err(format!("dial tcp {address}: connect: connection refused"))
-            }
-            Ok(Err(e)) => Err(format!("dial tcp {address}: {e}")),
-            Err(_) => Err(format!("dial tcp {address}: i/o timeout")),
-        }
+        crate::kubelet::dial_tcp(address, DIAL_TIMEOUT).await.map(drop)
     }
 
     async fn storage_health(&self) -> Vec<Result<(), String>> {

@@ -70,16 +70,22 @@ pub fn kubelet_tls(options: &crate::config::ServeOptions) -> Result<Arc<rustls::
     client.tls_config().ok_or_else(|| "the kubelet client has no TLS configuration".to_string())
 }
 
+/// Connects to `address` (`host:port`) within `timeout`; a failure in Go's words, as kube
+/// quotes them (`dial tcp ...: connect: connection refused`, `... i/o timeout`).
+pub async fn dial_tcp(address: &str, timeout: Duration) -> Result<TcpStream, String> {
+    match tokio::time::timeout(timeout, TcpStream::connect(address)).await {
+        Ok(Ok(tcp)) => Ok(tcp),
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            Err(format!("dial tcp {address}: connect: connection refused"))
+        }
+        Ok(Err(e)) => Err(format!("dial tcp {address}: {e}")),
+        Err(_) => Err(format!("dial tcp {address}: i/o timeout")),
+    }
+}
+
 /// Opens a connection to `address` (`host:port`).
 async fn connect(transport: &Transport, address: &str) -> Result<Box<dyn Stream>, Unreachable> {
-    let tcp = match tokio::time::timeout(DIAL_TIMEOUT, TcpStream::connect(address)).await {
-        Ok(Ok(tcp)) => tcp,
-        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-            return Err(Unreachable(format!("dial tcp {address}: connect: connection refused")));
-        }
-        Ok(Err(e)) => return Err(Unreachable(format!("dial tcp {address}: {e}"))),
-        Err(_) => return Err(Unreachable(format!("dial tcp {address}: i/o timeout"))),
-    };
+    let tcp = dial_tcp(address, DIAL_TIMEOUT).await.map_err(Unreachable)?;
     let _ = tcp.set_nodelay(true);
     match transport {
         Transport::Plain => Ok(Box::new(tcp)),
@@ -186,16 +192,13 @@ pub async fn relay(
     conn.flush().await.map_err(lost)?;
 
     // An interim answer (`100 Continue`, `102`) is not the answer.
+    let mut read = Bytes::new();
     let (status, headers, rest) = loop {
-        let (status, headers, rest) = read_head(&mut conn, address, Bytes::new()).await?;
-        if status.is_informational() && status != StatusCode::SWITCHING_PROTOCOLS {
-            let (s, h, r) = read_head(&mut conn, address, rest).await?;
-            if s.is_informational() && s != StatusCode::SWITCHING_PROTOCOLS {
-                continue;
-            }
-            break (s, h, r);
+        let (status, headers, rest) = read_head(&mut conn, address, read).await?;
+        if !status.is_informational() || status == StatusCode::SWITCHING_PROTOCOLS {
+            break (status, headers, rest);
         }
-        break (status, headers, rest);
+        read = rest;
     };
     let mut answer = HttpResponse::build(status);
     let mut length = None;
@@ -218,7 +221,7 @@ pub async fn relay(
             answer.insert_header(("sec-websocket-protocol", V5));
         }
         let (from_backend, mut to_backend) = tokio::io::split(conn);
-        let forwarding = payload.map(|mut payload| {
+        let mut forwarding = payload.map(|mut payload| {
             actix_web::rt::spawn(async move {
                 while let Some(Ok(chunk)) = payload.next().await {
                     if to_backend.write_all(&chunk).await.is_err() {
@@ -231,7 +234,6 @@ pub async fn relay(
         // When the backend closes, the client's connection closes too: the stream ends in an
         // error (actix then drops the connection, whose request side is still open), and the
         // copy the other way stops.
-        let mut forwarding = forwarding;
         let closed = futures_util::stream::once(async move {
             if let Some(task) = forwarding.take() {
                 task.abort();

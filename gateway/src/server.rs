@@ -187,7 +187,8 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         material.serving_ca_pem.clone(),
     )?;
     let endpoints = endpoint_reconciler(&options, &stages, &catalogue, &objects, &router);
-    let (identity_stages, identity_catalogue, identity_objects) = (stages.clone(), catalogue.clone(), objects.clone());
+    let host = hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
+    controllers::apiserver_identity::start(stages.clone(), catalogue.clone(), objects.clone(), host);
     crate::backends::spawn_object_counts(
         router.clone(),
         catalogue.clone(),
@@ -238,8 +239,6 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     if let Some(reconciler) = &endpoints {
         reconciler.start();
     }
-    let host = hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
-    controllers::apiserver_identity::start(identity_stages, identity_catalogue, identity_objects, host);
     run_until_terminated(&options, &lifecycle, main, admin, elector, endpoints).await?;
     // Every request has been answered: storage closes with no accepted write left half done.
     if let Err(e) = backends.close().await {

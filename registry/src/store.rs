@@ -193,10 +193,11 @@ impl Reservation {
 
     /// The write did not happen: the values are free again when this returns.
     async fn give_back(mut self) {
-        for release in std::mem::take(&mut self.taken)
+        let releases: Vec<_> = std::mem::take(&mut self.taken)
             .into_iter()
             .filter_map(|(pool, value)| release_detached(self.allocator.clone(), pool, value))
-        {
+            .collect();
+        for release in releases {
             let _ = release.await;
         }
     }
@@ -480,13 +481,7 @@ impl RegistryStore {
     /// Gives back the values an object that is gone (or changed) held, in tasks nothing
     /// cancels.
     async fn release(&self, values: Vec<(Pool, String)>) {
-        let releases: Vec<_> = values
-            .into_iter()
-            .filter_map(|(pool, value)| release_detached(self.allocators.clone(), pool, value))
-            .collect();
-        for release in releases {
-            let _ = release.await;
-        }
+        Reservation { allocator: self.allocators.clone(), taken: values }.give_back().await;
     }
 
     /// POST.
