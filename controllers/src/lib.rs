@@ -27,6 +27,8 @@
 //!   lease (in every replica, never elected).
 //! - [`leader`]: the Lease that lets one replica at a time run the controllers above that
 //!   kube-controller-manager would run (`--leader-elect`).
+//! - [`standing_aside`]: those controllers stop while a real kube-controller-manager holds its
+//!   own Lease.
 //! - [`metrics`]: the names of the metrics they record.
 
 use std::sync::Arc;
@@ -57,6 +59,7 @@ pub mod resource_quota;
 pub mod role_aggregation;
 pub mod root_ca;
 pub mod service_accounts;
+pub mod standing_aside;
 pub mod token_secrets;
 
 /// How long one write of a controller may take.

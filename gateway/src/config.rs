@@ -350,6 +350,12 @@ pub struct ServeOptions {
     /// How often the Lease is renewed, and how often the others try to take it.
     #[arg(long, default_value = "2s", value_parser = parse_flag_duration)]
     pub leader_elect_retry_period: Duration,
+    /// The Lease (`namespace/name`) of a kube-controller-manager sharing the cluster: while
+    /// someone holds it, this server's controllers of kube-controller-manager's kind (namespace
+    /// finalization, service accounts, tokens, quota, role aggregation, policy status, root CA)
+    /// stand aside. Empty: they never do.
+    #[arg(long, default_value = controllers::standing_aside::CONTROLLER_MANAGER_LEASE)]
+    pub controller_manager_lease: String,
     /// Largest accepted request body, in bytes.
     #[arg(long, default_value_t = 3 * 1024 * 1024)]
     pub max_request_body_bytes: usize,

@@ -142,6 +142,10 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     if let Some(config) = &election {
         config.validate()?;
     }
+    let lease = &options.controller_manager_lease;
+    if !lease.is_empty() && !lease.split_once('/').is_some_and(|(ns, name)| !ns.is_empty() && !name.is_empty()) {
+        return Err(format!("--controller-manager-lease must be namespace/name or empty, not {lease:?}"));
+    }
     let diagnosis = diagnosis(&options)?;
     let metrics = install_metrics(diagnosis.as_ref().map(|d| d.signals().clone()));
     // Schemas and OpenAPI documents are built once, before the first request needs them.
@@ -444,17 +448,34 @@ fn start_elected_controllers(
     issuer: &Arc<auth::serviceaccount::TokenIssuer>,
     serving_ca: Option<String>,
 ) -> Result<Option<actix_web::rt::task::JoinHandle<()>>, String> {
-    let start_controllers = {
-        let (options, stages, catalogue, objects) =
-            (options.clone(), stages.clone(), catalogue.clone(), objects.clone());
-        let issuer = issuer.clone();
-        move || {
-            let mut running =
-                spawn_controllers(&options, &stages, &catalogue, &objects, &issuer, serving_ca.as_deref());
-            running.push(spawn_apf_upkeep(stages.clone(), catalogue.clone(), objects.clone()));
-            running
-        }
-    };
+    let start_controllers =
+        {
+            let (options, stages, catalogue, objects) =
+                (options.clone(), stages.clone(), catalogue.clone(), objects.clone());
+            let issuer = issuer.clone();
+            move || {
+                let mut running = vec![spawn_apf_upkeep(stages.clone(), catalogue.clone(), objects.clone())];
+                let watch = standing_aside_watch(&options, &stages, &catalogue);
+                let period = options.leader_elect_retry_period;
+                let (options, stages, catalogue, objects, issuer, serving_ca) = (
+                    options.clone(),
+                    stages.clone(),
+                    catalogue.clone(),
+                    objects.clone(),
+                    issuer.clone(),
+                    serving_ca.clone(),
+                );
+                let controllers =
+                    move || spawn_controllers(&options, &stages, &catalogue, &objects, &issuer, serving_ca.as_deref());
+                match watch {
+                    Some(watch) => running.push(controllers::leader::spawn_stoppable(
+                        controllers::standing_aside::run(watch, period, controllers),
+                    )),
+                    None => running.extend(controllers()),
+                }
+                running
+            }
+        };
     Ok(match election {
         Some(config) => {
             use controllers::leader::{LeaderElector, StageLeaseLock};
@@ -468,6 +489,19 @@ fn start_elected_controllers(
             None
         }
     })
+}
+
+/// What tells whether a kube-controller-manager holds its Lease (`--controller-manager-lease`),
+/// unless the flag is empty.
+fn standing_aside_watch(
+    options: &ServeOptions,
+    stages: &Stages,
+    catalogue: &Catalogue,
+) -> Option<controllers::standing_aside::HolderWatch<controllers::leader::StageLeaseLock>> {
+    let (namespace, name) = options.controller_manager_lease.split_once('/')?;
+    let leases = catalogue.find("coordination.k8s.io", "v1", "leases")?;
+    let lock = controllers::leader::StageLeaseLock::new(stages.clone(), leases, namespace, name);
+    Some(controllers::standing_aside::HolderWatch::new(lock))
 }
 
 /// The HTTPS server of the API and the admin endpoint's, bound but not yet running.

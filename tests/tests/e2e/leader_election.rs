@@ -131,3 +131,60 @@ fn each_server_keeps_an_identity_lease_named_as_kube_names_it() {
 fn hostname_of_this_machine() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname").expect("the host name").trim().to_string()
 }
+
+/// Whether namespace `ns` has its `default` ServiceAccount, which the service-account
+/// controller makes.
+fn has_default_account(s: &TestServer, ns: &str) -> bool {
+    s.kubectl(&["get", "serviceaccount", "default", "-n", ns]).status.success()
+}
+
+#[test]
+fn controllers_stand_aside_while_kube_controller_manager_holds_its_lease() {
+    let s = TestServer::start_logging("warn,controllers::standing_aside=info", &[]);
+    // No kube-controller-manager: this server's controllers run.
+    s.kubectl_ok(&["create", "namespace", "before"]);
+    assert!(
+        tests::poll_until(Duration::from_secs(30), || has_default_account(&s, "before").then_some(())).is_some(),
+        "the service-account controller runs without a kube-controller-manager:\n{}",
+        s.log_tail()
+    );
+
+    // kube-controller-manager takes its Lease (as held for an hour as a record seen first is
+    // trusted for its duration): the controllers stand aside at their next look.
+    let lease = r#"{"apiVersion":"coordination.k8s.io/v1","kind":"Lease",
+        "metadata":{"name":"kube-controller-manager","namespace":"kube-system"},
+        "spec":{"holderIdentity":"control-plane_5d1c","leaseDurationSeconds":3600,
+                "acquireTime":"2026-01-01T00:00:00.000000Z","renewTime":"2026-01-01T00:00:00.000000Z"}}"#;
+    tests::assert_success("the Lease", &s.kubectl_stdin(&["create", "-f", "-"], lease));
+    let stood_aside = tests::poll_until(Duration::from_secs(30), || {
+        s.log_text().contains("this server's controllers stand aside").then_some(())
+    });
+    assert!(stood_aside.is_some(), "no standing aside:\n{}", s.log_tail());
+    assert!(s.log_text().contains("holder=\"control-plane_5d1c\""), "{}", s.log_tail());
+
+    // While it holds the Lease, a new namespace gets no ServiceAccount from this server and a
+    // deleted one stays Terminating: kube-controller-manager would do both.
+    s.kubectl_ok(&["create", "namespace", "during"]);
+    s.kubectl_ok(&["delete", "namespace", "before", "--wait=false"]);
+    std::thread::sleep(Duration::from_secs(5));
+    assert!(!has_default_account(&s, "during"), "a ServiceAccount made while standing aside");
+    assert_eq!(s.kubectl_ok(&["get", "namespace", "before", "-o", "jsonpath={.status.phase}"]), "Terminating");
+
+    // kube-controller-manager shuts down and releases its Lease (no holder): the controllers
+    // run again at once and catch up.
+    s.kubectl_ok(&[
+        "patch",
+        "lease",
+        "kube-controller-manager",
+        "-n",
+        "kube-system",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"holderIdentity":null,"leaseDurationSeconds":1}}"#,
+    ]);
+    let caught_up = tests::poll_until(Duration::from_secs(30), || {
+        let finalized = !s.kubectl(&["get", "namespace", "before"]).status.success();
+        (finalized && has_default_account(&s, "during")).then_some(())
+    });
+    assert!(caught_up.is_some(), "the controllers did not come back:\n{}", s.log_tail());
+}
