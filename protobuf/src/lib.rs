@@ -26,11 +26,13 @@
 //!   message.
 //! - [`schema`]: the messages compiled from the descriptor set into tables the codec walks.
 //! - [`codec`]: JSON values to messages and back, and kube's special types' JSON forms.
+//! - [`carry`]: fields the schema does not know (a newer kube's), kept through a rewrite.
 //! - [`fields_v1`]: the order of `FieldsV1` keys as structured-merge-diff writes them, used by
 //!   the encoders of both wire formats.
 //! - [`go_zero`]: a message's Go zero value as kube's converter writes it (what a create is
 //!   compared with for managed fields).
 
+pub mod carry;
 pub mod codec;
 pub mod fields_v1;
 pub mod go_zero;
@@ -148,6 +150,12 @@ pub fn decode_object(body: &[u8]) -> Result<Value, Error> {
 
 /// [`decode_object`] of a body nested `depth` messages deep.
 pub(crate) fn decode_object_at(body: &[u8], depth: usize) -> Result<Value, Error> {
+    let (api_version, kind, raw) = split_envelope(body)?;
+    decode_raw_at(raw, &api_version, &kind, depth)
+}
+
+/// An enveloped body's apiVersion, kind and raw message.
+fn split_envelope(body: &[u8]) -> Result<(String, String, &[u8]), Error> {
     let rest = body.strip_prefix(MAGIC.as_slice()).ok_or(Error::NoMagic)?;
     let (mut api_version, mut kind, mut raw) = (String::new(), String::new(), &[][..]);
     for item in fields(rest) {
@@ -168,7 +176,26 @@ pub(crate) fn decode_object_at(body: &[u8], depth: usize) -> Result<Value, Error
             _ => {}
         }
     }
-    decode_raw_at(raw, &api_version, &kind, depth)
+    Ok((api_version, kind, raw))
+}
+
+/// `new_body`, an enveloped body about to replace `old_body`, with the fields of `old_body`
+/// that this server's schema does not know (a newer kube-apiserver's) carried over, as
+/// [`carry`] places them. `None` when `old_body` has none, is of another type, or is no
+/// protobuf: `new_body` is then stored as it is.
+pub fn carry_unknown_fields(new_body: &[u8], old_body: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+    if !old_body.starts_with(MAGIC) {
+        return Ok(None);
+    }
+    let (api_version, kind, new_raw) = split_envelope(new_body)?;
+    let (old_version, old_kind, old_raw) = split_envelope(old_body)?;
+    if (old_version.as_str(), old_kind.as_str()) != (api_version.as_str(), kind.as_str()) {
+        return Ok(None);
+    }
+    let schema = Schema::global();
+    let Some(id) = schema.message_for(&api_version, &kind) else { return Ok(None) };
+    let carried = carry::carry_unknown(schema, id, new_raw, old_raw)?;
+    Ok(carried.map(|raw| enveloped(&api_version, &kind, &raw)))
 }
 
 /// Decodes message bytes of `api_version` and `kind` into the object, with both set.

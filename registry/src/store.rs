@@ -27,7 +27,7 @@ use apimachinery::{Reason, schema};
 use serde_json::{Value, json};
 use storage::router::StorageRouter;
 use storage::{Expect, KeyValue, StorageError};
-use storage_codec::codec::{decode_object, encode_object, stored_form};
+use storage_codec::codec::{decode_object, encode_object, encode_replacing, stored_form};
 use storage_codec::errors::interpret;
 
 /// How many times a guaranteed update retries a conflict before giving up.
@@ -770,7 +770,8 @@ impl RegistryStore {
             let written = if completes {
                 self.router.backend(&key).delete(&key, Some(mod_rev)).await.map(|(_, rev)| rev)
             } else {
-                let bytes = encode_object(def, &new)?;
+                let previous = current.as_ref().map(|kv| &kv.value[..]).unwrap_or_default();
+                let bytes = encode_replacing(def, &new, previous)?;
                 self.put(&key, bytes, Expect::ModRevision(mod_rev)).await.map(|kv| kv.mod_revision)
             };
             match written {
@@ -1118,7 +1119,7 @@ impl RegistryStore {
                     return Ok((old, false, said));
                 }
                 marked.meta_mut().remove("resourceVersion");
-                let bytes = encode_object(def, &marked)?;
+                let bytes = encode_replacing(def, &marked, &kv.value)?;
                 match self.put(&key, bytes, Expect::ModRevision(kv.mod_revision)).await {
                     Ok(kv) => {
                         marked.set_meta_str("resourceVersion", &kv.mod_revision.to_string());

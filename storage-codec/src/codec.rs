@@ -83,6 +83,12 @@ pub fn is_unknown_type(bytes: &[u8]) -> bool {
 pub fn decode_object(def: &ResourceDef, kv: &KeyValue) -> Result<Value, StorageError> {
     let obj = decode(&kv.key, &kv.value)?;
     let mut obj = def.strategy.read_etcd_version(obj);
+    if Format::of(&kv.value) != Format::Protobuf && is_built_in(def) {
+        // Fields of a newer kube's JSON (a CRD's, an APIService's) are not shown, as kube's
+        // decoding into its Go types drops them; a write carries them over
+        // ([`encode_replacing`]).
+        apimachinery::schema::check_fields(&def.group, &def.version, &def.kind, &mut obj);
+    }
     def.apply_defaults(&mut obj);
     obj.set_meta_str("resourceVersion", &kv.mod_revision.to_string());
     Ok(obj)
@@ -115,6 +121,92 @@ pub fn encode_object(def: &ResourceDef, obj: &Value) -> Result<Bytes, ApiError> 
             Ok(Bytes::from(protobuf::enveloped(&api_version, &def.kind, &raw)))
         }
         _ => Ok(Bytes::from(encode_json(stored))),
+    }
+}
+
+/// [`encode_object`] for a write that replaces `previous`, the stored bytes it read: the fields
+/// of `previous` this server's schema does not know (a newer kube-apiserver's, which decoding
+/// dropped) are carried into the new bytes, so a read-modify-write here never erases them
+/// (`protobuf::carry`).
+pub fn encode_replacing(def: &ResourceDef, obj: &Value, previous: &[u8]) -> Result<Bytes, ApiError> {
+    if Format::of(previous) == Format::Json && is_built_in(def) {
+        return match unknown_json_fields(def, previous) {
+            Some(unknown) if !unknown.is_empty() => {
+                let mut carried = obj.clone();
+                for (path, value) in unknown {
+                    put_back(&mut carried, &path, value);
+                }
+                encode_object(def, &carried)
+            }
+            _ => encode_object(def, obj),
+        };
+    }
+    let bytes = encode_object(def, obj)?;
+    match protobuf::carry_unknown_fields(&bytes, previous) {
+        Ok(Some(carried)) => Ok(Bytes::from(carried)),
+        Ok(None) => Ok(bytes),
+        // Bytes that decoded a moment ago and do not split now would be a bug here, not damage
+        // the write should stop for: the new object is stored as it is.
+        Err(e) => {
+            tracing::warn!(kind = def.kind, name = obj.meta_str("name"), "unknown fields not carried: {e}");
+            Ok(bytes)
+        }
+    }
+}
+
+/// Whether `def` is a kind of kube's own, whose fields its Go types define (custom resources'
+/// fields are their CRD schema's, pruned by it on both sides).
+fn is_built_in(def: &ResourceDef) -> bool {
+    apimachinery::schema::kind_definition_name(&def.group, &def.version, &def.kind).is_some()
+}
+
+/// The fields of a stored JSON object (in this server's version) that its schema does not
+/// know: kube's path of each (`spec.versions[0].futureField`) and its value.
+fn unknown_json_fields(def: &ResourceDef, previous: &[u8]) -> Option<Vec<(String, Value)>> {
+    let old = def.strategy.read_etcd_version(serde_json::from_slice(previous).ok()?);
+    let mut pruned = old.clone();
+    let report = apimachinery::schema::check_fields(&def.group, &def.version, &def.kind, &mut pruned);
+    let found = report.unknown.into_iter().filter_map(|path| {
+        let value = walk(&old, &path)?.clone();
+        Some((path, value))
+    });
+    Some(found.collect())
+}
+
+/// The steps of a kube field path: `spec.versions[0].x` is `spec`, `versions`, `0`, `x` (a
+/// bracket holds a list index or a map key, told apart by what the value is).
+fn steps(path: &str) -> Vec<&str> {
+    path.split('.').flat_map(|part| part.split(['[', ']']).filter(|s| !s.is_empty())).collect()
+}
+
+fn step<'a>(v: &'a Value, s: &str) -> Option<&'a Value> {
+    match v {
+        Value::Array(items) => items.get(s.parse::<usize>().ok()?),
+        Value::Object(map) => map.get(s),
+        _ => None,
+    }
+}
+
+fn walk<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
+    steps(path).into_iter().try_fold(v, step)
+}
+
+/// Puts `value` at `path` in `obj` if its parent is still there and the field is not.
+fn put_back(obj: &mut Value, path: &str, value: Value) {
+    let mut steps = steps(path);
+    let Some(last) = steps.pop() else { return };
+    let mut at = obj;
+    for s in steps {
+        let next = match at {
+            Value::Array(items) => s.parse::<usize>().ok().and_then(|i| items.get_mut(i)),
+            Value::Object(map) => map.get_mut(s),
+            _ => None,
+        };
+        let Some(next) = next else { return };
+        at = next;
+    }
+    if let Value::Object(map) = at {
+        map.entry(last.to_string()).or_insert(value);
     }
 }
 

@@ -411,3 +411,149 @@ fn node_ports_kube_allocated_stay_taken_here() {
     assert_eq!(allocation["range"], "30000-32767");
     assert!(range_bit(&allocation, 443) && range_bit(&allocation, port - 30000), "{allocation}");
 }
+
+/// A varint field `number` holding `v`, as a schema newer than this server's writes it.
+fn newer_field(number: u32, v: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    prost::encoding::encode_key(number, prost::encoding::WireType::Varint, &mut out);
+    prost::encoding::encode_varint(v, &mut out);
+    out
+}
+
+/// A length-delimited field.
+fn delimited(number: u32, bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    prost::encoding::encode_key(number, prost::encoding::WireType::LengthDelimited, &mut out);
+    prost::encoding::encode_varint(bytes.len() as u64, &mut out);
+    out.extend_from_slice(bytes);
+    out
+}
+
+fn message_of(name: &str, value: &Value) -> Vec<u8> {
+    let schema = protobuf::Schema::global();
+    let mut out = Vec::new();
+    protobuf::codec::encode(schema, schema.message(name).expect(name), value, &mut out).unwrap();
+    out
+}
+
+#[test]
+fn fields_a_newer_kube_wrote_survive_writes_here() {
+    // A Pod as a newer kube-apiserver stores it: a field of its own on the Pod (900), in its
+    // spec (901) and in its container (902), none of which this server's schema knows.
+    let meta = serde_json::json!({"name": "web", "namespace": "default", "uid": "7d0c",
+        "creationTimestamp": "2026-01-01T00:00:00Z"});
+    let container = [
+        message_of("k8s.io.api.core.v1.Container", &serde_json::json!({"name": "app", "image": "nginx"})),
+        newer_field(902, 3),
+    ]
+    .concat();
+    let spec = message_of("k8s.io.api.core.v1.PodSpec", &serde_json::json!({"restartPolicy": "Always"}));
+    let spec = [delimited(2, &container), spec, newer_field(901, 2)].concat();
+    let pod = [
+        delimited(1, &message_of("k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta", &meta)),
+        delimited(2, &spec),
+        newer_field(900, 1),
+    ]
+    .concat();
+    let body = protobuf::enveloped("v1", "Pod", &pod);
+    let etcd = EtcdProcess::start();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let key = "/registry/pods/default/web";
+    rt.block_on(async { etcd.connect().await.unwrap().put(key, body.into(), Expect::Absent).await.unwrap() });
+    let s = TestServer::start_with(&["--etcd-servers", etcd.endpoint()]);
+    assert_eq!(s.kubectl_ok(&["get", "pod", "web", "-o", "jsonpath={.spec.containers[0].image}"]), "nginx");
+
+    // Writes of every kind here: a label, an annotation by strategic merge, a status patch, a
+    // replace; each keeps what the newer server wrote, where it wrote it.
+    s.kubectl_ok(&["label", "pod", "web", "tier=front"]);
+    s.kubectl_ok(&["patch", "pod", "web", "-p", r#"{"metadata":{"annotations":{"a":"b"}}}"#]);
+    s.kubectl_ok(&[
+        "patch",
+        "pod",
+        "web",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"phase":"Running"}}"#,
+    ]);
+    let got = s.kubectl_ok(&["get", "pod", "web", "-o", "json"]);
+    let mut got: Value = serde_json::from_str(&got).unwrap();
+    got["metadata"]["labels"]["replaced"] = "yes".into();
+    tests::assert_success("replace", &s.kubectl_stdin(&["replace", "-f", "-"], &got.to_string()));
+
+    let stored = rt.block_on(async { etcd.connect().await.unwrap().get(key).await.unwrap().0.unwrap() });
+    let has = |needle: &[u8]| stored.value.windows(needle.len()).any(|w| w == needle);
+    for (number, v) in [(900, 1), (901, 2), (902, 3)] {
+        assert!(has(&newer_field(number, v)), "field {number} kept: {:?}", stored.value);
+    }
+    let obj = decode(key, &stored.value).unwrap();
+    assert_eq!(obj["metadata"]["labels"], serde_json::json!({"tier": "front", "replaced": "yes"}));
+    assert_eq!(
+        (obj["metadata"]["annotations"]["a"].as_str(), obj["status"]["phase"].as_str()),
+        (Some("b"), Some("Running"))
+    );
+    // The container is still app's, and the fields sit inside the messages they were in: the
+    // spec's own after its known fields, the Pod's at its end.
+    assert!(stored.value.ends_with(&[newer_field(900, 1), protobuf::UNKNOWN_TAIL.to_vec()].concat()));
+}
+
+#[test]
+fn json_fields_a_newer_kube_wrote_are_not_shown_and_survive_writes_here() {
+    let etcd = EtcdProcess::start();
+    let s = TestServer::start_with(&["--etcd-servers", etcd.endpoint()]);
+    let crd = r#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+        "metadata":{"name":"widgets.example.com"},
+        "spec":{"group":"example.com","names":{"kind":"Widget","plural":"widgets"},"scope":"Namespaced",
+        "versions":[{"name":"v1","served":true,"storage":true,
+            "schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}"#;
+    tests::assert_success("create the CRD", &s.kubectl_stdin(&["create", "-f", "-"], crd));
+    // A newer kube-apiserver rewrites it (in kube's v1beta1 JSON) with fields of its own.
+    let key = "/registry/apiextensions.k8s.io/customresourcedefinitions/widgets.example.com";
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let read = || rt.block_on(async { etcd.connect().await.unwrap().get(key).await.unwrap().0.unwrap() });
+    // (After this server's CRD controller has written its conditions, and again if it writes
+    // more.)
+    let established = || {
+        s.kubectl_ok(&[
+            "get",
+            "crd",
+            "widgets.example.com",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type==\"Established\")].status}",
+        ])
+    };
+    assert!(
+        tests::poll_until(std::time::Duration::from_secs(20), || (established() == "True").then_some(())).is_some()
+    );
+    loop {
+        let stored = read();
+        let mut newer: Value = serde_json::from_slice(&stored.value).unwrap();
+        assert_eq!(newer["apiVersion"], "apiextensions.k8s.io/v1beta1");
+        newer["futureTop"] = serde_json::json!({"x": 1});
+        newer["spec"]["futureSpec"] = "s".into();
+        newer["spec"]["versions"][0]["futureVersion"] = true.into();
+        let value = bytes::Bytes::from(serde_json::to_vec(&newer).unwrap());
+        let put = rt.block_on(async {
+            etcd.connect().await.unwrap().put(key, value, Expect::ModRevision(stored.mod_revision)).await
+        });
+        match put {
+            Ok(_) => break,
+            Err(storage::StorageError::Conflict { .. }) => continue,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    // Served as kube's decoding serves it: without them, so a client's read and write round
+    // trip raises no unknown-field warnings.
+    let shown = |path: &str| s.kubectl_ok(&["get", "crd", "widgets.example.com", "-o", &format!("jsonpath={path}")]);
+    assert_eq!(shown("{.spec.futureSpec}{.futureTop}{.spec.versions[0].futureVersion}"), "");
+    let out = s.kubectl(&["label", "crd", "widgets.example.com", "tier=front"]);
+    assert!(out.status.success() && out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let after: Value = serde_json::from_slice(&read().value).unwrap();
+    assert_eq!(after["metadata"]["labels"]["tier"], "front");
+    assert_eq!(
+        (&after["futureTop"], &after["spec"]["futureSpec"], &after["spec"]["versions"][0]["futureVersion"]),
+        (&serde_json::json!({"x": 1}), &serde_json::json!("s"), &serde_json::json!(true))
+    );
+}
