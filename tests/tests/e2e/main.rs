@@ -24,6 +24,7 @@ mod kube_etcd_format;
 mod kubectl;
 mod kubelets;
 mod leader_election;
+mod mixed_with_kube;
 mod namespaces;
 mod operator;
 mod options;
