@@ -514,11 +514,7 @@ pub fn set_cluster_ip(obj: &mut Value, ip: &str) {
 /// Indices of `spec.ports` that need a node port: `NodePort` services, and `LoadBalancer`
 /// ones unless `allocateLoadBalancerNodePorts` is false, whose port has no `nodePort` yet.
 pub fn node_ports_to_allocate(obj: &Value) -> Vec<usize> {
-    let ty = service_type(obj);
-    let wants = ty == "NodePort"
-        || (ty == "LoadBalancer"
-            && obj.pointer("/spec/allocateLoadBalancerNodePorts").and_then(Value::as_bool) != Some(false));
-    if !wants {
+    if !needs_node_port(obj) {
         return Vec::new();
     }
     obj.pointer("/spec/ports")
@@ -595,28 +591,51 @@ pub fn patch_allocated_values(new: &mut Value, old: &Value) {
             }
         }
     }
-    let needs_node_ports = new_ty == "NodePort" || new_ty == "LoadBalancer";
-    if needs_node_ports {
-        let old_ports: Vec<Value> = old.pointer("/spec/ports").and_then(Value::as_array).cloned().unwrap_or_default();
+    if needs_node_port(old) && needs_node_port(new) {
+        // As kube's: node ports by port name (the user may have changed anything else of the
+        // port), and never one the new object already gives another port.
+        let given = |s: &Value| -> Vec<i64> {
+            let ports = s.pointer("/spec/ports").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+            ports.iter().filter_map(|p| p.get("nodePort").and_then(Value::as_i64)).filter(|n| *n != 0).collect()
+        };
+        let (old_given, new_given) = (given(old), given(new));
+        let old_ports = old.pointer("/spec/ports").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+        let name = |p: &Value| p.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+        // Go's map by name: a later port of a name wins.
+        let by_name: Vec<(String, i64)> =
+            old_ports.iter().map(|p| (name(p), p.get("nodePort").and_then(Value::as_i64).unwrap_or(0))).collect();
         for p in new.pointer_mut("/spec/ports").and_then(Value::as_array_mut).into_iter().flatten() {
             if !p.is_object() || p.get("nodePort").and_then(Value::as_i64).unwrap_or(0) != 0 {
                 continue;
             }
-            let same = old_ports.iter().find(|o| {
-                o.get("port") == p.get("port")
-                    && o.get("protocol").and_then(Value::as_str).unwrap_or("TCP")
-                        == p.get("protocol").and_then(Value::as_str).unwrap_or("TCP")
-            });
-            if let Some(n) = same.and_then(|o| o.get("nodePort")).filter(|n| n.as_i64().unwrap_or(0) != 0) {
-                p["nodePort"] = n.clone();
+            let wanted = name(p);
+            let Some(&(_, n)) = by_name.iter().rev().find(|(name, _)| *name == wanted) else { continue };
+            let used = old_given.contains(&n) && new_given.contains(&n);
+            if n != 0 && !used {
+                p["nodePort"] = json!(n);
             }
         }
-        if needs_health_check_node_port(new)
-            && let Some(h) = old.pointer("/spec/healthCheckNodePort").filter(|h| h.as_i64().unwrap_or(0) != 0)
-        {
-            new["spec"]["healthCheckNodePort"] = h.clone();
-        }
     }
+    let needs_health = |s: &Value| {
+        service_type(s) == "LoadBalancer"
+            && s.pointer("/spec/externalTrafficPolicy").and_then(Value::as_str) == Some("Local")
+    };
+    if needs_health(old)
+        && needs_health(new)
+        && new.pointer("/spec/healthCheckNodePort").and_then(Value::as_i64).unwrap_or(0) == 0
+        && let Some(h) = old.pointer("/spec/healthCheckNodePort").filter(|h| h.as_i64().unwrap_or(0) != 0)
+    {
+        new["spec"]["healthCheckNodePort"] = h.clone();
+    }
+}
+
+/// kube's `needsNodePort`: NodePort Services, and LoadBalancers unless
+/// `allocateLoadBalancerNodePorts` is false.
+fn needs_node_port(obj: &Value) -> bool {
+    let ty = service_type(obj);
+    ty == "NodePort"
+        || (ty == "LoadBalancer"
+            && obj.pointer("/spec/allocateLoadBalancerNodePorts").and_then(Value::as_bool) != Some(false))
 }
 
 /// kube's `ExternallyAccessible`: a Service reached from outside the cluster, which takes an

@@ -346,3 +346,33 @@ fn priority_levels_get_v1_defaults() {
     def(FC, "prioritylevelconfigurations").apply_defaults(&mut no_exempt);
     assert!(no_exempt["spec"].get("exempt").is_none());
 }
+
+#[test]
+fn node_ports_are_kept_by_port_name_unless_the_update_gives_them_to_another_port() {
+    let old = json!({"spec": {"type": "NodePort", "clusterIP": "10.0.0.5", "ports": [
+        {"name": "http", "port": 80, "nodePort": 30080}, {"name": "https", "port": 443, "nodePort": 30443}]}});
+    // A manifest replaced with http's number changed and no node ports: both keep theirs.
+    let mut new = json!({"spec": {"type": "NodePort", "ports": [
+        {"name": "http", "port": 8080}, {"name": "https", "port": 443}]}});
+    patch_allocated_values(&mut new, &old);
+    assert_eq!(
+        (&new["spec"]["ports"][0]["nodePort"], &new["spec"]["ports"][1]["nodePort"]),
+        (&json!(30080), &json!(30443))
+    );
+    assert_eq!(new["spec"]["clusterIP"], "10.0.0.5");
+    // The update gives https's port to http: https does not take it back, and gets a new one.
+    let mut new = json!({"spec": {"type": "NodePort", "ports": [
+        {"name": "http", "port": 80, "nodePort": 30443}, {"name": "https", "port": 443}]}});
+    patch_allocated_values(&mut new, &old);
+    assert!(new["spec"]["ports"][1].get("nodePort").is_none(), "{new}");
+    // A port renamed is a new port.
+    let mut new = json!({"spec": {"type": "NodePort", "ports": [{"name": "web", "port": 80}]}});
+    patch_allocated_values(&mut new, &old);
+    assert!(new["spec"]["ports"][0].get("nodePort").is_none());
+    // A Service that held none (a ClusterIP one becoming NodePort) carries none over.
+    let mut clusterip = old.clone();
+    clusterip["spec"]["type"] = json!("ClusterIP");
+    let mut new = json!({"spec": {"type": "NodePort", "ports": [{"name": "http", "port": 80}]}});
+    patch_allocated_values(&mut new, &clusterip);
+    assert!(new["spec"]["ports"][0].get("nodePort").is_none());
+}
