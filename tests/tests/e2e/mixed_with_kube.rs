@@ -4,6 +4,8 @@
 //! would add back, as this server does), and stay put while both run, and a service-account token either one issues is
 //! accepted by the other, both signing with the same key file as kubeadm writes it (PKCS#1).
 //!
+//! The Python client writes through one and reads through the other.
+//!
 //! Skipped when no kube-apiserver is built (`KUBE_APISERVER`, else the path
 //! `../shared/tools/build-kube.sh` builds to); `deploy/mixed-with-kube.sh` has more checks.
 
@@ -77,6 +79,31 @@ fn bootstrap_versions(server: &str) -> Vec<String> {
 }
 
 const ADMIN_TOKEN: &str = "mixed-admin";
+
+/// The Python client through both servers: what one writes the other reads and patches.
+const PYTHON: &str = r#"
+import sys
+from kubernetes import client, config
+ours = client.CoreV1Api(config.new_client_from_config(sys.argv[1]))
+kube = client.CoreV1Api(config.new_client_from_config(sys.argv[2]))
+ours.create_namespaced_config_map("default", client.V1ConfigMap(metadata=client.V1ObjectMeta(name="py"), data={"a": "1"}))
+got = kube.read_namespaced_config_map("py", "default")
+kube.patch_namespaced_config_map("py", "default", {"data": {"b": "2"}})
+again = ours.read_namespaced_config_map("py", "default")
+print(got.data["a"], sorted(again.data.items()), again.metadata.resource_version != got.metadata.resource_version)
+"#;
+
+/// A kubeconfig for `server` with the admin token.
+fn kubeconfig(dir: &Path, server: &str) -> PathBuf {
+    let path = dir.join("kube.kubeconfig");
+    let text = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {{server: '{server}', insecure-skip-tls-verify: true}}\n\
+         users:\n- name: a\n  user: {{token: {ADMIN_TOKEN}}}\ncontexts:\n- name: c\n  context: {{cluster: c, user: a}}\n\
+         current-context: c\n"
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
 
 /// Every ClusterRole's rules, by name, as `server` lists them.
 fn cluster_roles(server: &str) -> std::collections::HashMap<String, Vec<serde_json::Value>> {
@@ -194,6 +221,11 @@ fn bootstrap_converges_and_tokens_cross_with_kube_apiserver_on_one_etcd() {
     let changed: Vec<_> = after.iter().filter(|l| !before.contains(l)).collect();
     assert!(changed.is_empty(), "rewritten while both ran: {changed:?}");
     assert_eq!(bootstrap_versions(ours), after, "both list the same objects at the same versions");
+
+    // The Python client through the pair.
+    let out = s.python_code(&s.kubeconfig, PYTHON, &[kubeconfig(dir.path(), &kube).to_str().unwrap()]);
+    assert!(out.status.success(), "python: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "1 [('a', '1'), ('b', '2')] True");
 
     // A token from either one is accepted by the other.
     ok(kubectl_as(&kube, ADMIN_TOKEN, &["create", "serviceaccount", "crosser"]), "account");
