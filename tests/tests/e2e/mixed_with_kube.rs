@@ -1,10 +1,10 @@
-//! A reference kube-apiserver and this server on one etcd, both running: the bootstrap objects
-//! both keep (RBAC roles, PriorityClasses, FlowSchemas, priority levels) are left as kube
-//! bootstrapped them when this server starts beside it (but for the rules kube-apiserver 1.30
-//! would add back, as this server does), and stay put while both run, and a service-account token either one issues is
-//! accepted by the other, both signing with the same key file as kubeadm writes it (PKCS#1).
-//!
-//! The Python client writes through one and reads through the other.
+//! A reference kube-apiserver and this server on one etcd, both running:
+//! - the bootstrap objects both keep (RBAC roles, PriorityClasses, FlowSchemas, priority
+//!   levels) are left as kube bootstrapped them when this server starts beside it, but for the
+//!   rules kube-apiserver 1.30 would add back (as this server does), and stay put while both run;
+//! - the Python client writes through one and reads through the other;
+//! - a service-account token either one issues is accepted by the other, both signing with the
+//!   same key file as kubeadm writes it (PKCS#1).
 //!
 //! Skipped when no kube-apiserver is built (`KUBE_APISERVER`, else the path
 //! `../shared/tools/build-kube.sh` builds to); `deploy/mixed-with-kube.sh` has more checks.
