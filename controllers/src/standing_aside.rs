@@ -86,9 +86,14 @@ impl Drop for Started {
 pub async fn run<L: LeaseLock>(mut watch: HolderWatch<L>, period: Duration, start: impl Fn() -> Vec<AbortHandle>) {
     let lease = watch.describe();
     let mut running: Option<Started> = None;
+    // The first answer is logged whatever it is, so the log always says where things stand.
+    let mut first = true;
     loop {
-        match watch.held().await {
-            Some(true) if running.is_some() => {
+        // A read that does not answer within five periods counts as unreadable: things stay
+        // as they are.
+        let held = tokio::time::timeout(period * 5, watch.held()).await.ok().flatten();
+        match held {
+            Some(true) if running.is_some() || first => {
                 running = None;
                 tracing::info!(
                     lease,
@@ -107,6 +112,7 @@ pub async fn run<L: LeaseLock>(mut watch: HolderWatch<L>, period: Duration, star
             }
             Some(false) | None => {}
         }
+        first &= held.is_none();
         tokio::time::sleep(period).await;
     }
 }

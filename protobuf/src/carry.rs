@@ -8,7 +8,8 @@
 //! the new one, in the message where it was:
 //! - a singular message field is matched with the stored one of the same number;
 //! - an element of a repeated message field with the stored element of the same `name` when
-//!   the element has a `name` field (containers, ports, volumes), by position otherwise;
+//!   the element has a `name` field and the names on both sides are all set and distinct
+//!   (containers, volumes), by position otherwise (unnamed ports, mounts of one volume);
 //! - map values and kube's special messages (Time, Quantity, ...) are not looked into.
 //!
 //! Unknown fields go before the first known field with a higher number, where Go's marshaller
@@ -115,11 +116,11 @@ fn merge(schema: &Schema, id: MessageId, new: &[u8], old: &[u8], depth: usize, o
     }
     let message = &schema.messages[id];
     let old_spans = spans(old).collect::<Result<Vec<_>, _>>()?;
+    let new_spans = spans(new).collect::<Result<Vec<_>, _>>()?;
     let mut unknown = old_spans.iter().filter(|s| message.field(s.number).is_none()).peekable();
-    // Per known message field of `old`: how many of its elements `new` has used so far.
-    let mut used: Vec<(u32, usize)> = Vec::new();
-    for span in spans(new) {
-        let span = span?;
+    // Per repeated message field: which stored element each new one replaces, in order.
+    let mut pairings: Vec<(u32, std::vec::IntoIter<Option<&[u8]>>)> = Vec::new();
+    for span in &new_spans {
         while let Some(u) = unknown.next_if(|u| u.number < span.number) {
             out.extend_from_slice(u.whole);
         }
@@ -127,19 +128,14 @@ fn merge(schema: &Schema, id: MessageId, new: &[u8], old: &[u8], depth: usize, o
             out.extend_from_slice(span.whole);
             continue;
         };
-        let position = match used.iter_mut().find(|(n, _)| *n == span.number) {
-            Some((_, count)) => {
-                *count += 1;
-                *count - 1
-            }
-            None => {
-                used.push((span.number, 1));
-                0
-            }
-        };
         let field = message.field(span.number).expect("a known field");
         let counterpart = if field.repeated {
-            element_counterpart(schema, sub, &old_spans, span.number, value, position)?
+            if !pairings.iter().any(|(n, _)| *n == span.number) {
+                let pairs = pair_elements(schema, sub, &old_spans, &new_spans, span.number)?;
+                pairings.push((span.number, pairs.into_iter()));
+            }
+            let (_, pairs) = pairings.iter_mut().find(|(n, _)| *n == span.number).expect("just added");
+            pairs.next().flatten()
         } else {
             old_spans.iter().rev().find(|s| s.number == span.number).and_then(|s| s.delimited)
         };
@@ -158,30 +154,37 @@ fn merge(schema: &Schema, id: MessageId, new: &[u8], old: &[u8], depth: usize, o
     Ok(())
 }
 
-/// The stored element a new element of the repeated field `number` replaces: the one of the
-/// same `name` when the element message has one, else the one at the same position.
-fn element_counterpart<'a>(
+/// For each new element of the repeated field `number`, the stored element it replaces: the
+/// one of the same `name` when the element message has one and every element on both sides
+/// has a name of its own (none empty, none repeated), else the one at the same position.
+fn pair_elements<'a>(
     schema: &Schema,
     sub: MessageId,
     old_spans: &[Span<'a>],
+    new_spans: &[Span<'_>],
     number: u32,
-    value: &[u8],
-    position: usize,
-) -> Result<Option<&'a [u8]>, Error> {
-    let mut elements = old_spans.iter().filter(|s| s.number == number).filter_map(|s| s.delimited);
-    let name_number = schema.messages[sub].fields.iter().find(|f| f.json == "name" && f.kind == Scalar::String);
-    let Some(name_field) = name_number.map(|f| f.number) else {
-        return Ok(elements.nth(position));
+) -> Result<Vec<Option<&'a [u8]>>, Error> {
+    let old: Vec<&[u8]> = old_spans.iter().filter(|s| s.number == number).filter_map(|s| s.delimited).collect();
+    let new: Vec<&[u8]> = new_spans.iter().filter(|s| s.number == number).filter_map(|s| s.delimited).collect();
+    let by_position = || (0..new.len()).map(|i| old.get(i).copied()).collect();
+    let name_field = schema.messages[sub].fields.iter().find(|f| f.json == "name" && f.kind == Scalar::String);
+    let Some(name_field) = name_field.map(|f| f.number) else { return Ok(by_position()) };
+    let (Some(old_names), Some(new_names)) = (unique_names(&old, name_field)?, unique_names(&new, name_field)?) else {
+        return Ok(by_position());
     };
-    let Some(name) = string_field(value, name_field)? else {
-        return Ok(elements.nth(position));
-    };
+    Ok(new_names.iter().map(|name| old_names.iter().position(|n| n == name).map(|i| old[i])).collect())
+}
+
+/// The `name` of each element, if every element has one and no two share it.
+fn unique_names<'a>(elements: &[&'a [u8]], name_field: u32) -> Result<Option<Vec<&'a [u8]>>, Error> {
+    let mut names = Vec::with_capacity(elements.len());
     for element in elements {
-        if string_field(element, name_field)? == Some(name) {
-            return Ok(Some(element));
+        match string_field(element, name_field)? {
+            Some(name) if !name.is_empty() && !names.contains(&name) => names.push(name),
+            _ => return Ok(None),
         }
     }
-    Ok(None)
+    Ok(Some(names))
 }
 
 /// The bytes of the length-delimited field `number` of a message.
@@ -283,6 +286,28 @@ mod tests {
         // b is gone: so is what it held.
         let without_b = raw(&pod(&["a"], "v1"));
         assert_eq!(carried(&without_b, &newer), Some(without_b.clone()));
+    }
+
+    #[test]
+    fn elements_with_empty_or_shared_names_pair_by_position() {
+        // Two unnamed ports (Go writes `name: ""` for both): the second's field stays with the
+        // second, not with the first empty name found.
+        let with_ports = |label: &str| {
+            let mut p = pod(&["a"], label);
+            p["spec"]["containers"][0]["ports"] = json!([{"containerPort": 80}, {"containerPort": 443}]);
+            p
+        };
+        const PORTS: u32 = 6;
+        let stored = raw(&with_ports("v1"));
+        let newer = inject(&stored, &[(SPEC, 0), (CONTAINERS, 0), (PORTS, 1)], &field(903, 4));
+        let relabelled = raw(&with_ports("v2"));
+        let expected = inject(&relabelled, &[(SPEC, 0), (CONTAINERS, 0), (PORTS, 1)], &field(903, 4));
+        assert_eq!(carried(&relabelled, &newer), Some(expected));
+        // Two containers of one name (invalid, but stored bytes are what they are): by position.
+        let stored = raw(&pod(&["a", "a"], "v1"));
+        let newer = inject(&stored, &[(SPEC, 0), (CONTAINERS, 1)], &field(902, 3));
+        let expected = inject(&raw(&pod(&["a", "a"], "v2")), &[(SPEC, 0), (CONTAINERS, 1)], &field(902, 3));
+        assert_eq!(carried(&raw(&pod(&["a", "a"], "v2")), &newer), Some(expected));
     }
 
     #[test]

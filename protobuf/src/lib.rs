@@ -181,10 +181,10 @@ fn split_envelope(body: &[u8]) -> Result<(String, String, &[u8]), Error> {
 
 /// `new_body`, an enveloped body about to replace `old_body`, with the fields of `old_body`
 /// that this server's schema does not know (a newer kube-apiserver's) carried over, as
-/// [`carry`] places them. `None` when `old_body` has none, is of another type, or is no
-/// protobuf: `new_body` is then stored as it is.
+/// [`carry`] places them. `None` when `old_body` has none or is of another type, or when
+/// either body is no protobuf: `new_body` is then stored as it is.
 pub fn carry_unknown_fields(new_body: &[u8], old_body: &[u8]) -> Result<Option<Vec<u8>>, Error> {
-    if !old_body.starts_with(MAGIC) {
+    if !old_body.starts_with(MAGIC) || !new_body.starts_with(MAGIC) {
         return Ok(None);
     }
     let (api_version, kind, new_raw) = split_envelope(new_body)?;

@@ -83,7 +83,7 @@ pub fn is_unknown_type(bytes: &[u8]) -> bool {
 pub fn decode_object(def: &ResourceDef, kv: &KeyValue) -> Result<Value, StorageError> {
     let obj = decode(&kv.key, &kv.value)?;
     let mut obj = def.strategy.read_etcd_version(obj);
-    if Format::of(&kv.value) != Format::Protobuf && is_built_in(def) {
+    if Format::of(&kv.value) == Format::Json && is_built_in(def) {
         // Fields of a newer kube's JSON (a CRD's, an APIService's) are not shown, as kube's
         // decoding into its Go types drops them; a write carries them over
         // ([`encode_replacing`]).
@@ -160,53 +160,77 @@ fn is_built_in(def: &ResourceDef) -> bool {
     apimachinery::schema::kind_definition_name(&def.group, &def.version, &def.kind).is_some()
 }
 
+/// One step into a JSON value: a member, or a list element (with the element's `name`, if it
+/// has one, so that it is found again where a write moved it).
+#[derive(Clone)]
+enum Step {
+    Member(String),
+    Element(usize, Option<String>),
+}
+
 /// The fields of a stored JSON object (in this server's version) that its schema does not
-/// know: kube's path of each (`spec.versions[0].futureField`) and its value.
-fn unknown_json_fields(def: &ResourceDef, previous: &[u8]) -> Option<Vec<(String, Value)>> {
+/// know, each with its place and value: what pruning it removes, found by comparing it with
+/// its pruned copy (nulls, which pruning also removes, are not kept).
+fn unknown_json_fields(def: &ResourceDef, previous: &[u8]) -> Option<Vec<(Vec<Step>, Value)>> {
     let old = def.strategy.read_etcd_version(serde_json::from_slice(previous).ok()?);
     let mut pruned = old.clone();
-    let report = apimachinery::schema::check_fields(&def.group, &def.version, &def.kind, &mut pruned);
-    let found = report.unknown.into_iter().filter_map(|path| {
-        let value = walk(&old, &path)?.clone();
-        Some((path, value))
-    });
-    Some(found.collect())
+    apimachinery::schema::check_fields(&def.group, &def.version, &def.kind, &mut pruned);
+    let mut found = Vec::new();
+    removed(&old, &pruned, &mut Vec::new(), &mut found);
+    Some(found)
 }
 
-/// The steps of a kube field path: `spec.versions[0].x` is `spec`, `versions`, `0`, `x` (a
-/// bracket holds a list index or a map key, told apart by what the value is).
-fn steps(path: &str) -> Vec<&str> {
-    path.split('.').flat_map(|part| part.split(['[', ']']).filter(|s| !s.is_empty())).collect()
-}
-
-fn step<'a>(v: &'a Value, s: &str) -> Option<&'a Value> {
-    match v {
-        Value::Array(items) => items.get(s.parse::<usize>().ok()?),
-        Value::Object(map) => map.get(s),
-        _ => None,
+/// What `pruned` lacks of `full`, at `path`.
+fn removed(full: &Value, pruned: &Value, path: &mut Vec<Step>, found: &mut Vec<(Vec<Step>, Value)>) {
+    match (full, pruned) {
+        (Value::Object(f), Value::Object(p)) => {
+            for (key, value) in f {
+                match p.get(key) {
+                    None if !value.is_null() => {
+                        let mut at = path.clone();
+                        at.push(Step::Member(key.clone()));
+                        found.push((at, value.clone()));
+                    }
+                    None => {}
+                    Some(kept) => {
+                        path.push(Step::Member(key.clone()));
+                        removed(value, kept, path, found);
+                        path.pop();
+                    }
+                }
+            }
+        }
+        (Value::Array(f), Value::Array(p)) if f.len() == p.len() => {
+            for (i, (value, kept)) in f.iter().zip(p).enumerate() {
+                let name = value.get("name").and_then(Value::as_str).map(str::to_string);
+                path.push(Step::Element(i, name));
+                removed(value, kept, path, found);
+                path.pop();
+            }
+        }
+        _ => {}
     }
 }
 
-fn walk<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
-    steps(path).into_iter().try_fold(v, step)
-}
-
-/// Puts `value` at `path` in `obj` if its parent is still there and the field is not.
-fn put_back(obj: &mut Value, path: &str, value: Value) {
-    let mut steps = steps(path);
-    let Some(last) = steps.pop() else { return };
+/// Puts `value` at `path` in `obj` if its parent is still there and the field is not. A list
+/// element is found by its `name` when it had one, else at its position.
+fn put_back(obj: &mut Value, path: &[Step], value: Value) {
+    let Some((Step::Member(last), parents)) = path.split_last() else { return };
     let mut at = obj;
-    for s in steps {
-        let next = match at {
-            Value::Array(items) => s.parse::<usize>().ok().and_then(|i| items.get_mut(i)),
-            Value::Object(map) => map.get_mut(s),
+    for step in parents {
+        let next = match (at, step) {
+            (Value::Object(map), Step::Member(key)) => map.get_mut(key),
+            (Value::Array(items), Step::Element(_, Some(name))) => {
+                items.iter_mut().find(|item| item.get("name").and_then(Value::as_str) == Some(name.as_str()))
+            }
+            (Value::Array(items), Step::Element(i, None)) => items.get_mut(*i),
             _ => None,
         };
         let Some(next) = next else { return };
         at = next;
     }
     if let Value::Object(map) = at {
-        map.entry(last.to_string()).or_insert(value);
+        map.entry(last.clone()).or_insert(value);
     }
 }
 

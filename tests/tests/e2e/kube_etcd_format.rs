@@ -505,7 +505,8 @@ fn json_fields_a_newer_kube_wrote_are_not_shown_and_survive_writes_here() {
         "metadata":{"name":"widgets.example.com"},
         "spec":{"group":"example.com","names":{"kind":"Widget","plural":"widgets"},"scope":"Namespaced",
         "versions":[{"name":"v1","served":true,"storage":true,
-            "schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}"#;
+            "schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true,
+                "properties":{"app.kubernetes.io/name":{"type":"string"}}}}}]}}"#;
     tests::assert_success("create the CRD", &s.kubectl_stdin(&["create", "-f", "-"], crd));
     // A newer kube-apiserver rewrites it (in kube's v1beta1 JSON) with fields of its own.
     let key = "/registry/apiextensions.k8s.io/customresourcedefinitions/widgets.example.com";
@@ -525,28 +526,36 @@ fn json_fields_a_newer_kube_wrote_are_not_shown_and_survive_writes_here() {
     assert!(
         tests::poll_until(std::time::Duration::from_secs(20), || (established() == "True").then_some(())).is_some()
     );
-    loop {
+    // One of them sits under a map key with dots and a slash (a schema property's name).
+    let written = loop {
         let stored = read();
         let mut newer: Value = serde_json::from_slice(&stored.value).unwrap();
         assert_eq!(newer["apiVersion"], "apiextensions.k8s.io/v1beta1");
         newer["futureTop"] = serde_json::json!({"x": 1});
         newer["spec"]["futureSpec"] = "s".into();
         newer["spec"]["versions"][0]["futureVersion"] = true.into();
+        newer["spec"]["validation"]["openAPIV3Schema"]["properties"]["app.kubernetes.io/name"]["futureProp"] = 1.into();
         let value = bytes::Bytes::from(serde_json::to_vec(&newer).unwrap());
         let put = rt.block_on(async {
             etcd.connect().await.unwrap().put(key, value, Expect::ModRevision(stored.mod_revision)).await
         });
         match put {
-            Ok(_) => break,
+            Ok(kv) => break kv.mod_revision.to_string(),
             Err(storage::StorageError::Conflict { .. }) => continue,
             Err(e) => panic!("{e}"),
         }
-    }
+    };
 
     // Served as kube's decoding serves it: without them, so a client's read and write round
     // trip raises no unknown-field warnings.
     let shown = |path: &str| s.kubectl_ok(&["get", "crd", "widgets.example.com", "-o", &format!("jsonpath={path}")]);
+    let seen = tests::poll_until(std::time::Duration::from_secs(20), || {
+        (shown("{.metadata.resourceVersion}") == written).then_some(())
+    });
+    assert!(seen.is_some(), "the rewrite at {written} is read");
     assert_eq!(shown("{.spec.futureSpec}{.futureTop}{.spec.versions[0].futureVersion}"), "");
+    let property = shown("{.spec.versions[0].schema.openAPIV3Schema.properties}");
+    assert_eq!(property, r#"{"app.kubernetes.io/name":{"type":"string"}}"#);
     let out = s.kubectl(&["label", "crd", "widgets.example.com", "tier=front"]);
     assert!(out.status.success() && out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
 
@@ -556,4 +565,6 @@ fn json_fields_a_newer_kube_wrote_are_not_shown_and_survive_writes_here() {
         (&after["futureTop"], &after["spec"]["futureSpec"], &after["spec"]["versions"][0]["futureVersion"]),
         (&serde_json::json!({"x": 1}), &serde_json::json!("s"), &serde_json::json!(true))
     );
+    let property = &after["spec"]["validation"]["openAPIV3Schema"]["properties"]["app.kubernetes.io/name"];
+    assert_eq!(property, &serde_json::json!({"type": "string", "futureProp": 1}));
 }
