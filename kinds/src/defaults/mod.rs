@@ -576,18 +576,24 @@ pub fn set_health_check_node_port(obj: &mut Value, port: u16) {
 /// ports (a `kubectl replace` of a manifest, typically) keeps the allocated ones.
 pub fn patch_allocated_values(new: &mut Value, old: &Value) {
     let (new_ty, old_ty) = (service_type(new).to_string(), service_type(old));
-    if new_ty != "ExternalName" && old_ty != "ExternalName" && cluster_ip(new).is_empty() {
+    if new_ty != "ExternalName" && old_ty != "ExternalName" {
+        let ip_unset = cluster_ip(new).is_empty();
         let spec = child_obj(new.as_object_mut().expect("object"), "spec");
-        for key in ["clusterIP", "clusterIPs"] {
-            if let Some(v) = old.pointer(&format!("/spec/{key}")) {
-                spec.insert(key.into(), v.clone());
-            }
+        if ip_unset && let Some(v) = old.pointer("/spec/clusterIP") {
+            spec.insert("clusterIP".into(), v.clone());
         }
-        for key in ["ipFamilies", "ipFamilyPolicy"] {
-            if is_unset(spec.get(key))
-                && let Some(v) = old.pointer(&format!("/spec/{key}"))
-            {
-                spec.insert(key.into(), v.clone());
+        // As kube's: the list only when the update has none.
+        let listed = |v: Option<&Value>| v.and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+        if !listed(spec.get("clusterIPs")) && listed(old.pointer("/spec/clusterIPs")) {
+            spec.insert("clusterIPs".into(), old["spec"]["clusterIPs"].clone());
+        }
+        if ip_unset {
+            for key in ["ipFamilies", "ipFamilyPolicy"] {
+                if is_unset(spec.get(key))
+                    && let Some(v) = old.pointer(&format!("/spec/{key}"))
+                {
+                    spec.insert(key.into(), v.clone());
+                }
             }
         }
     }

@@ -360,6 +360,15 @@ fn node_ports_are_kept_by_port_name_unless_the_update_gives_them_to_another_port
         (&json!(30080), &json!(30443))
     );
     assert_eq!(new["spec"]["clusterIP"], "10.0.0.5");
+    // clusterIPs come over only when the update has none: one it sets is validated as sent.
+    let mut new = json!({"spec": {"type": "NodePort", "clusterIPs": ["10.0.0.9"], "ports": []}});
+    let mut dual = old.clone();
+    dual["spec"]["clusterIPs"] = json!(["10.0.0.5"]);
+    patch_allocated_values(&mut new, &dual);
+    assert_eq!((&new["spec"]["clusterIP"], &new["spec"]["clusterIPs"]), (&json!("10.0.0.5"), &json!(["10.0.0.9"])));
+    let mut new = json!({"spec": {"type": "NodePort", "clusterIP": "10.0.0.5", "ports": []}});
+    patch_allocated_values(&mut new, &dual);
+    assert_eq!(new["spec"]["clusterIPs"], json!(["10.0.0.5"]), "a list the update left out is kept");
     // The update gives https's port to http: https does not take it back, and gets a new one.
     let mut new = json!({"spec": {"type": "NodePort", "ports": [
         {"name": "http", "port": 80, "nodePort": 30443}, {"name": "https", "port": 443}]}});
