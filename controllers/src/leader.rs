@@ -144,6 +144,12 @@ impl LeaderElectionRecord {
         }
     }
 
+    /// Whether a holder of this record is still trusted at `now`, the record having been seen
+    /// to change at `seen` (by this process's clock: client-go's rule, immune to skew).
+    pub fn trusted(&self, seen: Instant, now: Instant) -> bool {
+        seen + Duration::from_secs(self.lease_duration_seconds.max(0) as u64) > now
+    }
+
     /// The Lease spec holding it (client-go's `LeaderElectionRecordToLeaseSpec`).
     pub fn to_spec(&self) -> Value {
         json!({
@@ -463,9 +469,7 @@ impl<L: LeaseLock> LeaderElector<L> {
 
     /// Whether the record last seen is still trusted at `now`, by this process's clock.
     fn lease_valid(&self, now: Instant) -> bool {
-        self.observed
-            .as_ref()
-            .is_some_and(|(r, seen)| *seen + Duration::from_secs(r.lease_duration_seconds.max(0) as u64) > now)
+        self.observed.as_ref().is_some_and(|(r, seen)| r.trusted(*seen, now))
     }
 }
 

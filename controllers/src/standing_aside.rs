@@ -54,8 +54,7 @@ impl<L: LeaseLock> HolderWatch<L> {
             self.observed = Some((current, now));
         }
         let (record, seen) = self.observed.as_ref().expect("just set");
-        let trusted_for = Duration::from_secs(record.lease_duration_seconds.max(0) as u64);
-        Some(!record.holder_identity.is_empty() && *seen + trusted_for > now)
+        Some(!record.holder_identity.is_empty() && record.trusted(*seen, now))
     }
 
     /// Who holds it, as last read.

@@ -327,7 +327,7 @@ mod tests {
     #[test]
     fn enveloped_bodies_carry_only_between_the_same_type() {
         let stored = crate::encode_object(&pod(&["a"], "v1")).unwrap();
-        let (_, _, stored_raw) = crate::split_envelope(&stored).unwrap();
+        let (_, stored_raw) = crate::split_envelope(&stored).unwrap();
         let newer = crate::enveloped("v1", "Pod", &inject(stored_raw, &[], &field(900, 1)));
         let new = crate::encode_object(&pod(&["a"], "v2")).unwrap();
         let out = crate::carry_unknown_fields(&new, &newer).unwrap().expect("carried");

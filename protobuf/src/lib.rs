@@ -38,6 +38,8 @@ pub mod fields_v1;
 pub mod go_zero;
 pub mod schema;
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 pub use schema::{MessageId, Schema};
@@ -150,21 +152,24 @@ pub fn decode_object(body: &[u8]) -> Result<Value, Error> {
 
 /// [`decode_object`] of a body nested `depth` messages deep.
 pub(crate) fn decode_object_at(body: &[u8], depth: usize) -> Result<Value, Error> {
-    let (api_version, kind, raw) = split_envelope(body)?;
+    let ((api_version, kind), raw) = split_envelope(body)?;
     decode_raw_at(raw, &api_version, &kind, depth)
 }
 
+/// An enveloped body's apiVersion and kind (borrowed from the body when valid UTF-8).
+type TypeOf<'a> = (Cow<'a, str>, Cow<'a, str>);
+
 /// An enveloped body's apiVersion, kind and raw message.
-fn split_envelope(body: &[u8]) -> Result<(String, String, &[u8]), Error> {
+fn split_envelope(body: &[u8]) -> Result<(TypeOf<'_>, &[u8]), Error> {
     let rest = body.strip_prefix(MAGIC.as_slice()).ok_or(Error::NoMagic)?;
-    let (mut api_version, mut kind, mut raw) = (String::new(), String::new(), &[][..]);
+    let (mut api_version, mut kind, mut raw) = (Cow::Borrowed(""), Cow::Borrowed(""), &[][..]);
     for item in fields(rest) {
         match item? {
             (1, Wire::Bytes(tm)) => {
                 for t in fields(tm) {
                     match t? {
-                        (1, Wire::Bytes(b)) => api_version = String::from_utf8_lossy(b).into_owned(),
-                        (2, Wire::Bytes(b)) => kind = String::from_utf8_lossy(b).into_owned(),
+                        (1, Wire::Bytes(b)) => api_version = String::from_utf8_lossy(b),
+                        (2, Wire::Bytes(b)) => kind = String::from_utf8_lossy(b),
                         _ => {}
                     }
                 }
@@ -176,7 +181,7 @@ fn split_envelope(body: &[u8]) -> Result<(String, String, &[u8]), Error> {
             _ => {}
         }
     }
-    Ok((api_version, kind, raw))
+    Ok(((api_version, kind), raw))
 }
 
 /// `new_body`, an enveloped body about to replace `old_body`, with the fields of `old_body`
@@ -187,9 +192,9 @@ pub fn carry_unknown_fields(new_body: &[u8], old_body: &[u8]) -> Result<Option<V
     if !old_body.starts_with(MAGIC) || !new_body.starts_with(MAGIC) {
         return Ok(None);
     }
-    let (api_version, kind, new_raw) = split_envelope(new_body)?;
-    let (old_version, old_kind, old_raw) = split_envelope(old_body)?;
-    if (old_version.as_str(), old_kind.as_str()) != (api_version.as_str(), kind.as_str()) {
+    let ((api_version, kind), new_raw) = split_envelope(new_body)?;
+    let (old_type, old_raw) = split_envelope(old_body)?;
+    if old_type != (api_version.clone(), kind.clone()) {
         return Ok(None);
     }
     let schema = Schema::global();

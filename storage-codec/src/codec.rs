@@ -155,9 +155,10 @@ pub fn encode_replacing(def: &ResourceDef, obj: &Value, previous: &[u8]) -> Resu
 }
 
 /// Whether `def` is a kind of kube's own, whose fields its Go types define (custom resources'
-/// fields are their CRD schema's, pruned by it on both sides).
+/// fields are their CRD schema's, pruned by it on both sides). Asked on every JSON decode, so
+/// answered from the definition (only built-in kinds carry an OpenAPI schema), not a lookup.
 fn is_built_in(def: &ResourceDef) -> bool {
-    apimachinery::schema::kind_definition_name(&def.group, &def.version, &def.kind).is_some()
+    def.schema.is_some()
 }
 
 /// One step into a JSON value: a member, or a list element (with the element's `name`, if it
