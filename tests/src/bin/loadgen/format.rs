@@ -92,6 +92,26 @@ async fn server_rows(label: &str, bin: &Path, seconds: Duration) -> Vec<(&'stati
     report_cpu("create configmap", 64, &create, None, Some(used));
     rows.push(("create", per(used, create.ops)));
 
+    // Updates: each worker replaces its own object (a read-modify-write in the storage
+    // stage, where the stored bytes are decoded, compared and written over).
+    for w in 0..64 {
+        let body = json!({"metadata": {"name": format!("u-{w}")}, "data": {"k": "0"}});
+        assert!(answered(client.post(&url).send_json(&body).await, 201).await, "seed u-{w}");
+    }
+    let (cl, u) = (client.clone(), url.clone());
+    let cpu = cpu_time(pid);
+    let update = run(64, seconds, move |w, i| {
+        let (cl, u) = (cl.clone(), u.clone());
+        async move {
+            let body = json!({"metadata": {"name": format!("u-{w}")}, "data": {"k": i.to_string(), "payload": "x".repeat(900)}});
+            answered(cl.put(format!("{u}/u-{w}")).send_json(&body).await, 200).await
+        }
+    })
+    .await;
+    let used = cpu_time(pid).saturating_sub(cpu);
+    report_cpu("update configmap", 64, &update, None, Some(used));
+    rows.push(("update", per(used, update.ops)));
+
     let (cl, u) = (client.clone(), format!("{url}/hot"));
     let cpu = cpu_time(pid);
     let get = run(64, seconds, move |_, _| {
@@ -140,7 +160,7 @@ pub async fn run_all(seconds: Duration, rest: Vec<String>) {
         }
     }
     if builds.len() == 2 {
-        for op in ["create", "get", "list, per object"] {
+        for op in ["create", "update", "get", "list, per object"] {
             let mean = |b: usize| {
                 let v: Vec<f64> = all.iter().filter(|r| r.0 == b && r.1 == op).map(|r| r.2).collect();
                 v.iter().sum::<f64>() / v.len().max(1) as f64
