@@ -47,13 +47,18 @@ pub struct PeerIdentity(pub Option<UserInfo>);
 
 /// Records the client certificate's identity once per connection.
 pub fn on_connect(conn: &dyn Any, ext: &mut Extensions) {
-    use actix_web::rt::net::TcpStream;
-    type Tls = actix_tls::accept::rustls_0_23::TlsStream<TcpStream>;
     if let Some(tls) = conn.downcast_ref::<Tls>() {
-        let (_, session) = tls.get_ref();
-        let identity = session.peer_certificates().and_then(|c| c.first()).and_then(|c| crate::tls::identity_of(c));
-        ext.insert(PeerIdentity(identity));
+        note_peer(tls, ext);
     }
+}
+
+type Tls = actix_tls::accept::rustls_0_23::TlsStream<actix_web::rt::net::TcpStream>;
+
+/// Notes the client certificate a TLS connection presented in its connection data.
+pub fn note_peer(tls: &Tls, ext: &mut Extensions) {
+    let (_, session) = tls.get_ref();
+    let identity = session.peer_certificates().and_then(|c| c.first()).and_then(|c| crate::tls::identity_of(c));
+    ext.insert(PeerIdentity(identity));
 }
 
 fn query(s: &str) -> Params {

@@ -138,6 +138,8 @@ pub async fn relay(
     translate_v5: bool,
 ) -> Result<HttpResponse, Unreachable> {
     let upgrade = req.headers().contains_key("upgrade");
+    // A SPDY upgrade reached this handler named as WebSocket (`listener`); it goes on as sent.
+    let spdy = req.conn_data::<crate::listener::SpdyUpgrade>().and_then(|s| s.offered());
     let offered: Vec<&str> = req
         .headers()
         .get_all("sec-websocket-protocol")
@@ -147,7 +149,7 @@ pub async fn relay(
         .collect();
     // kubectl's WebSocket exec and attach offer only v5, which kubelets do not speak: the
     // kubelet is asked for v4, whose frames are the same, and the client told it got v5.
-    let v5_as_v4 = translate_v5 && offered == [V5];
+    let v5_as_v4 = translate_v5 && spdy.is_none() && offered == [V5];
     let mut conn = connect(transport, address).await?;
     let mut head = format!("{} {path_and_query} HTTP/1.1\r\nHost: {address}\r\n", req.method());
     if v5_as_v4 {
@@ -159,7 +161,9 @@ pub async fn relay(
         if dropped(name.as_str()) || skipped {
             continue;
         }
-        if let Ok(value) = value.to_str() {
+        if let Some(spdy) = spdy.filter(|_| name.as_str() == "upgrade") {
+            head.push_str(&format!("Upgrade: {spdy}\r\n"));
+        } else if let Ok(value) = value.to_str() {
             head.push_str(&format!("{}: {value}\r\n", name.as_str()));
         }
     }

@@ -52,6 +52,7 @@ pub mod discovery;
 pub mod health;
 pub mod kubelet;
 pub mod lifecycle;
+pub mod listener;
 pub mod metrics;
 pub mod negotiate;
 pub mod openapi;

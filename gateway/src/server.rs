@@ -521,27 +521,22 @@ fn http_servers(
     let worker_grace =
         options.request_timeout + options.shutdown_watch_termination_grace_period + Duration::from_secs(5);
     let admin_tls = material.server_config.clone();
-    let main = {
-        let server = server.clone();
-        HttpServer::new(move || App::new().app_data(server.clone()).default_service(web::to(crate::chain::dispatch)))
-            .workers(workers)
-            // Watch events and list chunks are written as they come; Nagle would hold a small
-            // write back until the client ACKs the previous one (up to its delayed-ACK 40 ms).
-            // Go, and so kube-apiserver, disables it on every connection too.
-            .tcp_nodelay(true)
+    let address = std::net::SocketAddr::new(options.bind_address, options.secure_port);
+    let main = crate::listener::serve_api(
+        crate::listener::ListenOptions {
+            address,
+            workers,
             // TLS handshakes in progress per worker (actix's default is 256). A socket that
             // never starts its handshake holds a slot until the 3 s handshake timeout, so a few
             // hundred idle connections would make every new client wait; Go, and so
             // kube-apiserver, sets no such bound.
-            .max_connection_rate(MAX_HANDSHAKES_PER_WORKER)
-            .on_connect(crate::chain::on_connect)
-            // Signals start kube's shutdown sequence (`lifecycle`), not actix's own.
-            .disable_signals()
-            .shutdown_timeout(worker_grace.as_secs())
-            .bind_rustls_0_23((options.bind_address, options.secure_port), material.server_config)
-            .map_err(|e| format!("binding {}:{}: {e}", options.bind_address, options.secure_port))?
-            .run()
-    };
+            max_handshakes: MAX_HANDSHAKES_PER_WORKER,
+            shutdown_timeout: worker_grace,
+        },
+        server.clone(),
+        material.server_config,
+    )
+    .map_err(|e| format!("binding {address}: {e}"))?;
     // The admin endpoint answers until the very end of the shutdown. Off loopback it is served
     // over TLS and every request is authenticated and authorized (`admin::guard`).
     let admin_address = (options.admin_bind_address, options.admin_port);

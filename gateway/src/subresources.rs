@@ -173,15 +173,20 @@ async fn kubelet(
     Ok(answer)
 }
 
-/// `exec`, `attach` and `portforward` must be upgrades, and this server relays WebSocket ones.
+/// `exec`, `attach` and `portforward` must be upgrades, to WebSocket or SPDY.
 fn check_upgrade(ctx: &RequestContext<'_>) -> Result<(), ApiError> {
-    match ctx.header("Upgrade") {
+    match crate::listener::upgrade_of(ctx.req) {
         None => Err(ApiError::bad_request("Upgrade request required")),
-        Some(u) if u.eq_ignore_ascii_case("websocket") => Ok(()),
+        Some(u) if relayed_upgrade(&u) => Ok(()),
         Some(other) => Err(ApiError::bad_request(format!(
-            "this server relays exec, attach and port-forward over WebSocket; an {other} upgrade is not relayed"
+            "this server relays WebSocket and SPDY upgrades; an {other} upgrade is not relayed"
         ))),
     }
+}
+
+/// The upgrades whose bytes reach a handler (`listener`): WebSocket, and SPDY.
+fn relayed_upgrade(upgrade: &str) -> bool {
+    upgrade.eq_ignore_ascii_case("websocket") || upgrade.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("spdy/"))
 }
 
 /// The kubelet's `containerLogs` query: kube's `PodLogOptions` that reach it, as sent.
@@ -289,10 +294,10 @@ async fn proxy(
             )
         }
     };
-    if ctx.header("Upgrade").is_some_and(|u| !u.eq_ignore_ascii_case("websocket")) {
-        return Err(ApiError::bad_request(
-            "this server relays WebSocket upgrades only; other upgrades are not relayed",
-        ));
+    if let Some(other) = crate::listener::upgrade_of(ctx.req).filter(|u| !relayed_upgrade(u)) {
+        return Err(ApiError::bad_request(format!(
+            "this server relays WebSocket and SPDY upgrades; an {other} upgrade is not relayed"
+        )));
     }
     let mut path = String::from("/");
     path.push_str(&proxied_path(&ctx.info.parts));

@@ -7,6 +7,9 @@
 //!   `v4.channel.k8s.io` (v1 to v4, as kubelets speak; an offer of only `v5.channel.k8s.io`
 //!   gets 400, as from a kubelet): it writes `ran: <command>` on stdout (channel 1) and a
 //!   `Success` Status on the error channel (3), then closes.
+//! - A SPDY/3.1 upgrade of `/exec/...` or `/attach/...` runs `cat` (stdin comes back on
+//!   stdout), and one of `/portForward/...` answers each forwarded connection's bytes with
+//!   `forwarded: ` and the same bytes (`crate::spdy`).
 //! - `GET /healthz`: `ok from <node>`.
 //!
 //! Its serving certificate chains to the test's CA, and it notes the common name of the client
@@ -19,6 +22,7 @@ use base64::Engine;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::pki::TestCa;
+use crate::spdy::{Role, Serve};
 
 /// One request the fake kubelet got.
 #[derive(Clone, Debug)]
@@ -128,6 +132,14 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                 format!("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}", body.len());
             conn.write_all(answer.as_bytes()).await?;
         }
+    } else if header("Upgrade").is_some_and(|u| u.eq_ignore_ascii_case("SPDY/3.1")) {
+        let offered: Vec<String> = head
+            .split("\r\n")
+            .filter_map(|l| l.split_once(':'))
+            .filter(|(k, _)| k.trim().eq_ignore_ascii_case("X-Stream-Protocol-Version"))
+            .flat_map(|(_, v)| v.split(',').map(|v| v.trim().to_string()).collect::<Vec<_>>())
+            .collect();
+        return spdy_session(conn, path, query, &offered).await;
     } else if path.starts_with("/exec/") {
         let offered = header("Sec-WebSocket-Protocol").unwrap_or_default();
         if !offered.split(',').any(|p| p.trim() == "v4.channel.k8s.io") {
@@ -174,6 +186,40 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     conn.flush().await?;
     let _ = conn.shutdown().await;
     Ok(())
+}
+
+/// Answers a SPDY upgrade of `/exec`, `/attach` (both running `cat`) or `/portForward` (an
+/// echo), choosing the newest protocol version offered, as a kubelet does.
+async fn spdy_session<S: AsyncRead + AsyncWrite + Unpin>(
+    conn: &mut S,
+    path: &str,
+    query: &str,
+    offered: &[String],
+) -> std::io::Result<()> {
+    let (version, serve) = if path.starts_with("/portForward/") {
+        ("portforward.k8s.io", Serve::Echo { prefix: "forwarded: ".into() })
+    } else {
+        // client-go opens the error stream, then stdin, stdout and stderr as asked for.
+        let mut opened = vec![Role::Error];
+        for (param, role) in [("input=1", Role::Stdin), ("output=1", Role::Stdout), ("error=1", Role::Stderr)] {
+            if query.split('&').any(|p| p == param) {
+                opened.push(role);
+            }
+        }
+        ("v4.channel.k8s.io", Serve::Cat { opened })
+    };
+    if !offered.iter().any(|v| v == version) {
+        let body = format!("requested protocol(s) are not supported: {offered:?}");
+        let answer = format!("HTTP/1.1 403 Forbidden\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+        return conn.write_all(answer.as_bytes()).await;
+    }
+    let answer = format!(
+        "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n\
+         X-Stream-Protocol-Version: {version}\r\n\r\n"
+    );
+    conn.write_all(answer.as_bytes()).await?;
+    conn.flush().await?;
+    crate::spdy::serve(conn, serve).await
 }
 
 /// Writes one unmasked binary WebSocket frame carrying `data` on `channel`.

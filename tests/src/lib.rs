@@ -29,6 +29,7 @@ pub mod kubelet;
 pub mod load;
 pub mod pki;
 pub mod robustness;
+pub mod spdy;
 pub mod webhook;
 
 pub use http::{Answer, Caller};

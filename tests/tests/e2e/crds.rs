@@ -741,11 +741,13 @@ fn kube_rs_creates_discovers_and_watches_a_custom_resource() {
         let client = crate::watch_sync::client(&s.kubeconfig).await;
         let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
         let crd: CustomResourceDefinition = serde_json::from_value(widgets_crd()).expect("a typed CRD");
-        crds.create(&PostParams::default(), &crd).await.expect("CRD created");
+        within("the CRD create", crds.create(&PostParams::default(), &crd)).await.expect("CRD created");
         let established = await_condition(crds.clone(), "widgets.example.com", conditions::is_crd_established());
         tokio::time::timeout(Duration::from_secs(10), established).await.expect("Established in time").unwrap();
 
-        let discovery = Discovery::new(client.clone()).filter(&["example.com"]).run().await.expect("discovery");
+        let discovery = within("discovery", Discovery::new(client.clone()).filter(&["example.com"]).run())
+            .await
+            .expect("discovery");
         let (resource, caps) =
             discovery.resolve_gvk(&GroupVersionKind::gvk("example.com", "v1", "Widget")).expect("Widget discovered");
         assert_eq!((resource.plural.as_str(), caps.scope.clone()), ("widgets", Scope::Namespaced));
@@ -779,18 +781,21 @@ fn kube_rs_creates_discovers_and_watches_a_custom_resource() {
 
         let mut w1: DynamicObject = serde_json::from_value(widget("w1", json!({"replicas": 1}))).unwrap();
         w1.metadata.namespace = Some("krs".into());
-        let made = widgets.create(&PostParams::default(), &w1).await.expect("created");
+        let made = within("the create", widgets.create(&PostParams::default(), &w1)).await.expect("created");
         assert_eq!(made.data["spec"]["size"], "medium", "defaulted from the schema");
         let params = PatchParams::default();
-        widgets.patch("w1", &params, &Patch::Merge(json!({"spec": {"replicas": 2}}))).await.expect("merge patch");
+        within("the merge patch", widgets.patch("w1", &params, &Patch::Merge(json!({"spec": {"replicas": 2}}))))
+            .await
+            .expect("merge patch");
         let replace: json_patch::Patch =
             serde_json::from_value(json!([{"op": "replace", "path": "/spec/replicas", "value": 4}])).unwrap();
-        widgets.patch("w1", &params, &Patch::<()>::Json(replace)).await.expect("JSON patch");
-        widgets.patch_status("w1", &params, &Patch::Merge(json!({"status": {"ready": true}}))).await.expect("status");
+        within("the JSON patch", widgets.patch("w1", &params, &Patch::<()>::Json(replace))).await.expect("JSON patch");
+        let ready = Patch::Merge(json!({"status": {"ready": true}}));
+        within("the status patch", widgets.patch_status("w1", &params, &ready)).await.expect("status");
 
         let mut bad: DynamicObject = serde_json::from_value(widget("bad", json!({"replicas": 20}))).unwrap();
         bad.metadata.namespace = Some("krs".into());
-        match widgets.create(&PostParams::default(), &bad).await {
+        match within("the invalid create", widgets.create(&PostParams::default(), &bad)).await {
             Err(kube::Error::Api(status)) => {
                 assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
                 assert!(
@@ -812,6 +817,12 @@ fn kube_rs_creates_discovers_and_watches_a_custom_resource() {
         assert_eq!(replicas, [json!(1), json!(2), json!(4), json!(4)]);
         assert_eq!(changes[3].1, json!(true), "the status change is the last event");
     });
+}
+
+/// Awaits one kube-rs call, failing the test with its name if it takes over 30 s (a call that
+/// never answers would otherwise hold the suite).
+async fn within<T>(what: &str, call: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(30), call).await.unwrap_or_else(|_| panic!("{what} took over 30 s"))
 }
 
 /// A custom resource's metadata is read as kube reads ObjectMeta: a no-op PUT whose times are

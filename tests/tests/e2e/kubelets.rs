@@ -1,6 +1,6 @@
 //! The subresources kube hands to a kubelet, against a fake kubelet over TLS: `kubectl logs`
-//! (and `-f`), `kubectl exec` (kubectl's WebSocket v5 offer, asked of the kubelet as v4), and
-//! a node's `proxy`, each presenting `--kubelet-client-certificate` to a kubelet verified with
+//! (and `-f`), `kubectl exec` (kubectl's WebSocket v5 offer, asked of the kubelet as v4),
+//! `exec -i`, `attach -i` and `port-forward` over SPDY, and a node's `proxy`, each presenting `--kubelet-client-certificate` to a kubelet verified with
 //! `--kubelet-certificate-authority`.
 
 use std::path::Path;
@@ -107,12 +107,69 @@ fn what_cannot_reach_a_kubelet_says_why() {
     // Without an upgrade, exec is refused as kube refuses it.
     let out = s.kubectl(&["get", "--raw", "/api/v1/namespaces/default/pods/web/exec?command=ls&stdout=true"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("Upgrade request required"), "{out:?}");
-    // With stdin, kubectl's v5 offer is passed on as it is (a kubelet cannot close stdin in
-    // v4), the kubelet refuses it, and kubectl's SPDY fallback is refused here, saying so.
-    let out = s.kubectl_stdin(&["exec", "-i", "web", "--", "cat"], "x");
-    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("not relayed"), "{out:?}");
-    // Port-forward is SPDY, which this server does not relay yet: it says so.
-    let out = s.kubectl(&["port-forward", "pod/web", "18080:80"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && stderr.contains("not relayed"), "{stderr}");
+    assert!(kubelet.seen().is_empty(), "nothing reached the kubelet");
+}
+
+/// With stdin, kubectl's WebSocket v5 offer is passed on as it is (a kubelet cannot see stdin
+/// end in v4); the kubelet refuses it and kubectl falls back to SPDY, which is relayed byte for
+/// byte, as is port-forward's SPDY.
+#[test]
+fn exec_and_attach_with_stdin_and_port_forward_go_over_spdy() {
+    use std::io::{BufRead, Read, Write};
+    let kubelet = FakeKubelet::start("node-a");
+    let dir = tempfile::tempdir().unwrap();
+    let s = cluster(&kubelet, dir.path());
+
+    let out = s.kubectl_stdin(&["exec", "-i", "web", "--", "cat"], "hello\nworld\n");
+    assert!(out.status.success(), "{out:?}\n{}", s.log_tail());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hello\nworld\n");
+    let out = s.kubectl_stdin(&["attach", "-i", "web"], "attached\n");
+    assert!(out.status.success(), "{out:?}\n{}", s.log_tail());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "attached\n");
+
+    let mut forward = std::process::Command::new(tests::kubectl_bin())
+        .args(["port-forward", "pod/web", ":80"])
+        .env("KUBECONFIG", &s.kubeconfig)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run kubectl port-forward");
+    let mut lines = std::io::BufReader::new(forward.stdout.take().unwrap()).lines();
+    let first = lines.next().expect("a line from port-forward").unwrap();
+    // "Forwarding from 127.0.0.1:<port> -> 80"
+    let port: u16 = first
+        .strip_prefix("Forwarding from 127.0.0.1:")
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected port-forward output: {first}"));
+    for text in ["ping", "pong"] {
+        let mut local = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        local.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+        local.write_all(text.as_bytes()).unwrap();
+        let want = format!("forwarded: {text}");
+        let mut got = vec![0u8; want.len()];
+        local.read_exact(&mut got).unwrap();
+        assert_eq!(String::from_utf8_lossy(&got), want);
+    }
+    let _ = forward.kill();
+    let mut stderr = String::new();
+    let _ = forward.stderr.take().unwrap().read_to_string(&mut stderr);
+    let _ = forward.wait();
+
+    let seen = kubelet.seen();
+    let targets: Vec<&str> = seen.iter().map(|s| s.target.as_str()).collect();
+    let exec = "/exec/default/web/c?input=1&output=1&error=1&command=cat";
+    let attach = "/attach/default/web/c?input=1&output=1&error=1";
+    assert_eq!(
+        targets,
+        [
+            format!("GET {exec}"),
+            format!("POST {exec}"),
+            format!("GET {attach}"),
+            format!("POST {attach}"),
+            "POST /portForward/default/web".to_string(),
+        ],
+        "port-forward's stderr: {stderr}"
+    );
+    assert!(seen.iter().all(|s| s.client.as_deref() == Some("kube-apiserver-kubelet-client")), "{seen:?}");
 }
