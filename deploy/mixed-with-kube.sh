@@ -7,11 +7,15 @@
 #     KUBECTL=$(command -v kubectl) deploy/mixed-with-kube.sh
 #
 # Ports 2479, 2480, 7443, 17443 and 17444 must be free. Prints each check and exits non-zero
-# on the first that fails; the work directory (logs, kubeconfigs) is kept in $WORK.
+# on the first that fails; the work directory (logs, kubeconfigs) is kept in $WORK. HELM names
+# helm (default: the one on PATH); STABLE_SECONDS is how long the bootstrap objects must stay
+# unchanged at the end (default 600).
 set -euo pipefail
 KUBE_APISERVER=${KUBE_APISERVER:-/tmp/kube-ref/bin/kube-apiserver}
 APISERVER=${APISERVER:-target/release/apiserver}
 KUBECTL=${KUBECTL:-kubectl}
+HELM=${HELM:-helm}
+STABLE_SECONDS=${STABLE_SECONDS:-600}
 WORK=${WORK:-$(mktemp -d /tmp/mixed-XXXX)}
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
@@ -27,17 +31,24 @@ common=(--etcd-servers http://127.0.0.1:2479 --bind-address 127.0.0.1 --token-au
   --service-account-key-file "$WORK/sa.pub" --service-account-signing-key-file "$WORK/sa.key"
   --service-cluster-ip-range 10.0.0.0/20)
 sleep 2
-"$KUBE_APISERVER" "${common[@]}" --secure-port 7443 --cert-dir "$WORK/certs" > "$WORK/kube.log" 2>&1 & pids+=($!)
-sleep 15
-"$APISERVER" "${common[@]}" --secure-port 17443 --admin-port 17444 --data-dir "$WORK/ours" > "$WORK/ours.log" 2>&1 & pids+=($!)
 for port in 7443 17443; do
   k=(--kubeconfig "$WORK/k$port")
   "$KUBECTL" "${k[@]}" config set-cluster c --server "https://127.0.0.1:$port" --insecure-skip-tls-verify=true >/dev/null
   "$KUBECTL" "${k[@]}" config set-credentials a --token mixed-admin >/dev/null
   "$KUBECTL" "${k[@]}" config set-context c --cluster c --user a >/dev/null
   "$KUBECTL" "${k[@]}" config use-context c >/dev/null
-  for _ in $(seq 60); do "$KUBECTL" "${k[@]}" get --raw /readyz >/dev/null 2>&1 && break; sleep 1; done
 done
+ready() { for _ in $(seq 90); do "$KUBECTL" --kubeconfig "$WORK/k$1" get --raw /readyz >/dev/null 2>&1 && return; sleep 1; done; echo "port $1 never ready"; exit 1; }
+start_kube() {
+  "$KUBE_APISERVER" "${common[@]}" --secure-port 7443 --cert-dir "$WORK/certs" >> "$WORK/kube.log" 2>&1 &
+  kube_pid=$!; pids+=($kube_pid); ready 7443
+}
+start_ours() {
+  "$APISERVER" "${common[@]}" --secure-port 17443 --admin-port 17444 --data-dir "$WORK/ours" >> "$WORK/ours.log" 2>&1 &
+  ours_pid=$!; pids+=($ours_pid); ready 17443
+}
+start_kube
+start_ours
 kube() { "$KUBECTL" --kubeconfig "$WORK/k7443" "$@"; }
 ours() { "$KUBECTL" --kubeconfig "$WORK/k17443" "$@"; }
 check() { if [ "$2" = "$3" ]; then echo "ok: $1"; else echo "FAILED: $1: got '$2', want '$3'"; exit 1; fi; }
@@ -78,6 +89,28 @@ for i in 1 2 3; do kube -n mix create configmap "w$i" >/dev/null; done
 kube -n mix delete configmap w2 >/dev/null
 sleep 3; kill $watcher 2>/dev/null || true
 check "a watch here sees kube's writes in order" "$(grep -v from-kube "$WORK/watch.out" | tr '\n' ',')" "ADDED w1,ADDED w2,ADDED w3,DELETED w2,"
+kube -n mix get secret -w --output-watch-events -o jsonpath='{.type} {.object.metadata.name}{"\n"}' > "$WORK/watch-kube.out" 2>&1 &
+watcher=$!; sleep 2
+for i in 1 2 3; do ours -n mix create secret generic "s$i" --from-literal=k=v >/dev/null; done
+ours -n mix label secret s1 seen=yes >/dev/null
+ours -n mix delete secret s3 >/dev/null
+sleep 3; kill $watcher 2>/dev/null || true
+check "a watch in kube sees this server's writes in order" "$(tr '\n' ',' < "$WORK/watch-kube.out")" \
+  "ADDED s1,ADDED s2,ADDED s3,MODIFIED s1,DELETED s3,"
+
+# helm: a release installed here, upgraded through kube, read and removed here.
+export HELM_CACHE_HOME="$WORK/helm/cache" HELM_CONFIG_HOME="$WORK/helm/config" HELM_DATA_HOME="$WORK/helm/data"
+mkdir -p "$WORK/chart/templates"
+printf 'apiVersion: v2\nname: mixchart\nversion: 0.1.0\n' > "$WORK/chart/Chart.yaml"
+printf 'value: one\n' > "$WORK/chart/values.yaml"
+printf 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: "{{ .Release.Name }}-cm"}\ndata: {value: "{{ .Values.value }}"}\n' \
+  > "$WORK/chart/templates/cm.yaml"
+"$HELM" --kubeconfig "$WORK/k17443" -n mix install rel "$WORK/chart" --wait >/dev/null
+"$HELM" --kubeconfig "$WORK/k7443" -n mix upgrade rel "$WORK/chart" --set value=two --wait >/dev/null
+check "helm: installed here, upgraded through kube, two revisions seen here" \
+  "$("$HELM" --kubeconfig "$WORK/k17443" -n mix history rel | tail -n +2 | wc -l)/$(ours -n mix get cm rel-cm -o jsonpath='{.data.value}')" 2/two
+"$HELM" --kubeconfig "$WORK/k17443" -n mix uninstall rel >/dev/null
+check "helm: uninstalled here, gone in kube" "$(kube -n mix get cm rel-cm --ignore-not-found -o name)" ""
 creates=()
 for i in $(seq 1 100); do
   kube -n mix create service clusterip "k$i" --tcp=80 >/dev/null & creates+=($!)
@@ -96,4 +129,31 @@ check "200 NodePort Services made by both, 200 distinct node ports" "$(echo "$po
 taken=$(ours -n mix get svc kn1 -o jsonpath='{.spec.ports[0].nodePort}')
 refusal() { "$@" -n mix create service nodeport taken --tcp=81 --node-port="$taken" 2>&1; }
 check "a node port kube took is refused here in kube's words" "$(refusal ours)" "$(refusal kube)"
+
+# Either server killed (SIGKILL) under writes through both: every acknowledged write survives.
+writer() { for i in $(seq 1 120); do if "$1" -n mix create configmap "$2$i" >/dev/null 2>&1; then echo "$2$i"; fi; done; }
+writer kube kw > "$WORK/acked-kube" & wk=$!
+writer ours ow > "$WORK/acked-ours" & wo=$!
+sleep 4; kill -9 "$ours_pid"; sleep 1; start_ours
+sleep 2; kill -9 "$kube_pid"; sleep 1; start_kube
+wait "$wk" "$wo"
+acked=$(cat "$WORK/acked-kube" "$WORK/acked-ours" | sort)
+present() { "$1" -n mix get cm -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | grep -E '^(kw|ow)[0-9]+$' | sort; }
+echo "acknowledged: $(wc -l < "$WORK/acked-kube") through kube, $(wc -l < "$WORK/acked-ours") through this server"
+check "after a kill of each, every acknowledged create reads through this server" \
+  "$(comm -23 <(echo "$acked") <(present ours) | wc -l)" 0
+check "... and through kube" "$(comm -23 <(echo "$acked") <(present kube) | wc -l)" 0
+
+# The bootstrap objects of both, unchanged for STABLE_SECONDS once they agree.
+snapshot() {
+  for r in clusterroles clusterrolebindings roles rolebindings priorityclasses flowschemas prioritylevelconfigurations; do
+    "$1" get "$r" -A -o jsonpath='{range .items[*]}{.kind}/{.metadata.namespace}/{.metadata.name}={.metadata.resourceVersion}{"\n"}{end}'
+  done | sort
+}
+before=$(snapshot ours)
+for _ in $(seq 30); do sleep 10; now=$(snapshot ours); [ "$now" = "$before" ] && break; before=$now; done
+echo "$(echo "$before" | wc -l) bootstrap objects; watching them for ${STABLE_SECONDS}s"
+sleep "$STABLE_SECONDS"
+check "no bootstrap object rewritten in ${STABLE_SECONDS}s (read here)" "$(diff <(echo "$before") <(snapshot ours) | grep -c '^>')" 0
+check "both servers list them alike" "$(diff <(snapshot ours) <(snapshot kube) | grep -c '^[<>]')" 0
 echo "all checks passed; logs and kubeconfigs in $WORK"

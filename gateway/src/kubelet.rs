@@ -138,8 +138,8 @@ pub async fn relay(
     translate_v5: bool,
 ) -> Result<HttpResponse, Unreachable> {
     let upgrade = req.headers().contains_key("upgrade");
-    // A SPDY upgrade reached this handler named as WebSocket (`listener`); it goes on as sent.
-    let spdy = req.conn_data::<crate::listener::SpdyUpgrade>().and_then(|s| s.offered());
+    // A SPDY upgrade reached this handler named as WebSocket (`first_head`); it goes on as sent.
+    let spdy = req.conn_data::<crate::first_head::SpdyUpgrade>().and_then(|s| s.offered());
     let offered: Vec<&str> = req
         .headers()
         .get_all("sec-websocket-protocol")

@@ -49,6 +49,7 @@ pub mod chain;
 pub mod config;
 pub mod context;
 pub mod discovery;
+pub mod first_head;
 pub mod health;
 pub mod kubelet;
 pub mod lifecycle;

@@ -1,21 +1,12 @@
-//! The API port's HTTPS listener: actix-http over TLS, with SPDY upgrades let through.
-//!
-//! actix-http streams a request's bytes after its head to a handler only for a WebSocket
-//! upgrade. kubectl's `port-forward`, and its `exec` and `attach` when WebSocket is refused,
-//! upgrade to `SPDY/3.1`, which actix would answer and then read as the next request. So each
-//! connection's first request head is read here first: an `Upgrade: SPDY/...` in it is handed
-//! to actix as `Upgrade: websocket`, and the value it had is kept in the connection's data
-//! ([`SpdyUpgrade`]) for the relay to send on. client-go opens a fresh connection for every
-//! SPDY upgrade, so the first head is the only one that can carry it.
+//! The API port's HTTPS listener: actix-http over TLS, each connection's first head read by
+//! [`FirstHead`] so that SPDY upgrades reach the relay.
 //!
 //! Everything else is what actix-web's `HttpServer::bind_rustls_0_23` builds, with its
 //! defaults: the TLS handshake, keep-alive and request timeouts, and the graceful shutdown.
 
 use std::io;
 use std::net::SocketAddr;
-use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
-use std::task::{Context, Poll, ready};
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix_http::{HttpService, KeepAlive, Protocol};
@@ -24,161 +15,9 @@ use actix_tls::accept::rustls_0_23::{Acceptor, TlsStream};
 use actix_web::dev::{AppConfig, Extensions};
 use actix_web::rt::net::TcpStream;
 use actix_web::{App, web};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+use crate::first_head::FirstHead;
 use crate::state::ServerState;
-
-/// The longest first head read before it is handed on unread (kube's header limit is 1 MiB;
-/// a SPDY upgrade's head is well under 8 KiB).
-const MAX_FIRST_HEAD: usize = 64 << 10;
-
-/// The upgrade a connection's first request asked for, when it was SPDY (`SPDY/3.1`).
-#[derive(Clone, Default)]
-pub struct SpdyUpgrade(Arc<OnceLock<String>>);
-
-impl SpdyUpgrade {
-    /// The `Upgrade` value the client sent, if it was SPDY.
-    pub fn offered(&self) -> Option<&str> {
-        self.0.get().map(String::as_str)
-    }
-}
-
-/// The `Upgrade` a request asked for, as the client sent it.
-pub fn upgrade_of(req: &actix_web::HttpRequest) -> Option<String> {
-    if let Some(spdy) = req.conn_data::<SpdyUpgrade>().and_then(SpdyUpgrade::offered) {
-        return Some(spdy.to_string());
-    }
-    req.headers().get("upgrade").and_then(|v| v.to_str().ok()).map(str::to_string)
-}
-
-/// A server's stream after TLS, whose first request head is read ahead.
-pub struct FirstHead<T> {
-    io: T,
-    state: Ahead,
-    spdy: SpdyUpgrade,
-}
-
-enum Ahead {
-    /// Reading the first head.
-    Reading(Vec<u8>),
-    /// Giving it (perhaps rewritten) to the reader, from this offset.
-    Replaying(Vec<u8>, usize),
-    /// Done: reads go straight to the stream.
-    Through,
-}
-
-impl<T> FirstHead<T> {
-    fn new(io: T) -> Self {
-        FirstHead { io, state: Ahead::Reading(Vec::new()), spdy: SpdyUpgrade::default() }
-    }
-
-    /// The stream underneath (the TLS session, for its client certificate).
-    pub fn get_ref(&self) -> &T {
-        &self.io
-    }
-
-    /// Where this connection's SPDY upgrade, if any, is noted.
-    pub fn spdy(&self) -> SpdyUpgrade {
-        self.spdy.clone()
-    }
-}
-
-/// Rewrites an `Upgrade: SPDY/...` line of a complete head (`head` ends with its blank line) to
-/// `Upgrade: websocket`, returning the value it had.
-fn rewrite_spdy(head: &mut Vec<u8>) -> Option<String> {
-    let text = std::str::from_utf8(head).ok()?;
-    let mut start = text.find("\r\n")? + 2;
-    while start < text.len() {
-        let end = start + text[start..].find("\r\n")?;
-        let line = &text[start..end];
-        if let Some((name, value)) = line.split_once(':') {
-            let value = value.trim();
-            let spdy = value.len() > 5 && value[..5].eq_ignore_ascii_case("spdy/");
-            if name.trim().eq_ignore_ascii_case("upgrade") && spdy {
-                let offered = value.to_string();
-                head.splice(start..end, b"Upgrade: websocket".iter().copied());
-                return Some(offered);
-            }
-        }
-        start = end + 2;
-    }
-    None
-}
-
-impl<T: AsyncRead + Unpin> AsyncRead for FirstHead<T> {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        let this = &mut *self;
-        loop {
-            match &mut this.state {
-                Ahead::Through => return Pin::new(&mut this.io).poll_read(cx, buf),
-                Ahead::Replaying(data, at) => {
-                    let n = (data.len() - *at).min(buf.remaining());
-                    buf.put_slice(&data[*at..*at + n]);
-                    *at += n;
-                    if *at == data.len() {
-                        this.state = Ahead::Through;
-                    }
-                    return Poll::Ready(Ok(()));
-                }
-                Ahead::Reading(read) => {
-                    let mut chunk = [0u8; 4096];
-                    let mut into = ReadBuf::new(&mut chunk);
-                    ready!(Pin::new(&mut this.io).poll_read(cx, &mut into))?;
-                    let got = into.filled();
-                    let mut read = std::mem::take(read);
-                    if got.is_empty() {
-                        // The client closed: what was read goes on, then the end.
-                        this.state = if read.is_empty() { Ahead::Through } else { Ahead::Replaying(read, 0) };
-                        continue;
-                    }
-                    // Looked for from a little before the new bytes, in case the blank line
-                    // straddles two reads.
-                    let from = read.len().saturating_sub(3);
-                    read.extend_from_slice(got);
-                    match read[from..].windows(4).position(|w| w == b"\r\n\r\n") {
-                        Some(at) => {
-                            let end = from + at + 4;
-                            let mut head: Vec<u8> = read.drain(..end).collect();
-                            if let Some(offered) = rewrite_spdy(&mut head) {
-                                let _ = this.spdy.0.set(offered);
-                            }
-                            head.extend_from_slice(&read);
-                            this.state = Ahead::Replaying(head, 0);
-                        }
-                        None if read.len() > MAX_FIRST_HEAD => this.state = Ahead::Replaying(read, 0),
-                        None => this.state = Ahead::Reading(read),
-                    }
-                }
-            }
-        }
-    }
-}
-
-impl<T: AsyncWrite + Unpin> AsyncWrite for FirstHead<T> {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_shutdown(cx)
-    }
-}
 
 /// How the API port is served.
 pub struct ListenOptions {
@@ -245,55 +84,4 @@ pub fn serve_api(
                 .and_then(http.map_err(|e| tracing::debug!("HTTP connection: {e}")))
         })
         .map(|b| b.run())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use tokio::io::AsyncReadExt;
-
-    /// Yields its bytes a few at a time, as a network read may.
-    struct Trickle(Vec<u8>, usize);
-
-    impl AsyncRead for Trickle {
-        fn poll_read(mut self: Pin<&mut Self>, _: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-            let at = self.1;
-            let n = (self.0.len() - at).min(3).min(buf.remaining());
-            buf.put_slice(&self.0[at..at + n]);
-            self.1 += n;
-            Poll::Ready(Ok(()))
-        }
-    }
-
-    async fn read_through(sent: &str) -> (String, Option<String>) {
-        let mut conn = FirstHead::new(Trickle(sent.as_bytes().to_vec(), 0));
-        let mut got = Vec::new();
-        conn.read_to_end(&mut got).await.unwrap();
-        (String::from_utf8(got).unwrap(), conn.spdy().offered().map(str::to_string))
-    }
-
-    #[tokio::test]
-    async fn a_spdy_upgrade_reaches_actix_as_websocket_and_is_noted() {
-        let head = "POST /api/v1/namespaces/default/pods/web/portforward HTTP/1.1\r\nHost: x\r\n\
-                    Connection: Upgrade\r\nupgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: portforward.k8s.io\r\n\r\n";
-        let frames = "\u{80}\u{3}\u{0}\u{1}...";
-        let (got, spdy) = read_through(&format!("{head}{frames}")).await;
-        assert_eq!(got, format!("{}{frames}", head.replace("upgrade: SPDY/3.1", "Upgrade: websocket")));
-        assert_eq!(spdy.as_deref(), Some("SPDY/3.1"));
-    }
-
-    #[tokio::test]
-    async fn other_heads_and_later_requests_pass_unchanged() {
-        for sent in [
-            "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Upgrade: SPDY/3.1\r\n\r\n",
-            "GET /api/v1/pods/x/exec HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
-            // Only the first head is looked at.
-            "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /x HTTP/1.1\r\nUpgrade: SPDY/3.1\r\n\r\n",
-            // A client that closes before its head ends.
-            "GET /healthz HTTP/1.1\r\nUpgrade: SPDY/3.1",
-            "",
-        ] {
-            assert_eq!(read_through(sent).await, (sent.to_string(), None), "{sent:?}");
-        }
-    }
 }

@@ -175,7 +175,7 @@ async fn kubelet(
 
 /// `exec`, `attach` and `portforward` must be upgrades, to WebSocket or SPDY.
 fn check_upgrade(ctx: &RequestContext<'_>) -> Result<(), ApiError> {
-    match crate::listener::upgrade_of(ctx.req) {
+    match crate::first_head::upgrade_of(ctx.req) {
         None => Err(ApiError::bad_request("Upgrade request required")),
         Some(u) if relayed_upgrade(&u) => Ok(()),
         Some(other) => Err(ApiError::bad_request(format!(
@@ -184,7 +184,7 @@ fn check_upgrade(ctx: &RequestContext<'_>) -> Result<(), ApiError> {
     }
 }
 
-/// The upgrades whose bytes reach a handler (`listener`): WebSocket, and SPDY.
+/// The upgrades whose bytes reach a handler (`first_head`): WebSocket, and SPDY.
 fn relayed_upgrade(upgrade: &str) -> bool {
     upgrade.eq_ignore_ascii_case("websocket") || upgrade.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("spdy/"))
 }
@@ -294,7 +294,7 @@ async fn proxy(
             )
         }
     };
-    if let Some(other) = crate::listener::upgrade_of(ctx.req).filter(|u| !relayed_upgrade(u)) {
+    if let Some(other) = crate::first_head::upgrade_of(ctx.req).filter(|u| !relayed_upgrade(u)) {
         return Err(ApiError::bad_request(format!(
             "this server relays WebSocket and SPDY upgrades; an {other} upgrade is not relayed"
         )));
