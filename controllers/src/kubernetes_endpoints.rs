@@ -9,6 +9,10 @@
 //! lease and writes the endpoints without itself; one that dies drops out when its lease
 //! expires. The keys and values are kube's, so kube-apiservers sharing the etcd take part.
 //!
+//! With `--endpoint-reconciler-type=master-count` it keeps kube's older rule instead: no
+//! leases; each server adds its address to those listed, and when they are more than
+//! `--apiserver-count` drops the ones sorted after its own ([`counted`]).
+//!
 //! As kube's reconciler, it compares addresses only (servers on different ports do not take
 //! turns rewriting the port), never erases every address while serving, and skips a round in
 //! which a lease cannot be read rather than drop its holder.
@@ -40,8 +44,18 @@ pub const LEASE_TTL: Duration = Duration::from_secs(15);
 /// its TTL).
 const ROUND_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How the listed addresses are chosen (`--endpoint-reconciler-type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reconciling {
+    /// Every apiserver holding a lease (`lease`).
+    Leases,
+    /// kube's `master-count` rule, for this many apiservers (`--apiserver-count`).
+    Count(usize),
+}
+
 /// The reconciler of one apiserver.
 pub struct EndpointReconciler {
+    reconciling: Reconciling,
     stages: Stages,
     catalogue: Arc<Catalogue>,
     objects: Arc<dyn ObjectLookup>,
@@ -64,8 +78,9 @@ enum Round {
 }
 
 impl EndpointReconciler {
-    /// A reconciler advertising `ip:port`, keeping its lease under `prefix`.
+    /// A reconciler advertising `ip:port`, keeping its lease (if it uses leases) under `prefix`.
     pub fn new(
+        reconciling: Reconciling,
         stages: Stages,
         catalogue: Arc<Catalogue>,
         objects: Arc<dyn ObjectLookup>,
@@ -75,7 +90,7 @@ impl EndpointReconciler {
     ) -> Arc<Self> {
         let leases = format!("{}/masterleases/", prefix.trim_end_matches('/'));
         let stopped = tokio::sync::Mutex::new(false);
-        Arc::new(EndpointReconciler { stages, catalogue, objects, router, leases, ip, port, stopped })
+        Arc::new(EndpointReconciler { reconciling, stages, catalogue, objects, router, leases, ip, port, stopped })
     }
 
     /// Renews the lease and reconciles every [`INTERVAL`] (a fixed beat, however long a round
@@ -107,7 +122,9 @@ impl EndpointReconciler {
             let mut stopped = self.stopped.lock().await;
             *stopped = true;
             let key = format!("{}{}", self.leases, self.ip);
-            if let Err(e) = self.router.backend(&key).delete(&key, None).await
+            let leased = self.reconciling == Reconciling::Leases;
+            if leased
+                && let Err(e) = self.router.backend(&key).delete(&key, None).await
                 && !matches!(e, storage::StorageError::NotFound { .. })
             {
                 tracing::warn!(ip = %self.ip, "deleting the apiserver's endpoint lease: {e}");
@@ -123,7 +140,9 @@ impl EndpointReconciler {
 
     /// One round: the lease renewed, then the endpoints reconciled.
     async fn round(&self, round: Round) {
-        if let Err(e) = self.renew().await {
+        if self.reconciling == Reconciling::Leases
+            && let Err(e) = self.renew().await
+        {
             tracing::warn!(ip = %self.ip, "renewing the apiserver's endpoint lease: {e}");
         }
         self.reconcile(round).await;
@@ -168,11 +187,23 @@ impl EndpointReconciler {
     /// Makes the Endpoints and the EndpointSlice `default/kubernetes` list the leased
     /// addresses; whether both are as they should be.
     async fn reconcile(&self, round: Round) -> bool {
-        let ips = match self.leased().await {
-            Ok(ips) => ips,
-            Err(e) => {
-                tracing::warn!("reading the apiservers' endpoint leases (skipping this round): {e}");
-                return false;
+        let ips = match self.reconciling {
+            Reconciling::Leases => match self.leased().await {
+                Ok(ips) => ips,
+                Err(e) => {
+                    tracing::warn!("reading the apiservers' endpoint leases (skipping this round): {e}");
+                    return false;
+                }
+            },
+            Reconciling::Count(count) => {
+                let current = match self.objects.get("", "endpoints", "default", "kubernetes").await {
+                    Ok(current) => current,
+                    Err(e) => {
+                        tracing::warn!("reading the kubernetes Service's endpoints (skipping this round): {e}");
+                        return false;
+                    }
+                };
+                counted(current.as_ref(), &self.ip.to_string(), count, round)
             }
         };
         if ips.is_empty() && round == Round::Serving {
@@ -287,5 +318,80 @@ impl EndpointReconciler {
                 false
             }
         }
+    }
+}
+
+/// kube's `master-count` rule (`masterCountEndpointReconciler`): the addresses the Endpoints
+/// `current` lists, sorted as kube sorts them (as strings), with `own` added when missing or
+/// when there are more than `count`; then, while there are too many, the address after `own`'s
+/// place (wrapping to the first) is dropped, exactly as kube drops it. A listing that is not
+/// one subset starts again from `own` alone. Leaving, `own` is taken out and nothing else.
+fn counted(current: Option<&Value>, own: &str, count: usize, round: Round) -> Vec<String> {
+    let subsets = current.and_then(|e| e.get("subsets")).and_then(Value::as_array);
+    let listed = |subset: &Value| -> Vec<String> {
+        let addresses = subset.get("addresses").and_then(Value::as_array).into_iter().flatten();
+        let mut ips: Vec<String> = addresses.filter_map(|a| a["ip"].as_str().map(String::from)).collect();
+        ips.sort();
+        ips.dedup();
+        ips
+    };
+    if round == Round::Leaving {
+        let mut ips = subsets.and_then(|s| s.first()).map(listed).unwrap_or_default();
+        ips.retain(|ip| ip != own);
+        return ips;
+    }
+    let Some([subset]) = subsets.map(Vec::as_slice) else { return vec![own.to_string()] };
+    let mut ips = listed(subset);
+    if ips.iter().any(|ip| ip == own) && ips.len() <= count {
+        return ips;
+    }
+    ips.push(own.to_string());
+    ips.sort();
+    ips.dedup();
+    if let Some(at) = ips.iter().position(|ip| ip == own) {
+        while ips.len() > count.max(1) {
+            let drop = (at + 1) % ips.len();
+            ips.remove(drop);
+        }
+    }
+    ips
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn endpoints(ips: &[&str]) -> Value {
+        let addresses: Vec<Value> = ips.iter().map(|ip| json!({"ip": ip})).collect();
+        json!({"subsets": [{"addresses": addresses, "ports": [{"name": "https", "port": 6443}]}]})
+    }
+
+    #[test]
+    fn master_count_adds_itself_and_drops_those_after_it() {
+        let serving = |current: Option<&Value>, count| counted(current, "10.0.0.2", count, Round::Serving);
+        assert_eq!(serving(None, 3), ["10.0.0.2"]);
+        // Listed and within the count: left as it is.
+        assert_eq!(serving(Some(&endpoints(&["10.0.0.3", "10.0.0.2"])), 3), ["10.0.0.2", "10.0.0.3"]);
+        // Missing: added, in string order (10.0.0.10 sorts first).
+        assert_eq!(serving(Some(&endpoints(&["10.0.0.10", "10.0.0.3"])), 3), ["10.0.0.10", "10.0.0.2", "10.0.0.3"]);
+        // Too many: the ones after this server's place go.
+        let four = endpoints(&["10.0.0.1", "10.0.0.3", "10.0.0.4"]);
+        assert_eq!(serving(Some(&four), 2), ["10.0.0.1", "10.0.0.2"]);
+        // Wrapping from the last place, kube drops the first, then (its index fixed) the server
+        // itself, as kube does when the count is below the servers running.
+        let last = counted(Some(&endpoints(&["10.0.0.0", "10.0.0.1"])), "10.0.0.9", 1, Round::Serving);
+        assert_eq!(last, ["10.0.0.1"]);
+        // Not one subset: only this server.
+        let two_subsets =
+            json!({"subsets": [{"addresses": [{"ip": "10.0.0.7"}]}, {"addresses": [{"ip": "10.0.0.8"}]}]});
+        assert_eq!(serving(Some(&two_subsets), 3), ["10.0.0.2"]);
+    }
+
+    #[test]
+    fn master_count_leaving_takes_only_itself_out() {
+        let current = endpoints(&["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"]);
+        assert_eq!(counted(Some(&current), "10.0.0.2", 2, Round::Leaving), ["10.0.0.1", "10.0.0.3", "10.0.0.4"]);
+        assert!(counted(Some(&endpoints(&["10.0.0.2"])), "10.0.0.2", 1, Round::Leaving).is_empty());
+        assert!(counted(None, "10.0.0.2", 1, Round::Leaving).is_empty());
     }
 }

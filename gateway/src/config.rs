@@ -71,9 +71,13 @@ pub struct ServeOptions {
     #[arg(long)]
     pub advertise_address: Option<IpAddr>,
     /// How the `kubernetes` Service's endpoints are kept: `lease` (each apiserver renews an
-    /// etcd lease, as kube's default) or `none`.
-    #[arg(long, default_value = "lease", value_parser = ["lease", "none"])]
+    /// etcd lease, as kube's default), `master-count` (each adds itself, and the list is kept
+    /// at `--apiserver-count`) or `none`.
+    #[arg(long, default_value = "lease", value_parser = ["lease", "master-count", "none"])]
     pub endpoint_reconciler_type: String,
+    /// How many apiservers run, for `--endpoint-reconciler-type=master-count`.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub apiserver_count: u32,
     /// The HTTPS serving port.
     #[arg(long, default_value_t = 6443)]
     pub secure_port: u16,

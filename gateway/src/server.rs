@@ -578,14 +578,18 @@ fn endpoint_reconciler(
     objects: &Arc<dyn ObjectLookup>,
     router: &Arc<storage::router::StorageRouter>,
 ) -> Option<Arc<EndpointReconciler>> {
-    if options.endpoint_reconciler_type != "lease" {
-        return None;
-    }
+    use controllers::kubernetes_endpoints::Reconciling;
+    let reconciling = match options.endpoint_reconciler_type.as_str() {
+        "lease" => Reconciling::Leases,
+        "master-count" => Reconciling::Count(options.apiserver_count as usize),
+        _ => return None,
+    };
     let Some(ip) = options.advertised_address().filter(|ip| !ip.is_loopback() && !ip.is_unspecified()) else {
         tracing::info!("advertised at a loopback address: the kubernetes Service gets no endpoint for this server");
         return None;
     };
     Some(EndpointReconciler::new(
+        reconciling,
         stages.clone(),
         catalogue.clone(),
         objects.clone(),

@@ -230,6 +230,51 @@ fn events_expire_after_event_ttl_on_the_embedded_store_and_across_a_restart() {
     assert!(!gone(&s, "event/e1"));
 }
 
+/// With `--endpoint-reconciler-type=master-count`, no lease: the server adds itself to the
+/// addresses listed, keeps `--apiserver-count` of them by dropping those after its own as kube
+/// does, and takes only itself out when it stops.
+#[test]
+fn the_master_count_reconciler_keeps_the_count_as_kube_does() {
+    let etcd = EtcdProcess::start();
+    let mut s = TestServer::start_with(&[
+        "--etcd-servers",
+        etcd.endpoint(),
+        "--advertise-address",
+        "192.0.2.10",
+        "--endpoint-reconciler-type",
+        "master-count",
+        "--apiserver-count",
+        "2",
+    ]);
+    let listed = |s: &TestServer| {
+        let ips = s.kubectl_ok(&["get", "endpoints", "kubernetes", "-o", "jsonpath={.subsets[*].addresses[*].ip}"]);
+        let slice =
+            s.kubectl_ok(&["get", "endpointslice", "kubernetes", "-o", "jsonpath={.endpoints[*].addresses[0]}"]);
+        (ips, slice)
+    };
+    let want = |ips: &str| (ips.to_string(), ips.to_string());
+    let seen = tests::poll_until(Duration::from_secs(50), || Some(listed(&s)).filter(|l| *l == want("192.0.2.10")));
+    assert!(seen.is_some(), "the server lists itself: {:?}", listed(&s));
+    // Two peers wrote themselves meanwhile: this server comes back, and of the three the one
+    // sorted after it goes (10 < 11 < 12).
+    let peers = r#"{"subsets": [{"addresses": [{"ip": "192.0.2.11"}, {"ip": "192.0.2.12"}],
+        "ports": [{"name": "https", "port": 6443, "protocol": "TCP"}]}]}"#;
+    s.kubectl_ok(&["patch", "endpoints", "kubernetes", "--type=merge", "-p", peers]);
+    let kept =
+        tests::poll_until(Duration::from_secs(50), || Some(listed(&s)).filter(|l| *l == want("192.0.2.10 192.0.2.12")));
+    assert!(kept.is_some(), "two addresses, this server's among them: {:?}", listed(&s));
+    assert!(keys(etcd.endpoint(), "/registry/masterleases/").is_empty(), "no lease is written");
+    s.terminate();
+    assert!(s.wait_exit(Duration::from_secs(60)).is_some(), "the server stopped");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let stored = rt.block_on(async {
+        let store = etcd.connect().await.unwrap();
+        store.get("/registry/services/endpoints/default/kubernetes").await.unwrap().0.expect("the Endpoints")
+    });
+    let endpoints = storage_codec::codec::decode("endpoints", &stored.value).unwrap();
+    assert_eq!(endpoints.pointer("/subsets/0/addresses"), Some(&serde_json::json!([{"ip": "192.0.2.12"}])));
+}
+
 /// The `kubernetes` Service's endpoints from every apiserver's lease, in kube's keys and
 /// values: a kube-apiserver's recorded lease counts until it expires, this server's own is on
 /// an etcd lease, and a graceful stop takes this server out.
