@@ -131,15 +131,24 @@ refusal() { "$@" -n mix create service nodeport taken --tcp=81 --node-port="$tak
 check "a node port kube took is refused here in kube's words" "$(refusal ours)" "$(refusal kube)"
 
 # Either server killed (SIGKILL) under writes through both: every acknowledged write survives.
-writer() { for i in $(seq 1 120); do if "$1" -n mix create configmap "$2$i" >/dev/null 2>&1; then echo "$2$i"; fi; done; }
+writer() {
+  local i=0
+  while [ ! -e "$WORK/stop-writers" ]; do
+    i=$((i + 1))
+    if "$1" -n mix create configmap "$2$i" >/dev/null 2>&1; then echo "$2$i"; else echo "$2$i" >> "$WORK/refused-$2"; fi
+  done
+}
+rm -f "$WORK/stop-writers" "$WORK/refused-kw" "$WORK/refused-ow"
 writer kube kw > "$WORK/acked-kube" & wk=$!
 writer ours ow > "$WORK/acked-ours" & wo=$!
 sleep 4; kill -9 "$ours_pid"; sleep 1; start_ours
-sleep 2; kill -9 "$kube_pid"; sleep 1; start_kube
+sleep 4; kill -9 "$kube_pid"; sleep 1; start_kube
+sleep 4; touch "$WORK/stop-writers"
 wait "$wk" "$wo"
 acked=$(cat "$WORK/acked-kube" "$WORK/acked-ours" | sort)
 present() { "$1" -n mix get cm -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | grep -E '^(kw|ow)[0-9]+$' | sort; }
-echo "acknowledged: $(wc -l < "$WORK/acked-kube") through kube, $(wc -l < "$WORK/acked-ours") through this server"
+echo "acknowledged: $(wc -l < "$WORK/acked-kube") through kube, $(wc -l < "$WORK/acked-ours") through this server;" \
+  "failed (while down): $(cat "$WORK/refused-kw" 2>/dev/null | wc -l) through kube, $(cat "$WORK/refused-ow" 2>/dev/null | wc -l) here"
 check "after a kill of each, every acknowledged create reads through this server" \
   "$(comm -23 <(echo "$acked") <(present ours) | wc -l)" 0
 check "... and through kube" "$(comm -23 <(echo "$acked") <(present kube) | wc -l)" 0
