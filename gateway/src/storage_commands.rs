@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use apimachinery::catalogue::{Catalogue, ResourceDef};
+use serde_json::Value;
 use storage::router::StorageRouter;
 use storage_codec::migrate::{Survey, rewrite, survey};
 
@@ -108,8 +109,14 @@ async fn custom_resources(
     let list = router.backend(&at).list(&at, Default::default()).await.map_err(|e| format!("{at}: {e}"))?;
     let mut out = Vec::new();
     for kv in &list.items {
-        let crd = storage_codec::codec::decode_object(&crds, kv).map_err(|e| e.to_string())?;
+        let mut crd = storage_codec::codec::decode_object(&crds, kv).map_err(|e| e.to_string())?;
         let storage = apiextensions::served::storage_version(&crd).unwrap_or_default().to_string();
+        // Its objects are rewritten even when the storage version is not served.
+        for version in crd.pointer_mut("/spec/versions").and_then(Value::as_array_mut).into_iter().flatten() {
+            if version.get("name").and_then(Value::as_str) == Some(storage.as_str()) {
+                version["served"] = Value::Bool(true);
+            }
+        }
         let defs = apiextensions::served::definitions(&crd, None);
         out.extend(defs.into_iter().filter(|d| d.version == storage).take(1).map(Arc::new));
     }

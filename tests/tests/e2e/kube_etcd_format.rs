@@ -217,6 +217,20 @@ fn messagepack_data_is_read_moved_and_migrated() {
     assert_eq!(format_of("/registry/configmaps/default/old-cm"), Some(Format::MessagePack));
     // What this server wrote itself is kube's.
     assert_eq!(format_of("/registry/namespaces/default"), Some(Format::Protobuf));
+    // A custom resource stored in MessagePack, of a version stored but no longer served.
+    let crd = r#"{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.example.com"}, "spec": {"group": "example.com", "scope": "Namespaced",
+        "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"}, "versions": [
+        {"name": "v1", "served": false, "storage": true, "schema": {"openAPIV3Schema": {"type": "object",
+            "x-kubernetes-preserve-unknown-fields": true}}},
+        {"name": "v2", "served": true, "storage": false, "schema": {"openAPIV3Schema": {"type": "object",
+            "x-kubernetes-preserve-unknown-fields": true}}}]}}"#;
+    tests::assert_success("create the CRD", &s.kubectl_stdin(&["create", "-f", "-"], crd));
+    rt.block_on(async {
+        let store = etcd.connect().await.unwrap();
+        let gadget = old("Gadget", "example.com/v1", "old-g", serde_json::json!({"spec": {"size": 3}}));
+        store.put("/registry/example.com/gadgets/default/old-g", gadget, Expect::Absent).await.unwrap();
+    });
 
     let storage_command = |command: &str| {
         let out = std::process::Command::new(tests::apiserver_bin())
@@ -234,9 +248,11 @@ fn messagepack_data_is_read_moved_and_migrated() {
     assert!(report.contains("ReplicationController v1 (protobuf)"), "{report}");
     let (ok, migrated) = storage_command("migrate-storage");
     assert!(ok && migrated.contains("/registry/configmaps/: 1 rewritten"), "{migrated}");
+    assert!(migrated.contains("/registry/example.com/gadgets/: 1 rewritten"), "{migrated}");
     let (ok, report) = storage_command("check-storage");
     assert!(ok && !report.contains("messagepack"), "{report}");
     assert_eq!(s.kubectl_ok(&["get", "configmap", "old-cm", "-o", "jsonpath={.data.k}"]), "v");
+    assert_eq!(s.kubectl_ok(&["get", "gadgets.v2.example.com", "old-g", "-o", "jsonpath={.spec.size}"]), "3");
 
     // A value nothing can decode is reported, and fails the check.
     rt.block_on(async {
