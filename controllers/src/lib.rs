@@ -19,6 +19,8 @@
 //! - [`apiservice_registration`]: an APIService for every group version served here.
 //! - [`authentication_trust`]: the `extension-apiserver-authentication` ConfigMap extension
 //!   servers authenticate passed-on requests by.
+//! - [`legacy_tokens`]: since when legacy service-account token use is tracked, and the
+//!   last-used label each use puts on the token's Secret (kube-apiserver's work: always on).
 //! - [`rbac_feed`]: keeps the authorizer's RBAC policy current from the RBAC cachers (in every
 //!   replica and storage stage process, never elected).
 //! - [`apiserver_identity`]: this apiserver's identity Lease, as kube-apiserver keeps its own
@@ -51,6 +53,7 @@ pub mod authentication_trust;
 pub mod crds;
 pub mod kubernetes_endpoints;
 pub mod leader;
+pub mod legacy_tokens;
 pub mod metrics;
 pub mod namespace_finalizer;
 pub mod policy_status;

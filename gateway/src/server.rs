@@ -329,7 +329,8 @@ fn start_stages(
         &audiences,
         options.service_account_max_token_expiration,
     ));
-    let authenticators = authenticators(options, keys, &audiences, &objects)?;
+    let legacy_token_use = auth::serviceaccount::authenticator::LegacyTokenRecorder::default();
+    let authenticators = authenticators(options, keys, &audiences, &objects, &legacy_token_use)?;
     // In front of flow control: waits for a slot rather than refusing, so APF decides who is
     // turned away.
     let authentication = actors::start(
@@ -364,6 +365,8 @@ fn start_stages(
         delete_collection: ShardedWrites::handle(storage.handle(), &remotes, catalogue.clone()),
         caches,
     };
+    let labeler = controllers::legacy_tokens::SecretLabeler::new(stages.clone(), catalogue.clone());
+    let _ = legacy_token_use.set(Arc::new(labeler));
     Ok(Started { stages, objects, authorizers, policy, auditor, issuer, remotes, apf, apf_view, apf_exempt })
 }
 
@@ -374,17 +377,21 @@ fn authenticators(
     keys: Arc<auth::serviceaccount::KeySet>,
     audiences: &[String],
     objects: &Arc<dyn ObjectLookup>,
+    legacy_token_use: &auth::serviceaccount::authenticator::LegacyTokenRecorder,
 ) -> Result<Vec<Arc<dyn auth::TokenAuthenticator>>, String> {
     let mut authenticators: Vec<Arc<dyn auth::TokenAuthenticator>> = Vec::new();
     if let Some(f) = &options.token_auth_file {
         authenticators.push(Arc::new(auth::StaticTokens(auth::load_token_file(f)?)));
     }
-    authenticators.push(Arc::new(auth::serviceaccount::authenticator::ServiceAccountAuthenticator::new(
-        keys,
-        options.service_account_issuer.clone(),
-        audiences.to_vec(),
-        objects.clone(),
-    )));
+    authenticators.push(Arc::new(
+        auth::serviceaccount::authenticator::ServiceAccountAuthenticator::new(
+            keys,
+            options.service_account_issuer.clone(),
+            audiences.to_vec(),
+            objects.clone(),
+        )
+        .recording_legacy_use(legacy_token_use.clone()),
+    ));
     if options.enable_bootstrap_token_auth {
         authenticators.push(Arc::new(auth::authn::bootstrap_token::BootstrapTokens::new(objects.clone())));
     }
@@ -430,6 +437,9 @@ async fn start_api_controllers(
     let trust = authentication_trust(options, material)?;
     if let Err(e) = controllers::authentication_trust::publish(stages, catalogue, &trust).await {
         tracing::warn!("publishing the extension API servers' authentication: {e}");
+    }
+    if let Err(e) = controllers::legacy_tokens::ensure_tracking(stages, catalogue).await {
+        tracing::warn!("recording since when legacy service account tokens are tracked: {e}");
     }
     Ok(aggregator)
 }

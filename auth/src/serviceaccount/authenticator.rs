@@ -27,6 +27,21 @@ use crate::metrics::{
 /// go-jose's default leeway, which kube's validation uses.
 const LEEWAY_SECONDS: u64 = 60;
 
+/// The label kube-apiserver keeps on a legacy token's Secret: the day (UTC) it was last used.
+pub const LAST_USED_LABEL: &str = "kubernetes.io/legacy-token-last-used";
+/// The label kube-controller-manager's legacy token cleaner sets on a Secret whose token it
+/// found unused: from then on the token is refused.
+pub const INVALID_SINCE_LABEL: &str = "kubernetes.io/legacy-token-invalid-since";
+
+/// Records that a legacy token's Secret was used, as kube labels it (off the request's path).
+pub trait LegacyTokenUse: Send + Sync {
+    /// The Secret `namespace/name` (of `uid`) was used today, `today` as `YYYY-MM-DD` (UTC).
+    fn used(&self, namespace: &str, name: &str, uid: &str, today: &str);
+}
+
+/// Where legacy token use is recorded, set once the write path it needs exists.
+pub type LegacyTokenRecorder = Arc<std::sync::OnceLock<Arc<dyn LegacyTokenUse>>>;
+
 /// The ServiceAccount token authenticator.
 pub struct ServiceAccountAuthenticator {
     keys: Arc<KeySet>,
@@ -35,6 +50,7 @@ pub struct ServiceAccountAuthenticator {
     /// `--api-audiences`: what legacy tokens, which name no audience, are for.
     api_audiences: Vec<String>,
     objects: Arc<dyn ObjectLookup>,
+    legacy_use: LegacyTokenRecorder,
 }
 
 impl ServiceAccountAuthenticator {
@@ -46,7 +62,29 @@ impl ServiceAccountAuthenticator {
         api_audiences: Vec<String>,
         objects: Arc<dyn ObjectLookup>,
     ) -> Self {
-        ServiceAccountAuthenticator { keys, issuers, api_audiences, objects }
+        let legacy_use = LegacyTokenRecorder::default();
+        ServiceAccountAuthenticator { keys, issuers, api_audiences, objects, legacy_use }
+    }
+
+    /// Records the use of legacy tokens through `recorder`, once it is set.
+    pub fn recording_legacy_use(mut self, recorder: LegacyTokenRecorder) -> Self {
+        self.legacy_use = recorder;
+        self
+    }
+
+    /// Labels the Secret with today's date unless it already says today or tomorrow (a peer's
+    /// clock ahead), as kube does.
+    fn record_use(&self, secret: &Value) {
+        let Some(recorder) = self.legacy_use.get() else { return };
+        let now = chrono::Utc::now();
+        let today = now.format("%Y-%m-%d").to_string();
+        let tomorrow = (now + chrono::Duration::days(1)).format("%Y-%m-%d").to_string();
+        let label = secret.pointer("/metadata/labels").and_then(|l| l.get(LAST_USED_LABEL)).and_then(Value::as_str);
+        if label == Some(today.as_str()) || label == Some(tomorrow.as_str()) {
+            return;
+        }
+        let text = |p: &str| secret.pointer(p).and_then(Value::as_str).unwrap_or("");
+        recorder.used(text("/metadata/namespace"), text("/metadata/name"), text("/metadata/uid"), &today);
     }
 
     /// The claims of `token` if one of the keys signed it.
@@ -133,12 +171,26 @@ impl ServiceAccountAuthenticator {
     async fn legacy(&self, token: &str, audiences: &[String]) -> Result<Authenticated, String> {
         let claims: LegacyClaims = self.verify(token, false)?;
         let secret = self.secret(&claims).await?;
+        if secret.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null()) {
+            return Err("Token has been invalidated".into());
+        }
         let kept = secret.pointer("/data/token").and_then(Value::as_str).and_then(|t| STANDARD.decode(t).ok());
         if kept.as_deref() != Some(token.as_bytes()) {
             return Err("token does not match server's copy".into());
         }
         let (ns, name, uid) = (&claims.namespace, &claims.service_account_name, &claims.service_account_uid);
         self.object("serviceaccounts", ns, name, uid).await?;
+        let invalid_since = secret.pointer("/metadata/labels").and_then(|l| l.get(INVALID_SINCE_LABEL));
+        if invalid_since.and_then(Value::as_str).is_some_and(|since| !since.is_empty()) {
+            self.record_use(&secret);
+            return Err(format!(
+                "the token in secret {ns}/{} for service account {ns}/{name} has been marked invalid. Use tokens \
+                 from the TokenRequest API or manually created secret-based tokens, or remove the \
+                 '{INVALID_SINCE_LABEL}' label from the secret to temporarily allow use of this token",
+                claims.secret_name
+            ));
+        }
+        self.record_use(&secret);
         // Legacy tokens name no audience: they hold for the API audiences only.
         let held: Vec<String> = audiences.iter().filter(|a| self.api_audiences.contains(a)).cloned().collect();
         if held.is_empty() {
@@ -288,5 +340,53 @@ mod tests {
         assert!(e.contains("invalid for the target audiences"), "a legacy token is for the API only: {e}");
         objects.0.lock().unwrap().retain(|(r, _)| r != "secrets");
         assert_eq!(authn.authenticate(&token, &api).await.unwrap_err(), "secret ns/robot-token has been deleted");
+    }
+
+    struct Uses(std::sync::Mutex<Vec<String>>);
+
+    impl LegacyTokenUse for Uses {
+        fn used(&self, namespace: &str, name: &str, uid: &str, today: &str) {
+            self.0.lock().unwrap().push(format!("{namespace}/{name} {uid} {today}"));
+        }
+    }
+
+    #[actix::test]
+    async fn legacy_token_use_is_recorded_and_an_invalidated_one_refused_as_kube_words_it() {
+        let (_dir, issuer, authn, objects) = setup();
+        let uses = Arc::new(Uses(Default::default()));
+        let recorder = LegacyTokenRecorder::default();
+        let authn = authn.recording_legacy_use(recorder.clone());
+        let account = objects.0.lock().unwrap()[0].1.clone();
+        let secret = json!({"metadata": {"name": "robot-token", "namespace": "ns", "uid": "s-1"}});
+        let token = issuer.issue_legacy(&account, &secret).unwrap();
+        let mut kept = secret.clone();
+        kept["data"] = json!({"token": STANDARD.encode(&token)});
+        objects.0.lock().unwrap().push(("secrets".into(), kept.clone()));
+        let api = issuer.api_audiences().to_vec();
+        // Before the write path exists nothing is recorded; then each use not yet labelled today is.
+        authn.authenticate(&token, &api).await.unwrap().unwrap();
+        let _ = recorder.set(uses.clone());
+        authn.authenticate(&token, &api).await.unwrap().unwrap();
+        let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+        assert_eq!(*uses.0.lock().unwrap(), [format!("ns/robot-token s-1 {today}")]);
+        let set = |labels: Value| {
+            let mut all = objects.0.lock().unwrap();
+            all.retain(|(r, _)| r != "secrets");
+            let mut secret = kept.clone();
+            secret["metadata"]["labels"] = labels;
+            all.push(("secrets".into(), secret));
+        };
+        set(json!({LAST_USED_LABEL: today}));
+        authn.authenticate(&token, &api).await.unwrap().unwrap();
+        assert_eq!(uses.0.lock().unwrap().len(), 1, "already labelled today");
+        set(json!({LAST_USED_LABEL: "2020-01-01", INVALID_SINCE_LABEL: "2021-01-01"}));
+        let e = authn.authenticate(&token, &api).await.unwrap_err();
+        assert_eq!(
+            e,
+            "the token in secret ns/robot-token for service account ns/robot has been marked invalid. Use tokens \
+             from the TokenRequest API or manually created secret-based tokens, or remove the \
+             'kubernetes.io/legacy-token-invalid-since' label from the secret to temporarily allow use of this token"
+        );
+        assert_eq!(uses.0.lock().unwrap().len(), 2, "a refused use is recorded too, as kube records it");
     }
 }

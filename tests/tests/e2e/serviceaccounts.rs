@@ -298,6 +298,26 @@ async fn legacy_token_secrets_are_filled_in_and_die_with_their_secret_or_account
     assert_eq!(rows[2], format!("UID {uid}"));
     assert_eq!(rows[3], "Groups [system:serviceaccounts system:serviceaccounts:default system:authenticated]");
 
+    // Its use is tracked as kube tracks it, and a token the cleaner marked invalid is refused.
+    let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    let last_used = "jsonpath={.metadata.labels.kubernetes\\.io/legacy-token-last-used}";
+    let labelled = within(Duration::from_secs(5), || {
+        s.kubectl_ok(&["get", "secret", "builder-token", "-o", last_used]) == today
+            || chrono::Utc::now().format("%Y-%m-%d").to_string() != today
+    });
+    assert!(labelled.is_some(), "the Secret is labelled with the day of its use\n{}", s.log_tail());
+    let since = ["get", "configmap", "-n", "kube-system", "kube-apiserver-legacy-service-account-token-tracking"];
+    let since = s.kubectl_ok(&[&since[..], &["-o", "jsonpath={.data.since}"]].concat());
+    assert!(chrono::NaiveDate::parse_from_str(&since, "%Y-%m-%d").is_ok(), "tracked since {since:?}");
+    s.kubectl_ok(&["label", "secret", "builder-token", "kubernetes.io/legacy-token-invalid-since=2026-01-01"]);
+    assert!(
+        within(Duration::from_secs(5), || refused(&s, &token)).is_some(),
+        "a token marked invalid is refused: {:?}",
+        whoami(&s, &token)
+    );
+    s.kubectl_ok(&["label", "secret", "builder-token", "kubernetes.io/legacy-token-invalid-since-"]);
+    assert!(within(Duration::from_secs(5), || whoami(&s, &token).is_ok()).is_some(), "accepted again");
+
     // Deleting the Secret revokes the token.
     s.kubectl_ok(&["delete", "secret", "builder-token"]);
     assert!(
