@@ -6,7 +6,7 @@
 #   KUBE_APISERVER=/tmp/kube-ref/bin/kube-apiserver APISERVER=target/release/apiserver \
 #     KUBECTL=$(command -v kubectl) deploy/mixed-with-kube.sh
 #
-# Ports 2479, 2480, 7443, 17443 and 17444 must be free. Prints each check and exits non-zero
+# Ports 2479, 2480, 7443, 16443, 17443 and 17444 must be free. Prints each check and exits non-zero
 # on the first that fails; the work directory (logs, kubeconfigs) is kept in $WORK. HELM names
 # helm (default: the one on PATH); STABLE_SECONDS is how long the bootstrap objects must stay
 # unchanged at the end (default 600).
@@ -18,7 +18,7 @@ HELM=${HELM:-helm}
 STABLE_SECONDS=${STABLE_SECONDS:-600}
 WORK=${WORK:-$(mktemp -d /tmp/mixed-XXXX)}
 pids=()
-trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
+trap 'touch "$WORK/stop-writers"; kill "${pids[@]}" 2>/dev/null || true' EXIT
 
 etcd --data-dir "$WORK/etcd" --listen-client-urls http://127.0.0.1:2479 --advertise-client-urls http://127.0.0.1:2479 \
   --listen-peer-urls http://127.0.0.1:2480 --initial-advertise-peer-urls http://127.0.0.1:2480 \
@@ -111,6 +111,32 @@ check "helm: installed here, upgraded through kube, two revisions seen here" \
   "$("$HELM" --kubeconfig "$WORK/k17443" -n mix history rel | tail -n +2 | wc -l)/$(ours -n mix get cm rel-cm -o jsonpath='{.data.value}')" 2/two
 "$HELM" --kubeconfig "$WORK/k17443" -n mix uninstall rel >/dev/null
 check "helm: uninstalled here, gone in kube" "$(kube -n mix get cm rel-cm --ignore-not-found -o name)" ""
+
+# Both behind one TCP balancer (haproxy, round robin per connection), as in a rolling replacement.
+if command -v haproxy >/dev/null; then
+  printf '%s\n' 'defaults' '  mode tcp' '  timeout connect 5s' '  timeout client 1h' '  timeout server 1h' \
+    'frontend api' '  bind 127.0.0.1:16443' '  default_backend apiservers' 'backend apiservers' '  balance roundrobin' \
+    '  server kube 127.0.0.1:7443' '  server ours 127.0.0.1:17443' > "$WORK/haproxy.cfg"
+  haproxy -f "$WORK/haproxy.cfg" -db > "$WORK/haproxy.log" 2>&1 & pids+=($!)
+  sed 's/:7443/:16443/' "$WORK/k7443" > "$WORK/k16443"
+  lb() { "$KUBECTL" --kubeconfig "$WORK/k16443" "$@"; }
+  sleep 1
+  versions=$(for _ in 1 2 3 4 5 6; do lb get --raw /version | grep -o '"gitVersion": *"[^"]*"'; done | sort -u | wc -l)
+  check "the balancer reaches both servers (two versions answer /version)" "$versions" 2
+  lb -n mix get cm -w --output-watch-events -o jsonpath='{.type} {.object.metadata.name}{"\n"}' > "$WORK/watch-lb.out" 2>&1 &
+  watcher=$!; sleep 2
+  for i in $(seq 1 20); do lb -n mix create configmap "lb$i" >/dev/null; done
+  sleep 3; kill $watcher 2>/dev/null || true
+  check "a watch through the balancer sees 20 creates made through it, in order" \
+    "$(grep ' lb' "$WORK/watch-lb.out" | tr '\n' ',')" "$(for i in $(seq 1 20); do printf 'ADDED lb%s,' "$i"; done)"
+  "$HELM" --kubeconfig "$WORK/k16443" -n mix install lbrel "$WORK/chart" --wait >/dev/null
+  "$HELM" --kubeconfig "$WORK/k16443" -n mix upgrade lbrel "$WORK/chart" --set value=three --wait >/dev/null
+  check "helm through the balancer: two revisions, the new value" \
+    "$("$HELM" --kubeconfig "$WORK/k16443" -n mix history lbrel | tail -n +2 | wc -l)/$(lb -n mix get cm lbrel-cm -o jsonpath='{.data.value}')" 2/three
+  "$HELM" --kubeconfig "$WORK/k16443" -n mix uninstall lbrel >/dev/null
+else
+  echo "skipped: no haproxy on PATH, so no check behind one balancer"
+fi
 creates=()
 for i in $(seq 1 100); do
   kube -n mix create service clusterip "k$i" --tcp=80 >/dev/null & creates+=($!)
@@ -139,8 +165,8 @@ writer() {
   done
 }
 rm -f "$WORK/stop-writers" "$WORK/refused-kw" "$WORK/refused-ow"
-writer kube kw > "$WORK/acked-kube" & wk=$!
-writer ours ow > "$WORK/acked-ours" & wo=$!
+writer kube kw > "$WORK/acked-kube" & wk=$!; pids+=($wk)
+writer ours ow > "$WORK/acked-ours" & wo=$!; pids+=($wo)
 sleep 4; kill -9 "$ours_pid"; sleep 1; start_ours
 sleep 4; kill -9 "$kube_pid"; sleep 1; start_kube
 sleep 4; touch "$WORK/stop-writers"

@@ -187,6 +187,9 @@ impl EndpointReconciler {
     /// Makes the Endpoints and the EndpointSlice `default/kubernetes` list the leased
     /// addresses; whether both are as they should be.
     async fn reconcile(&self, round: Round) -> bool {
+        // master-count decides from the Endpoints it read, and writes over exactly that read
+        // (a peer's write in between is a conflict, looked at again next round).
+        let mut read = None;
         let ips = match self.reconciling {
             Reconciling::Leases => match self.leased().await {
                 Ok(ips) => ips,
@@ -203,7 +206,14 @@ impl EndpointReconciler {
                         return false;
                     }
                 };
-                counted(current.as_ref(), &self.ip.to_string(), count, round)
+                // Leaving, kube removes nothing when there is nothing listed.
+                let listed = current.as_ref().and_then(|e| e.pointer("/subsets/0")).is_some();
+                if round == Round::Leaving && !listed {
+                    return true;
+                }
+                let ips = counted(current.as_ref(), &self.ip.to_string(), count, round);
+                read = Some(current);
+                ips
             }
         };
         if ips.is_empty() && round == Round::Serving {
@@ -226,7 +236,7 @@ impl EndpointReconciler {
             ips
         };
         let endpoints_ok =
-            self.ensure("", "endpoints", endpoints, &["subsets"], |current| listed(current) == ips).await;
+            self.ensure("", "endpoints", endpoints, &["subsets"], read, |current| listed(current) == ips).await;
         // IPv6 only when every address is; addresses of the other family are left out.
         let v6 = !ips.is_empty() && ips.iter().all(|ip| ip.contains(':'));
         let family: Vec<&String> = ips.iter().filter(|ip| ip.contains(':') == v6).collect();
@@ -247,7 +257,7 @@ impl EndpointReconciler {
         let want: Vec<String> = family.iter().map(|ip| ip.to_string()).collect();
         let fields = ["endpoints", "ports"];
         let slice_ok = self
-            .ensure("discovery.k8s.io", "endpointslices", slice, &fields, |current| {
+            .ensure("discovery.k8s.io", "endpointslices", slice, &fields, None, |current| {
                 slice_listed(current) == want && current["addressType"] == address_type
             })
             .await;
@@ -256,20 +266,25 @@ impl EndpointReconciler {
 
     /// Creates `desired`, or, unless `fine` says the stored object is right, updates its
     /// `fields` and labels (an EndpointSlice of another address type, which cannot change, is
-    /// deleted to be made again next round). Whether the stored object is right now.
+    /// deleted to be made again next round). The stored object is `read` when the caller read
+    /// it already, else read here. Whether the stored object is right now.
     async fn ensure(
         &self,
         group: &str,
         resource: &str,
         desired: Value,
         fields: &[&str],
+        read: Option<Option<Value>>,
         fine: impl Fn(&Value) -> bool,
     ) -> bool {
         let Some(def) = self.catalogue.find(group, "v1", resource) else { return true };
         let user =
             UserInfo { name: "system:apiserver".into(), groups: vec!["system:masters".into()], ..Default::default() };
         let options = WriteOptions { field_manager: Some("kube-apiserver".into()), ..Default::default() };
-        let current = self.objects.get(group, resource, "default", "kubernetes").await.ok().flatten();
+        let current = match read {
+            Some(read) => read,
+            None => self.objects.get(group, resource, "default", "kubernetes").await.ok().flatten(),
+        };
         let deadline = Deadline::after(WRITE_TIMEOUT);
         let result = match current {
             Some(current) => {

@@ -45,9 +45,34 @@ fn valid_date(since: Option<&str>) -> bool {
     since.is_some_and(|s| chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok())
 }
 
+/// How often the tracking ConfigMap is looked at again once written (kube's controller
+/// watches it and re-creates it at most every 30 minutes).
+const RECHECK: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Keeps the tracking ConfigMap on the current runtime: written at once (retried with backoff
+/// until it is), then looked at again every [`RECHECK`], so a deleted one comes back.
+pub fn start(stages: Stages, catalogue: Arc<Catalogue>) {
+    actix_rt::spawn(async move {
+        let mut backoff = std::time::Duration::from_secs(1);
+        loop {
+            match ensure_tracking(&stages, &catalogue).await {
+                Ok(()) => {
+                    backoff = std::time::Duration::from_secs(1);
+                    tokio::time::sleep(RECHECK).await;
+                }
+                Err(e) => {
+                    tracing::warn!("recording since when legacy service account tokens are tracked: {e}");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(std::time::Duration::from_secs(60));
+                }
+            }
+        }
+    });
+}
+
 /// Creates the tracking ConfigMap with today's date, or rewrites a `since` that is not a date;
 /// a valid one (another apiserver's, perhaps older) is kept.
-pub async fn ensure_tracking(stages: &Stages, catalogue: &Catalogue) -> Result<(), String> {
+async fn ensure_tracking(stages: &Stages, catalogue: &Catalogue) -> Result<(), String> {
     let def = catalogue.find("", "v1", "configmaps").ok_or("configmaps are not served")?;
     for _ in 0..5 {
         let get = GetObject {
@@ -82,17 +107,18 @@ pub async fn ensure_tracking(stages: &Stages, catalogue: &Catalogue) -> Result<(
 
 /// Labels a legacy token's Secret with the day it was used: a merge patch with the Secret's
 /// uid as precondition, as kube sends, at most once per Secret and day from this server.
+#[derive(Clone)]
 pub struct SecretLabeler {
     stages: Stages,
     catalogue: Arc<Catalogue>,
     /// The day, and the Secrets labelled (or being labelled) on it.
-    labelled: Mutex<(String, HashSet<(String, String)>)>,
+    labelled: Arc<Mutex<(String, HashSet<(String, String)>)>>,
 }
 
 impl SecretLabeler {
     /// A labeler writing through `stages`.
     pub fn new(stages: Stages, catalogue: Arc<Catalogue>) -> Self {
-        SecretLabeler { stages, catalogue, labelled: Mutex::default() }
+        SecretLabeler { stages, catalogue, labelled: Arc::default() }
     }
 
     /// Whether `namespace/name` is to be labelled for `today` (and notes that it is).
@@ -102,6 +128,12 @@ impl SecretLabeler {
             *labelled = (today.to_string(), HashSet::new());
         }
         labelled.1.insert((namespace.to_string(), name.to_string()))
+    }
+
+    /// Forgets that `namespace/name` was labelled (its patch failed: the next use tries again).
+    fn forget(&self, namespace: &str, name: &str) {
+        let mut labelled = self.labelled.lock().unwrap_or_else(|e| e.into_inner());
+        labelled.1.remove(&(namespace.to_string(), name.to_string()));
     }
 }
 
@@ -119,10 +151,11 @@ impl LegacyTokenUse for SecretLabeler {
             user: apiserver(),
             options: WriteOptions::default(),
         };
-        let stages = self.stages.clone();
+        let this = self.clone();
         let (namespace, name) = (namespace.to_string(), name.to_string());
         actix_rt::spawn(async move {
-            if let Err(e) = stages.patch.ask(write, Deadline::after(WRITE_TIMEOUT)).await {
+            if let Err(e) = this.stages.patch.ask(write, Deadline::after(WRITE_TIMEOUT)).await {
+                this.forget(&namespace, &name);
                 tracing::warn!(
                     "labelling legacy service account token {namespace}/{name} with last-used date: {}",
                     e.message

@@ -4,10 +4,11 @@
 //! actix-http streams a request's bytes after its head to a handler only for a WebSocket
 //! upgrade. kubectl's `port-forward`, and its `exec` and `attach` when WebSocket is refused,
 //! upgrade to `SPDY/3.1`, which actix would answer and then read as the next request. So an
-//! `Upgrade: SPDY/...` in the first head is handed to actix as `Upgrade: websocket`, and the
-//! value it had is kept in the connection's data ([`SpdyUpgrade`]) for the relay to send on.
-//! client-go opens a fresh connection for every SPDY upgrade, so the first head is the only
-//! one that can carry it.
+//! `Upgrade: SPDY/<version>` in the first head is handed to actix as `Upgrade: websocket`, and
+//! the version is kept in the connection's data ([`SpdyUpgrade`]) for the relay to send on
+//! (only that canonical spelling ever reaches the kubelet). client-go opens a fresh connection
+//! for every SPDY upgrade, so the first head is the only one read; a SPDY upgrade later on a
+//! connection (a proxy reusing connections) is refused, saying so.
 
 use std::io;
 use std::pin::Pin;
@@ -31,12 +32,34 @@ impl SpdyUpgrade {
     }
 }
 
-/// The `Upgrade` a request asked for, as the client sent it.
-pub fn upgrade_of(req: &actix_web::HttpRequest) -> Option<String> {
-    if let Some(spdy) = req.conn_data::<SpdyUpgrade>().and_then(SpdyUpgrade::offered) {
-        return Some(spdy.to_string());
+/// The upgrade a request asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Upgrade {
+    /// None.
+    None,
+    /// WebSocket.
+    WebSocket,
+    /// SPDY, whose bytes reach the handler: the version as the client named it (`SPDY/3.1`).
+    Spdy(String),
+    /// Anything else, as sent, including a SPDY upgrade that was not its connection's first
+    /// request (actix would read its frames as requests).
+    Other(String),
+}
+
+/// The upgrade `req` asks for. A request handed to actix as WebSocket whose connection noted a
+/// SPDY upgrade is that SPDY upgrade: such a request's body runs to the connection's end, so
+/// it is the connection's only request.
+pub fn upgrade_of(req: &actix_web::HttpRequest) -> Upgrade {
+    match req.headers().get("upgrade").map(|v| v.to_str().unwrap_or("")) {
+        None => Upgrade::None,
+        Some(u) if u.eq_ignore_ascii_case("websocket") => {
+            match req.conn_data::<SpdyUpgrade>().and_then(SpdyUpgrade::offered) {
+                Some(spdy) => Upgrade::Spdy(spdy.to_string()),
+                None => Upgrade::WebSocket,
+            }
+        }
+        Some(other) => Upgrade::Other(other.to_string()),
     }
-    req.headers().get("upgrade").and_then(|v| v.to_str().ok()).map(str::to_string)
 }
 
 /// A server's stream after TLS, whose first request head is read ahead.
@@ -61,6 +84,11 @@ impl<T> FirstHead<T> {
         FirstHead { io, state: Ahead::Reading(Vec::new()), spdy: SpdyUpgrade::default() }
     }
 
+    /// Wraps a connection whose heads are left alone (HTTP/2, where there is no SPDY upgrade).
+    pub fn through(io: T) -> Self {
+        FirstHead { io, state: Ahead::Through, spdy: SpdyUpgrade::default() }
+    }
+
     /// The stream underneath (the TLS session, for its client certificate).
     pub fn get_ref(&self) -> &T {
         &self.io
@@ -72,26 +100,56 @@ impl<T> FirstHead<T> {
     }
 }
 
-/// Rewrites an `Upgrade: SPDY/...` line of a complete head (`head` ends with its blank line) to
-/// `Upgrade: websocket`, returning the value it had.
-fn rewrite_spdy(head: &mut Vec<u8>) -> Option<String> {
-    let text = std::str::from_utf8(head).ok()?;
-    let mut start = text.find("\r\n")? + 2;
-    while start < text.len() {
-        let end = start + text[start..].find("\r\n")?;
-        let line = &text[start..end];
-        if let Some((name, value)) = line.split_once(':') {
-            let value = value.trim();
-            let spdy = value.len() > 5 && value[..5].eq_ignore_ascii_case("spdy/");
-            if name.trim().eq_ignore_ascii_case("upgrade") && spdy {
-                let offered = value.to_string();
-                head.splice(start..end, b"Upgrade: websocket".iter().copied());
-                return Some(offered);
-            }
+/// Where a head ends in `bytes` (just past its blank line), ending lines as actix's parser
+/// does: at `\n`, with or without `\r` before it.
+fn head_end(bytes: &[u8], from: usize) -> Option<usize> {
+    let mut i = from;
+    while let Some(at) = bytes[i..].iter().position(|b| *b == b'\n') {
+        let lf = i + at;
+        match bytes.get(lf + 1) {
+            Some(b'\n') => return Some(lf + 2),
+            Some(b'\r') if bytes.get(lf + 2) == Some(&b'\n') => return Some(lf + 3),
+            _ => i = lf + 1,
         }
-        start = end + 2;
     }
     None
+}
+
+/// A SPDY version as client-go names it: `SPDY/<digits>.<digits>`, canonically spelled.
+fn spdy_version(value: &str) -> Option<String> {
+    let (name, version) = value.split_once('/')?;
+    let (major, minor) = version.split_once('.')?;
+    let digits = |s: &str| !s.is_empty() && s.len() <= 3 && s.bytes().all(|b| b.is_ascii_digit());
+    (name.eq_ignore_ascii_case("spdy") && digits(major) && digits(minor)).then(|| format!("SPDY/{major}.{minor}"))
+}
+
+/// Rewrites the one `Upgrade: SPDY/<version>` line of a complete head to `Upgrade: websocket`,
+/// returning the version. A head with a `Transfer-Encoding` (whose body actix would read
+/// chunked, keeping the connection for more requests), with more than one `Upgrade`, or with
+/// anything else as the upgrade is left as it is.
+fn rewrite_spdy(head: &mut Vec<u8>) -> Option<String> {
+    let text = std::str::from_utf8(head).ok()?;
+    let mut found = None;
+    let mut upgrades = 0;
+    let mut start = text.find('\n')? + 1;
+    while let Some(at) = text[start..].find('\n') {
+        let end = start + at;
+        let line = text[start..end].strip_suffix('\r').unwrap_or(&text[start..end]);
+        if let Some((name, value)) = line.split_once(':') {
+            let name = name.trim();
+            if name.eq_ignore_ascii_case("transfer-encoding") {
+                return None;
+            }
+            if name.eq_ignore_ascii_case("upgrade") {
+                upgrades += 1;
+                found = spdy_version(value.trim()).map(|v| (start, start + line.len(), v));
+            }
+        }
+        start = end + 1;
+    }
+    let (from, to, version) = found.filter(|_| upgrades == 1)?;
+    head.splice(from..to, b"Upgrade: websocket".iter().copied());
+    Some(version)
 }
 
 impl<T: AsyncRead + Unpin> AsyncRead for FirstHead<T> {
@@ -122,11 +180,10 @@ impl<T: AsyncRead + Unpin> AsyncRead for FirstHead<T> {
                     }
                     // Looked for from a little before the new bytes, in case the blank line
                     // straddles two reads.
-                    let from = read.len().saturating_sub(3);
+                    let from = read.len().saturating_sub(2);
                     read.extend_from_slice(got);
-                    match read[from..].windows(4).position(|w| w == b"\r\n\r\n") {
-                        Some(at) => {
-                            let end = from + at + 4;
+                    match head_end(&read, from) {
+                        Some(end) => {
                             let mut head: Vec<u8> = read.drain(..end).collect();
                             if let Some(offered) = rewrite_spdy(&mut head) {
                                 let _ = this.spdy.0.set(offered);
@@ -202,6 +259,33 @@ mod tests {
         let (got, spdy) = read_through(&format!("{head}{frames}")).await;
         assert_eq!(got, format!("{}{frames}", head.replace("upgrade: SPDY/3.1", "Upgrade: websocket")));
         assert_eq!(spdy.as_deref(), Some("SPDY/3.1"));
+    }
+
+    #[tokio::test]
+    async fn bare_line_feeds_end_lines_and_only_a_plain_version_is_kept() {
+        let sent = "POST /exec HTTP/1.1\nupgrade: spdy/3.1\nConnection: Upgrade\n\nframes";
+        let (got, spdy) = read_through(sent).await;
+        assert_eq!(got, "POST /exec HTTP/1.1\nUpgrade: websocket\nConnection: Upgrade\n\nframes");
+        assert_eq!(spdy.as_deref(), Some("SPDY/3.1"));
+        // A second request hidden after bare line feeds ends the head there: it is body bytes,
+        // and what is kept is the version alone.
+        let sent = "POST /exec HTTP/1.1\r\nUpgrade: SPDY/3.1\n\nPOST /run/ns/pod/c HTTP/1.1\nHost: x\r\n\r\n";
+        let (got, spdy) = read_through(sent).await;
+        assert!(got.starts_with("POST /exec HTTP/1.1\r\nUpgrade: websocket\n\nPOST /run"), "{got:?}");
+        assert_eq!(spdy.as_deref(), Some("SPDY/3.1"));
+    }
+
+    #[tokio::test]
+    async fn doubtful_spdy_heads_are_left_for_actix_to_refuse() {
+        for sent in [
+            "POST /exec HTTP/1.1\r\nUpgrade: SPDY/3.1 X-Injected: 1\r\n\r\n",
+            "POST /exec HTTP/1.1\r\nUpgrade: SPDY/3.1, websocket\r\n\r\n",
+            "POST /exec HTTP/1.1\r\nUpgrade: SPDY/3.1\r\nUpgrade: SPDY/3.1\r\n\r\n",
+            // Read chunked, the body would end and the connection carry more requests.
+            "POST /exec HTTP/1.1\r\nUpgrade: SPDY/3.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        ] {
+            assert_eq!(read_through(sent).await, (sent.to_string(), None), "{sent:?}");
+        }
     }
 
     #[tokio::test]

@@ -139,7 +139,10 @@ pub async fn relay(
 ) -> Result<HttpResponse, Unreachable> {
     let upgrade = req.headers().contains_key("upgrade");
     // A SPDY upgrade reached this handler named as WebSocket (`first_head`); it goes on as sent.
-    let spdy = req.conn_data::<crate::first_head::SpdyUpgrade>().and_then(|s| s.offered());
+    let spdy = match crate::first_head::upgrade_of(req) {
+        crate::first_head::Upgrade::Spdy(version) => Some(version),
+        _ => None,
+    };
     let offered: Vec<&str> = req
         .headers()
         .get_all("sec-websocket-protocol")
@@ -161,7 +164,7 @@ pub async fn relay(
         if dropped(name.as_str()) || skipped {
             continue;
         }
-        if let Some(spdy) = spdy.filter(|_| name.as_str() == "upgrade") {
+        if let Some(spdy) = spdy.as_deref().filter(|_| name.as_str() == "upgrade") {
             head.push_str(&format!("Upgrade: {spdy}\r\n"));
         } else if let Ok(value) = value.to_str() {
             head.push_str(&format!("{}: {value}\r\n", name.as_str()));

@@ -37,8 +37,11 @@ pub fn serve_api(
     state: web::Data<ServerState>,
     tls: rustls::ServerConfig,
 ) -> io::Result<actix_web::dev::Server> {
+    // ALPN as actix offers it: HTTP/2 first, then HTTP/1.1, then any configured.
     let mut tls = tls;
-    tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let mut protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    protocols.append(&mut tls.alpn_protocols);
+    tls.alpn_protocols = protocols;
     let tls = Arc::new(tls);
     actix_tls::accept::max_concurrent_tls_connect(options.max_handshakes);
     let builder = actix_server::Server::build();
@@ -79,7 +82,11 @@ pub fn serve_api(
                     // small write back until the client ACKs the previous one.
                     let _ = io.get_ref().0.set_nodelay(true);
                     let peer = io.get_ref().0.peer_addr().ok();
-                    Ok::<_, ()>((FirstHead::new(io), Protocol::Http1, peer))
+                    // SPDY upgrades come over HTTP/1.1 only: an HTTP/2 connection is left alone.
+                    if io.get_ref().1.alpn_protocol() == Some(b"h2") {
+                        return Ok::<_, ()>((FirstHead::through(io), Protocol::Http2, peer));
+                    }
+                    Ok((FirstHead::new(io), Protocol::Http1, peer))
                 }))
                 .and_then(http.map_err(|e| tracing::debug!("HTTP connection: {e}")))
         })

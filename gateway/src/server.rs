@@ -438,9 +438,7 @@ async fn start_api_controllers(
     if let Err(e) = controllers::authentication_trust::publish(stages, catalogue, &trust).await {
         tracing::warn!("publishing the extension API servers' authentication: {e}");
     }
-    if let Err(e) = controllers::legacy_tokens::ensure_tracking(stages, catalogue).await {
-        tracing::warn!("recording since when legacy service account tokens are tracked: {e}");
-    }
+    controllers::legacy_tokens::start(stages.clone(), catalogue.clone());
     Ok(aggregator)
 }
 

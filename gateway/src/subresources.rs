@@ -16,6 +16,7 @@ use apimachinery::object::ObjectExt;
 use serde_json::Value;
 
 use crate::context::RequestContext;
+use crate::first_head::Upgrade;
 use crate::kubelet::Transport;
 use crate::negotiate::{Offer, decode_body, input_format, negotiate, respond};
 
@@ -176,17 +177,22 @@ async fn kubelet(
 /// `exec`, `attach` and `portforward` must be upgrades, to WebSocket or SPDY.
 fn check_upgrade(ctx: &RequestContext<'_>) -> Result<(), ApiError> {
     match crate::first_head::upgrade_of(ctx.req) {
-        None => Err(ApiError::bad_request("Upgrade request required")),
-        Some(u) if relayed_upgrade(&u) => Ok(()),
-        Some(other) => Err(ApiError::bad_request(format!(
-            "this server relays WebSocket and SPDY upgrades; an {other} upgrade is not relayed"
-        ))),
+        Upgrade::None => Err(ApiError::bad_request("Upgrade request required")),
+        Upgrade::WebSocket | Upgrade::Spdy(_) => Ok(()),
+        Upgrade::Other(other) => Err(not_relayed(&other)),
     }
 }
 
-/// The upgrades whose bytes reach a handler (`first_head`): WebSocket, and SPDY.
-fn relayed_upgrade(upgrade: &str) -> bool {
-    upgrade.eq_ignore_ascii_case("websocket") || upgrade.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("spdy/"))
+/// The refusal of an upgrade whose bytes would not reach the relay.
+fn not_relayed(upgrade: &str) -> ApiError {
+    if upgrade.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("spdy/")) {
+        return ApiError::bad_request(format!(
+            "a {upgrade} upgrade is relayed only as the first request of its connection, as client-go sends it"
+        ));
+    }
+    ApiError::bad_request(format!(
+        "this server relays WebSocket and SPDY upgrades; an {upgrade} upgrade is not relayed"
+    ))
 }
 
 /// The kubelet's `containerLogs` query: kube's `PodLogOptions` that reach it, as sent.
@@ -294,10 +300,8 @@ async fn proxy(
             )
         }
     };
-    if let Some(other) = crate::first_head::upgrade_of(ctx.req).filter(|u| !relayed_upgrade(u)) {
-        return Err(ApiError::bad_request(format!(
-            "this server relays WebSocket and SPDY upgrades; an {other} upgrade is not relayed"
-        )));
+    if let Upgrade::Other(other) = crate::first_head::upgrade_of(ctx.req) {
+        return Err(not_relayed(&other));
     }
     let mut path = String::from("/");
     path.push_str(&proxied_path(&ctx.info.parts));

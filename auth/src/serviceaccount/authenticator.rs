@@ -190,7 +190,6 @@ impl ServiceAccountAuthenticator {
                 claims.secret_name
             ));
         }
-        self.record_use(&secret);
         // Legacy tokens name no audience: they hold for the API audiences only.
         let held: Vec<String> = audiences.iter().filter(|a| self.api_audiences.contains(a)).cloned().collect();
         if held.is_empty() {
@@ -199,6 +198,7 @@ impl ServiceAccountAuthenticator {
                 self.api_audiences
             ));
         }
+        self.record_use(&secret);
         metrics::counter!(SERVICEACCOUNT_LEGACY_TOKENS_TOTAL).increment(1);
         Ok(Authenticated { user: account_user(ns, name, uid, BTreeMap::new()), audiences: held })
     }

@@ -127,15 +127,36 @@ fn exec_and_attach_with_stdin_and_port_forward_go_over_spdy() {
     assert!(out.status.success(), "{out:?}\n{}", s.log_tail());
     assert_eq!(String::from_utf8_lossy(&out.stdout), "attached\n");
 
-    let mut forward = std::process::Command::new(tests::kubectl_bin())
-        .args(["port-forward", "pod/web", ":80"])
-        .env("KUBECONFIG", &s.kubeconfig)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("run kubectl port-forward");
-    let mut lines = std::io::BufReader::new(forward.stdout.take().unwrap()).lines();
-    let first = lines.next().expect("a line from port-forward").unwrap();
+    /// Kills the port-forward however the test ends.
+    struct Forward(std::process::Child);
+    impl Drop for Forward {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut forward = Forward(
+        std::process::Command::new(tests::kubectl_bin())
+            .args(["port-forward", "pod/web", ":80"])
+            .env("KUBECONFIG", &s.kubeconfig)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run kubectl port-forward"),
+    );
+    let stdout = forward.0.stdout.take().unwrap();
+    let (line_tx, line_rx) = std::sync::mpsc::channel();
+    // The first line is the port; the rest is read too, so kubectl never writes to a closed pipe.
+    std::thread::spawn(move || {
+        let mut lines = std::io::BufReader::new(stdout).lines();
+        let _ = line_tx.send(lines.next());
+        lines.for_each(drop);
+    });
+    let first = line_rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("port-forward prints its port within a minute")
+        .expect("a line from port-forward")
+        .unwrap();
     // "Forwarding from 127.0.0.1:<port> -> 80"
     let port: u16 = first
         .strip_prefix("Forwarding from 127.0.0.1:")
@@ -148,13 +169,17 @@ fn exec_and_attach_with_stdin_and_port_forward_go_over_spdy() {
         local.write_all(text.as_bytes()).unwrap();
         let want = format!("forwarded: {text}");
         let mut got = vec![0u8; want.len()];
-        local.read_exact(&mut got).unwrap();
+        if let Err(e) = local.read_exact(&mut got) {
+            let _ = forward.0.kill();
+            let mut stderr = String::new();
+            let _ = forward.0.stderr.take().unwrap().read_to_string(&mut stderr);
+            panic!("reading what was forwarded: {e}\nport-forward: {stderr}\nserver log:\n{}", s.log_tail());
+        }
         assert_eq!(String::from_utf8_lossy(&got), want);
     }
-    let _ = forward.kill();
+    let _ = forward.0.kill();
     let mut stderr = String::new();
-    let _ = forward.stderr.take().unwrap().read_to_string(&mut stderr);
-    let _ = forward.wait();
+    let _ = forward.0.stderr.take().unwrap().read_to_string(&mut stderr);
 
     let seen = kubelet.seen();
     let targets: Vec<&str> = seen.iter().map(|s| s.target.as_str()).collect();
