@@ -112,8 +112,11 @@ pub struct SecretLabeler {
     stages: Stages,
     catalogue: Arc<Catalogue>,
     /// The day, and the Secrets labelled (or being labelled) on it.
-    labelled: Arc<Mutex<(String, HashSet<(String, String)>)>>,
+    labelled: Arc<Mutex<Labelled>>,
 }
+
+/// A day, and the Secrets (namespace, name) labelled on it.
+type Labelled = (String, HashSet<(String, String)>);
 
 impl SecretLabeler {
     /// A labeler writing through `stages`.
