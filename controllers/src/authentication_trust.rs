@@ -9,13 +9,10 @@
 //! merged and certificate bundles deduplicated (kube also drops certificates expired for
 //! more than five minutes; this server does not read their dates).
 
-use actors::Deadline;
 use apimachinery::catalogue::Catalogue;
-use apimachinery::messages::{CreateObject, GetObject, Target, UpdateObject};
-use apimachinery::options::{GetOptions, ReadAt, WriteOptions};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
-use super::{WRITE_TIMEOUT, identity};
+use super::identity;
 use stage_handles::Stages;
 
 /// The ConfigMap's namespace and name.
@@ -110,51 +107,18 @@ fn merged(existing: &Map<String, Value>, trust: &AuthenticationTrust) -> Map<Str
 /// Writes the ConfigMap, merged with what it holds; a conflict (another server writing it)
 /// is retried.
 pub async fn publish(stages: &Stages, catalogue: &Catalogue, trust: &AuthenticationTrust) -> Result<(), String> {
-    let def = catalogue.find("", "v1", "configmaps").ok_or("configmaps are not served")?;
     let user = identity("cluster-authentication-trust-controller");
-    for _ in 0..5 {
-        let get = GetObject {
-            target: Target::object(&def, NAMESPACE, NAME),
-            options: GetOptions { read_at: ReadAt::Latest },
-        };
-        let existing = stages.reads(&def).map_err(|e| e.message)?.reader.get(get).await.ok().map(|o| o.value());
-        let data =
-            existing.as_ref().and_then(|e| e.get("data")).and_then(Value::as_object).cloned().unwrap_or_default();
-        let wanted = merged(&data, trust);
-        let result = match existing {
-            Some(e) if e.get("data").and_then(Value::as_object) == Some(&wanted) => return Ok(()),
-            Some(mut e) => {
-                e["data"] = Value::Object(wanted);
-                let update = UpdateObject {
-                    target: Target::object(&def, NAMESPACE, NAME),
-                    object: e,
-                    user: user.clone(),
-                    options: WriteOptions::default(),
-                };
-                stages.update.ask(update, Deadline::after(WRITE_TIMEOUT)).await.map(|_| ())
-            }
-            None => {
-                let object = json!({"metadata": {"name": NAME, "namespace": NAMESPACE}, "data": wanted});
-                let create = CreateObject {
-                    target: Target::collection(&def, NAMESPACE),
-                    object,
-                    user: user.clone(),
-                    options: WriteOptions::default(),
-                };
-                stages.create.ask(create, Deadline::after(WRITE_TIMEOUT)).await.map(|_| ())
-            }
-        };
-        match result {
-            Ok(()) => return Ok(()),
-            Err(e) if matches!(e.reason, apimachinery::Reason::Conflict | apimachinery::Reason::AlreadyExists) => {}
-            Err(e) => return Err(format!("{NAMESPACE}/{NAME}: {}", e.message)),
-        }
-    }
-    Err(format!("{NAMESPACE}/{NAME}: kept conflicting"))
+    super::configmap_data::reconcile(stages, catalogue, (NAMESPACE, NAME), &user, |data| {
+        let wanted = merged(data.unwrap_or(&Map::new()), trust);
+        (data != Some(&wanted)).then_some(wanted)
+    })
+    .await
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     const A: &str = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";

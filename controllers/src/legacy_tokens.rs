@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex};
 
 use actors::Deadline;
 use apimachinery::catalogue::Catalogue;
-use apimachinery::messages::{CreateObject, GetObject, PatchObject, Target, UpdateObject};
-use apimachinery::options::{GetOptions, ReadAt, WriteOptions};
+use apimachinery::messages::{PatchObject, Target};
+use apimachinery::options::WriteOptions;
 use apimachinery::patch::PatchType;
 use apimachinery::request::UserInfo;
 use auth::serviceaccount::authenticator::{LAST_USED_LABEL, LegacyTokenUse};
@@ -73,36 +73,15 @@ pub fn start(stages: Stages, catalogue: Arc<Catalogue>) {
 /// Creates the tracking ConfigMap with today's date, or rewrites a `since` that is not a date;
 /// a valid one (another apiserver's, perhaps older) is kept.
 async fn ensure_tracking(stages: &Stages, catalogue: &Catalogue) -> Result<(), String> {
-    let def = catalogue.find("", "v1", "configmaps").ok_or("configmaps are not served")?;
-    for _ in 0..5 {
-        let get = GetObject {
-            target: Target::object(&def, NAMESPACE, NAME),
-            options: GetOptions { read_at: ReadAt::Latest },
-        };
-        let existing = stages.reads(&def).map_err(|e| e.message)?.reader.get(get).await.ok().map(|o| o.value());
-        let deadline = Deadline::after(WRITE_TIMEOUT);
-        let result = match existing {
-            Some(e) if valid_date(e.pointer("/data/since").and_then(Value::as_str)) => return Ok(()),
-            Some(mut e) => {
-                e["data"][SINCE] = today().into();
-                let target = Target::object(&def, NAMESPACE, NAME);
-                let update = UpdateObject { target, object: e, user: apiserver(), options: WriteOptions::default() };
-                stages.update.ask(update, deadline).await.map(|_| ())
-            }
-            None => {
-                let object = json!({"metadata": {"name": NAME, "namespace": NAMESPACE}, "data": {SINCE: today()}});
-                let target = Target::collection(&def, NAMESPACE);
-                let create = CreateObject { target, object, user: apiserver(), options: WriteOptions::default() };
-                stages.create.ask(create, deadline).await.map(|_| ())
-            }
-        };
-        match result {
-            Ok(()) => return Ok(()),
-            Err(e) if matches!(e.reason, apimachinery::Reason::Conflict | apimachinery::Reason::AlreadyExists) => {}
-            Err(e) => return Err(format!("{NAMESPACE}/{NAME}: {}", e.message)),
+    super::configmap_data::reconcile(stages, catalogue, (NAMESPACE, NAME), &apiserver(), |data| {
+        if valid_date(data.and_then(|d| d.get(SINCE)).and_then(Value::as_str)) {
+            return None;
         }
-    }
-    Err(format!("{NAMESPACE}/{NAME}: kept conflicting"))
+        let mut data = data.cloned().unwrap_or_default();
+        data.insert(SINCE.into(), today().into());
+        Some(data)
+    })
+    .await
 }
 
 /// Labels a legacy token's Secret with the day it was used: a merge patch with the Secret's

@@ -50,6 +50,7 @@ use stage_handles::Stages;
 pub mod apiserver_identity;
 pub mod apiservice_registration;
 pub mod authentication_trust;
+pub mod configmap_data;
 pub mod crds;
 pub mod kubernetes_endpoints;
 pub mod leader;

@@ -78,9 +78,9 @@ impl ServiceAccountAuthenticator {
         let Some(recorder) = self.legacy_use.get() else { return };
         let now = chrono::Utc::now();
         let today = now.format("%Y-%m-%d").to_string();
-        let tomorrow = (now + chrono::Duration::days(1)).format("%Y-%m-%d").to_string();
         let label = secret.pointer("/metadata/labels").and_then(|l| l.get(LAST_USED_LABEL)).and_then(Value::as_str);
-        if label == Some(today.as_str()) || label == Some(tomorrow.as_str()) {
+        let tomorrow = || (now + chrono::Duration::days(1)).format("%Y-%m-%d").to_string();
+        if label.is_some_and(|l| l == today || l == tomorrow()) {
             return;
         }
         let text = |p: &str| secret.pointer(p).and_then(Value::as_str).unwrap_or("");
