@@ -18,11 +18,13 @@
 //! - [`window`]: the watch cache's hit rate and the storage list rate of restarting informers
 //!   across retention, window and object count, beside a model (open question 5.1).
 //! - [`plot`]: the SVG figures.
+//! - [`profile`]: a server's CPU split by stage, from `perf` samples of its stacks.
 
 pub mod cl2;
 pub mod faults;
 pub mod lag;
 pub mod plot;
+pub mod profile;
 pub mod stages;
 pub mod targets;
 pub mod window;

@@ -52,6 +52,7 @@ mod cache;
 mod crds;
 mod format;
 mod load;
+mod mix;
 mod noop;
 mod protobuf;
 mod rbac;
@@ -371,6 +372,7 @@ const MODES: &[(&str, &str)] = &[
     ("diagnosis", "a server judging its axes beside one that does not"),
     ("apply", "server-side applies beside strategic merge patches and updates"),
     ("noop", "writes that change nothing beside changing ones (options: `--baseline PATH`)"),
+    ("mix", "the request mix of a cluster, each type's server CPU beside kube-apiserver's (options: `mix --help`)"),
     (
         "format",
         "kube's etcd format beside MessagePack: the codec, and a build beside another (options: `--baseline PATH`)",
@@ -381,7 +383,7 @@ const MODES: &[(&str, &str)] = &[
 const DEFAULT_SECONDS: &str = "5";
 
 /// The modes that read options of their own after their name.
-const WITH_OPTIONS: &[&str] = &["stages", "stage=", "cl2", "faults", "lag", "window", "noop", "format"];
+const WITH_OPTIONS: &[&str] = &["stages", "stage=", "cl2", "faults", "lag", "window", "noop", "format", "mix"];
 
 /// The load generator's command line; a mode's own options follow the mode and go to its parser.
 #[derive(clap::Parser, Debug)]
@@ -496,6 +498,9 @@ fn main() {
         }
         if what == "noop" {
             noop::run_all(seconds, rest.clone()).await;
+        }
+        if what == "mix" {
+            mix::run_all(seconds, rest.clone()).await;
         }
         if what == "format" {
             format::run_all(seconds, rest).await;
