@@ -115,7 +115,7 @@ impl AdmissionPlugin for CertificateSigning {
         if request.operation != Operation::Update || !is_csr(request, Some(Subresource::Status)) {
             return Ok(());
         }
-        let Some(old) = request.old_object.as_ref() else { return Ok(()) };
+        let Some(old) = request.old_object.as_deref() else { return Ok(()) };
         let part = |o: &Value, p: &str| o.pointer(p).cloned().unwrap_or(Value::Null);
         let unchanged = ["/status/certificate", "/status/conditions"].iter().all(|p| part(old, p) == part(csr, p));
         if unchanged {
@@ -215,7 +215,7 @@ mod tests {
         let plugin = CertificateSigning::new(Arc::new(Grants::default()));
         let mut request = admit(Operation::Update, GROUP, "certificatesigningrequests", csr("example.com/s"));
         request.target.subresource = Some(Subresource::Status);
-        request.old_object = Some(csr("example.com/s"));
+        request.old_object = Some(csr("example.com/s").into());
         let same = request.object.clone();
         plugin.validate(&request, &same, &mut Review::default()).await.expect("nothing issued");
         let mut issued = same.clone();

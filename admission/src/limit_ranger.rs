@@ -53,7 +53,7 @@ impl LimitRanger {
             (t.resource.as_str(), request.operation),
             ("pods", Operation::Create) | ("persistentvolumeclaims", Operation::Create | Operation::Update)
         );
-        kind_fits && !request.old_object.as_ref().is_some_and(|old| old.is_being_deleted())
+        kind_fits && !request.old_object.as_deref().is_some_and(|old| old.is_being_deleted())
     }
 }
 
@@ -353,7 +353,7 @@ mod tests {
     fn request(resource: &str, operation: Operation, object: &Value) -> Admit {
         let mut request = admit(operation, "", resource, object.clone());
         request.phase = AdmissionPhase::Validating;
-        request.old_object = (operation == Operation::Update).then(|| object.clone());
+        request.old_object = (operation == Operation::Update).then(|| object.clone().into());
         request
     }
 

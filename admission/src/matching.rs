@@ -134,7 +134,7 @@ impl Selectors {
         let labels = |o: &Value| o.pointer("/metadata/labels").and_then(Value::as_object).cloned();
         if !self.object.is_empty() {
             let new = (request.operation != Operation::Delete).then_some(object);
-            let matched = [new, request.old_object.as_ref()]
+            let matched = [new, request.old_object.as_deref()]
                 .into_iter()
                 .flatten()
                 .any(|o| self.object.matches(labels(o).as_ref()));

@@ -234,7 +234,7 @@ mod tests {
     async fn an_update_keeps_the_priority_set_at_creation() {
         let mut request = admit(Operation::Update, "", "pods", pod(json!({"priorityClassName": "high"})));
         request.old_object =
-            Some(pod(json!({"priorityClassName": "high", "priority": 1000, "preemptionPolicy": "Never"})));
+            Some(pod(json!({"priorityClassName": "high", "priority": 1000, "preemptionPolicy": "Never"})).into());
         let out = mutate(Objects::default(), request).await.unwrap();
         assert_eq!(
             (out["spec"]["priority"].clone(), out["spec"]["preemptionPolicy"].clone()),

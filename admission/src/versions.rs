@@ -91,7 +91,7 @@ impl<'a> Seen<'a> {
             def,
             requested: candidates.first().map(|d| d.as_ref()),
             object: view(object),
-            old_object: request.old_object.as_ref().map(view),
+            old_object: request.old_object.as_deref().map(view),
         }
     }
 

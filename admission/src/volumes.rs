@@ -90,7 +90,7 @@ impl AdmissionPlugin for PersistentVolumeClaimResize {
     }
 
     async fn validate(&self, request: &Admit, claim: &Value, _: &mut Review) -> Result<(), ApiError> {
-        let Some(old) = request.old_object.as_ref() else { return Ok(()) };
+        let Some(old) = request.old_object.as_deref() else { return Ok(()) };
         if request.operation != Operation::Update || !on(request, "", "persistentvolumeclaims") {
             return Ok(());
         }
@@ -146,7 +146,7 @@ mod tests {
             sc,
         )));
         let mut request = admit(Operation::Update, "", "persistentvolumeclaims", claim(to, phase));
-        request.old_object = Some(claim(from, phase));
+        request.old_object = Some(claim(from, phase).into());
         let object = request.object.clone();
         plugin.validate(&request, &object, &mut Review::default()).await
     }

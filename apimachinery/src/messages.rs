@@ -272,7 +272,7 @@ pub struct Admit {
     /// The object after the write (for Delete, the object being deleted).
     pub object: Value,
     /// The object before the write, for Update and Delete.
-    pub old_object: Option<Value>,
+    pub old_object: Option<Arc<Value>>,
     /// Whether the write is a dry run.
     pub dry_run: bool,
     /// The request's options as an AdmissionReview carries them (`CreateOptions`,
@@ -535,7 +535,7 @@ mod tests {
             target: target.clone(),
             user: user.clone(),
             object: object.clone(),
-            old_object: Some(object.clone()),
+            old_object: Some(Arc::new(object.clone())),
             dry_run: false,
             options: serde_json::json!({"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1"}),
         });

@@ -85,6 +85,24 @@ pub fn field<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
     path.split('.').try_fold(obj, |v, part| v.get(part))
 }
 
+/// Whether `a` and `b` are the same but for `metadata.resourceVersion`, without copying either:
+/// a write whose result differs from the stored object in nothing else is not written.
+pub fn same_but_resource_version(a: &Value, b: &Value) -> bool {
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else { return a == b };
+    a.len() == b.len()
+        && a.iter().all(|(k, va)| match (b.get(k), va.as_object()) {
+            (Some(Value::Object(mb)), Some(ma)) if k == "metadata" => same_without(ma, mb, "resourceVersion"),
+            (Some(vb), _) => va == vb,
+            (None, _) => false,
+        })
+}
+
+/// Whether two maps are equal once `key` is left out of both.
+fn same_without(a: &serde_json::Map<String, Value>, b: &serde_json::Map<String, Value>, key: &str) -> bool {
+    let len = |m: &serde_json::Map<String, Value>| m.len() - usize::from(m.contains_key(key));
+    len(a) == len(b) && a.iter().filter(|(k, _)| *k != key).all(|(k, v)| b.get(k) == Some(v))
+}
+
 /// Now, as kube formats `creationTimestamp` (RFC 3339, seconds, `Z`).
 pub fn now_rfc3339() -> String {
     chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
@@ -148,6 +166,28 @@ pub fn nesting(v: &Value) -> usize {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn objects_differing_only_in_resource_version_are_the_same() {
+        let a = json!({"kind": "ConfigMap", "metadata": {"name": "a", "resourceVersion": "1"}, "data": {"k": "v"}});
+        let same = [
+            json!({"kind": "ConfigMap", "metadata": {"name": "a", "resourceVersion": "2"}, "data": {"k": "v"}}),
+            json!({"kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "v"}}),
+        ];
+        for b in &same {
+            assert!(same_but_resource_version(&a, b) && same_but_resource_version(b, &a), "{b}");
+        }
+        let other = [
+            json!({"kind": "ConfigMap", "metadata": {"name": "a", "resourceVersion": "1"}, "data": {"k": "w"}}),
+            json!({"kind": "ConfigMap", "metadata": {"name": "b", "resourceVersion": "1"}, "data": {"k": "v"}}),
+            json!({"kind": "ConfigMap", "metadata": {"name": "a", "uid": "u"}, "data": {"k": "v"}}),
+            json!({"kind": "ConfigMap", "metadata": {"name": "a", "resourceVersion": "1"}}),
+            json!({"kind": "ConfigMap", "metadata": "a", "data": {"k": "v"}}),
+        ];
+        for b in &other {
+            assert!(!same_but_resource_version(&a, b) && !same_but_resource_version(b, &a), "{b}");
+        }
+    }
 
     #[test]
     fn meta_mut_creates_metadata() {

@@ -18,6 +18,27 @@ use crate::schema::{Field, MessageId, Scalar, Schema, Special};
 /// Encodes `value` as the message `id` (its raw bytes, no envelope). A JSON null is the
 /// message's zero value, written as Go writes a zero struct.
 pub fn encode(schema: &Schema, id: MessageId, value: &Value, out: &mut Vec<u8>) -> Result<(), Error> {
+    encode_leaving(schema, id, value, Leave::Nothing, out)
+}
+
+/// Encodes `value` as the message `id` as storage holds it: its `metadata` without
+/// `resourceVersion` and `selfLink`, which kube never stores (so the value need not be copied
+/// to take them out).
+pub fn encode_stored(schema: &Schema, id: MessageId, value: &Value, out: &mut Vec<u8>) -> Result<(), Error> {
+    encode_leaving(schema, id, value, Leave::StoredMeta, out)
+}
+
+/// What an encoding leaves out of a message, as if absent.
+#[derive(Clone, Copy, PartialEq)]
+enum Leave {
+    Nothing,
+    /// Its `metadata`'s `resourceVersion` and `selfLink`.
+    StoredMeta,
+    /// These members of it.
+    Members(&'static [&'static str]),
+}
+
+fn encode_leaving(schema: &Schema, id: MessageId, value: &Value, leave: Leave, out: &mut Vec<u8>) -> Result<(), Error> {
     let message = &schema.messages[id];
     match message.special {
         Special::None => {
@@ -30,14 +51,21 @@ pub fn encode(schema: &Schema, id: MessageId, value: &Value, out: &mut Vec<u8>) 
             for field in &message.fields {
                 if field.inline {
                     if let Scalar::Message(sub) = field.kind {
-                        write_message(schema, field.number, sub, value, out)?;
+                        write_message(schema, field.number, sub, value, Leave::Nothing, out)?;
                     }
                     continue;
                 }
-                match obj.get(&field.json) {
+                let left = matches!(leave, Leave::Members(m) if m.contains(&field.json.as_str()));
+                match obj.get(&field.json).filter(|_| !left) {
                     None | Some(Value::Null) if field.always => write_zero(schema, field.number, field.kind, out)?,
                     None | Some(Value::Null) => {}
-                    Some(v) => write_field(schema, field, v, out)?,
+                    Some(v) => match (leave, field.kind) {
+                        (Leave::StoredMeta, Scalar::Message(sub)) if field.json == "metadata" && !field.repeated => {
+                            let unstored = Leave::Members(&["resourceVersion", "selfLink"]);
+                            write_message(schema, field.number, sub, v, unstored, out)?
+                        }
+                        _ => write_field(schema, field, v, out)?,
+                    },
                 }
             }
         }
@@ -67,8 +95,8 @@ pub fn encode(schema: &Schema, id: MessageId, value: &Value, out: &mut Vec<u8>) 
         Special::Quantity => write_bytes(1, scalar_text(value).as_bytes(), out),
         Special::IntOrString => {
             let (kind, int, text) = match value {
-                Value::Null => (0, 0, String::new()),
-                Value::Number(n) => (0, n.as_i64().unwrap_or_default(), String::new()),
+                Value::Null => (0, 0, "".into()),
+                Value::Number(n) => (0, n.as_i64().unwrap_or_default(), "".into()),
                 other => (1, 0, scalar_text(other)),
             };
             write_varint(1, kind, out);
@@ -124,15 +152,15 @@ fn write_zero(schema: &Schema, number: u32, kind: Scalar, out: &mut Vec<u8>) -> 
             encode_key(number, WireType::ThirtyTwoBit, out);
             out.extend_from_slice(&[0; 4]);
         }
-        Scalar::Message(id) => write_message(schema, number, id, &Value::Null, out)?,
+        Scalar::Message(id) => write_message(schema, number, id, &Value::Null, Leave::Nothing, out)?,
     }
     Ok(())
 }
 
-fn scalar_text(v: &Value) -> String {
+fn scalar_text(v: &Value) -> std::borrow::Cow<'_, str> {
     match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
+        Value::String(s) => std::borrow::Cow::Borrowed(s),
+        other => std::borrow::Cow::Owned(other.to_string()),
     }
 }
 
@@ -144,7 +172,10 @@ fn write_field(schema: &Schema, field: &Field, v: &Value, out: &mut Vec<u8>) -> 
         let mut entry = Vec::new();
         for (k, item) in map {
             entry.clear();
-            write_one(schema, 1, key_kind, &Value::String(k.clone()), &mut entry)?;
+            match key_kind {
+                Scalar::String => write_bytes(1, k.as_bytes(), &mut entry),
+                _ => write_one(schema, 1, key_kind, &Value::String(k.clone()), &mut entry)?,
+            }
             // Go writes every value, zero or not, but for nil bytes.
             match (item, field.kind) {
                 (Value::Null, Scalar::Bytes) => {}
@@ -203,15 +234,33 @@ fn write_one(schema: &Schema, number: u32, kind: Scalar, v: &Value, out: &mut Ve
             encode_key(number, WireType::SixtyFourBit, out);
             out.extend_from_slice(&(v.as_i64().ok_or_else(bad)? as u64).to_le_bytes());
         }
-        Scalar::Message(id) => write_message(schema, number, id, v, out)?,
+        Scalar::Message(id) => write_message(schema, number, id, v, Leave::Nothing, out)?,
     }
     Ok(())
 }
 
-fn write_message(schema: &Schema, number: u32, id: MessageId, v: &Value, out: &mut Vec<u8>) -> Result<(), Error> {
-    let mut body = Vec::new();
-    encode(schema, id, v, &mut body)?;
-    write_bytes(number, &body, out);
+/// Writes a nested message in place: one byte is kept for its length, which most messages fit
+/// (under 128 bytes); a longer one moves its body along by the bytes its length needs.
+fn write_message(
+    schema: &Schema,
+    number: u32,
+    id: MessageId,
+    v: &Value,
+    leave: Leave,
+    out: &mut Vec<u8>,
+) -> Result<(), Error> {
+    encode_key(number, WireType::LengthDelimited, out);
+    let at = out.len();
+    out.push(0);
+    encode_leaving(schema, id, v, leave, out)?;
+    let len = out.len() - at - 1;
+    if len < 0x80 {
+        out[at] = len as u8;
+    } else {
+        let mut head = Vec::with_capacity(4);
+        encode_varint(len as u64, &mut head);
+        out.splice(at..at + 1, head);
+    }
     Ok(())
 }
 

@@ -116,6 +116,18 @@ pub fn encode_as(obj: &Value, api_version: &str, kind: &str) -> Result<Vec<u8>, 
     Ok(out)
 }
 
+/// [`encode_as`] as storage holds the object: without `metadata.resourceVersion` and
+/// `metadata.selfLink`, whether `obj` has them or not.
+pub fn encode_stored_as(obj: &Value, api_version: &str, kind: &str) -> Result<Vec<u8>, Error> {
+    let schema = Schema::global();
+    let id = schema
+        .message_for(api_version, kind)
+        .ok_or_else(|| Error::NoMessage { api_version: api_version.into(), kind: kind.into() })?;
+    let mut out = Vec::with_capacity(256);
+    codec::encode_stored(schema, id, obj, &mut out)?;
+    Ok(out)
+}
+
 /// The body of `obj`: the magic, then its `runtime.Unknown`.
 pub fn encode_object(obj: &Value) -> Result<Vec<u8>, Error> {
     let (api_version, kind) = type_of(obj);

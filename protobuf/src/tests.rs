@@ -366,3 +366,22 @@ fn go_zero_values_are_what_kubes_converter_writes() {
     assert_eq!(crd["spec"]["versions"], Value::Null);
     assert_eq!(crd["spec"]["names"], json!({"plural": "", "kind": ""}));
 }
+
+#[test]
+fn the_stored_encoding_leaves_out_only_the_resource_version_and_self_link_of_the_object() {
+    let mut pod = pod();
+    pod["metadata"]["selfLink"] = json!("/api/v1/namespaces/default/pods/web");
+    // A nested ObjectMeta (a template's) keeps what it has.
+    pod["spec"]["volumes"] = json!([{"name": "v", "ephemeral": {"volumeClaimTemplate": {
+        "metadata": {"labels": {"a": "b"}, "resourceVersion": "3"}, "spec": {"accessModes": ["ReadWriteOnce"]}}}}]);
+    let stored = encode_stored_as(&pod, "v1", "Pod").unwrap();
+    assert_ne!(stored, encode_as(&pod, "v1", "Pod").unwrap());
+    let mut trimmed = pod.clone();
+    let meta = trimmed["metadata"].as_object_mut().unwrap();
+    meta.remove("resourceVersion");
+    meta.remove("selfLink");
+    assert_eq!(stored, encode_as(&trimmed, "v1", "Pod").unwrap());
+    let back = decode_raw(&stored, "v1", "Pod").unwrap();
+    assert_eq!(back["metadata"].get("resourceVersion"), None);
+    assert_eq!(back["spec"]["volumes"][0]["ephemeral"]["volumeClaimTemplate"]["metadata"]["resourceVersion"], "3");
+}

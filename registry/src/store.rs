@@ -19,7 +19,7 @@ use apimachinery::messages::{
     AdmissionPhase, Admit, Admitted, CreateObject, DeleteCollection, DeleteObject, Operation, PatchObject, Target,
     UpdateObject, WriteResult, Written,
 };
-use apimachinery::object::{ObjectExt, normalize_metadata, now_rfc3339};
+use apimachinery::object::{ObjectExt, normalize_metadata, now_rfc3339, same_but_resource_version};
 use apimachinery::options::{DeleteOptions, FieldValidation, Propagation, WriteOptions};
 use apimachinery::patch::{PatchType, apply_patch};
 use apimachinery::request::UserInfo;
@@ -27,7 +27,7 @@ use apimachinery::{Reason, schema};
 use serde_json::{Value, json};
 use storage::router::StorageRouter;
 use storage::{Expect, KeyValue, StorageError};
-use storage_codec::codec::{decode_object, encode_object, encode_replacing, stored_form};
+use storage_codec::codec::{decode_object, encode_object, encode_replacing, stored_form, try_stored_form};
 use storage_codec::errors::interpret;
 
 /// How many times a guaranteed update retries a conflict before giving up.
@@ -420,7 +420,7 @@ impl RegistryStore {
         target: &Target,
         writer: &Writer<'_>,
         object: Value,
-        old: Option<&Value>,
+        old: Option<Arc<Value>>,
     ) -> Result<Admitted, ApiError> {
         let mut target = target.clone();
         if target.name.is_empty() {
@@ -432,7 +432,7 @@ impl RegistryStore {
             target,
             user: writer.user.clone(),
             object,
-            old_object: old.cloned(),
+            old_object: old,
             dry_run: writer.dry_run,
             options: writer.options.clone(),
         };
@@ -644,11 +644,12 @@ impl RegistryStore {
         let requested = self.requested(target);
         let mut current = self.read_current(def, &key, name).await?;
         for _ in 0..MAX_UPDATE_RETRIES {
+            // Shared with admission, which is sent it twice.
             let old = match &current {
-                Some(kv) => Some(decode_object(def, kv).map_err(|e| interpret(def, name, e))?),
+                Some(kv) => Some(Arc::new(decode_object(def, kv).map_err(|e| interpret(def, name, e))?)),
                 None => None,
             };
-            let (mut candidate, mut warnings) = mutate(old.as_ref())?;
+            let (mut candidate, mut warnings) = mutate(old.as_deref())?;
             let Some(old) = old else {
                 // Create on update: only kinds that allow it reach here with no current object.
                 let mut candidate = candidate;
@@ -677,18 +678,23 @@ impl RegistryStore {
             if let Some(sub) = target.subresource {
                 def.strategy.check_subresource_update(sub, name, &old)?;
             }
+            // The candidate in its stored form with its managed fields, when it was made for
+            // them: what the stored form below would make again if admission changes nothing.
+            let mut tracked = None;
             if tracking == Tracking::Update {
                 // kube records an update's fields on the object as sent (decoded with
                 // defaults), before admission and the strategy change it; compared with the
                 // stored object in the form a read gives it back, so a write that only restates
                 // what Go leaves out (`env: []`) changes no manager's fields or time.
-                let mut sent = stored_form(def, candidate.clone());
+                let round_tripped = try_stored_form(def, &candidate);
+                let reusable = round_tripped.is_some();
+                let mut sent = round_tripped.unwrap_or_else(|| candidate.clone());
                 def.apply_defaults(&mut sent);
                 let form = self.request_form(target);
                 track_update(
                     form.as_deref().unwrap_or(def),
                     target.subresource,
-                    Some(&old),
+                    Some(&*old),
                     &mut sent,
                     options.manager(),
                 );
@@ -699,31 +705,41 @@ impl RegistryStore {
                         None => meta.remove("managedFields"),
                     };
                 }
+                tracked = reusable.then_some(sent);
             }
             // Mutating admission sees the object as the client made it, before the strategy
             // prepares it; the result is then prepared and validated, as kube orders it. A
             // `/scale` write is admitted as kube admits it: an update of the Scale.
-            let old_scale = scale.then(|| def.to_scale(&old));
-            let admitted_old = old_scale.as_ref().unwrap_or(&old);
+            let admitted_old = if scale { Arc::new(def.to_scale(&old)) } else { old.clone() };
             let sent = if scale { def.to_scale(&candidate) } else { candidate.clone() };
             let mutated = self
-                .admit(AdmissionPhase::Mutating, Operation::Update, target, &writer, sent, Some(admitted_old))
+                .admit(AdmissionPhase::Mutating, Operation::Update, target, &writer, sent, Some(admitted_old.clone()))
                 .await?;
             warnings.extend(mutated.warnings);
             let mut audit_annotations = mutated.audit_annotations;
             let mutated_object =
                 if scale { def.with_replicas(candidate.clone(), &mutated.object) } else { mutated.object };
-            let mut candidate = if mutated_object != candidate {
-                let mut changed = mutated_object;
-                def.apply_defaults(&mut changed);
-                changed
-            } else {
-                candidate
-            };
-            candidate["apiVersion"] = def.api_version().into();
-            candidate["kind"] = def.kind.clone().into();
             // Compared with the stored object in the form a read gives it back.
-            let candidate = stored_form(def, candidate);
+            let changed = mutated_object != candidate;
+            let candidate = match tracked {
+                Some(mut form) if !changed => {
+                    form["apiVersion"] = def.api_version().into();
+                    form["kind"] = def.kind.clone().into();
+                    form
+                }
+                _ => {
+                    let mut candidate = if changed {
+                        let mut changed = mutated_object;
+                        def.apply_defaults(&mut changed);
+                        changed
+                    } else {
+                        candidate
+                    };
+                    candidate["apiVersion"] = def.api_version().into();
+                    candidate["kind"] = def.kind.clone().into();
+                    stored_form(def, candidate)
+                }
+            };
             let mut new = self.merge_server_state(def, target.subresource, candidate, &old);
             if new.resource_version().is_empty() {
                 new.set_meta_str("resourceVersion", &old_rv);
@@ -746,13 +762,9 @@ impl RegistryStore {
             };
 
             // Unchanged objects are not written: no new resourceVersion, as kube does.
-            let mut old_cmp = old.clone();
-            old_cmp.meta_mut().remove("resourceVersion");
-            let mut new_cmp = new.clone();
-            new_cmp.meta_mut().remove("resourceVersion");
             let stale = current.as_ref().is_some_and(|kv| kv.stale);
-            if old_cmp == new_cmp && !stale {
-                let object = Written::Object(old);
+            if same_but_resource_version(&old, &new) && !stale {
+                let object = Written::Object(Arc::unwrap_or_clone(old));
                 return Ok(WriteResult { object, created: false, deleted: false, warnings, audit_annotations });
             }
             new.set_meta_str("resourceVersion", &old_rv);
@@ -1103,11 +1115,12 @@ impl RegistryStore {
             let mut marked = old.clone();
             let pending = mark_for_deletion(def, delete, &mut marked);
             // A delete is admitted by both phases; what mutating admission returns is not used.
+            let shared = Arc::new(old.clone());
             let mut said = self
-                .admit(AdmissionPhase::Mutating, Operation::Delete, target, &writer, old.clone(), Some(&old))
+                .admit(AdmissionPhase::Mutating, Operation::Delete, target, &writer, old.clone(), Some(shared.clone()))
                 .await?;
             let validated = self
-                .admit(AdmissionPhase::Validating, Operation::Delete, target, &writer, old.clone(), Some(&old))
+                .admit(AdmissionPhase::Validating, Operation::Delete, target, &writer, old.clone(), Some(shared))
                 .await?;
             said.warnings.extend(validated.warnings);
             said.audit_annotations.extend(validated.audit_annotations);

@@ -97,30 +97,31 @@ pub fn decode_object(def: &ResourceDef, kv: &KeyValue) -> Result<Value, StorageE
 /// The bytes to store for `obj` of `def`, as kube-apiserver writes them: without
 /// `resourceVersion` and `selfLink`, in the resource's storage version and media.
 pub fn encode_object(def: &ResourceDef, obj: &Value) -> Result<Bytes, ApiError> {
-    let meta = obj.get("metadata").and_then(Value::as_object);
-    let trimmed = meta.is_some_and(|m| m.contains_key("resourceVersion") || m.contains_key("selfLink"));
     let converted = def.strategy.to_etcd_version(obj);
-    let mut owned = match (converted, trimmed) {
-        (Some(c), _) => Some(c),
-        (None, true) => Some(obj.clone()),
-        (None, false) => None,
-    };
-    if let Some(meta) = owned.as_mut().and_then(|o| o.get_mut("metadata")).and_then(Value::as_object_mut) {
-        meta.remove("resourceVersion");
-        meta.remove("selfLink");
-    }
-    let stored = owned.as_ref().unwrap_or(obj);
+    let stored = converted.as_ref().unwrap_or(obj);
     let api_version =
         stored.get("apiVersion").and_then(Value::as_str).map_or_else(|| def.storage_api_version(), str::to_string);
     let unencodable = |e: protobuf::Error| {
         ApiError::internal(format!("{} {} cannot be stored as protobuf: {e}", def.kind, obj.meta_str("name")))
     };
     match def.storage_media {
+        // The encoder leaves the two members out itself: no copy of the object is made.
         StorageMedia::Protobuf if protobuf::supports(&api_version, &def.kind) => {
-            let raw = protobuf::encode_as(stored, &api_version, &def.kind).map_err(unencodable)?;
+            let raw = protobuf::encode_stored_as(stored, &api_version, &def.kind).map_err(unencodable)?;
             Ok(Bytes::from(protobuf::enveloped(&api_version, &def.kind, &raw)))
         }
-        _ => Ok(Bytes::from(encode_json(stored))),
+        _ => {
+            let meta = stored.get("metadata").and_then(Value::as_object);
+            if meta.is_some_and(|m| m.contains_key("resourceVersion") || m.contains_key("selfLink")) {
+                let mut trimmed = stored.clone();
+                if let Some(meta) = trimmed.get_mut("metadata").and_then(Value::as_object_mut) {
+                    meta.remove("resourceVersion");
+                    meta.remove("selfLink");
+                }
+                return Ok(Bytes::from(encode_json(&trimmed)));
+            }
+            Ok(Bytes::from(encode_json(stored)))
+        }
     }
 }
 
@@ -242,21 +243,27 @@ fn put_back(obj: &mut Value, path: &[Step], value: Value) {
 /// (`serviceName: ""`) are then alike on both sides. Objects stored as JSON, and objects that
 /// do not encode (validation then says why), are returned as they are.
 pub fn stored_form(def: &ResourceDef, obj: Value) -> Value {
+    try_stored_form(def, &obj).unwrap_or(obj)
+}
+
+/// [`stored_form`] when `obj` goes through kube's protobuf and back; `None` when it is returned
+/// as it is (stored as JSON, or not encodable).
+pub fn try_stored_form(def: &ResourceDef, obj: &Value) -> Option<Value> {
     if def.storage_media != StorageMedia::Protobuf {
-        return obj;
+        return None;
     }
-    let Ok(bytes) = encode_object(def, &obj) else { return obj };
+    let bytes = encode_object(def, obj).ok()?;
     if Format::of(&bytes) != Format::Protobuf {
-        return obj;
+        return None;
     }
-    let Ok(mut back) = decode("", &bytes) else { return obj };
+    let mut back = decode("", &bytes).ok()?;
     back = def.strategy.read_etcd_version(back);
     def.apply_defaults(&mut back);
     let rv = obj.meta_str("resourceVersion");
     if !rv.is_empty() {
         back.set_meta_str("resourceVersion", rv);
     }
-    back
+    Some(back)
 }
 
 /// A built-in object that is no resource's (kube's `RangeAllocation`), in kube's protobuf

@@ -76,7 +76,7 @@ impl AdmissionPlugin for PodSecurity {
             username: &request.user.name,
         };
         let decision = match what {
-            Subject::Namespace => match namespace_decision(&self.config, &req, object, request.old_object.as_ref()) {
+            Subject::Namespace => match namespace_decision(&self.config, &req, object, request.old_object.as_deref()) {
                 NamespaceDecision::Done(d) => d,
                 NamespaceDecision::CheckPods { namespace, enforce } => {
                     let deadline = pod_check_deadline(Instant::now(), review.deadline.instant().map(|i| i.into_std()));
@@ -92,7 +92,7 @@ impl AdmissionPlugin for PodSecurity {
                 let namespace = self.namespace(&t.namespace).await;
                 let namespace = namespace.as_ref().map_err(String::as_str);
                 if what == Subject::Pod {
-                    pod_decision(&self.config, &req, namespace, object, request.old_object.as_ref())
+                    pod_decision(&self.config, &req, namespace, object, request.old_object.as_deref())
                 } else {
                     pod_controller_decision(&self.config, &req, namespace, &t.resource, object)
                 }

@@ -410,12 +410,12 @@ async fn a_delete_sees_the_old_object_and_no_object() {
     f.binding("b", "p", json!({}));
     let mut delete = deployment("keep", 1);
     delete.operation = Operation::Delete;
-    delete.old_object = Some(delete.object.clone());
+    delete.old_object = Some(delete.object.clone().into());
     let e = f.admit(&delete).await.0.unwrap_err();
     assert!(e.message.starts_with("deployments.apps \"keep\" is forbidden: "), "{}", e.message);
     let mut other = deployment("gone", 1);
     other.operation = Operation::Delete;
-    other.old_object = Some(other.object.clone());
+    other.old_object = Some(other.object.clone().into());
     assert!(f.admit(&other).await.0.is_ok());
 }
 

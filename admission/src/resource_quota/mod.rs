@@ -255,7 +255,7 @@ impl AdmissionPlugin for ResourceQuota {
             return Ok(());
         }
         let evaluator = Evaluator::for_resource(&t.group, &t.resource);
-        if !evaluator.handles(request.operation, object, request.old_object.as_ref()) {
+        if !evaluator.handles(request.operation, object, request.old_object.as_deref()) {
             return Ok(());
         }
         let limited: Vec<String> = self
@@ -268,7 +268,7 @@ impl AdmissionPlugin for ResourceQuota {
             evaluator: &evaluator,
             operation: request.operation,
             object,
-            old: request.old_object.as_ref(),
+            old: request.old_object.as_deref(),
             now: chrono::Utc::now(),
             limited: &limited,
         };
