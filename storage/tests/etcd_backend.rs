@@ -389,3 +389,31 @@ async fn a_lost_member_costs_no_request_that_had_not_reached_it() {
     }
     assert!(cluster.leader().is_some_and(|l| l != lost));
 }
+
+/// Concurrent readers of the current revision share etcd requests, yet each answer is at least
+/// the revision of every write that finished before its reader asked (a consistent read stays
+/// consistent), and later readers never see an older revision.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shared_revision_reads_see_every_write_finished_before_they_asked() {
+    let etcd = start_etcd().await;
+    let store = etcd.connect().await.unwrap();
+    let mut tasks = Vec::new();
+    for w in 0..32 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut last = 0;
+            for i in 0..20 {
+                let written = store.put(&format!("/registry/r/{w}-{i}"), b("x"), Expect::Absent).await.unwrap();
+                let read = store.current_revision().await.unwrap();
+                assert!(read >= written.mod_revision, "read {read} before its own write {}", written.mod_revision);
+                assert!(read >= last, "read {read} after {last}");
+                last = read;
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let writes_after = store.put("/registry/r/last", b("x"), Expect::Absent).await.unwrap().mod_revision;
+    assert_eq!(store.current_revision().await.unwrap(), writes_after);
+}

@@ -64,6 +64,7 @@ use members::{Attempt, Members};
 
 use crate::metrics::STORAGE_DB_TOTAL_SIZE_IN_BYTES;
 use crate::{Expect, KeyValue, ListOptions, ListResult, Revision, Storage, StorageError, WatchStream};
+use tokio::sync::{mpsc, oneshot};
 
 /// etcd's answer to a read or compaction below its compacted revision.
 const ERR_COMPACTED: &str = "required revision has been compacted";
@@ -131,7 +132,12 @@ impl Default for EtcdOptions {
 pub struct EtcdStore {
     /// What watch tasks and the metric poller share with the store.
     inner: Arc<Inner>,
+    /// Readers of the current revision, queued for [`share_revision_reads`].
+    revision_reads: mpsc::UnboundedSender<RevisionWaiter>,
 }
+
+/// Where a reader of the current revision is answered.
+type RevisionWaiter = oneshot::Sender<Result<Revision, StorageError>>;
 
 /// The client and what every request needs.
 struct Inner {
@@ -195,7 +201,9 @@ impl EtcdStore {
         if !inner.options.db_metric_poll_interval.is_zero() {
             tokio::spawn(poll_db_size(Arc::downgrade(&inner), inner.options.db_metric_poll_interval));
         }
-        Ok(Arc::new(EtcdStore { inner }))
+        let (revision_reads, queued) = mpsc::unbounded_channel();
+        tokio::spawn(share_revision_reads(Arc::downgrade(&inner), queued));
+        Ok(Arc::new(EtcdStore { inner, revision_reads }))
     }
 
     /// The options it was connected with.
@@ -228,6 +236,26 @@ fn connect_options(options: &EtcdOptions) -> Result<ConnectOptions, String> {
 }
 
 /// Refreshes the database size metric every `interval` while the store lives.
+/// Answers the readers of the current revision (every consistent read from the cache asks it)
+/// with one etcd request for all who are waiting when it is sent: each answer then comes from
+/// a request sent after its reader asked, as if it had sent its own, and a burst of reads costs
+/// one round trip instead of one each. Ends with the store.
+async fn share_revision_reads(inner: Weak<Inner>, mut queued: mpsc::UnboundedReceiver<RevisionWaiter>) {
+    let mut waiting = Vec::new();
+    while let Some(first) = queued.recv().await {
+        waiting.push(first);
+        while let Ok(next) = queued.try_recv() {
+            waiting.push(next);
+        }
+        let Some(inner) = inner.upgrade() else { return };
+        let revision = inner.current_revision().await;
+        drop(inner);
+        for waiter in waiting.drain(..) {
+            let _ = waiter.send(revision.clone());
+        }
+    }
+}
+
 async fn poll_db_size(inner: Weak<Inner>, interval: Duration) {
     loop {
         tokio::time::sleep(interval).await;
@@ -588,7 +616,15 @@ impl Storage for EtcdStore {
     }
 
     async fn current_revision(&self) -> Result<Revision, StorageError> {
-        self.inner.current_revision().await
+        let (answer, answered) = oneshot::channel();
+        if self.revision_reads.send(answer).is_err() {
+            return self.inner.current_revision().await;
+        }
+        match answered.await {
+            Ok(revision) => revision,
+            // The sharing task is gone (its runtime stopped): ask alone.
+            Err(_) => self.inner.current_revision().await,
+        }
     }
 
     async fn get(&self, key: &str) -> Result<(Option<KeyValue>, Revision), StorageError> {
