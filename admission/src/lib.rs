@@ -310,7 +310,7 @@ pub(crate) fn operation_label(op: Operation) -> &'static str {
 impl AdmissionChain {
     /// Runs the request's phase: every mutating plugin in order (once more if one asks for
     /// reinvocation), or every validating plugin in order; the first refusal wins.
-    pub async fn admit(&self, request: Admit, deadline: Deadline) -> Result<Admitted, ApiError> {
+    pub async fn admit(&self, mut request: Admit, deadline: Deadline) -> Result<Admitted, ApiError> {
         let started = Instant::now();
         let mut review = Review { deadline, ..Review::default() };
         let phase = request.phase;
@@ -323,7 +323,7 @@ impl AdmissionChain {
                     review.reinvoke = false;
                     result = self.mutate_once(&request, &mut object, &mut review).await;
                 }
-                (result, object)
+                (result, Some(object))
             }
             AdmissionPhase::Validating => {
                 let mut result = Ok(());
@@ -335,7 +335,8 @@ impl AdmissionChain {
                         break;
                     }
                 }
-                (result, request.object.clone())
+                // What was validated is returned as it is: moved out below, not copied.
+                (result, None)
             }
         };
         let kind = if phase == AdmissionPhase::Mutating { "admit" } else { "validate" };
@@ -345,6 +346,7 @@ impl AdmissionChain {
             "resource" => request.target.resource.clone(), "subresource" => subresource, "type" => kind)
         .record(started.elapsed().as_secs_f64());
         result?;
+        let object = object.unwrap_or_else(|| std::mem::take(&mut request.object));
         Ok(Admitted { object, warnings: review.warnings, audit_annotations: review.audit_annotations })
     }
 
