@@ -632,6 +632,13 @@ impl QueueSet {
         Some(dispatched)
     }
 
+    /// Whether a timer of its own is pending: a waiting request (each has a deadline) or a
+    /// lingering seat. Without one, [`QueueSet::tick`] has nothing to do: virtual time and
+    /// demand are brought up to date by the next event itself.
+    pub fn has_timers(&self) -> bool {
+        !self.deadlines.is_empty() || !self.releases.is_empty()
+    }
+
     /// The earliest deadline of a waiting request.
     pub fn next_deadline(&self) -> Option<Instant> {
         self.deadlines.first().map(|&(at, _)| at)

@@ -20,6 +20,7 @@ use actors::{Deadline, StageHandler, Work};
 use apimachinery::error::{ApiError, Reason};
 use apimachinery::lookup::ObjectLookup;
 use apimachinery::messages::{SeatGrant, SeatGuard, SeatRelease, SeatTicket, StartRequest};
+use apimachinery::object::ObjectExt;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
@@ -40,8 +41,12 @@ const GROUP: &str = "flowcontrol.apiserver.k8s.io";
 const REFRESH: Duration = Duration::from_secs(1);
 /// kube's borrowing adjustment period.
 const BORROWING: Duration = Duration::from_secs(10);
-/// How often queue deadlines are checked (and the debug view refreshed).
+/// How often queue deadlines and lingering seats are checked (and the debug view refreshed)
+/// while a level has either.
 const TICK: Duration = Duration::from_millis(20);
+/// How often the exempt levels' seats are sampled (and the view refreshed) while no level has
+/// a timer: an idle server wakes 10 times a second for it rather than 50.
+const IDLE_TICK: Duration = Duration::from_millis(100);
 /// The longest a request waits in a queue (kube: a quarter of the request timeout, at most a
 /// minute).
 const MAX_QUEUE_WAIT: Duration = Duration::from_secs(60);
@@ -153,6 +158,11 @@ pub struct FlowControlActor {
     exempt_seats: ExemptSeats,
     /// The (level, schema) pairs whose request gauges have been published.
     series: std::collections::HashSet<(String, String)>,
+    /// Each configuration object's uid and resourceVersion at the last refresh: a refresh
+    /// that reads the same compiles nothing.
+    read_last: Vec<(String, String)>,
+    /// When the next tick is due, and its timer.
+    tick_at: Option<(Instant, actix::SpawnHandle)>,
 }
 
 impl FlowControlActor {
@@ -174,6 +184,8 @@ impl FlowControlActor {
             dirty: true,
             exempt_seats: ExemptSeats::default(),
             series: Default::default(),
+            read_last: Vec::new(),
+            tick_at: None,
         };
         let current = actor.config.current();
         actor.apply(&current, Instant::now());
@@ -300,8 +312,30 @@ impl FlowControlActor {
     }
 
     /// Rejects timed-out waiters and dispatches what the removals and releases allow.
+    /// Arms the next tick: in [`TICK`] while a level has a timer or the view is behind, else
+    /// in [`IDLE_TICK`]; an armed tick due later than that is moved up.
+    fn schedule_tick(&mut self, ctx: &mut Context<Self>) {
+        let busy = self.dirty || self.levels.values().any(|l| l.queues.has_timers());
+        let wait = if busy { TICK } else { IDLE_TICK };
+        let at = Instant::now() + wait;
+        if let Some((due, handle)) = self.tick_at {
+            if due <= at {
+                return;
+            }
+            ctx.cancel_future(handle);
+        }
+        let handle = ctx.run_later(wait, |actor, ctx| {
+            actor.tick_at = None;
+            actor.tick(Instant::now());
+            actor.schedule_tick(ctx);
+        });
+        self.tick_at = Some((at, handle));
+    }
+
     fn tick(&mut self, now: Instant) {
-        let names: Vec<String> = self.levels.keys().cloned().collect();
+        // An idle server's levels have no timers: the tick (50 a second) then costs a look.
+        let names: Vec<String> =
+            self.levels.iter().filter(|(_, l)| l.exempt || l.queues.has_timers()).map(|(n, _)| n.clone()).collect();
         for name in names {
             let Some(level) = self.levels.get_mut(&name) else { continue };
             if level.exempt {
@@ -402,10 +436,20 @@ impl FlowControlActor {
         let read = async move {
             let schemas = objects.list(GROUP, "flowschemas", "", "").await.ok()?;
             let levels = objects.list(GROUP, "prioritylevelconfigurations", "", "").await.ok()?;
-            Some(Compiled::new(schemas, levels))
+            Some((schemas, levels))
         };
-        ctx.spawn(read.into_actor(self).map(|compiled, actor, _| {
-            let Some(compiled) = compiled else { return };
+        ctx.spawn(read.into_actor(self).map(|read, actor, _| {
+            let Some((schemas, levels)) = read else { return };
+            let versions: Vec<(String, String)> = schemas
+                .iter()
+                .chain(&levels)
+                .map(|o| (o.meta_str("uid").to_string(), o.resource_version().to_string()))
+                .collect();
+            if versions == actor.read_last {
+                return;
+            }
+            actor.read_last = versions;
+            let compiled = Compiled::new(schemas, levels);
             if compiled.fingerprint != actor.config.current().fingerprint {
                 actor.apply(&compiled, Instant::now());
                 actor.config.set(compiled);
@@ -461,7 +505,7 @@ impl Actor for FlowControlActor {
         if let Some(rx) = self.release_rx.take() {
             ctx.add_stream(tokio_stream::wrappers::UnboundedReceiverStream::new(rx));
         }
-        ctx.run_interval(TICK, |actor, _| actor.tick(Instant::now()));
+        self.schedule_tick(ctx);
         ctx.run_interval(BORROWING, |actor, _| actor.adjust_borrowing(Instant::now()));
         self.refresh(ctx);
         ctx.run_interval(REFRESH, |actor, ctx| actor.refresh(ctx));
@@ -469,8 +513,10 @@ impl Actor for FlowControlActor {
 }
 
 impl StreamHandler<SeatRelease> for FlowControlActor {
-    fn handle(&mut self, release: SeatRelease, _: &mut Context<Self>) {
+    fn handle(&mut self, release: SeatRelease, ctx: &mut Context<Self>) {
         self.release(release, Instant::now());
+        // A released seat may linger, a timer of its level's; the view is behind.
+        self.schedule_tick(ctx);
     }
 
     /// The actor holds a sender itself, so the stream never ends while it lives.
@@ -503,7 +549,7 @@ impl StageHandler<StartRequest> for FlowControlActor {
         &mut self,
         msg: StartRequest,
         deadline: Deadline,
-        _: &mut Context<Self>,
+        ctx: &mut Context<Self>,
     ) -> Work<Self, Result<SeatGrant, ApiError>> {
         let now = Instant::now();
         let class = &msg.classification;
@@ -563,6 +609,8 @@ impl StageHandler<StartRequest> for FlowControlActor {
             }
         };
         self.grant_all(&level_name, others, now);
+        // A queued request's deadline is a timer, and the view is behind.
+        self.schedule_tick(ctx);
         work
     }
 }
