@@ -687,7 +687,11 @@ impl RegistryStore {
                 // stored object in the form a read gives it back, so a write that only restates
                 // what Go leaves out (`env: []`) changes no manager's fields or time.
                 let round_tripped = try_stored_form(def, &candidate);
-                let reusable = round_tripped.is_some();
+                // Reused below only if it went through the resource's own version: a patch may
+                // have set another `apiVersion`, which the stored form below overwrites first.
+                let own_type = candidate.get("apiVersion").and_then(Value::as_str) == Some(def.api_version().as_str())
+                    && candidate.get("kind").and_then(Value::as_str) == Some(def.kind.as_str());
+                let reusable = round_tripped.is_some() && own_type;
                 let mut sent = round_tripped.unwrap_or_else(|| candidate.clone());
                 def.apply_defaults(&mut sent);
                 let form = self.request_form(target);

@@ -322,3 +322,32 @@ async fn continue_token_after_compaction_is_410_with_a_fresh_token() {
         rest["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["b", "c", "d"], "the fresh token continues after the last item, at the latest revision");
 }
+
+/// A merge patch that names another version of the kind loses none of the object's fields: an
+/// `autoscaling/v2` HorizontalPodAutoscaler patched with `"apiVersion": "autoscaling/v1"` (whose
+/// message has no metrics) keeps its memory metric, whatever the patch is answered.
+#[actix_web::test]
+async fn a_patch_naming_another_version_loses_no_field() {
+    let s = TestServer::start();
+    let hpa = json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "web"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "minReplicas": 1,
+            "maxReplicas": 5, "metrics": [{"type": "Resource", "resource": {"name": "memory",
+                "target": {"type": "Utilization", "averageUtilization": 70}}}]}});
+    let path = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers";
+    let created = s.admin_call("POST", path, Some(&hpa)).await;
+    assert_eq!(created.code, 201, "{}", created.text());
+    let patch = br#"{"apiVersion": "autoscaling/v1", "metadata": {"labels": {"a": "b"}}}"#.to_vec();
+    let patched = s
+        .request(Caller::Admin, "PATCH", &format!("{path}/web"))
+        .body_with_type(patch, "application/merge-patch+json")
+        .send()
+        .await;
+    let read = s.admin_call("GET", &format!("{path}/web"), None).await;
+    assert_eq!(
+        read.body["spec"]["metrics"],
+        hpa["spec"]["metrics"],
+        "the patch got {}: {}",
+        patched.code,
+        patched.text()
+    );
+}
