@@ -107,24 +107,28 @@ pub fn encode_raw(obj: &Value) -> Result<Vec<u8>, Error> {
 
 /// The message bytes of `obj` as the message of `api_version` and `kind`.
 pub fn encode_as(obj: &Value, api_version: &str, kind: &str) -> Result<Vec<u8>, Error> {
-    let schema = Schema::global();
-    let id = schema
-        .message_for(api_version, kind)
-        .ok_or_else(|| Error::NoMessage { api_version: api_version.into(), kind: kind.into() })?;
-    let mut out = Vec::with_capacity(256);
-    codec::encode(schema, id, obj, &mut out)?;
-    Ok(out)
+    encode_with(codec::encode, obj, api_version, kind)
 }
 
 /// [`encode_as`] as storage holds the object: without `metadata.resourceVersion` and
 /// `metadata.selfLink`, whether `obj` has them or not.
 pub fn encode_stored_as(obj: &Value, api_version: &str, kind: &str) -> Result<Vec<u8>, Error> {
+    encode_with(codec::encode_stored, obj, api_version, kind)
+}
+
+/// `obj` encoded by `encode` as the message of `api_version` and `kind`.
+fn encode_with(
+    encode: fn(&Schema, MessageId, &Value, &mut Vec<u8>) -> Result<(), Error>,
+    obj: &Value,
+    api_version: &str,
+    kind: &str,
+) -> Result<Vec<u8>, Error> {
     let schema = Schema::global();
     let id = schema
         .message_for(api_version, kind)
         .ok_or_else(|| Error::NoMessage { api_version: api_version.into(), kind: kind.into() })?;
     let mut out = Vec::with_capacity(256);
-    codec::encode_stored(schema, id, obj, &mut out)?;
+    encode(schema, id, obj, &mut out)?;
     Ok(out)
 }
 
