@@ -689,8 +689,9 @@ impl RegistryStore {
                 let round_tripped = try_stored_form(def, &candidate);
                 // Reused below only if it went through the resource's own version: a patch may
                 // have set another `apiVersion`, which the stored form below overwrites first.
-                let own_type = candidate.get("apiVersion").and_then(Value::as_str) == Some(def.api_version().as_str())
-                    && candidate.get("kind").and_then(Value::as_str) == Some(def.kind.as_str());
+                let own_type =
+                    candidate.get("apiVersion").and_then(Value::as_str).is_some_and(|v| def.is_api_version(v))
+                        && candidate.get("kind").and_then(Value::as_str) == Some(def.kind.as_str());
                 let reusable = round_tripped.is_some() && own_type;
                 let mut sent = round_tripped.unwrap_or_else(|| candidate.clone());
                 def.apply_defaults(&mut sent);

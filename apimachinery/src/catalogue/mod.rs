@@ -361,6 +361,15 @@ impl ResourceDef {
         self
     }
 
+    /// Whether `api_version` is this resource's own [`ResourceDef::api_version`], without
+    /// making it (asked on every update).
+    pub fn is_api_version(&self, api_version: &str) -> bool {
+        match api_version.split_once('/') {
+            Some((group, version)) => group == self.group && version == self.version && !group.is_empty(),
+            None => self.group.is_empty() && api_version == self.version,
+        }
+    }
+
     /// `v1` or `apps/v1`.
     pub fn api_version(&self) -> String {
         if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
@@ -802,6 +811,17 @@ mod tests {
 
     fn widgets() -> ResourceDef {
         ResourceDef::new("example.com", "v1", "widgets", "Widget", DefaultStrategy).short_names(&["wd"])
+    }
+
+    #[test]
+    fn a_resources_own_api_version_is_told_without_making_it() {
+        let core = ResourceDef::new("", "v1", "configmaps", "ConfigMap", DefaultStrategy);
+        let apps = ResourceDef::new("apps", "v1", "deployments", "Deployment", DefaultStrategy);
+        for (def, other) in [(&core, "apps/v1"), (&apps, "v1")] {
+            assert!(def.is_api_version(&def.api_version()));
+            assert!(!def.is_api_version(other) && !def.is_api_version("") && !def.is_api_version("/v1"));
+        }
+        assert!(!apps.is_api_version("apps/v2") && !apps.is_api_version("apps"));
     }
 
     #[test]
