@@ -1,5 +1,6 @@
 //! Who is asking and for what: the facts every stage after the gateway decides on.
 
+use crate::selector::FieldSelector;
 use serde::{Deserialize, Serialize};
 
 /// An authenticated identity (`user.Info` in kube).
@@ -56,6 +57,13 @@ pub struct RequestInfo {
     pub subresource: String,
     /// Object name, `""` for collections.
     pub name: String,
+    /// For a list or watch, the name its field selector pins (`metadata.name=x`): kube's
+    /// `RequestInfo` takes it as the request's name, so that authorizers and audit see a single
+    /// object (the kubelet watches each Secret and ConfigMap of its pods so, and the Node
+    /// authorizer allows nothing broader). Kept apart from `name`, which routing reads as the
+    /// path's.
+    #[serde(default)]
+    pub selected_name: String,
     /// Path parts after the API prefix, kept for discovery routing.
     pub parts: Vec<String>,
 }
@@ -64,6 +72,31 @@ impl RequestInfo {
     /// Whether the verb changes stored state.
     pub fn is_mutating(&self) -> bool {
         matches!(self.verb.as_str(), "create" | "update" | "patch" | "delete" | "deletecollection")
+    }
+
+    /// The name authorizers, audit and a 403 see: the path's, else the one the field selector
+    /// pins.
+    pub fn authorized_name(&self) -> &str {
+        if self.name.is_empty() { &self.selected_name } else { &self.name }
+    }
+
+    /// Sets [`selected_name`](Self::selected_name) from a list's or watch's `fieldSelector`, as
+    /// kube's `RequestInfoFactory` does: a `metadata.name=` or `==` term among any others, when
+    /// the value could name an object in a path (not `.` or `..`, no `/` or `%`). A selector that
+    /// does not parse sets nothing (the handler refuses it later).
+    pub fn with_selected_name(mut self, field_selector: Option<&str>) -> Self {
+        let collection_read = self.is_resource_request && self.name.is_empty();
+        if !collection_read || !matches!(self.verb.as_str(), "list" | "watch") {
+            return self;
+        }
+        let Some(selector) = field_selector.and_then(|s| FieldSelector::parse_message(s).ok()) else { return self };
+        if let Some(name) = selector.exact_match("metadata.name") {
+            let segment = name != "." && name != ".." && !name.contains(['/', '%']);
+            if segment {
+                self.selected_name = name.to_string();
+            }
+        }
+        self
     }
 
     /// Whether the request is long-running, which APF, timeouts and the inflight gauges treat
@@ -182,6 +215,25 @@ mod tests {
         assert_eq!((i.resource.as_str(), i.name.as_str(), i.namespace.as_str()), ("namespaces", "kube-system", ""));
         let s = parse_request_info("PUT", "/api/v1/namespaces/a/status", false);
         assert_eq!((s.verb.as_str(), s.subresource.as_str()), ("update", "status"));
+    }
+
+    #[test]
+    fn a_list_or_watch_pinned_to_one_name_by_its_field_selector_carries_that_name() {
+        let pinned = |method: &str, path: &str, watch: bool, selector: &str| {
+            parse_request_info(method, path, watch).with_selected_name(Some(selector)).selected_name
+        };
+        let cms = "/api/v1/namespaces/a/configmaps";
+        assert_eq!(pinned("GET", cms, true, "metadata.name=kube-root-ca.crt"), "kube-root-ca.crt");
+        assert_eq!(pinned("GET", cms, false, "metadata.name==x,metadata.namespace=a"), "x");
+        assert_eq!(pinned("GET", cms, false, "metadata.name!=x"), "");
+        assert_eq!(pinned("GET", cms, false, "metadata.name=a/b"), "");
+        assert_eq!(pinned("GET", cms, false, "metadata.name=.."), "");
+        assert_eq!(pinned("GET", cms, false, "metadata.name"), "");
+        // Not a collection read: the path's name stands, and nothing is added.
+        assert_eq!(pinned("GET", "/api/v1/namespaces/a/configmaps/y", false, "metadata.name=x"), "");
+        assert_eq!(pinned("DELETE", cms, false, "metadata.name=x"), "");
+        let info = parse_request_info("GET", cms, true).with_selected_name(Some("metadata.name=x"));
+        assert_eq!((info.verb.as_str(), info.name.as_str()), ("watch", ""));
     }
 
     #[test]

@@ -57,7 +57,8 @@ pub struct Attributes {
     pub resource: String,
     /// The subresource, if any.
     pub subresource: String,
-    /// The object's name, empty for collections.
+    /// The object's name, empty for collections; for a list or watch, the name its field
+    /// selector pins, as kube's attributes have it.
     pub name: String,
 }
 
@@ -74,7 +75,7 @@ impl Attributes {
             api_version: request.api_version.clone(),
             resource: request.resource.clone(),
             subresource: request.subresource.clone(),
-            name: request.name.clone(),
+            name: request.authorized_name().to_string(),
         }
     }
 }

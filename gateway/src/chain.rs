@@ -170,7 +170,8 @@ impl Drop for InFlight {
 pub async fn dispatch(req: HttpRequest, payload: web::Payload, server: web::Data<ServerState>) -> HttpResponse {
     let started = Instant::now();
     let query = query(req.query_string());
-    let info = parse_request_info(req.method().as_str(), req.path(), query.flag("watch"));
+    let info = parse_request_info(req.method().as_str(), req.path(), query.flag("watch"))
+        .with_selected_name(query.get("fieldSelector"));
     // Outermost, as kube's `WithRetryAfter` and `WithWaitGroup`: while the server shuts down,
     // requests are turned away before anything else is done for them.
     let request_kind = if info.is_long_running() { RequestKind::Watch } else { RequestKind::Short };

@@ -275,7 +275,7 @@ pub fn forbidden(user: &UserInfo, request: &RequestInfo, reason: &str) -> ApiErr
         "User \"{}\" cannot {} resource \"{resource}\" in API group \"{}\" {scope}{suffix}",
         user.name, request.verb, request.api_group
     );
-    ApiError::forbidden(&request.api_group, &request.resource, &request.name, &why)
+    ApiError::forbidden(&request.api_group, &request.resource, request.authorized_name(), &why)
 }
 
 impl StageHandler<Authorize> for AuthorizationActor {

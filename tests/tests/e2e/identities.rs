@@ -694,6 +694,22 @@ async fn node_authorizer_lets_a_kubelet_read_only_what_the_pods_bound_to_its_nod
         "{status}"
     );
     assert!(!n1(&["get", "secrets"]).0);
+    // A list pinned to one Secret by its field selector reads that one, as kube's RequestInfo
+    // names it: the kubelet lists and watches each Secret and ConfigMap of its pods so.
+    let pinned = |name: &str| format!("/api/v1/namespaces/default/secrets?fieldSelector=metadata.name%3D{name}");
+    let (code, list) = s.call_with_token(Some("node-token"), "GET", &pinned("s1"), None).await;
+    assert_eq!(code, 200, "{list}");
+    let names: Vec<&str> =
+        list["items"].as_array().into_iter().flatten().filter_map(|i| i["metadata"]["name"].as_str()).collect();
+    assert_eq!(names, ["s1"]);
+    let (code, status) = s.call_with_token(Some("node-token"), "GET", &pinned("s2"), None).await;
+    assert_eq!(code, 403, "{status}");
+    assert!(
+        status["message"].as_str().unwrap_or("").contains(
+            "secrets \"s2\" is forbidden: User \"system:node:n1\" cannot list resource \"secrets\" in API group \"\" in the namespace \"default\": no relationship found between node 'n1' and this object"
+        ),
+        "{status}"
+    );
 
     // A token for the pod's service account, bound to the pod: allowed; for another: not.
     let request = |sa: &str| {
