@@ -19,9 +19,11 @@
 //!   across retention, window and object count, beside a model (open question 5.1).
 //! - [`plot`]: the SVG figures.
 //! - [`profile`]: a server's CPU split by stage, from `perf` samples of its stacks.
+//! - [`histogram`]: quantiles of a scraped Prometheus histogram per label group, over a phase.
 
 pub mod cl2;
 pub mod faults;
+pub mod histogram;
 pub mod lag;
 pub mod plot;
 pub mod profile;

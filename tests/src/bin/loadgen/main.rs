@@ -27,9 +27,10 @@
 //! `diagnosis` compares a server judging its axes with one that does not, and `apply` times
 //! server-side applies beside strategic merge patches and updates, and `noop [--baseline PATH]`
 //! writes that change nothing beside changing ones, on this build and another, and `format
-//! [--baseline PATH]` kube's etcd format beside MessagePack (see `apply.rs`, `format.rs`,
-//! `noop.rs`, `load.rs` and
-//! `tests::load`; none is part of `all`). HTTPS rows show the server's CPU time per request,
+//! [--baseline PATH]` kube's etcd format beside MessagePack, and `mix` the request mix of a
+//! cluster beside kube-apiserver, and `density` a real control plane with kubemark hollow nodes
+//! beside kube-apiserver (see `apply.rs`, `format.rs`, `noop.rs`, `mix.rs`, `density.rs`,
+//! `load.rs` and `tests::load`; none is part of `all`). HTTPS rows show the server's CPU time per request,
 //! which other load on a shared machine disturbs far less than rates. `APISERVER_BIN` picks the
 //! server binary, so two builds can be compared by one load generator. Needs the release apiserver binary
 //! (`cargo build --release -p gateway --bin apiserver`).
@@ -50,6 +51,7 @@ mod apf;
 mod apply;
 mod cache;
 mod crds;
+mod density;
 mod format;
 mod load;
 mod mix;
@@ -372,6 +374,10 @@ const MODES: &[(&str, &str)] = &[
     ("diagnosis", "a server judging its axes beside one that does not"),
     ("apply", "server-side applies beside strategic merge patches and updates"),
     ("noop", "writes that change nothing beside changing ones (options: `--baseline PATH`)"),
+    (
+        "density",
+        "kube-controller-manager, kube-scheduler and kubemark hollow nodes beside kube-apiserver (options: `density --help`)",
+    ),
     ("mix", "the request mix of a cluster, each type's server CPU beside kube-apiserver's (options: `mix --help`)"),
     (
         "format",
@@ -383,7 +389,8 @@ const MODES: &[(&str, &str)] = &[
 const DEFAULT_SECONDS: &str = "5";
 
 /// The modes that read options of their own after their name.
-const WITH_OPTIONS: &[&str] = &["stages", "stage=", "cl2", "faults", "lag", "window", "noop", "format", "mix"];
+const WITH_OPTIONS: &[&str] =
+    &["stages", "stage=", "cl2", "faults", "lag", "window", "noop", "format", "mix", "density"];
 
 /// The load generator's command line; a mode's own options follow the mode and go to its parser.
 #[derive(clap::Parser, Debug)]
@@ -501,6 +508,9 @@ fn main() {
         }
         if what == "mix" {
             mix::run_all(seconds, rest.clone()).await;
+        }
+        if what == "density" {
+            density::run_all(seconds, rest.clone()).await;
         }
         if what == "format" {
             format::run_all(seconds, rest).await;

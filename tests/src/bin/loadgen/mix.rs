@@ -119,18 +119,20 @@ fn options(rest: &[String]) -> Options {
 }
 
 /// Files both servers are started with.
-struct Shared {
-    dir: tempfile::TempDir,
+pub(crate) struct Shared {
+    pub(crate) dir: tempfile::TempDir,
     ca: tests::pki::TestCa,
 }
 
 impl Shared {
-    fn new() -> Shared {
+    /// The certificates, keys and token file; `users` are more token file lines (`token,user,uid,"groups"`).
+    pub(crate) fn new(users: &[String]) -> Shared {
         let dir = tempfile::tempdir().expect("temp dir");
         let ca = tests::pki::TestCa::new("mix");
         let (cert, key) = ca.peer_cert(&["127.0.0.1", "localhost"]);
         std::fs::write(dir.path().join("serving.crt"), cert).unwrap();
         std::fs::write(dir.path().join("serving.key"), key).unwrap();
+        std::fs::write(dir.path().join("ca.crt"), ca.pem()).unwrap();
         let made = Command::new("openssl")
             .args(["genrsa", "-traditional", "-out"])
             .arg(dir.path().join("sa.key"))
@@ -141,11 +143,15 @@ impl Shared {
         for n in 0..WORKERS {
             tokens.push_str(&format!("{},system:node:node-{n},uid-node-{n},\"system:nodes\"\n", node_token(n)));
         }
+        for line in users {
+            tokens.push_str(line);
+            tokens.push('\n');
+        }
         std::fs::write(dir.path().join("tokens.csv"), tokens).unwrap();
         Shared { dir, ca }
     }
 
-    fn path(&self, name: &str) -> String {
+    pub(crate) fn path(&self, name: &str) -> String {
         self.dir.path().join(name).display().to_string()
     }
 
@@ -178,7 +184,7 @@ impl Shared {
     }
 
     /// An HTTP/1.1 client trusting the serving certificate, sending `token`.
-    fn client(&self, token: &str) -> awc::Client {
+    pub(crate) fn client(&self, token: &str) -> awc::Client {
         let mut roots = rustls::RootCertStore::empty();
         use rustls::pki_types::pem::PemObject;
         for c in rustls::pki_types::CertificateDer::pem_slice_iter(self.ca.pem().as_bytes()) {
@@ -200,16 +206,16 @@ impl Shared {
 }
 
 /// A server under measurement, with its etcd; stopped when dropped.
-struct Target {
+pub(crate) struct Target {
     label: String,
-    base: String,
-    pid: u32,
-    admin: awc::Client,
+    pub(crate) base: String,
+    pub(crate) pid: u32,
+    pub(crate) admin: awc::Client,
     nodes: Vec<awc::Client>,
     /// Where its phases' `perf` samples go, when they are taken.
     profile: Option<PathBuf>,
     _process: Process,
-    _etcd: EtcdProcess,
+    pub(crate) etcd: EtcdProcess,
 }
 
 enum Process {
@@ -230,7 +236,7 @@ impl Drop for Process {
 }
 
 impl Target {
-    async fn ours(label: &str, bin: &Path, shared: &Shared) -> Target {
+    pub(crate) async fn ours(label: &str, bin: &Path, shared: &Shared) -> Target {
         let etcd = actix_web::rt::task::spawn_blocking(EtcdProcess::start).await.expect("etcd");
         let flags = shared.flags(etcd.endpoint());
         let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
@@ -239,7 +245,7 @@ impl Target {
         Target::ready(label, base, pid, Process::Ours { _server: Box::new(server) }, etcd, shared).await
     }
 
-    async fn kube(bin: &Path, shared: &Shared) -> Target {
+    pub(crate) async fn kube(bin: &Path, shared: &Shared) -> Target {
         let etcd = actix_web::rt::task::spawn_blocking(EtcdProcess::start).await.expect("etcd");
         let port = tests::free_port();
         let log = std::fs::File::create(shared.dir.path().join(format!("kube-{port}.log"))).unwrap();
@@ -256,7 +262,7 @@ impl Target {
         Target::ready("kube-apiserver", base, pid, Process::Kube(child), etcd, shared).await
     }
 
-    /// Waits for `/readyz` and the objects the phases need.
+    /// Waits for `/readyz`.
     async fn ready(
         label: &str,
         base: String,
@@ -268,7 +274,7 @@ impl Target {
         let admin = shared.client(ADMIN_TOKEN);
         let nodes = (0..WORKERS).map(|n| shared.client(&node_token(n))).collect();
         let target =
-            Target { label: label.to_string(), base, pid, admin, nodes, profile: None, _process: process, _etcd: etcd };
+            Target { label: label.to_string(), base, pid, admin, nodes, profile: None, _process: process, etcd };
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {
             let ok = target.admin.get(target.url("/readyz")).send().await.is_ok_and(|r| r.status().is_success());
@@ -278,15 +284,14 @@ impl Target {
             assert!(Instant::now() < deadline, "{label} is not ready at {}", target.base);
             actix_web::rt::time::sleep(Duration::from_millis(250)).await;
         }
-        target.seed().await;
         target
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
 
-    fn cpu(&self) -> Duration {
+    pub(crate) fn cpu(&self) -> Duration {
         cpu_time(self.pid)
     }
 
@@ -736,9 +741,9 @@ async fn watch_by_node(t: &Target, seconds: Duration) -> Row {
     ("watch-by-node-per-event", extra / delivered.max(1) as f64)
 }
 
-/// A fresh server of `label` on a fresh etcd.
+/// A fresh server of `label` on a fresh etcd, seeded.
 async fn start(label: &str, o: &Options, shared: &Shared) -> Target {
-    match label {
+    let t = match label {
         "kube-apiserver" => Target::kube(o.kube.as_deref().expect("a kube-apiserver"), shared).await,
         "this build" => {
             let mut t = Target::ours(label, &tests::apiserver_bin(), shared).await;
@@ -749,14 +754,16 @@ async fn start(label: &str, o: &Options, shared: &Shared) -> Target {
             t
         }
         _ => Target::ours(label, o.baseline.as_deref().expect("a baseline build"), shared).await,
-    }
+    };
+    t.seed().await;
+    t
 }
 
 /// Runs the mix on kube-apiserver (when there is one), this build and `--baseline`, for
 /// `--rounds` rounds, then prints each op's mean µs per request side by side.
 pub async fn run_all(seconds: Duration, rest: Vec<String>) {
     let o = options(&rest);
-    let shared = Shared::new();
+    let shared = Shared::new(&[]);
     let mut servers: Vec<String> = Vec::new();
     if o.kube.is_some() {
         servers.push("kube-apiserver".into());
