@@ -375,7 +375,7 @@ impl AdmissionChain {
 
 fn record_plugin(name: &'static str, request: &Admit, kind: &'static str, rejected: bool, begun: Instant) {
     ::metrics::histogram!(ADMISSION_CONTROLLER_ADMISSION_DURATION_SECONDS,
-        "name" => name, "operation" => operation_label(request.operation), "rejected" => rejected.to_string(),
+        "name" => name, "operation" => operation_label(request.operation), "rejected" => if rejected { "true" } else { "false" },
         "type" => kind)
     .record(begun.elapsed().as_secs_f64());
 }

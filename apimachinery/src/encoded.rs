@@ -3,10 +3,11 @@
 //! The read path serves the same bytes to every client: an object is encoded to JSON when it
 //! enters the cache, lists copy those bytes into the response, and a watch event's line is
 //! built once and handed to every watcher that receives it. The protobuf form is made the
-//! first time a protobuf client reads the object, and shared the same way. Only clients asking
-//! for another form (YAML, Table, a converted version) decode.
+//! first time a protobuf client reads the object, and shared the same way until a newer version
+//! of the object supersedes it. Only clients asking for another form (YAML, Table, a converted
+//! version) decode.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -38,8 +39,19 @@ struct Encodings {
     /// Where the fields after `apiVersion` and `kind` start (the byte after their comma), or
     /// the closing brace's offset when there are none.
     body_at: usize,
-    /// The protobuf message, once a protobuf client asked; `None` for kinds without one.
-    protobuf: OnceLock<Option<Bytes>>,
+    /// The protobuf message, once a protobuf client asked.
+    protobuf: Mutex<Protobuf>,
+}
+
+/// What an object holds of its protobuf form.
+enum Protobuf {
+    /// No protobuf client asked yet.
+    NotMade,
+    /// Made and kept; `None` for kinds without one.
+    Made(Option<Bytes>),
+    /// A newer version replaced this one: only watch events of the window still hold it, and a
+    /// watcher that has not read it yet makes it again without keeping it.
+    Superseded,
 }
 
 impl PartialEq for EncodedObject {
@@ -85,7 +97,7 @@ impl EncodedObject {
     }
 
     fn new(json: Bytes, body_at: usize) -> Self {
-        EncodedObject(Arc::new(Encodings { json, body_at, protobuf: OnceLock::new() }))
+        EncodedObject(Arc::new(Encodings { json, body_at, protobuf: Mutex::new(Protobuf::NotMade) }))
     }
 
     /// The whole object.
@@ -94,18 +106,39 @@ impl EncodedObject {
     }
 
     /// The object's protobuf message (without envelope), encoded at the first call and shared
-    /// by every holder of this object; `None` when its kind has no protobuf form.
-    pub fn protobuf(&self) -> Option<&Bytes> {
-        // Copied out of the encoder's buffer, so the cache holds no spare capacity.
-        self.0
-            .protobuf
-            .get_or_init(|| protobuf::encode_raw(&self.value()).ok().map(|b| Bytes::copy_from_slice(&b)))
-            .as_ref()
+    /// by every holder of this object while it is current; `None` when its kind has no
+    /// protobuf form.
+    pub fn protobuf(&self) -> Option<Bytes> {
+        if let Protobuf::Made(made) = &*self.slot() {
+            return made.clone();
+        }
+        // Copied out of the encoder's buffer, so the cache holds no spare capacity. Made
+        // outside the lock: two first readers may both encode, and the bytes are the same.
+        let made = protobuf::encode_raw(&self.value()).ok().map(|b| Bytes::copy_from_slice(&b));
+        let mut slot = self.slot();
+        if let Protobuf::NotMade = *slot {
+            *slot = Protobuf::Made(made.clone());
+        }
+        made
     }
 
-    /// Whether the protobuf form was made, for memory accounting.
+    /// Drops the protobuf form and keeps none made later: the cacher calls it when a newer
+    /// version of the object arrives. The window keeps old versions for watchers that resume
+    /// (about 75 s), and they are read in protobuf at most by the watchers of their own event.
+    pub fn supersede(&self) {
+        *self.slot() = Protobuf::Superseded;
+    }
+
+    fn slot(&self) -> std::sync::MutexGuard<'_, Protobuf> {
+        self.0.protobuf.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The protobuf form's length while it is kept, for memory accounting.
     pub fn protobuf_len(&self) -> usize {
-        self.0.protobuf.get().and_then(|p| p.as_ref()).map_or(0, Bytes::len)
+        match &*self.slot() {
+            Protobuf::Made(Some(p)) => p.len(),
+            _ => 0,
+        }
     }
 
     /// Writes the object as a typed list's item: without `apiVersion` and `kind`.
@@ -327,6 +360,22 @@ mod tests {
 
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_superseded_object_still_answers_in_protobuf_but_keeps_no_copy() {
+        let obj = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "v"}});
+        let enc = EncodedObject::encode(&obj);
+        assert_eq!(enc.protobuf_len(), 0, "made at the first protobuf read");
+        let made = enc.protobuf().expect("a ConfigMap has a protobuf form");
+        assert_eq!(enc.protobuf_len(), made.len());
+        // Shared: the second read hands out the same bytes, not a new encoding.
+        assert_eq!(enc.protobuf().map(|b| b.as_ptr()), Some(made.as_ptr()));
+        let holder = enc.clone();
+        enc.supersede();
+        assert_eq!(holder.protobuf_len(), 0, "every holder lets it go");
+        assert_eq!(holder.protobuf().as_ref(), Some(&made), "the same message, made again");
+        assert_eq!(holder.protobuf_len(), 0, "and not kept");
+    }
 
     #[test]
     fn the_item_form_drops_type_fields_and_keeps_the_rest() {

@@ -404,6 +404,11 @@ impl CacherActor {
             EventType::Deleted => prev,
             _ => self.objects.insert(key, entry.clone()),
         };
+        // The version this event replaces is kept only by the window now: its protobuf form
+        // (made when a protobuf client read it) goes, its JSON stays for watchers that resume.
+        if let Some(old) = &prev {
+            old.object.supersede();
+        }
         self.changes += 1;
         let cached = CachedEvent { kind: event.kind, revision, entry, prev, received };
         self.dispatch(&cached);

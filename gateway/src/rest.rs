@@ -135,7 +135,7 @@ async fn get(ctx: &RequestContext<'_>, def: &Arc<ResourceDef>, target: Target) -
         && output.encoding == Encoding::Protobuf
         && let Some(raw) = encoded.protobuf()
     {
-        let body = protobuf::enveloped(&def.api_version(), &def.kind, raw);
+        let body = protobuf::enveloped(&def.api_version(), &def.kind, &raw);
         return Ok(HttpResponse::Ok().content_type(protobuf::CONTENT_TYPE).body(body));
     }
     let obj = served_one(def, encoded.value()).await?;
@@ -216,7 +216,7 @@ impl ProtobufListChunks {
         let Ok(list_meta) = protobuf::encode_list_raw(&list_metadata(&list), []) else { return Err(list) };
         let mut raw_len = list_meta.len();
         for item in &list.items {
-            let Some(n) = item.protobuf().map(bytes::Bytes::len) else { return Err(list) };
+            let Some(n) = item.protobuf().map(|raw| raw.len()) else { return Err(list) };
             raw_len += 1 + varint_len(n) + n;
         }
         let mut head = protobuf::unknown_head(&def.api_version(), &format!("{}List", def.kind), raw_len);
@@ -243,10 +243,10 @@ impl Iterator for ProtobufListChunks {
                 self.done = true;
                 break;
             };
-            let raw = item.protobuf().map(bytes::Bytes::as_ref).unwrap_or_default();
+            let raw = item.protobuf().unwrap_or_default();
             out.push(0x12); // field 2 (items), length-delimited
             prost::encoding::encode_varint(raw.len() as u64, &mut out);
-            out.extend_from_slice(raw);
+            out.extend_from_slice(&raw);
         }
         Some(bytes::Bytes::from(out))
     }
