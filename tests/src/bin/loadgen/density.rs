@@ -36,7 +36,7 @@ use serde_json::{Value, json};
 use tests::load::histogram::{self, Buckets};
 use tests::load::{Quantiles, cpu_time};
 
-use crate::mix::{Shared, Target};
+use crate::mix::{Compared, Shared, Target};
 
 const NAMESPACE: &str = "density";
 const KCM_TOKEN: &str = "density-kcm";
@@ -53,8 +53,7 @@ const FIRST_KUBELET_PORT: u16 = 21_000;
 const MAX_NODES: usize = 200;
 
 struct Options {
-    kube: Option<PathBuf>,
-    baseline: Option<PathBuf>,
+    compared: Compared,
     bins: PathBuf,
     nodes: usize,
     pods: usize,
@@ -70,15 +69,12 @@ fn options(rest: &[String]) -> Options {
     let bins =
         std::env::var_os("KUBE_CONTROL_PLANE_BIN").map_or_else(|| PathBuf::from("/tmp/kube-ref/bin"), PathBuf::from);
     let default_kube = std::env::var_os("KUBE_APISERVER").map_or_else(|| bins.join("kube-apiserver"), PathBuf::from);
-    let mut o =
-        Options { kube: default_kube.exists().then_some(default_kube), baseline: None, bins, nodes: 50, pods: 1_500 };
+    let mut o = Options { compared: Compared::new(default_kube), bins, nodes: 50, pods: 1_500 };
     let mut it = rest.iter();
     while let Some(flag) = it.next() {
         let Some(value) = it.next() else { usage() };
         match flag.as_str() {
-            "--kube" if value == "none" => o.kube = None,
-            "--kube" => o.kube = Some(PathBuf::from(value)),
-            "--baseline" => o.baseline = Some(PathBuf::from(value)),
+            _ if o.compared.take(flag, value) => {}
             "--bins" => o.bins = PathBuf::from(value),
             "--nodes" => o.nodes = value.parse().unwrap_or_else(|_| usage()),
             "--pods" => o.pods = value.parse().unwrap_or_else(|_| usage()),
@@ -553,7 +549,7 @@ pub async fn run_all(steady: Duration, rest: Vec<String>) {
     }
     let shared = Shared::new(&users());
     let mut reports = Vec::new();
-    if let Some(kube) = &o.kube {
+    if let Some(kube) = &o.compared.kube {
         let t = Target::kube(kube, &shared).await;
         reports.push(measure("kube-apiserver", t, &o, &shared, steady).await);
     } else {
@@ -561,7 +557,7 @@ pub async fn run_all(steady: Duration, rest: Vec<String>) {
     }
     let t = Target::ours("this build", &tests::apiserver_bin(), &shared).await;
     reports.push(measure("this build", t, &o, &shared, steady).await);
-    if let Some(baseline) = &o.baseline {
+    if let Some(baseline) = &o.compared.baseline {
         let t = Target::ours("baseline build", baseline, &shared).await;
         reports.push(measure("baseline build", t, &o, &shared, steady).await);
     }

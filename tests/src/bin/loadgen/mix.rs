@@ -70,10 +70,34 @@ fn node_token(n: usize) -> String {
     format!("mix-node-{n}")
 }
 
+/// The servers a side-by-side run measures besides this build: a kube-apiserver (when there is
+/// one) and another build of this server.
+pub(crate) struct Compared {
+    pub(crate) kube: Option<PathBuf>,
+    pub(crate) baseline: Option<PathBuf>,
+}
+
+impl Compared {
+    /// `default_kube` when it exists, and no other build.
+    pub(crate) fn new(default_kube: PathBuf) -> Compared {
+        Compared { kube: default_kube.exists().then_some(default_kube), baseline: None }
+    }
+
+    /// Takes `--kube PATH|none` and `--baseline PATH`; false for any other flag.
+    pub(crate) fn take(&mut self, flag: &str, value: &str) -> bool {
+        match flag {
+            "--kube" if value == "none" => self.kube = None,
+            "--kube" => self.kube = Some(PathBuf::from(value)),
+            "--baseline" => self.baseline = Some(PathBuf::from(value)),
+            _ => return false,
+        }
+        true
+    }
+}
+
 /// The options after `mix`.
 struct Options {
-    kube: Option<PathBuf>,
-    baseline: Option<PathBuf>,
+    compared: Compared,
     rounds: usize,
     only: Option<Vec<String>>,
     profile: Option<PathBuf>,
@@ -89,20 +113,12 @@ fn options(rest: &[String]) -> Options {
     };
     let default_kube = std::env::var_os("KUBE_APISERVER")
         .map_or_else(|| PathBuf::from("/tmp/kube-ref/bin/kube-apiserver"), PathBuf::from);
-    let mut o = Options {
-        kube: default_kube.exists().then_some(default_kube),
-        baseline: None,
-        rounds: 1,
-        only: None,
-        profile: None,
-    };
+    let mut o = Options { compared: Compared::new(default_kube), rounds: 1, only: None, profile: None };
     let mut it = rest.iter();
     while let Some(flag) = it.next() {
         let Some(value) = it.next() else { usage() };
         match flag.as_str() {
-            "--kube" if value == "none" => o.kube = None,
-            "--kube" => o.kube = Some(PathBuf::from(value)),
-            "--baseline" => o.baseline = Some(PathBuf::from(value)),
+            _ if o.compared.take(flag, value) => {}
             "--rounds" => o.rounds = value.parse().unwrap_or_else(|_| usage()),
             "--profile" => o.profile = Some(PathBuf::from(value)),
             "--only" => {
@@ -744,7 +760,7 @@ async fn watch_by_node(t: &Target, seconds: Duration) -> Row {
 /// A fresh server of `label` on a fresh etcd, seeded.
 async fn start(label: &str, o: &Options, shared: &Shared) -> Target {
     let t = match label {
-        "kube-apiserver" => Target::kube(o.kube.as_deref().expect("a kube-apiserver"), shared).await,
+        "kube-apiserver" => Target::kube(o.compared.kube.as_deref().expect("a kube-apiserver"), shared).await,
         "this build" => {
             let mut t = Target::ours(label, &tests::apiserver_bin(), shared).await;
             if let Some(dir) = &o.profile {
@@ -753,7 +769,7 @@ async fn start(label: &str, o: &Options, shared: &Shared) -> Target {
             }
             t
         }
-        _ => Target::ours(label, o.baseline.as_deref().expect("a baseline build"), shared).await,
+        _ => Target::ours(label, o.compared.baseline.as_deref().expect("a baseline build"), shared).await,
     };
     t.seed().await;
     t
@@ -765,13 +781,13 @@ pub async fn run_all(seconds: Duration, rest: Vec<String>) {
     let o = options(&rest);
     let shared = Shared::new(&[]);
     let mut servers: Vec<String> = Vec::new();
-    if o.kube.is_some() {
+    if o.compared.kube.is_some() {
         servers.push("kube-apiserver".into());
     } else {
         println!("(no kube-apiserver: this server alone; `--kube PATH` or KUBE_APISERVER)");
     }
     servers.push("this build".into());
-    if o.baseline.is_some() {
+    if o.compared.baseline.is_some() {
         servers.push("baseline build".into());
     }
     let mut all: Vec<(String, &'static str, f64)> = Vec::new();
@@ -793,7 +809,7 @@ pub async fn run_all(seconds: Duration, rest: Vec<String>) {
     }
     println!("== server CPU per request, µs (mean of {} rounds; idle in ms/s, memory in MiB)", o.rounds);
     let header: Vec<String> = servers.iter().map(|s| format!("{s:>16}")).collect();
-    println!("{:<28}{}{}", "request", header.join(""), if o.kube.is_some() { "   this / kube" } else { "" });
+    println!("{:<28}{}{}", "request", header.join(""), if o.compared.kube.is_some() { "   this / kube" } else { "" });
     for op in OPS {
         let mean = |label: &str| {
             let v: Vec<f64> = all.iter().filter(|r| r.0 == label && r.1 == *op).map(|r| r.2).collect();
