@@ -121,10 +121,12 @@ fn metric_verb(info: &RequestInfo, method: &str) -> &'static str {
     }
 }
 
+/// kube's `CleanScope`: a named request (by its path or a list's field selector) or a create is
+/// about one object.
 fn scope(info: &RequestInfo) -> &'static str {
     if !info.is_resource_request {
         ""
-    } else if !info.name.is_empty() {
+    } else if !info.authorized_name().is_empty() || info.verb == "create" {
         "resource"
     } else if !info.namespace.is_empty() {
         "namespace"

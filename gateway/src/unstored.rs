@@ -54,7 +54,11 @@ pub async fn serve(
         }
         "list" => {
             let output = negotiate(ctx.header("Accept"), VIEWS)?;
-            let items = action.list(ctx, &Target::collection(def, &info.namespace)).await?;
+            let mut items = action.list(ctx, &Target::collection(def, &info.namespace)).await?;
+            // Authorized as a read of the one object its field selector names: lists only it.
+            if !info.selected_name.is_empty() {
+                items.retain(|i| i.pointer("/metadata/name").and_then(Value::as_str) == Some(&info.selected_name));
+            }
             show_list(ctx, def, output, items)
         }
         _ => Err(ApiError::method_not_allowed()),

@@ -120,6 +120,10 @@ impl NodeAuthorizer {
                         "can only read individual {resource} bound to pods on node '{node}'"
                     ));
                 }
+                // A list or watch pinned by name may span namespaces: never for a node.
+                if a.namespace.is_empty() {
+                    return NodeVerdict::NoOpinion("can only read namespaced object of this type".into());
+                }
                 let kind = if resource == "secrets" { "secret" } else { "configMap" };
                 let related = self.pods(node, &a.namespace).await.iter().any(|p| references(p, kind).contains(&a.name));
                 if related { NodeVerdict::Allow } else { Self::no_relationship(node) }

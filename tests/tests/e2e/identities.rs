@@ -702,6 +702,14 @@ async fn node_authorizer_lets_a_kubelet_read_only_what_the_pods_bound_to_its_nod
     let names: Vec<&str> =
         list["items"].as_array().into_iter().flatten().filter_map(|i| i["metadata"]["name"].as_str()).collect();
     assert_eq!(names, ["s1"]);
+    // Pinned by name across every namespace: refused, whatever pods the node holds.
+    let everywhere = "/api/v1/secrets?fieldSelector=metadata.name%3Ds1";
+    let (code, status) = s.call_with_token(Some("node-token"), "GET", everywhere, None).await;
+    assert_eq!(code, 403, "{status}");
+    assert!(
+        status["message"].as_str().unwrap_or("").contains("can only read namespaced object of this type"),
+        "{status}"
+    );
     let (code, status) = s.call_with_token(Some("node-token"), "GET", &pinned("s2"), None).await;
     assert_eq!(code, 403, "{status}");
     assert!(

@@ -25,12 +25,13 @@
 //! without them the run says so and is skipped.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use apimachinery::metrics::REQUEST_DURATION_SECONDS;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tests::load::histogram::{self, Buckets};
@@ -215,7 +216,18 @@ impl Drop for ControlPlane {
 struct Seen {
     created: HashMap<String, Instant>,
     running: HashMap<String, Instant>,
-    deleted: usize,
+    /// The pods that exist now, as far as the watch knows.
+    live: HashSet<String>,
+}
+
+impl Seen {
+    fn saw(&mut self, name: &str, pod: &Value, now: Instant) {
+        self.created.entry(name.to_string()).or_insert(now);
+        self.live.insert(name.to_string());
+        if running_and_ready(pod) {
+            self.running.entry(name.to_string()).or_insert(now);
+        }
+    }
 }
 
 fn running_and_ready(pod: &Value) -> bool {
@@ -224,15 +236,35 @@ fn running_and_ready(pod: &Value) -> bool {
     status["phase"] == "Running" && statuses.is_some_and(|s| !s.is_empty() && s.iter().all(|c| c["ready"] == true))
 }
 
-/// Watches the run's pods from `rv`, again from the last resourceVersion when a watch ends.
+/// Lists the run's pods into `seen` (what exists now replaces what the watch knew); the list's
+/// resourceVersion.
+async fn relist(client: &awc::Client, url: &str, seen: &RefCell<Seen>) -> Option<String> {
+    let mut resp = client.get(url).send().await.ok().filter(|r| r.status().is_success())?;
+    let list: Value = resp.json().limit(1 << 30).await.ok()?;
+    let now = Instant::now();
+    let mut seen = seen.borrow_mut();
+    seen.live.clear();
+    for pod in list["items"].as_array().into_iter().flatten() {
+        if let Some(name) = pod["metadata"]["name"].as_str() {
+            seen.saw(name, pod, now);
+        }
+    }
+    list["metadata"]["resourceVersion"].as_str().map(str::to_string)
+}
+
+/// Watches the run's pods from `rv`, again from the last resourceVersion when a watch ends, and
+/// from a new list when the server says that resourceVersion is gone.
 async fn watch_pods(client: awc::Client, url: String, mut rv: String, seen: Rc<RefCell<Seen>>) {
     loop {
         let watch = format!("{url}?watch=true&allowWatchBookmarks=true&timeoutSeconds=3600&resourceVersion={rv}");
-        let Ok(mut resp) = client.get(&watch).timeout(Duration::from_secs(3700)).send().await else {
-            actix_web::rt::time::sleep(Duration::from_millis(200)).await;
+        let resp = client.get(&watch).timeout(Duration::from_secs(3700)).send().await;
+        let Some(mut resp) = resp.ok().filter(|r| r.status().is_success()) else {
+            actix_web::rt::time::sleep(Duration::from_millis(500)).await;
+            rv = relist(&client, &url, &seen).await.unwrap_or(rv);
             continue;
         };
         let mut buf: Vec<u8> = Vec::new();
+        let mut expired = false;
         while let Some(Ok(chunk)) = resp.next().await {
             let now = Instant::now();
             buf.extend_from_slice(&chunk);
@@ -240,22 +272,27 @@ async fn watch_pods(client: awc::Client, url: String, mut rv: String, seen: Rc<R
                 let line: Vec<u8> = buf.drain(..=end).collect();
                 let Ok(event) = serde_json::from_slice::<Value>(&line) else { continue };
                 let pod = &event["object"];
+                if event["type"] == "ERROR" {
+                    expired = true;
+                    continue;
+                }
                 if let Some(v) = pod["metadata"]["resourceVersion"].as_str() {
                     rv = v.to_string();
                 }
                 let Some(name) = pod["metadata"]["name"].as_str() else { continue };
                 let mut seen = seen.borrow_mut();
                 match event["type"].as_str() {
-                    Some("ADDED") | Some("MODIFIED") => {
-                        seen.created.entry(name.to_string()).or_insert(now);
-                        if running_and_ready(pod) {
-                            seen.running.entry(name.to_string()).or_insert(now);
-                        }
+                    Some("ADDED") | Some("MODIFIED") => seen.saw(name, pod, now),
+                    Some("DELETED") => {
+                        seen.live.remove(name);
                     }
-                    Some("DELETED") => seen.deleted += 1,
                     _ => {}
                 }
             }
+        }
+        if expired {
+            println!("the loadgen's pod watch expired at resourceVersion {rv}: listing again");
+            rv = relist(&client, &url, &seen).await.unwrap_or(rv);
         }
     }
 }
@@ -321,7 +358,7 @@ async fn scrape(t: &Target) -> BTreeMap<String, Buckets> {
         }
         Err(_) => String::new(),
     };
-    histogram::parse(&text, "apiserver_request_duration_seconds", &["verb", "resource", "subresource"])
+    histogram::parse(&text, REQUEST_DURATION_SECONDS, &["verb", "resource", "subresource"])
 }
 
 /// CPU seconds of the server, and of the rest.
@@ -402,8 +439,11 @@ async fn measure(label: &str, t: Target, o: &Options, shared: &Shared, steady: D
         })
     };
 
-    let mut marks = vec![(Instant::now(), cpu_split(&t, &plane))];
+    // Each phase runs between its own two marks: the scrapes and the list between phases are
+    // counted in none.
+    let mark = || (Instant::now(), cpu_split(&t, &plane));
     let metrics_before = scrape(&t).await;
+    let mut phases = vec![(mark(), mark())];
     let deployments = o.pods.div_ceil(PER_DEPLOYMENT);
     for i in 0..deployments {
         let replicas = PER_DEPLOYMENT.min(o.pods - i * PER_DEPLOYMENT);
@@ -412,7 +452,7 @@ async fn measure(label: &str, t: Target, o: &Options, shared: &Shared, steady: D
         assert_eq!(made.ok(), Some(201), "{label}: create Deployment d-{i}");
     }
     let ramped = until(PHASE_LIMIT, || async { seen.borrow().running.len() >= o.pods }).await;
-    marks.push((Instant::now(), cpu_split(&t, &plane)));
+    phases[0].1 = mark();
     let metrics_ramped = scrape(&t).await;
     println!(
         "{label}: ramp {}: {} of {} pods running",
@@ -421,24 +461,26 @@ async fn measure(label: &str, t: Target, o: &Options, shared: &Shared, steady: D
         o.pods
     );
 
+    let from = mark();
     actix_web::rt::time::sleep(steady).await;
-    marks.push((Instant::now(), cpu_split(&t, &plane)));
+    phases.push((from, mark()));
     let metrics_after = scrape(&t).await;
     let listed = get_json(&t, &pods).await.expect("list pods");
     let listed_running =
         listed["items"].as_array().map_or(0, |items| items.iter().filter(|p| running_and_ready(p)).count());
 
+    let from = mark();
     for i in 0..deployments {
         let url = t.url(&format!("/apis/apps/v1/namespaces/{NAMESPACE}/deployments/d-{i}"));
         let _ = t.admin.delete(url).send_json(&json!({"propagationPolicy": "Background"})).await;
     }
-    let created = seen.borrow().created.len();
-    let gone = until(PHASE_LIMIT, || async { seen.borrow().deleted >= created }).await;
-    marks.push((Instant::now(), cpu_split(&t, &plane)));
+    let gone = until(PHASE_LIMIT, || async { seen.borrow().live.is_empty() }).await;
+    phases.push((from, mark()));
     println!(
-        "{label}: teardown {}: {} of {created} pods deleted",
+        "{label}: teardown {}: {} of {} pods left",
         if gone { "done" } else { "timed out" },
-        seen.borrow().deleted
+        seen.borrow().live.len(),
+        seen.borrow().created.len()
     );
     watcher.abort();
     sampler.abort();
@@ -446,9 +488,8 @@ async fn measure(label: &str, t: Target, o: &Options, shared: &Shared, steady: D
     let samples = rss.borrow();
     let phases = ["ramp", "steady", "teardown"]
         .iter()
-        .zip(marks.windows(2))
-        .map(|(name, w)| {
-            let ((from, (s0, r0)), (to, (s1, r1))) = (w[0], w[1]);
+        .zip(phases)
+        .map(|(name, ((from, (s0, r0)), (to, (s1, r1))))| {
             let peak = samples.iter().filter(|(at, _)| *at >= from && *at <= to).map(|s| s.1).fold(0.0, f64::max);
             let figures = PhaseFigures {
                 seconds: (to - from).as_secs_f64(),
