@@ -206,7 +206,8 @@ async fn list(ctx: &RequestContext<'_>, def: &Arc<ResourceDef>, target: Target) 
 /// items, each copied once into a chunk, then the envelope's tail.
 struct ProtobufListChunks {
     head: Option<Vec<u8>>,
-    items: std::vec::IntoIter<EncodedObject>,
+    /// Each item's message, taken once (sized for the head, then written).
+    items: std::vec::IntoIter<bytes::Bytes>,
     done: bool,
 }
 
@@ -214,14 +215,13 @@ impl ProtobufListChunks {
     /// The chunks, or the list back when an item has no protobuf form.
     fn new(def: &ResourceDef, list: ObjectList) -> Result<Self, ObjectList> {
         let Ok(list_meta) = protobuf::encode_list_raw(&list_metadata(&list), []) else { return Err(list) };
-        let mut raw_len = list_meta.len();
-        for item in &list.items {
-            let Some(n) = item.protobuf().map(|raw| raw.len()) else { return Err(list) };
-            raw_len += 1 + varint_len(n) + n;
-        }
+        let Some(raws) = list.items.iter().map(EncodedObject::protobuf).collect::<Option<Vec<_>>>() else {
+            return Err(list);
+        };
+        let raw_len = list_meta.len() + raws.iter().map(|raw| 1 + varint_len(raw.len()) + raw.len()).sum::<usize>();
         let mut head = protobuf::unknown_head(&def.api_version(), &format!("{}List", def.kind), raw_len);
         head.extend_from_slice(&list_meta);
-        Ok(ProtobufListChunks { head: Some(head), items: list.items.into_iter(), done: false })
+        Ok(ProtobufListChunks { head: Some(head), items: raws.into_iter(), done: false })
     }
 }
 
@@ -238,12 +238,11 @@ impl Iterator for ProtobufListChunks {
         }
         let mut out = self.head.take().unwrap_or_else(|| Vec::with_capacity(ListChunks::CHUNK + 4096));
         while out.len() < ListChunks::CHUNK {
-            let Some(item) = self.items.next() else {
+            let Some(raw) = self.items.next() else {
                 out.extend_from_slice(protobuf::UNKNOWN_TAIL);
                 self.done = true;
                 break;
             };
-            let raw = item.protobuf().unwrap_or_default();
             out.push(0x12); // field 2 (items), length-delimited
             prost::encoding::encode_varint(raw.len() as u64, &mut out);
             out.extend_from_slice(&raw);

@@ -97,6 +97,15 @@ pub fn host_ip() -> String {
     ip.to_string()
 }
 
+/// A kubeconfig presenting `token` to `server` in namespace `default`; `ca` is the field that
+/// trusts the server's CA with its value (`certificate-authority-data: <base64>` or
+/// `certificate-authority: <path>`).
+pub fn token_kubeconfig_text(server: &str, ca: &str, token: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster:\n    server: {server}\n    {ca}\nusers:\n- name: user\n  user:\n    token: {token}\ncontexts:\n- name: user\n  context:\n    cluster: local\n    user: user\n    namespace: default\ncurrent-context: user\n"
+    )
+}
+
 /// The apiserver binary under test.
 pub fn apiserver_bin() -> PathBuf {
     if let Ok(p) = std::env::var("APISERVER_BIN") {
@@ -400,10 +409,8 @@ impl TestServer {
         let path = self
             .data_dir
             .join(format!("token-{}.kubeconfig", token.len() ^ token.bytes().map(usize::from).sum::<usize>()));
-        let text = format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster:\n    server: https://127.0.0.1:{}\n    certificate-authority-data: {ca}\nusers:\n- name: user\n  user:\n    token: {token}\ncontexts:\n- name: user\n  context:\n    cluster: local\n    user: user\n    namespace: default\ncurrent-context: user\n",
-            self.port
-        );
+        let server = format!("https://127.0.0.1:{}", self.port);
+        let text = token_kubeconfig_text(&server, &format!("certificate-authority-data: {ca}"), token);
         std::fs::write(&path, text).expect("write kubeconfig");
         path
     }

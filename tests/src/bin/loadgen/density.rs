@@ -107,12 +107,7 @@ fn users() -> Vec<String> {
 /// A kubeconfig for `token` at the server `base`, trusting the shared CA.
 fn kubeconfig(shared: &Shared, base: &str, token: &str) -> PathBuf {
     let path = shared.dir.path().join(format!("{token}-{}.kubeconfig", base.rsplit(':').next().unwrap_or("")));
-    let text = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {base}\n    certificate-authority: {}\n\
-         users:\n- name: u\n  user:\n    token: {token}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\n\
-         current-context: c\n",
-        shared.path("ca.crt")
-    );
+    let text = tests::token_kubeconfig_text(base, &format!("certificate-authority: {}", shared.path("ca.crt")), token);
     std::fs::write(&path, text).expect("write kubeconfig");
     path
 }
