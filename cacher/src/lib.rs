@@ -139,6 +139,10 @@ pub struct CacherActor {
     generation: u64,
     /// The current storage watch, cancelled when a re-sync replaces it.
     storage_watch: Option<actix::SpawnHandle>,
+    /// When the next sweep of the watchers is due, and its timer.
+    sweep_at: Option<(Instant, actix::SpawnHandle)>,
+    /// A watcher's events began to wait in its overflow since the last sweep was armed.
+    overflowed: bool,
     metrics: CacherMetrics,
 }
 
@@ -223,6 +227,8 @@ impl CacherActor {
             changes: 0,
             generation: 0,
             storage_watch: None,
+            sweep_at: None,
+            overflowed: false,
             metrics,
         };
         (actor, reader)
@@ -429,6 +435,7 @@ impl CacherActor {
                 Ok(()) => delivered += 1,
                 Err(_closed) => cut.push(*id),
             }
+            self.overflowed |= !w.overflow.is_empty();
         }
         self.metrics.watch_events.increment(delivered);
         lines.record_sizes(&self.metrics.event_sizes);
@@ -563,6 +570,7 @@ impl CacherActor {
         }
         watcher.backlog = watcher.overflow.len();
         watcher.stalled_since = None;
+        self.overflowed |= !watcher.overflow.is_empty();
         self.next_watcher += 1;
         self.watchers.insert(self.next_watcher, watcher);
         self.count_watchers();
@@ -582,9 +590,37 @@ impl Actor for CacherActor {
                 act.send_bookmarks(false);
             }
         });
-        // A last bookmark shortly before each watch's deadline (kube's cacher does the same), so
-        // the client resumes from a recent resourceVersion instead of risking a 410.
-        ctx.run_interval(Duration::from_millis(500), |act, _| {
+        self.arm_sweep(ctx);
+    }
+}
+
+/// How often watchers are swept while one has events waiting in its overflow (an initial
+/// list larger than its channel, a slow client): they drain at this pace.
+const SWEEP_DRAINING: Duration = Duration::from_millis(100);
+
+/// How often they are swept otherwise: to drop those whose client went away and to send the
+/// last bookmarks (kube's cacher keeps its bookmark timers in one-second buckets too).
+const SWEEP_QUIET: Duration = Duration::from_secs(1);
+
+impl CacherActor {
+    /// Arms the next sweep: in [`SWEEP_DRAINING`] when a watcher has overflow (or just got
+    /// some), else in [`SWEEP_QUIET`]; a sweep armed for later than that is moved up. Many
+    /// cachers wake a quiet server ten times less often than a fixed 100 ms tick did.
+    fn arm_sweep(&mut self, ctx: &mut Context<Self>) {
+        let draining = std::mem::take(&mut self.overflowed) || self.watchers.values().any(|w| !w.overflow.is_empty());
+        let wait = if draining { SWEEP_DRAINING } else { SWEEP_QUIET };
+        let at = Instant::now() + wait;
+        if let Some((due, handle)) = self.sweep_at {
+            if due <= at {
+                return;
+            }
+            ctx.cancel_future(handle);
+        }
+        let handle = ctx.run_later(wait, |act, ctx| {
+            act.sweep_at = None;
+            act.sweep_watchers();
+            // A last bookmark shortly before each watch's deadline (kube's cacher does the
+            // same), so the client resumes from a recent resourceVersion instead of risking a 410.
             let ending_by = Instant::now() + FINAL_BOOKMARK_LEAD;
             if act
                 .watchers
@@ -593,10 +629,16 @@ impl Actor for CacherActor {
             {
                 act.send_bookmarks(true);
             }
+            act.arm_sweep(ctx);
         });
-        // Slow watchers drain (or run out of budget) even when no new event arrives, and
-        // watchers whose client went away are dropped even if no event ever reaches them.
-        ctx.run_interval(Duration::from_millis(100), |act, _| act.sweep_watchers());
+        self.sweep_at = Some((at, handle));
+    }
+
+    /// Moves the next sweep up when an event or a new watcher left something in an overflow.
+    fn arm_if_overflowed(&mut self, ctx: &mut Context<Self>) {
+        if self.overflowed {
+            self.arm_sweep(ctx);
+        }
     }
 }
 
@@ -623,6 +665,7 @@ impl StreamHandler<StorageItem> for CacherActor {
             Some(WatchItem::Event(e)) => {
                 self.apply(e);
                 self.publish();
+                self.arm_if_overflowed(ctx);
             }
             Some(WatchItem::Progress(rev)) => {
                 self.shared.progress_answered();
@@ -705,7 +748,11 @@ impl StageHandler<WatchObjects> for CacherActor {
         };
         let reader = self.reader.clone();
         let fresh = async move { reader.fresh(wait, false).await.map(|_| ()) };
-        Work::OnActor(Box::pin(fresh.into_actor(self).map(move |r, act, _| r.and_then(|()| act.add_watcher(&msg)))))
+        Work::OnActor(Box::pin(fresh.into_actor(self).map(move |r, act, ctx| {
+            let added = r.and_then(|()| act.add_watcher(&msg));
+            act.arm_if_overflowed(ctx);
+            added
+        })))
     }
 }
 

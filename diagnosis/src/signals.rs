@@ -2,7 +2,7 @@
 //! holding one bucket per second for the last [`KEPT_SECONDS`], so any window up to that long
 //! can be read (count, sum and largest sample) without keeping samples.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
@@ -135,7 +135,9 @@ impl Series {
 #[derive(Debug)]
 pub struct Signals {
     origin: Instant,
-    series: RwLock<HashMap<SeriesKey, Arc<Series>>>,
+    /// By metric, then label (in label order): each tick asks for a metric's series a few
+    /// dozen times, which a scan of every series made the tick's largest cost.
+    series: RwLock<HashMap<&'static str, BTreeMap<String, Arc<Series>>>>,
 }
 
 impl Default for Signals {
@@ -167,20 +169,21 @@ impl Signals {
 
     /// The series of `key`, made on first use.
     pub fn series(&self, key: &SeriesKey) -> Arc<Series> {
-        if let Some(s) = self.series.read().unwrap_or_else(|e| e.into_inner()).get(key) {
-            return s.clone();
+        let all = self.series.read().unwrap_or_else(|e| e.into_inner());
+        let found = all.get(key.metric).and_then(|m| m.get(&key.label)).cloned();
+        drop(all);
+        if let Some(s) = found {
+            return s;
         }
         let mut all = self.series.write().unwrap_or_else(|e| e.into_inner());
-        all.entry(key.clone()).or_insert_with(|| Arc::new(Series::new())).clone()
+        let of_metric = all.entry(key.metric).or_default();
+        of_metric.entry(key.label.clone()).or_insert_with(|| Arc::new(Series::new())).clone()
     }
 
     /// Every series of `metric`, by label, in label order.
     pub fn of(&self, metric: &str) -> Vec<(String, Arc<Series>)> {
         let all = self.series.read().unwrap_or_else(|e| e.into_inner());
-        let mut found: Vec<_> =
-            all.iter().filter(|(k, _)| k.metric == metric).map(|(k, s)| (k.label.clone(), s.clone())).collect();
-        found.sort_by(|a, b| a.0.cmp(&b.0));
-        found
+        all.get(metric).map(|m| m.iter().map(|(label, s)| (label.clone(), s.clone())).collect()).unwrap_or_default()
     }
 
     /// The window of `metric` summed over its labels.

@@ -39,6 +39,8 @@ use crate::{estimate, shuffle};
 const GROUP: &str = "flowcontrol.apiserver.k8s.io";
 /// How often the stored configuration is re-read.
 const REFRESH: Duration = Duration::from_secs(1);
+/// The longest the configuration goes unread while the caches show no change.
+const FULL_READ: Duration = Duration::from_secs(60);
 /// kube's borrowing adjustment period.
 const BORROWING: Duration = Duration::from_secs(10);
 /// How often queue deadlines and lingering seats are checked (and the debug view refreshed)
@@ -156,11 +158,17 @@ pub struct FlowControlActor {
     dirty: bool,
     /// Seats of exempt requests, which pass the actor by: sampled every tick.
     exempt_seats: ExemptSeats,
-    /// The (level, schema) pairs whose request gauges have been published.
-    series: std::collections::HashSet<(String, String)>,
+    /// The seat gauges of each level, registered once: a publish then stores numbers rather
+    /// than looking each series up by its labels (it runs up to 50 times a second).
+    level_gauges: HashMap<String, [metrics::Gauge; 2]>,
+    /// The request gauges of each (level, schema) pair published so far (kept, at zero once
+    /// idle), registered once.
+    series: HashMap<(String, String), [metrics::Gauge; 2]>,
     /// Each configuration object's uid and resourceVersion at the last refresh: a refresh
     /// that reads the same compiles nothing.
     read_last: Vec<(String, String)>,
+    /// The caches' change marks of both resources when they were last read.
+    read_marks: (Option<(u64, u64)>, Instant),
     /// When the next tick is due, and its timer.
     tick_at: Option<(Instant, actix::SpawnHandle)>,
 }
@@ -183,8 +191,10 @@ impl FlowControlActor {
             view: FlowControlView::default(),
             dirty: true,
             exempt_seats: ExemptSeats::default(),
-            series: Default::default(),
+            level_gauges: HashMap::new(),
+            series: HashMap::new(),
             read_last: Vec::new(),
+            read_marks: (None, Instant::now()),
             tick_at: None,
         };
         let current = actor.config.current();
@@ -384,23 +394,33 @@ impl FlowControlActor {
             *running.entry((t.level.as_str(), e.flow_schema.as_str())).or_default() += 1;
         }
         for v in &views {
-            metrics::gauge!(CURRENT_EXECUTING_SEATS, "priority_level" => v.name.clone())
-                .set(v.stats.seats_in_use as f64);
-            metrics::gauge!(CURRENT_INQUEUE_SEATS, "priority_level" => v.name.clone())
-                .set(v.stats.seats_waiting as f64);
+            let [executing_seats, inqueue_seats] =
+                self.level_gauges.entry(v.name.clone()).or_insert_with_key(|level| {
+                    [
+                        metrics::gauge!(CURRENT_EXECUTING_SEATS, "priority_level" => level.clone()),
+                        metrics::gauge!(CURRENT_INQUEUE_SEATS, "priority_level" => level.clone()),
+                    ]
+                });
+            executing_seats.set(v.stats.seats_in_use as f64);
+            inqueue_seats.set(v.stats.seats_waiting as f64);
         }
         // Every pair seen keeps its series, at zero once idle.
         for (level, schema) in inqueue.keys().chain(running.keys()) {
-            self.series.insert((level.to_string(), schema.to_string()));
+            if !self.series.contains_key(&(level.to_string(), schema.to_string())) {
+                let (level, schema) = (level.to_string(), schema.to_string());
+                let gauges = [
+                    metrics::gauge!(CURRENT_INQUEUE_REQUESTS,
+                        "flow_schema" => schema.clone(), "priority_level" => level.clone()),
+                    metrics::gauge!(CURRENT_EXECUTING_REQUESTS,
+                        "flow_schema" => schema.clone(), "priority_level" => level.clone()),
+                ];
+                self.series.insert((level, schema), gauges);
+            }
         }
-        for (level, schema) in &self.series {
+        for ((level, schema), [inqueue_gauge, running_gauge]) in &self.series {
             let key = (level.as_str(), schema.as_str());
-            metrics::gauge!(CURRENT_INQUEUE_REQUESTS,
-                "flow_schema" => schema.clone(), "priority_level" => level.clone())
-            .set(inqueue.get(&key).copied().unwrap_or(0) as f64);
-            metrics::gauge!(CURRENT_EXECUTING_REQUESTS,
-                "flow_schema" => schema.clone(), "priority_level" => level.clone())
-            .set(running.get(&key).copied().unwrap_or(0) as f64);
+            inqueue_gauge.set(inqueue.get(&key).copied().unwrap_or(0) as f64);
+            running_gauge.set(running.get(&key).copied().unwrap_or(0) as f64);
         }
         *self.view.0.write().unwrap_or_else(std::sync::PoisonError::into_inner) = views;
     }
@@ -431,6 +451,13 @@ impl FlowControlActor {
 
     fn refresh(&mut self, ctx: &mut Context<Self>) {
         let Some(objects) = self.objects.clone() else { return };
+        // Nothing changed in the cache since the last read: the same objects would be read.
+        // A read a minute still happens, in case a cache was replaced and counts afresh.
+        let marks = objects.changes(GROUP, "flowschemas").zip(objects.changes(GROUP, "prioritylevelconfigurations"));
+        let now = Instant::now();
+        if marks.is_some() && marks == self.read_marks.0 && now < self.read_marks.1 + FULL_READ {
+            return;
+        }
         // A failed read keeps the configuration in force: falling back to the bootstrap objects
         // would swap every stored uid (and any operator's change) for a second.
         let read = async move {
@@ -438,8 +465,9 @@ impl FlowControlActor {
             let levels = objects.list(GROUP, "prioritylevelconfigurations", "", "").await.ok()?;
             Some((schemas, levels))
         };
-        ctx.spawn(read.into_actor(self).map(|read, actor, _| {
+        ctx.spawn(read.into_actor(self).map(move |read, actor, _| {
             let Some((schemas, levels)) = read else { return };
+            actor.read_marks = (marks, now);
             let versions: Vec<(String, String)> = schemas
                 .iter()
                 .chain(&levels)

@@ -124,6 +124,9 @@ fn diagnose(diagnosis: Arc<diagnosis::Diagnosis>, meters: Vec<Arc<storage::meter
 /// How often the APF bootstrap objects and the FlowSchemas' `Dangling` conditions are kept.
 const APF_UPKEEP: Duration = Duration::from_secs(10);
 
+/// Passes of [`APF_UPKEEP`] skipped in a row while the APF objects stay unchanged.
+const APF_UPKEEP_SKIPS: u32 = 5;
+
 /// The flow-control stage's mailbox bound: above what kube's bootstrap levels queue in all
 /// (about 26,000 requests), so APF, not the mailbox, decides who waits and who gets 429.
 const APF_MAILBOX_CAPACITY: usize = 1 << 15;
@@ -966,13 +969,30 @@ fn spawn_apf_upkeep(stages: Stages, catalogue: Arc<Catalogue>, objects: Arc<dyn 
     controllers::leader::spawn_stoppable(async move {
         let system =
             UserInfo { name: "system:apiserver".into(), groups: vec!["system:masters".into()], ..Default::default() };
+        // Each pass reads every bootstrap object from storage; while neither resource changes
+        // in the cache, a pass would find what the last one left, so one a minute (kube's
+        // period) is enough.
+        let mut kept = (None, 0);
         loop {
             actix::clock::sleep(APF_UPKEEP).await;
-            if let Err(e) = ensure_apf(&stages, &catalogue, &system, objects.as_ref()).await {
-                tracing::warn!(error = %e, "APF configuration upkeep");
+            let marks = apf_changes(objects.as_ref());
+            if marks.is_some() && marks == kept.0 && kept.1 < APF_UPKEEP_SKIPS {
+                kept.1 += 1;
+                continue;
+            }
+            match ensure_apf(&stages, &catalogue, &system, objects.as_ref()).await {
+                Ok(()) => kept = (marks, 0),
+                Err(e) => tracing::warn!(error = %e, "APF configuration upkeep"),
             }
         }
     })
+}
+
+/// Where the cache's FlowSchemas and PriorityLevelConfigurations stand (`None` while either
+/// cache is not ready): equal marks mean no object of either changed in between.
+fn apf_changes(objects: &dyn ObjectLookup) -> Option<(u64, u64)> {
+    let group = "flowcontrol.apiserver.k8s.io";
+    Some((objects.changes(group, "flowschemas")?, objects.changes(group, "prioritylevelconfigurations")?))
 }
 
 /// Creates the bootstrap RBAC objects or reconciles them with what exists ([`auth::reconcile`]).
