@@ -10,8 +10,10 @@
 //! # Layout
 //! - [`store`]: [`RegistryStore`], create, update, patch, delete and deletecollection.
 //! - [`actor`]: [`StorageActor`], the stage that runs the store's operations.
+//! - [`recent`]: the stored form of the keys updated last, where the next update starts.
 
 pub mod actor;
+pub mod recent;
 pub mod store;
 
 #[cfg(test)]

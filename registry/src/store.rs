@@ -30,8 +30,24 @@ use storage::{Expect, KeyValue, StorageError};
 use storage_codec::codec::{decode_object, encode_object, encode_replacing, stored_form, try_stored_form};
 use storage_codec::errors::interpret;
 
+use crate::recent::RecentWrites;
+
 /// How many times a guaranteed update retries a conflict before giving up.
 const MAX_UPDATE_RETRIES: usize = 64;
+
+/// How one attempt of a guaranteed update ended.
+enum Step {
+    Done(WriteResult),
+    /// The write itself failed: the answer, whatever the attempt started from (a write whose
+    /// outcome is unknown must not be tried again on top of itself).
+    Failed(ApiError),
+    /// Storage answered a conflict with the key's current state: try again on it.
+    Retry(KeyValue),
+    /// Try again on what storage holds now.
+    Read,
+    /// Unchanged from a copy: the answer if storage still holds the copy's revision.
+    Unchanged(WriteResult),
+}
 
 /// The generic registry store for every served resource.
 pub struct RegistryStore {
@@ -42,6 +58,8 @@ pub struct RegistryStore {
     allocators: Arc<dyn AddressAllocator>,
     /// Events are deleted this long after their last write (`--event-ttl`); `None` keeps them.
     event_ttl: Option<Duration>,
+    /// Where updates of a key this store updated lately start, instead of a storage read.
+    recent: RecentWrites,
 }
 
 /// Who writes, and how: what every write step needs besides the object.
@@ -370,7 +388,15 @@ impl RegistryStore {
         allocators: Arc<dyn AddressAllocator>,
     ) -> Self {
         let prefix = prefix.trim_end_matches('/').to_string();
-        RegistryStore { catalogue, router, prefix, admission, allocators, event_ttl: None }
+        RegistryStore {
+            catalogue,
+            router,
+            prefix,
+            admission,
+            allocators,
+            event_ttl: None,
+            recent: RecentWrites::default(),
+        }
     }
 
     /// Deletes Events `ttl` after their last write, as kube-apiserver's `--event-ttl` does: by
@@ -642,189 +668,262 @@ impl RegistryStore {
         let key = self.key(def, &target.namespace, name);
         let scale = target.subresource == Some(Subresource::Scale);
         let requested = self.requested(target);
-        let mut current = self.read_current(def, &key, name).await?;
+        // What this store wrote last at the key, when it did (a dry run decides on what storage
+        // holds); `fresh` once `current` was read from storage.
+        let recent = if options.dry_run { None } else { self.recent.get(&key) };
+        let mut fresh = recent.is_none();
+        let mut current = match recent {
+            Some(kv) => Some(kv),
+            None => self.read_current(def, &key, name).await?,
+        };
         for _ in 0..MAX_UPDATE_RETRIES {
-            // Shared with admission, which is sent it twice.
-            let old = match &current {
-                Some(kv) => Some(Arc::new(decode_object(def, kv).map_err(|e| interpret(def, name, e))?)),
-                None => None,
-            };
-            let (mut candidate, mut warnings) = mutate(old.as_deref())?;
-            let Some(old) = old else {
-                // Create on update: only kinds that allow it reach here with no current object.
-                let mut candidate = candidate;
-                candidate.meta_mut().remove("resourceVersion");
-                let create = CreateObject {
-                    target: Target { name: String::new(), subresource: None, ..target.clone() },
-                    object: candidate,
-                    user: user.clone(),
-                    options: options.clone(),
+            let attempt: Result<Step, ApiError> = async {
+                // Shared with admission, which is sent it twice.
+                let old = match &current {
+                    Some(kv) => Some(Arc::new(decode_object(def, kv).map_err(|e| interpret(def, name, e))?)),
+                    None => None,
                 };
-                match self.create_tracked(create, deadline, tracking).await {
-                    // Another writer created it first: apply onto theirs, as kube's guaranteed
-                    // update retries a lost create.
-                    Err(e) if e.reason == Reason::AlreadyExists && tracking == Tracking::Applied => {
-                        current = self.read_current(def, &key, name).await?;
-                        continue;
+                let (mut candidate, mut warnings) = mutate(old.as_deref())?;
+                let Some(old) = old else {
+                    // Create on update: only kinds that allow it reach here with no current object.
+                    let mut candidate = candidate;
+                    candidate.meta_mut().remove("resourceVersion");
+                    let create = CreateObject {
+                        target: Target { name: String::new(), subresource: None, ..target.clone() },
+                        object: candidate,
+                        user: user.clone(),
+                        options: options.clone(),
+                    };
+                    match self.create_tracked(create, deadline, tracking).await {
+                        // Another writer created it first: apply onto theirs, as kube's guaranteed
+                        // update retries a lost create.
+                        Err(e) if e.reason == Reason::AlreadyExists && tracking == Tracking::Applied => {
+                            return Ok(Step::Read);
+                        }
+                        created => return Ok(Step::Done(WriteResult { warnings, ..created? })),
                     }
-                    created => return Ok(WriteResult { warnings, ..created? }),
+                };
+                let sent_rv = candidate.resource_version().to_string();
+                let old_rv = old.resource_version().to_string();
+                if !sent_rv.is_empty() && sent_rv != old_rv {
+                    return Err(ApiError::stale_resource_version(&def.group, &def.resource, name));
                 }
-            };
-            let sent_rv = candidate.resource_version().to_string();
-            let old_rv = old.resource_version().to_string();
-            if !sent_rv.is_empty() && sent_rv != old_rv {
-                return Err(ApiError::stale_resource_version(&def.group, &def.resource, name));
-            }
-            if let Some(sub) = target.subresource {
-                def.strategy.check_subresource_update(sub, name, &old)?;
-            }
-            // The candidate in its stored form with its managed fields, when it was made for
-            // them: what the stored form below would make again if admission changes nothing.
-            let mut tracked = None;
-            if tracking == Tracking::Update {
-                // kube records an update's fields on the object as sent (decoded with
-                // defaults), before admission and the strategy change it; compared with the
-                // stored object in the form a read gives it back, so a write that only restates
-                // what Go leaves out (`env: []`) changes no manager's fields or time.
-                let round_tripped = try_stored_form(def, &candidate);
-                // Reused below only if it went through the resource's own version: a patch may
-                // have set another `apiVersion`, which the stored form below overwrites first.
-                let own_type =
-                    candidate.get("apiVersion").and_then(Value::as_str).is_some_and(|v| def.is_api_version(v))
-                        && candidate.get("kind").and_then(Value::as_str) == Some(def.kind.as_str());
-                let reusable = round_tripped.is_some() && own_type;
-                let mut sent = round_tripped.unwrap_or_else(|| candidate.clone());
-                def.apply_defaults(&mut sent);
-                let form = self.request_form(target);
-                track_update(
-                    form.as_deref().unwrap_or(def),
-                    target.subresource,
-                    Some(&*old),
-                    &mut sent,
-                    options.manager(),
-                );
-                let entries = sent.pointer("/metadata/managedFields").cloned();
-                if let Some(meta) = candidate.get_mut("metadata").and_then(Value::as_object_mut) {
-                    match entries {
-                        Some(e) => meta.insert("managedFields".into(), e),
-                        None => meta.remove("managedFields"),
-                    };
+                if let Some(sub) = target.subresource {
+                    def.strategy.check_subresource_update(sub, name, &old)?;
                 }
-                tracked = reusable.then_some(sent);
-            }
-            // Mutating admission sees the object as the client made it, before the strategy
-            // prepares it; the result is then prepared and validated, as kube orders it. A
-            // `/scale` write is admitted as kube admits it: an update of the Scale.
-            let admitted_old = if scale { Arc::new(def.to_scale(&old)) } else { old.clone() };
-            let sent = if scale { def.to_scale(&candidate) } else { candidate.clone() };
-            let mutated = self
-                .admit(AdmissionPhase::Mutating, Operation::Update, target, &writer, sent, Some(admitted_old.clone()))
-                .await?;
-            warnings.extend(mutated.warnings);
-            let mut audit_annotations = mutated.audit_annotations;
-            let mutated_object =
-                if scale { def.with_replicas(candidate.clone(), &mutated.object) } else { mutated.object };
-            // Compared with the stored object in the form a read gives it back.
-            let changed = mutated_object != candidate;
-            let candidate = match tracked {
-                Some(mut form) if !changed => {
-                    form["apiVersion"] = def.api_version().into();
-                    form["kind"] = def.kind.clone().into();
-                    form
+                // The candidate in its stored form with its managed fields, when it was made for
+                // them: what the stored form below would make again if admission changes nothing.
+                let mut tracked = None;
+                if tracking == Tracking::Update {
+                    // kube records an update's fields on the object as sent (decoded with
+                    // defaults), before admission and the strategy change it; compared with the
+                    // stored object in the form a read gives it back, so a write that only restates
+                    // what Go leaves out (`env: []`) changes no manager's fields or time.
+                    let round_tripped = try_stored_form(def, &candidate);
+                    // Reused below only if it went through the resource's own version: a patch may
+                    // have set another `apiVersion`, which the stored form below overwrites first.
+                    let own_type =
+                        candidate.get("apiVersion").and_then(Value::as_str).is_some_and(|v| def.is_api_version(v))
+                            && candidate.get("kind").and_then(Value::as_str) == Some(def.kind.as_str());
+                    let reusable = round_tripped.is_some() && own_type;
+                    let mut sent = round_tripped.unwrap_or_else(|| candidate.clone());
+                    def.apply_defaults(&mut sent);
+                    let form = self.request_form(target);
+                    track_update(
+                        form.as_deref().unwrap_or(def),
+                        target.subresource,
+                        Some(&*old),
+                        &mut sent,
+                        options.manager(),
+                    );
+                    let entries = sent.pointer("/metadata/managedFields").cloned();
+                    if let Some(meta) = candidate.get_mut("metadata").and_then(Value::as_object_mut) {
+                        match entries {
+                            Some(e) => meta.insert("managedFields".into(), e),
+                            None => meta.remove("managedFields"),
+                        };
+                    }
+                    tracked = reusable.then_some(sent);
                 }
-                _ => {
-                    let mut candidate = if changed {
-                        let mut changed = mutated_object;
-                        def.apply_defaults(&mut changed);
-                        changed
-                    } else {
-                        candidate
-                    };
-                    candidate["apiVersion"] = def.api_version().into();
-                    candidate["kind"] = def.kind.clone().into();
-                    stored_form(def, candidate)
+                // Mutating admission sees the object as the client made it, before the strategy
+                // prepares it; the result is then prepared and validated, as kube orders it. A
+                // `/scale` write is admitted as kube admits it: an update of the Scale.
+                let admitted_old = if scale { Arc::new(def.to_scale(&old)) } else { old.clone() };
+                let sent = if scale { def.to_scale(&candidate) } else { candidate.clone() };
+                let mutated = self
+                    .admit(
+                        AdmissionPhase::Mutating,
+                        Operation::Update,
+                        target,
+                        &writer,
+                        sent,
+                        Some(admitted_old.clone()),
+                    )
+                    .await?;
+                warnings.extend(mutated.warnings);
+                let mut audit_annotations = mutated.audit_annotations;
+                let mutated_object =
+                    if scale { def.with_replicas(candidate.clone(), &mutated.object) } else { mutated.object };
+                // Compared with the stored object in the form a read gives it back.
+                let changed = mutated_object != candidate;
+                let candidate = match tracked {
+                    Some(mut form) if !changed => {
+                        form["apiVersion"] = def.api_version().into();
+                        form["kind"] = def.kind.clone().into();
+                        form
+                    }
+                    _ => {
+                        let mut candidate = if changed {
+                            let mut changed = mutated_object;
+                            def.apply_defaults(&mut changed);
+                            changed
+                        } else {
+                            candidate
+                        };
+                        candidate["apiVersion"] = def.api_version().into();
+                        candidate["kind"] = def.kind.clone().into();
+                        stored_form(def, candidate)
+                    }
+                };
+                let mut new = self.merge_server_state(def, target.subresource, candidate, &old);
+                if new.resource_version().is_empty() {
+                    new.set_meta_str("resourceVersion", &old_rv);
                 }
-            };
-            let mut new = self.merge_server_state(def, target.subresource, candidate, &old);
-            if new.resource_version().is_empty() {
-                new.set_meta_str("resourceVersion", &old_rv);
-            }
-            let request = requested.as_deref().unwrap_or(def);
-            if target.subresource.is_some_and(Subresource::validated_as_status) {
-                invalid(def, name, def.validate_status_update_request(request, &new, &old))?;
-            } else {
-                invalid(def, name, def.validate_update_request(request, &new, &old))?;
-            }
-            let (sent, kept) = if scale { (def.to_scale(&new), Some(new)) } else { (new, None) };
-            let admitted = self
-                .admit(AdmissionPhase::Validating, Operation::Update, target, &writer, sent, Some(admitted_old))
-                .await?;
-            warnings.extend(admitted.warnings);
-            audit_annotations.extend(admitted.audit_annotations);
-            let mut new = match kept {
-                Some(object) => def.with_replicas(object, &admitted.object),
-                None => admitted.object,
-            };
+                let request = requested.as_deref().unwrap_or(def);
+                if target.subresource.is_some_and(Subresource::validated_as_status) {
+                    invalid(def, name, def.validate_status_update_request(request, &new, &old))?;
+                } else {
+                    invalid(def, name, def.validate_update_request(request, &new, &old))?;
+                }
+                let (sent, kept) = if scale { (def.to_scale(&new), Some(new)) } else { (new, None) };
+                let admitted = self
+                    .admit(AdmissionPhase::Validating, Operation::Update, target, &writer, sent, Some(admitted_old))
+                    .await?;
+                warnings.extend(admitted.warnings);
+                audit_annotations.extend(admitted.audit_annotations);
+                let mut new = match kept {
+                    Some(object) => def.with_replicas(object, &admitted.object),
+                    None => admitted.object,
+                };
 
-            // Unchanged objects are not written: no new resourceVersion, as kube does.
-            let stale = current.as_ref().is_some_and(|kv| kv.stale);
-            if same_but_resource_version(&old, &new) && !stale {
-                let object = Written::Object(Arc::unwrap_or_clone(old));
-                return Ok(WriteResult { object, created: false, deleted: false, warnings, audit_annotations });
-            }
-            new.set_meta_str("resourceVersion", &old_rv);
-            // A Service whose type or ports change gains or gives up addresses and ports.
-            let was_held = held(def, &old);
-            let reservation = self.reserve(def, &mut new, &was_held, options.dry_run).await?;
-            if options.dry_run {
-                let object = Written::Object(new);
-                return Ok(WriteResult { object, created: false, deleted: false, warnings, audit_annotations });
-            }
-            let mod_rev = current.as_ref().map(|kv| kv.mod_revision).unwrap_or(0);
-            // The last finalizer removed from an object being deleted completes the deletion.
-            let completes =
-                new.is_being_deleted() && new.finalizers().is_empty() && !def.strategy.awaits_finalization(&new);
-            let written = if completes {
-                self.router.backend(&key).delete(&key, Some(mod_rev)).await.map(|(_, rev)| rev)
-            } else {
-                let previous = current.as_ref().map(|kv| &kv.value[..]).unwrap_or_default();
-                let bytes = encode_replacing(def, &new, previous)?;
-                self.put(&key, bytes, Expect::ModRevision(mod_rev)).await.map(|kv| kv.mod_revision)
-            };
-            match written {
-                Ok(rev) => {
-                    // A write that completed a deletion holds nothing: what it reserved too.
-                    if completes {
-                        reservation.give_back().await;
-                    } else {
-                        reservation.keep();
-                    }
-                    new.set_meta_str("resourceVersion", &rev.to_string());
-                    let now_held = if completes { Vec::new() } else { held(def, &new) };
-                    self.release(was_held.into_iter().filter(|h| !now_held.contains(h)).collect()).await;
+                // Unchanged objects are not written: no new resourceVersion, as kube does.
+                let stale = current.as_ref().is_some_and(|kv| kv.stale);
+                if same_but_resource_version(&old, &new) && !stale {
+                    // Unchanged from a copy: storage may hold a newer object, which this must be
+                    // compared with before answering.
+                    let object = Written::Object(Arc::unwrap_or_clone(old));
+                    let result = WriteResult { object, created: false, deleted: false, warnings, audit_annotations };
+                    return Ok(if fresh { Step::Done(result) } else { Step::Unchanged(result) });
+                }
+                new.set_meta_str("resourceVersion", &old_rv);
+                // A Service whose type or ports change gains or gives up addresses and ports.
+                let was_held = held(def, &old);
+                let reservation = self.reserve(def, &mut new, &was_held, options.dry_run).await?;
+                if options.dry_run {
                     let object = Written::Object(new);
-                    return Ok(WriteResult { object, created: false, deleted: completes, warnings, audit_annotations });
+                    return Ok(Step::Done(WriteResult {
+                        object,
+                        created: false,
+                        deleted: false,
+                        warnings,
+                        audit_annotations,
+                    }));
                 }
-                Err(e) => {
-                    if not_written(&e) {
-                        reservation.give_back().await
-                    } else {
-                        reservation.keep()
+                let mod_rev = current.as_ref().map(|kv| kv.mod_revision).unwrap_or(0);
+                // The last finalizer removed from an object being deleted completes the deletion.
+                let completes =
+                    new.is_being_deleted() && new.finalizers().is_empty() && !def.strategy.awaits_finalization(&new);
+                // Whatever the outcome, the copy (if one was used) is no guide to the next update.
+                self.recent.forget(&key);
+                let written = if completes {
+                    self.router.backend(&key).delete(&key, Some(mod_rev)).await.map(|(_, rev)| rev)
+                } else {
+                    let previous = current.as_ref().map(|kv| &kv.value[..]).unwrap_or_default();
+                    let bytes = encode_replacing(def, &new, previous)?;
+                    self.put(&key, bytes, Expect::ModRevision(mod_rev)).await.map(|kv| {
+                        let rev = kv.mod_revision;
+                        self.recent.remember(kv);
+                        rev
+                    })
+                };
+                match written {
+                    Ok(rev) => {
+                        // A write that completed a deletion holds nothing: what it reserved too.
+                        if completes {
+                            reservation.give_back().await;
+                        } else {
+                            reservation.keep();
+                        }
+                        new.set_meta_str("resourceVersion", &rev.to_string());
+                        let now_held = if completes { Vec::new() } else { held(def, &new) };
+                        self.release(was_held.into_iter().filter(|h| !now_held.contains(h)).collect()).await;
+                        let object = Written::Object(new);
+                        Ok(Step::Done(WriteResult {
+                            object,
+                            created: false,
+                            deleted: completes,
+                            warnings,
+                            audit_annotations,
+                        }))
                     }
-                    match e {
-                        StorageError::Conflict { current: now, .. } if sent_rv.is_empty() => {
-                            current = now.map(|b| *b);
-                            if current.is_none() {
-                                return Err(ApiError::not_found(&def.group, &def.resource, name));
+                    Err(e) => {
+                        if not_written(&e) {
+                            reservation.give_back().await
+                        } else {
+                            reservation.keep()
+                        }
+                        match e {
+                            // A copy's conflict says nothing of the request's own resourceVersion:
+                            // it is checked again against what storage holds.
+                            StorageError::Conflict { current: now, .. } if sent_rv.is_empty() || !fresh => match now {
+                                Some(now) => Ok(Step::Retry(*now)),
+                                None => Ok(Step::Failed(ApiError::not_found(&def.group, &def.resource, name))),
+                            },
+                            // Gone since the copy was made: as if storage had been read first
+                            // (an update of a kind that creates on update creates it).
+                            StorageError::NotFound { .. } if !fresh => Ok(Step::Read),
+                            StorageError::NotFound { .. } => {
+                                Ok(Step::Failed(ApiError::not_found(&def.group, &def.resource, name)))
                             }
+                            e => Ok(Step::Failed(interpret(def, name, e))),
                         }
-                        StorageError::NotFound { .. } => {
-                            return Err(ApiError::not_found(&def.group, &def.resource, name));
-                        }
-                        e => return Err(interpret(def, name, e)),
                     }
                 }
             }
+            .await;
+            let decided_on_copy = match attempt {
+                Ok(Step::Done(result)) => return Ok(result),
+                Ok(Step::Failed(e)) => return Err(e),
+                Ok(Step::Retry(now)) => {
+                    // The copy was stale: the next update starts from storage again.
+                    self.recent.forget(&key);
+                    (current, fresh) = (Some(now), true);
+                    continue;
+                }
+                Ok(Step::Read) => {
+                    self.recent.forget(&key);
+                    (current, fresh) = (self.read_current(def, &key, name).await?, true);
+                    continue;
+                }
+                // Decided on a copy: what storage holds may decide otherwise (a resourceVersion
+                // the copy was behind on, a patch that applies to the newer object).
+                Ok(Step::Unchanged(result)) => Ok(result),
+                Err(e) if !fresh => Err(e),
+                Err(e) => return Err(e),
+            };
+            // The answer stands if storage still holds the copy's revision (and the copy's
+            // encoding): then it is what a read would have started from.
+            let copied = current.as_ref().map(|kv| kv.mod_revision);
+            let now = match self.read_current(def, &key, name).await {
+                Ok(now) => now,
+                // The attempt's own answer, rather than the read's failure.
+                Err(_) => return decided_on_copy,
+            };
+            if now.as_ref().is_some_and(|kv| Some(kv.mod_revision) == copied && !kv.stale) {
+                return decided_on_copy;
+            }
+            self.recent.forget(&key);
+            (current, fresh) = (now, true);
         }
         Err(ApiError::conflict(&def.group, &def.resource, name, "too many concurrent updates; please try again"))
     }
@@ -1108,6 +1207,9 @@ impl RegistryStore {
         let name = target.name.as_str();
         let key = self.key(def, &target.namespace, name);
         let writer = Writer { user, dry_run: delete.dry_run, deadline, options: delete.review_form() };
+        if !delete.dry_run {
+            self.recent.forget(&key);
+        }
         for _ in 0..MAX_UPDATE_RETRIES {
             let Some(kv) = self.read_current(def, &key, name).await? else {
                 return Err(ApiError::not_found(&def.group, &def.resource, name));

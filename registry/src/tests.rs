@@ -10,10 +10,11 @@ use actors::{ActorDirectory, Deadline, MailboxSpec, StageArbiter, StageHandler, 
 use apimachinery::catalogue::{Pool, Subresource};
 use apimachinery::error::ApiError;
 use apimachinery::messages::{
-    AdmissionPhase, Admit, Admitted, CreateObject, DeleteCollection, DeleteObject, Target, UpdateObject, WriteResult,
-    Written,
+    AdmissionPhase, Admit, Admitted, CreateObject, DeleteCollection, DeleteObject, PatchObject, Target, UpdateObject,
+    WriteResult, Written,
 };
 use apimachinery::options::{DeleteOptions, ListOptions, Propagation, WriteOptions};
+use apimachinery::patch::PatchType;
 use apimachinery::request::UserInfo;
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -539,12 +540,18 @@ struct Tampered {
     inner: Arc<dyn Storage>,
     lists_fail: bool,
     slow_writes_under: Option<&'static str>,
+    /// Puts are applied but answered as a timed-out backend answers (outcome unknown).
+    answers_lost: std::sync::atomic::AtomicBool,
 }
 
 impl Tampered {
     fn over(lists_fail: bool, slow_writes_under: Option<&'static str>) -> Arc<dyn Storage> {
+        Self::new(lists_fail, slow_writes_under)
+    }
+
+    fn new(lists_fail: bool, slow_writes_under: Option<&'static str>) -> Arc<Tampered> {
         let inner = EmbeddedStore::in_memory(EmbeddedOptions::default()).unwrap();
-        Arc::new(Tampered { inner, lists_fail, slow_writes_under })
+        Arc::new(Tampered { inner, lists_fail, slow_writes_under, answers_lost: Default::default() })
     }
 }
 
@@ -572,7 +579,12 @@ impl Storage for Tampered {
         if self.slow_writes_under.is_some_and(|p| key.starts_with(p)) {
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
-        self.inner.put(key, value, expect).await
+        let written = self.inner.put(key, value, expect).await;
+        if self.answers_lost.load(std::sync::atomic::Ordering::SeqCst) {
+            let message = "context deadline exceeded".into();
+            return Err(StorageError::Unavailable { backend: self.describe(), message });
+        }
+        written
     }
     async fn put_with_ttl(
         &self,
@@ -750,3 +762,114 @@ async fn status_writes_of_kinds_that_keep_metadata_record_only_the_status() {
 
 /// A certificate request for `CN=alice` (`openssl req -new`), base64 as the API carries it.
 const CSR_PEM_BASE64: &str = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlJQ1ZUQ0NBVDBDQVFBd0VERU9NQXdHQTFVRUF3d0ZZV3hwWTJVd2dnRWlNQTBHQ1NxR1NJYjNEUUVCQVFVQQpBNElCRHdBd2dnRUtBb0lCQVFDdlJFUXVta3BoOWZJWnEwZmVNenNudGxLQXlzTzdtL00zUFNzME4wTDhtSVlkCjRLczNaVXl5RWFqSVdOYnExaVlsL0JSRk52MUtPMzB5bFV5REVldlZOSDBxODZ2akFCY2JJSWxOQ0tjUEdSUGMKMDNYR2tlL2d6d1l0ZGx5REs2YUdyay8wMjJtQ0c3b3pQWmdXN09NcDNOTy9MdU5CYkpqNzZIQjZ6UkxONjVwRApnOER1RE9oaEhNUkUyMGFIcEhualhCVzFQdjFLd1lDSEQzUlBrMERNajM2VnA2cUxEcFFqTlcza2pJNjl5K2JMClFWV0JVUHVrR1JCRmtWNmZVbGQzUTFIa0hnbU1ndUFTeE04a3NqWWNUMFlaakY1QWM5REVGc1Y5TGVFcG5BZVQKbXN5Z3V1WXV6REplanMxbEg4dndLaGZpUjRHZUh0ajdNdDd0Z3hVaEFnTUJBQUdnQURBTkJna3Foa2lHOXcwQgpBUXNGQUFPQ0FRRUFlcHVQL3UzbVBHdEVoOWpPV1ZTeVBQcDdvV3N6SGxMb0ljWnZOMUlSQ3lic3B1NGg2ck9sCk5ra0ZPRmovZlo5OEtMNDZnVThUcEZZKy9IVGpqYXNCUmtnZTZSY1k3R0JlZVZOb3ZNT00yckJzUmdLV3JZNW4KdkJBVzVuaERTb2Y4Mm9tMVl5RWhFelpaNWlJY3Nydm14UzBUQzZFL1NwREFhRXB0T2h3eGtUTFovK3dWVnB3cQp0L2RSeXVMWHQyenUraW5mTVVZZkJoWkxWa0dOdkd0MU1JUmp5bGgvU0g2Vk9GVGg2WjZqbUN5TnhFOFZyaklaCmFmK243anBUbjdMeWUzYTNWb0VtTjZwTlNNVUZHdDFnbi9LamROVTlQUVdCS2Q4QnFmeFZlNit0SzhPMEd6dDQKQkdRbXdkKzYydU0vazBuNHlyUW95K2paUTcyZU8yR0Mrdz09Ci0tLS0tRU5EIENFUlRJRklDQVRFIFJFUVVFU1QtLS0tLQo=";
+
+impl Registry {
+    async fn put(&self, name: &str, object: Value) -> Result<Value, ApiError> {
+        let msg = UpdateObject {
+            target: target("", "configmaps", "default", name),
+            object,
+            user: admin(),
+            options: WriteOptions::default(),
+        };
+        self.store.update(msg, Deadline::NONE).await.map(object_of)
+    }
+
+    async fn merge_patch(&self, name: &str, patch: Value) -> Result<Value, ApiError> {
+        let msg = PatchObject {
+            target: target("", "configmaps", "default", name),
+            patch_type: PatchType::Merge,
+            patch: patch.to_string().into_bytes(),
+            user: admin(),
+            options: WriteOptions::default(),
+        };
+        self.store.patch(msg, Deadline::NONE).await.map(object_of)
+    }
+}
+
+fn rv(o: &Value) -> String {
+    o["metadata"]["resourceVersion"].as_str().unwrap().to_string()
+}
+
+/// Updates start from what this store wrote last at the key; another server sharing the
+/// storage (or any writer) makes that copy stale, and nothing it wrote may be lost or answered
+/// around.
+#[actix::test]
+async fn updates_from_a_stale_copy_lose_nothing_another_server_wrote() {
+    let storage: Arc<dyn Storage> = EmbeddedStore::in_memory(EmbeddedOptions::default()).unwrap();
+    let (a, b) = (registry_over(storage.clone(), "10.0.0.0/29"), registry_over(storage, "10.0.0.0/29"));
+    let cm = |data: Value| json!({"metadata": {"name": "c"}, "data": data});
+    a.create("", "configmaps", "default", cm(json!({"x": "1"}))).await.unwrap();
+    // a's own update leaves it a copy of the key.
+    let seen_by_a = a.put("c", cm(json!({"x": "2"}))).await.unwrap();
+    let by_b = b.merge_patch("c", json!({"data": {"x": "3"}, "metadata": {"labels": {"b": "1"}}})).await.unwrap();
+
+    // A patch from a applies to b's object, not to a's copy.
+    let patched = a.merge_patch("c", json!({"metadata": {"labels": {"a": "1"}}})).await.unwrap();
+    assert_eq!(patched["data"], json!({"x": "3"}));
+    assert_eq!(patched["metadata"]["labels"], json!({"a": "1", "b": "1"}));
+    assert_ne!(rv(&patched), rv(&by_b));
+
+    // b changes it again; a PUT naming the resourceVersion a last saw is a conflict, with
+    // kube's message, and one naming the current resourceVersion goes through.
+    let by_b = b.merge_patch("c", json!({"data": {"x": "4"}})).await.unwrap();
+    let mut stale = seen_by_a.clone();
+    stale["data"] = json!({"x": "5"});
+    let e = a.put("c", stale).await.unwrap_err();
+    assert_eq!(e.code, 409, "{e:?}");
+    assert!(
+        e.message
+            .ends_with("the object has been modified; please apply your changes to the latest version and try again")
+    );
+    let mut current = by_b.clone();
+    current["data"] = json!({"x": "5"});
+    let put = a.put("c", current).await.unwrap();
+    assert_eq!(put["data"], json!({"x": "5"}));
+
+    // An update that changes nothing against a's (now stale) copy is compared with what is
+    // stored: naming the copy's resourceVersion, it is a conflict (not "unchanged"); naming
+    // none, it writes b's change away and answers with a new resourceVersion.
+    let by_b = b.merge_patch("c", json!({"data": {"x": "6"}})).await.unwrap();
+    let e = a.put("c", put.clone()).await.unwrap_err();
+    assert_eq!(e.code, 409, "{e:?}");
+    let mut same_as_copy = put.clone();
+    same_as_copy["metadata"].as_object_mut().unwrap().remove("resourceVersion");
+    let answered = a.put("c", same_as_copy).await.unwrap();
+    assert_eq!(answered["data"], json!({"x": "5"}));
+    assert_ne!(rv(&answered), rv(&by_b), "not answered from the copy as unchanged");
+    let stored = b.merge_patch("c", json!({})).await.unwrap();
+    assert_eq!((stored["data"].clone(), rv(&stored)), (json!({"x": "5"}), rv(&answered)), "written, as answered");
+    let unchanged = a.put("c", answered.clone()).await.unwrap();
+    assert_eq!(rv(&unchanged), rv(&answered), "an unchanged object is not written");
+
+    // Deleted by b: a's update of its copy is refused as not found, as from storage.
+    b.delete("configmaps", "default", "c").await.unwrap();
+    let e = a.merge_patch("c", json!({"data": {"x": "7"}})).await.unwrap_err();
+    assert_eq!(e.code, 404, "{e:?}");
+}
+
+/// An update started from a copy whose write's outcome is unknown (a timed-out backend) is not
+/// tried again on top of itself: the client gets the storage error, as from a fresh read.
+#[actix::test]
+async fn an_update_from_a_copy_whose_write_timed_out_is_answered_not_retried() {
+    let tampered = Tampered::new(false, None);
+    let r = registry_over(tampered.clone(), "10.0.0.0/29");
+    let cm = |x: &str| json!({"metadata": {"name": "c"}, "data": {"x": x}});
+    r.create("", "configmaps", "default", cm("1")).await.unwrap();
+    r.put("c", cm("2")).await.unwrap();
+    tampered.answers_lost.store(true, std::sync::atomic::Ordering::SeqCst);
+    let msg = PatchObject {
+        target: target("", "configmaps", "default", "c"),
+        patch_type: PatchType::Json,
+        patch:
+            br#"[{"op": "test", "path": "/data/x", "value": "2"}, {"op": "replace", "path": "/data/x", "value": "3"}]"#
+                .to_vec(),
+        user: admin(),
+        options: WriteOptions::default(),
+    };
+    let e = r.store.patch(msg, Deadline::NONE).await.unwrap_err();
+    assert_eq!((e.code, e.reason), (500, apimachinery::Reason::InternalError), "{e:?}");
+    assert!(e.message.ends_with("is unavailable: context deadline exceeded"), "{}", e.message);
+    tampered.answers_lost.store(false, std::sync::atomic::Ordering::SeqCst);
+    let stored = r.merge_patch("c", json!({})).await.unwrap();
+    assert_eq!(stored["data"], json!({"x": "3"}), "the write landed once");
+}
