@@ -512,6 +512,7 @@ mod tests {
             agent_manager: "kubectl".into(),
             body_keys: vec![("metadata.name".into(), false), ("metadata.name".into(), true)],
             yaml_repeats: vec!["line 3: key \"name\" already set in map".into()],
+            cache_revision: Some(41),
         };
         let object = json!({"metadata": {"name": "web", "labels": {}}, "spec": {"replicas": 3, "x": null, "f": 1.5}});
         round_trip(&Authenticate(Credentials {

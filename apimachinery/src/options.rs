@@ -420,6 +420,12 @@ pub struct WriteOptions {
     /// set in map`): kube's YAML decoder names lines, not paths.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub yaml_repeats: Vec<String>,
+    /// The object's resourceVersion in the watch cache of the server that took the request, as
+    /// it stood then: an update may start from the storage stage's own copy of the object only
+    /// if the cache holds no newer version (so the copy is as fresh as kube's start from its
+    /// watch cache).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_revision: Option<u64>,
 }
 
 fn dry_run(q: &Params, path: &Path, causes: &mut Vec<Cause>) -> bool {

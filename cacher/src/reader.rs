@@ -33,6 +33,8 @@ pub(crate) struct Entry {
     pub labels: Box<[(Box<str>, Box<str>)]>,
     /// The selectable fields (`metadata.name`, `metadata.namespace`, `spec.nodeName`, ...).
     pub fields: Vec<(&'static str, String)>,
+    /// Its resourceVersion: the revision of its last write.
+    pub revision: Revision,
 }
 
 impl Entry {
@@ -42,7 +44,12 @@ impl Entry {
             .map(|l| l.iter().map(|(k, v)| (k.as_str().into(), v.as_str().unwrap_or_default().into())).collect())
             .unwrap_or_default();
         labels.sort_unstable();
-        Entry { object: EncodedObject::encode(obj), labels: labels.into_boxed_slice(), fields: def.field_set(obj) }
+        Entry {
+            object: EncodedObject::encode(obj),
+            labels: labels.into_boxed_slice(),
+            fields: def.field_set(obj),
+            revision: obj.resource_version().parse().unwrap_or(0),
+        }
     }
 
     /// This object as it was when it went away at `revision`: its last state with that
@@ -171,6 +178,17 @@ impl CacheReader {
     /// Watchers of the resource now: how many a write's event will reach.
     pub fn watcher_count(&self) -> u64 {
         self.shared.watchers.load(Ordering::Relaxed) as u64
+    }
+
+    /// The resourceVersion of the object `target` names as the cache holds it now (no wait
+    /// for freshness; `None` before the cache is ready or without such an object): a write may
+    /// trust a copy of the stored object as far as it would trust the cache.
+    pub fn cached_revision(&self, target: &Target) -> Option<Revision> {
+        let snapshot = self.snapshots.borrow();
+        if !snapshot.ready {
+            return None;
+        }
+        snapshot.objects.get(self.key(target).as_str()).map(|e| e.revision)
     }
 
     /// GET of one object.

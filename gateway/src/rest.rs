@@ -418,6 +418,7 @@ async fn update(
     keys.record(&mut options);
     let object =
         if target.subresource == Some(Subresource::Scale) { object } else { def.storage_object(object).await? };
+    options.cache_revision = cache_revision(ctx, def, &target);
     let msg = UpdateObject { target, object, user: ctx.user.clone(), options };
     let result = ctx.server.stages.update.ask(msg, ctx.deadline).await?;
     let status = if result.created { StatusCode::CREATED } else { StatusCode::OK };
@@ -457,11 +458,18 @@ async fn patch(
     } else {
         body.to_vec()
     };
+    options.cache_revision = cache_revision(ctx, def, &target);
     let msg = PatchObject { target, patch_type, patch, user: ctx.user.clone(), options };
     let result = ctx.server.stages.patch.ask(msg, ctx.deadline).await?;
     // An apply that created the object answers 201, as kube does.
     let status = if result.created { StatusCode::CREATED } else { StatusCode::OK };
     write_response(ctx, def, status, result).await
+}
+
+/// The revision this gateway's watch cache holds of the object an update names (see
+/// [`WriteOptions::cache_revision`]).
+fn cache_revision(ctx: &RequestContext<'_>, def: &ResourceDef, target: &Target) -> Option<u64> {
+    ctx.server.stages.reads(def).ok()?.reader.cached_revision(target)
 }
 
 /// A write's options, with the manager its User-Agent names for when it names none.

@@ -59,7 +59,7 @@ pub struct RegistryStore {
     /// Events are deleted this long after their last write (`--event-ttl`); `None` keeps them.
     event_ttl: Option<Duration>,
     /// Where updates of a key this store updated lately start, instead of a storage read.
-    recent: RecentWrites,
+    pub(crate) recent: RecentWrites,
 }
 
 /// Who writes, and how: what every write step needs besides the object.
@@ -668,9 +668,14 @@ impl RegistryStore {
         let key = self.key(def, &target.namespace, name);
         let scale = target.subresource == Some(Subresource::Scale);
         let requested = self.requested(target);
-        // What this store wrote last at the key, when it did (a dry run decides on what storage
-        // holds); `fresh` once `current` was read from storage.
-        let recent = if options.dry_run { None } else { self.recent.get(&key) };
+        // What this store wrote last at the key, when it did and the request's watch cache
+        // holds no newer version (it holds that one, or lags behind it): the copy is then at
+        // least as fresh as the cache's object kube starts from. A dry run decides on what
+        // storage holds. `fresh` once `current` was read from storage.
+        let recent = match options.cache_revision {
+            Some(cached) if !options.dry_run => self.recent.get(&key).filter(|kv| cached <= kv.mod_revision),
+            _ => None,
+        };
         let mut fresh = recent.is_none();
         let mut current = match recent {
             Some(kv) => Some(kv),
