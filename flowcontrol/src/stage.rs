@@ -406,16 +406,14 @@ impl FlowControlActor {
         }
         // Every pair seen keeps its series, at zero once idle.
         for (level, schema) in inqueue.keys().chain(running.keys()) {
-            if !self.series.contains_key(&(level.to_string(), schema.to_string())) {
-                let (level, schema) = (level.to_string(), schema.to_string());
-                let gauges = [
+            self.series.entry((level.to_string(), schema.to_string())).or_insert_with_key(|(level, schema)| {
+                [
                     metrics::gauge!(CURRENT_INQUEUE_REQUESTS,
                         "flow_schema" => schema.clone(), "priority_level" => level.clone()),
                     metrics::gauge!(CURRENT_EXECUTING_REQUESTS,
                         "flow_schema" => schema.clone(), "priority_level" => level.clone()),
-                ];
-                self.series.insert((level, schema), gauges);
-            }
+                ]
+            });
         }
         for ((level, schema), [inqueue_gauge, running_gauge]) in &self.series {
             let key = (level.as_str(), schema.as_str());
