@@ -3,7 +3,9 @@
 //! the very numbers an operator scrapes, under kube's names, so the evidence a verdict cites can
 //! be checked against `/metrics`.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::{Arc, RwLock};
 
 use metrics::{
     Counter, CounterFn, Gauge, GaugeFn, Histogram, HistogramFn, Key, KeyName, Metadata, Recorder, SharedString, Unit,
@@ -87,15 +89,70 @@ pub fn classify(key: &Key) -> Option<SeriesKey> {
 }
 
 /// A recorder that feeds [`Signals`] and passes everything on to `inner`.
+///
+/// `counter!` and its kin register their key on every call. The handles are kept by key, so
+/// a call after the first is one lookup: not the inner registry's lookup, the classification
+/// and, for a tapped metric, a new wrapper each time.
 pub struct TapRecorder<R> {
     inner: R,
     signals: Arc<Signals>,
+    counters: Handles<Counter>,
+    gauges: Handles<Gauge>,
+    histograms: Handles<Histogram>,
 }
 
 impl<R: Recorder> TapRecorder<R> {
     /// Taps `inner` into `signals`.
     pub fn new(inner: R, signals: Arc<Signals>) -> Self {
-        TapRecorder { inner, signals }
+        TapRecorder {
+            inner,
+            signals,
+            counters: Handles::default(),
+            gauges: Handles::default(),
+            histograms: Handles::default(),
+        }
+    }
+}
+
+/// Registered handles by key. The inner recorder keeps its metrics for the process's life (no
+/// idle expiry is configured), so a kept handle never goes stale.
+struct Handles<H>(RwLock<HashMap<Key, H, BuildHasherDefault<KeyHash>>>);
+
+impl<H> Default for Handles<H> {
+    fn default() -> Self {
+        Handles(RwLock::default())
+    }
+}
+
+impl<H: Clone> Handles<H> {
+    fn get_or(&self, key: &Key, register: impl FnOnce() -> H) -> H {
+        if let Some(h) = self.0.read().unwrap_or_else(std::sync::PoisonError::into_inner).get(key) {
+            return h.clone();
+        }
+        let mut all = self.0.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        all.entry(key.clone()).or_insert_with(register).clone()
+    }
+}
+
+/// A [`Key`] hashes itself once, when it is made, and writes only that hash: passing it
+/// through is the whole hasher.
+#[derive(Default)]
+struct KeyHash(u64);
+
+impl Hasher for KeyHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Not reached for a `Key`; kept correct for any other input.
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
     }
 }
 
@@ -163,15 +220,22 @@ impl<R: Recorder> Recorder for TapRecorder<R> {
     }
 
     fn register_counter(&self, key: &Key, metadata: &Metadata<'_>) -> Counter {
-        self.tapped(key, self.inner.register_counter(key, metadata)).map_or_else(|plain| plain, Counter::from_arc)
+        self.counters.get_or(key, || {
+            self.tapped(key, self.inner.register_counter(key, metadata)).map_or_else(|plain| plain, Counter::from_arc)
+        })
     }
 
     fn register_gauge(&self, key: &Key, metadata: &Metadata<'_>) -> Gauge {
-        self.tapped(key, self.inner.register_gauge(key, metadata)).map_or_else(|plain| plain, Gauge::from_arc)
+        self.gauges.get_or(key, || {
+            self.tapped(key, self.inner.register_gauge(key, metadata)).map_or_else(|plain| plain, Gauge::from_arc)
+        })
     }
 
     fn register_histogram(&self, key: &Key, metadata: &Metadata<'_>) -> Histogram {
-        self.tapped(key, self.inner.register_histogram(key, metadata)).map_or_else(|plain| plain, Histogram::from_arc)
+        self.histograms.get_or(key, || {
+            let inner = self.inner.register_histogram(key, metadata);
+            self.tapped(key, inner).map_or_else(|plain| plain, Histogram::from_arc)
+        })
     }
 }
 
@@ -232,5 +296,12 @@ mod tests {
         let now = signals.now();
         assert_eq!(signals.series(&SeriesKey::new(names::AUTHENTICATION, "error")).window(now, 5).count, 3.0);
         assert_eq!(signals.of("unrelated_total").len(), 0);
+
+        // A key registered again is the handle kept the first time: the inner recorder is not
+        // asked twice, and both calls count in the same series.
+        tap.register_counter(&key(names::AUTHENTICATION, &[("result", "error")]), &meta).increment(2);
+        tap.register_counter(&key("unrelated_total", &[]), &meta).increment(1);
+        assert_eq!(*tap.inner.0.lock().unwrap(), [names::AUTHENTICATION, "unrelated_total"]);
+        assert_eq!(signals.series(&SeriesKey::new(names::AUTHENTICATION, "error")).window(now, 5).count, 5.0);
     }
 }
