@@ -91,6 +91,17 @@ where
     F: Fn(usize, usize) -> Fut + Clone + 'static,
     Fut: std::future::Future<Output = bool> + 'static,
 {
+    run_paced(concurrency, duration, None, op).await
+}
+
+/// Like [`run`]; with a `rate`, the tasks together send at most that many requests a second,
+/// evenly spaced (the `i`th request of worker `w` not before `(i * concurrency + w) / rate`
+/// seconds in): a cluster at rest, where each request finds the server idle.
+async fn run_paced<F, Fut>(concurrency: usize, duration: Duration, rate: Option<f64>, op: F) -> Phase
+where
+    F: Fn(usize, usize) -> Fut + Clone + 'static,
+    Fut: std::future::Future<Output = bool> + 'static,
+{
     let start = Instant::now();
     let stop = start + duration;
     let mut tasks = Vec::new();
@@ -99,6 +110,13 @@ where
         tasks.push(actix_web::rt::spawn(async move {
             let (mut lat, mut errors, mut i) = (Vec::new(), 0, 0);
             while Instant::now() < stop {
+                if let Some(rate) = rate {
+                    let due = start + Duration::from_secs_f64((i * concurrency + w) as f64 / rate);
+                    if due >= stop {
+                        break;
+                    }
+                    actix_web::rt::time::sleep_until(due.into()).await;
+                }
                 let t = Instant::now();
                 if op(w, i).await {
                     lat.push(t.elapsed());

@@ -31,7 +31,7 @@ use storage::etcd::testing::EtcdProcess;
 use tests::TestServer;
 use tests::load::{cpu_time, profile};
 
-use crate::{Phase, run};
+use crate::{Phase, run_paced};
 
 /// Workers per phase, and nodes (each worker acts for its own node).
 const WORKERS: usize = 64;
@@ -101,19 +101,21 @@ struct Options {
     rounds: usize,
     only: Option<Vec<String>>,
     profile: Option<PathBuf>,
+    /// Requests a second per phase (`--rate`), or as fast as the workers go.
+    rate: Option<f64>,
 }
 
 fn options(rest: &[String]) -> Options {
     let usage = || -> ! {
         eprintln!(
-            "usage: loadgen SECONDS mix [--kube PATH|none] [--baseline PATH] [--rounds N] [--only {}] [--profile DIR]",
+            "usage: loadgen SECONDS mix [--kube PATH|none] [--baseline PATH] [--rounds N] [--only {}] [--profile DIR] [--rate PER_SECOND]",
             OPS.join(",")
         );
         std::process::exit(2)
     };
     let default_kube = std::env::var_os("KUBE_APISERVER")
         .map_or_else(|| PathBuf::from("/tmp/kube-ref/bin/kube-apiserver"), PathBuf::from);
-    let mut o = Options { compared: Compared::new(default_kube), rounds: 1, only: None, profile: None };
+    let mut o = Options { compared: Compared::new(default_kube), rounds: 1, only: None, profile: None, rate: None };
     let mut it = rest.iter();
     while let Some(flag) = it.next() {
         let Some(value) = it.next() else { usage() };
@@ -121,6 +123,7 @@ fn options(rest: &[String]) -> Options {
             _ if o.compared.take(flag, value) => {}
             "--rounds" => o.rounds = value.parse().unwrap_or_else(|_| usage()),
             "--profile" => o.profile = Some(PathBuf::from(value)),
+            "--rate" => o.rate = Some(value.parse().unwrap_or_else(|_| usage())),
             "--only" => {
                 let ops: Vec<String> = value.split(',').map(str::to_string).collect();
                 if ops.iter().any(|op| !OPS.contains(&op.as_str())) {
@@ -230,6 +233,8 @@ pub(crate) struct Target {
     nodes: Vec<awc::Client>,
     /// Where its phases' `perf` samples go, when they are taken.
     profile: Option<PathBuf>,
+    /// Requests a second per phase (`--rate`), or as fast as the workers go.
+    rate: Option<f64>,
     _process: Process,
     pub(crate) etcd: EtcdProcess,
 }
@@ -289,8 +294,17 @@ impl Target {
     ) -> Target {
         let admin = shared.client(ADMIN_TOKEN);
         let nodes = (0..WORKERS).map(|n| shared.client(&node_token(n))).collect();
-        let target =
-            Target { label: label.to_string(), base, pid, admin, nodes, profile: None, _process: process, etcd };
+        let target = Target {
+            label: label.to_string(),
+            base,
+            pid,
+            admin,
+            nodes,
+            profile: None,
+            rate: None,
+            _process: process,
+            etcd,
+        };
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {
             let ok = target.admin.get(target.url("/readyz")).send().await.is_ok_and(|r| r.status().is_success());
@@ -406,7 +420,7 @@ where
         profile::record(t.pid, &dir.join(format!("{name}.perf.data")), length)
     });
     let cpu = t.cpu();
-    let p: Phase = run(WORKERS, seconds, op).await;
+    let p: Phase = run_paced(WORKERS, seconds, t.rate, op).await;
     let used = t.cpu().saturating_sub(cpu);
     crate::report_cpu(name, WORKERS, &p, None, Some(used));
     if let Some(breakdown) = recording.and_then(profile::Recording::finish) {
@@ -759,7 +773,7 @@ async fn watch_by_node(t: &Target, seconds: Duration) -> Row {
 
 /// A fresh server of `label` on a fresh etcd, seeded.
 async fn start(label: &str, o: &Options, shared: &Shared) -> Target {
-    let t = match label {
+    let mut t = match label {
         "kube-apiserver" => Target::kube(o.compared.kube.as_deref().expect("a kube-apiserver"), shared).await,
         "this build" => {
             let mut t = Target::ours(label, &tests::apiserver_bin(), shared).await;
@@ -771,6 +785,7 @@ async fn start(label: &str, o: &Options, shared: &Shared) -> Target {
         }
         _ => Target::ours(label, o.compared.baseline.as_deref().expect("a baseline build"), shared).await,
     };
+    t.rate = o.rate;
     t.seed().await;
     t
 }
