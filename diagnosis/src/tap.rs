@@ -4,7 +4,6 @@
 //! be checked against `/metrics`.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, RwLock};
 
 use metrics::{
@@ -116,7 +115,7 @@ impl<R: Recorder> TapRecorder<R> {
 
 /// Registered handles by key. The inner recorder keeps its metrics for the process's life (no
 /// idle expiry is configured), so a kept handle never goes stale.
-struct Handles<H>(RwLock<HashMap<Key, H, BuildHasherDefault<KeyHash>>>);
+struct Handles<H>(RwLock<HashMap<Key, H>>);
 
 impl<H> Default for Handles<H> {
     fn default() -> Self {
@@ -131,28 +130,6 @@ impl<H: Clone> Handles<H> {
         }
         let mut all = self.0.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         all.entry(key.clone()).or_insert_with(register).clone()
-    }
-}
-
-/// A [`Key`] hashes itself once, when it is made, and writes only that hash: passing it
-/// through is the whole hasher.
-#[derive(Default)]
-struct KeyHash(u64);
-
-impl Hasher for KeyHash {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        // Not reached for a `Key`; kept correct for any other input.
-        for b in bytes {
-            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
     }
 }
 
