@@ -35,7 +35,6 @@ pub mod webhook;
 pub use http::{Answer, Caller};
 
 use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::Arc;
@@ -81,9 +80,10 @@ pub fn tail(log: &Path) -> String {
     lines[lines.len().saturating_sub(40)..].join("\n")
 }
 
-/// A free loopback port (bound once, released for the server to take).
+/// A free loopback port (bound once, released for the server to take), outside the range
+/// outgoing connections take theirs from, so that a server restarted on it finds it free.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+    storage::etcd::testing::unused_port()
 }
 
 /// This machine's address on its default route: Endpoints may not point at loopback (kube's

@@ -238,8 +238,22 @@ impl EtcdCluster {
         Self::launch(size, true)
     }
 
+    /// Starts the cluster, retrying with fresh ports (and fresh members) if a port was taken
+    /// between choosing it and etcd binding it.
     fn launch(size: usize, partitionable: bool) -> EtcdCluster {
         let binary = find_binary().unwrap_or_else(|message| panic!("{message}"));
+        let mut last_error = String::new();
+        for _ in 0..START_ATTEMPTS {
+            match Self::try_launch(&binary, size, partitionable) {
+                Ok(cluster) => return cluster,
+                // The failed attempt's members were dropped: killed, their directories removed.
+                Err(e) => last_error = e,
+            }
+        }
+        panic!("etcd cluster ({}) did not start: {last_error}", binary.display());
+    }
+
+    fn try_launch(binary: &Path, size: usize, partitionable: bool) -> Result<EtcdCluster, String> {
         let token = uuid::Uuid::new_v4().simple().to_string();
         let mut members: Vec<EtcdProcess> = (0..size)
             .map(|i| {
@@ -247,7 +261,7 @@ impl EtcdCluster {
                 fs::create_dir_all(&root).unwrap_or_else(|e| panic!("creating {}: {e}", root.display()));
                 let [client, peer, metrics] = free_ports();
                 EtcdProcess {
-                    binary: binary.clone(),
+                    binary: binary.to_path_buf(),
                     root,
                     client_url: format!("http://{client}"),
                     peer_url: format!("http://{peer}"),
@@ -272,12 +286,12 @@ impl EtcdCluster {
         let initial: Vec<String> = members.iter().map(|m| format!("{}={}", m.name, m.advertised_peer_url)).collect();
         for m in &mut members {
             m.initial_cluster = initial.join(",");
-            m.spawn().unwrap_or_else(|e| panic!("etcd member {}: {e}", m.name));
+            m.spawn().map_err(|e| format!("etcd member {}: {e}", m.name))?;
         }
         for m in &mut members {
-            m.wait_healthy().unwrap_or_else(|e| panic!("etcd member {}: {e}", m.name));
+            m.wait_healthy().map_err(|e| format!("etcd member {}: {e}", m.name))?;
         }
-        EtcdCluster { members, proxies }
+        Ok(EtcdCluster { members, proxies })
     }
 
     /// Cuts member `i` off from its peers: connections the others made to it are closed and
@@ -345,9 +359,31 @@ fn find_binary() -> Result<PathBuf, String> {
 
 /// Three distinct free loopback ports: bound together, so they differ, then released for etcd.
 fn free_ports() -> [SocketAddr; 3] {
-    let bind = || TcpListener::bind("127.0.0.1:0").expect("binding a loopback port");
-    let listeners = [bind(), bind(), bind()];
+    // Held until all three are chosen, so that they differ.
+    let listeners = [unused_listener(), unused_listener(), unused_listener()];
     listeners.map(|l| l.local_addr().expect("local address"))
+}
+
+/// A loopback port free at this moment, for a test server to listen on.
+///
+/// It is chosen at random below the kernel's ephemeral range (32768 and up by default), which
+/// is where every outgoing connection takes its local port: a port from that range, released
+/// while a member restarts or before a server binds it, can be taken by any connection on the
+/// machine meanwhile. Below it, only another test choosing the same port can take it.
+pub fn unused_port() -> u16 {
+    unused_listener().local_addr().expect("local address").port()
+}
+
+fn unused_listener() -> TcpListener {
+    const LOW: u16 = 20_000;
+    const SPAN: u128 = 12_000;
+    for _ in 0..200 {
+        let port = LOW + (uuid::Uuid::new_v4().as_u128() % SPAN) as u16;
+        if let Ok(listener) = TcpListener::bind(("127.0.0.1", port)) {
+            return listener;
+        }
+    }
+    TcpListener::bind("127.0.0.1:0").expect("binding a loopback port")
 }
 
 /// Whether etcd answers `GET /health` with `"health":"true"`.
