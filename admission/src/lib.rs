@@ -71,6 +71,7 @@ mod live_lookup;
 pub mod matching;
 pub mod metrics;
 pub mod namespace_lifecycle;
+mod namespaces;
 pub mod pod_security;
 pub mod policy;
 pub mod priority;
@@ -122,7 +123,8 @@ pub trait AdmissionPlugin: Send + Sync {
         false
     }
 
-    /// May change `object`; an error refuses the request.
+    /// May change `object`; an error refuses the request. The chain has moved the request's
+    /// object into `object`, so `request.object` is null here.
     async fn mutate(&self, request: &Admit, object: &mut Value, review: &mut Review) -> Result<(), ApiError> {
         let _ = (request, object, review);
         Ok(())
@@ -358,7 +360,8 @@ impl AdmissionChain {
         let phase = request.phase;
         let (result, object) = match phase {
             AdmissionPhase::Mutating => {
-                let mut object = request.object.clone();
+                // Moved, not copied: plugins mutate `object`, and on refusal it is dropped.
+                let mut object = std::mem::take(&mut request.object);
                 let mut result = self.mutate_once(&request, &mut object, &mut review).await;
                 if result.is_ok() && review.reinvoke {
                     review.reinvoking = true;

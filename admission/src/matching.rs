@@ -154,9 +154,9 @@ impl Selectors {
             return Ok(true);
         }
         let name = if is_namespace { &t.name } else { &t.namespace };
-        let ns = objects.get("", "namespaces", "", name).await.map_err(|e| e.message)?;
+        let ns = crate::namespaces::lookup(objects, name).await.map_err(|e| e.message)?;
         let ns = ns.ok_or_else(|| format!("namespaces \"{name}\" not found"))?;
-        Ok(self.namespace.matches(labels(&ns).as_ref()))
+        Ok(self.namespace.matches(ns.labels()))
     }
 }
 

@@ -48,10 +48,10 @@ impl AdmissionPlugin for NamespaceLifecycle {
         if request.operation != Operation::Create || is_namespace || t.namespace.is_empty() {
             return Ok(());
         }
-        let Some(ns) = self.namespaces.get("", "namespaces", "", &t.namespace).await? else {
+        let Some(ns) = crate::namespaces::lookup(self.namespaces.as_ref(), &t.namespace).await? else {
             return Err(ApiError::not_found("", "namespaces", &t.namespace));
         };
-        if ns.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating") {
+        if ns.phase() == Some("Terminating") {
             let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
             return Err(ApiError::forbidden(
                 &t.group,

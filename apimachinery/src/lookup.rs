@@ -20,6 +20,20 @@ pub trait ObjectLookup: Send + Sync {
     /// The object, or `None` if it does not exist.
     async fn get(&self, group: &str, resource: &str, namespace: &str, name: &str) -> Result<Option<Value>, ApiError>;
 
+    /// The object's JSON, for a reader that decodes only the few fields it needs rather than
+    /// every map and string of the object (a lookup over a cache hands out the bytes it holds).
+    /// By default the object of [`ObjectLookup::get`], encoded.
+    async fn get_json(
+        &self,
+        group: &str,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<bytes::Bytes>, ApiError> {
+        let object = self.get(group, resource, namespace, name).await?;
+        Ok(object.map(|o| bytes::Bytes::from(serde_json::to_vec(&o).expect("JSON values encode"))))
+    }
+
     /// The objects in `namespace` (every namespace when empty) matching `field_selector`
     /// (`spec.nodeName=n1`; empty for all). Lookups that only get refuse it.
     async fn list(

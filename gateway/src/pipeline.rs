@@ -8,6 +8,7 @@ use std::time::Duration;
 use actors::{ActorDirectory, Deadline, MailboxSpec, StageArbiter, Started, WhenFull};
 use admission::{AdmissionActor, PluginContext};
 use apimachinery::catalogue::Catalogue;
+use apimachinery::encoded::EncodedObject;
 use apimachinery::error::ApiError;
 use apimachinery::lookup::{AccessCheck, KindResource, LateWriter, ObjectLookup};
 use apimachinery::messages::{AuthorizationDecision, Authorize, GetObject, ListObjects, Target};
@@ -42,19 +43,17 @@ pub(crate) struct CachedObjects {
 #[async_trait]
 impl ObjectLookup for CachedObjects {
     async fn get(&self, group: &str, resource: &str, namespace: &str, name: &str) -> Result<Option<Value>, ApiError> {
-        let Some(def) = self.catalogue.find_any_version(group, resource) else {
-            return Err(ApiError::internal(format!("{resource}.{group} is not served")));
-        };
-        let Some(reads) = self.reads(&def) else { return Ok(None) };
-        let target = Target::object(&def, namespace, name);
-        for read_at in [ReadAt::Any, ReadAt::Latest] {
-            match reads.reader.get(GetObject { target: target.clone(), options: GetOptions { read_at } }).await {
-                Ok(object) => return Ok(Some(object.value())),
-                Err(e) if e.reason == apimachinery::Reason::NotFound => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(None)
+        Ok(self.get_encoded(group, resource, namespace, name).await?.map(|o| o.value()))
+    }
+
+    async fn get_json(
+        &self,
+        group: &str,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<bytes::Bytes>, ApiError> {
+        Ok(self.get_encoded(group, resource, namespace, name).await?.map(|o| o.json().clone()))
     }
 
     async fn list(&self, group: &str, resource: &str, namespace: &str, fields: &str) -> Result<Vec<Value>, ApiError> {
@@ -77,6 +76,29 @@ impl ObjectLookup for CachedObjects {
 }
 
 impl CachedObjects {
+    /// The object as the cache holds it; a read at the latest revision when the cache lacks it.
+    async fn get_encoded(
+        &self,
+        group: &str,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<EncodedObject>, ApiError> {
+        let Some(def) = self.catalogue.find_any_version(group, resource) else {
+            return Err(ApiError::internal(format!("{resource}.{group} is not served")));
+        };
+        let Some(reads) = self.reads(&def) else { return Ok(None) };
+        let target = Target::object(&def, namespace, name);
+        for read_at in [ReadAt::Any, ReadAt::Latest] {
+            match reads.reader.get(GetObject { target: target.clone(), options: GetOptions { read_at } }).await {
+                Ok(object) => return Ok(Some(object)),
+                Err(e) if e.reason == apimachinery::Reason::NotFound => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(None)
+    }
+
     fn reads(&self, def: &Arc<apimachinery::catalogue::ResourceDef>) -> Option<stage_handles::Reads> {
         match self.on_demand {
             true => Some(self.caches.start(def.clone())),

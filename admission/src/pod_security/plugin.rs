@@ -35,9 +35,10 @@ impl PodSecurity {
         PodSecurity { config, objects }
     }
 
+    /// The namespace's labels, all the decision reads of it, as `{"metadata": {"labels": ..}}`.
     async fn namespace(&self, name: &str) -> Result<Value, String> {
-        match self.objects.get("", "namespaces", "", name).await {
-            Ok(Some(ns)) => Ok(ns),
+        match crate::namespaces::lookup(self.objects.as_ref(), name).await {
+            Ok(Some(ns)) => Ok(ns.labels_object()),
             Ok(None) => Err(format!("namespaces \"{name}\" not found")),
             Err(e) => Err(e.message),
         }
