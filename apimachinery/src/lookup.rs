@@ -47,6 +47,19 @@ pub trait ObjectLookup: Send + Sync {
         Err(ApiError::internal(format!("this lookup does not list {resource}")))
     }
 
+    /// As [`ObjectLookup::list`], each object as JSON, for a reader that decodes only the few
+    /// fields it needs (as [`ObjectLookup::get_json`]).
+    async fn list_json(
+        &self,
+        group: &str,
+        resource: &str,
+        namespace: &str,
+        field_selector: &str,
+    ) -> Result<Vec<bytes::Bytes>, ApiError> {
+        let objects = self.list(group, resource, namespace, field_selector).await?;
+        Ok(objects.iter().map(|o| bytes::Bytes::from(serde_json::to_vec(o).expect("JSON values encode"))).collect())
+    }
+
     /// As [`ObjectLookup::list`] of everything in `namespace`, but consistent: what storage
     /// holds now, not what the cache has seen so far (kube's "live lookup" when an informer
     /// shows nothing, or a fresh read after a conflict). Costs a storage round trip.

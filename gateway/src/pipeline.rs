@@ -60,6 +60,17 @@ impl ObjectLookup for CachedObjects {
         self.list_at(group, resource, namespace, fields, ReadAt::Any).await
     }
 
+    async fn list_json(
+        &self,
+        group: &str,
+        resource: &str,
+        namespace: &str,
+        fields: &str,
+    ) -> Result<Vec<bytes::Bytes>, ApiError> {
+        let list = self.list_encoded(group, resource, namespace, fields, ReadAt::Any).await?;
+        Ok(list.iter().map(|o| o.json().clone()).collect())
+    }
+
     async fn list_latest(&self, group: &str, resource: &str, namespace: &str) -> Result<Vec<Value>, ApiError> {
         self.list_at(group, resource, namespace, "", ReadAt::Latest).await
     }
@@ -114,6 +125,17 @@ impl CachedObjects {
         fields: &str,
         read_at: ReadAt,
     ) -> Result<Vec<Value>, ApiError> {
+        Ok(self.list_encoded(group, resource, namespace, fields, read_at).await?.iter().map(|o| o.value()).collect())
+    }
+
+    async fn list_encoded(
+        &self,
+        group: &str,
+        resource: &str,
+        namespace: &str,
+        fields: &str,
+        read_at: ReadAt,
+    ) -> Result<Vec<EncodedObject>, ApiError> {
         let Some(def) = self.catalogue.find_any_version(group, resource) else {
             return Err(ApiError::internal(format!("{resource}.{group} is not served")));
         };
@@ -121,7 +143,7 @@ impl CachedObjects {
         let mut options = ListOptions { read_at, ..Default::default() };
         options.selection.fields = FieldSelector::parse(fields)?;
         let list = ListObjects { target: Target::collection(&def, namespace), options };
-        Ok(reads.reader.list(list).await?.items.iter().map(|o| o.value()).collect())
+        Ok(reads.reader.list(list).await?.items)
     }
 }
 

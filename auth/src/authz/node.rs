@@ -8,6 +8,7 @@
 use std::sync::Arc;
 
 use apimachinery::lookup::ObjectLookup;
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::Attributes;
@@ -34,53 +35,184 @@ pub fn node_name(a: &Attributes) -> Option<&str> {
     a.user.in_group("system:nodes").then_some(name)
 }
 
-/// Names of objects of `kind` (`secret`, `configMap`) a pod refers to.
-fn references(pod: &Value, kind: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut push = |v: &Value| {
-        if let Some(s) = v.as_str() {
-            out.push(s.to_string());
-        }
-    };
-    let spec = &pod["spec"];
-    let name_field = if kind == "secret" { "secretName" } else { "name" };
-    let ref_key = format!("{kind}KeyRef");
-    let ref_from = format!("{kind}Ref");
-    for volume in spec["volumes"].as_array().into_iter().flatten() {
-        push(&volume[kind][name_field]);
-        for source in volume.pointer("/projected/sources").and_then(Value::as_array).into_iter().flatten() {
-            push(&source[kind]["name"]);
-        }
-    }
-    for list in ["initContainers", "containers", "ephemeralContainers"] {
-        for c in spec[list].as_array().into_iter().flatten() {
-            for env in c["env"].as_array().into_iter().flatten() {
-                push(&env["valueFrom"][&ref_key]["name"]);
-            }
-            for from in c["envFrom"].as_array().into_iter().flatten() {
-                push(&from[&ref_from]["name"]);
-            }
-        }
-    }
-    if kind == "secret" {
-        for s in spec["imagePullSecrets"].as_array().into_iter().flatten() {
-            push(&s["name"]);
-        }
-    }
-    out
+/// What the graph checks read of a pod: the objects it refers to. Decoded from the cached
+/// JSON with everything else skipped, since a kubelet's request reads every pod on its node.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PodRefs {
+    #[serde(default)]
+    metadata: PodMeta,
+    #[serde(default, deserialize_with = "nullable")]
+    spec: PodSpecRefs,
 }
 
-fn claims(pod: &Value) -> Vec<String> {
-    let pod_name = pod.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
-    let mut out = Vec::new();
-    for volume in pod.pointer("/spec/volumes").and_then(Value::as_array).into_iter().flatten() {
-        if let Some(c) = volume.pointer("/persistentVolumeClaim/claimName").and_then(Value::as_str) {
-            out.push(c.to_string());
-        } else if volume.get("ephemeral").is_some() {
-            out.push(format!("{pod_name}-{}", volume["name"].as_str().unwrap_or_default()));
-        }
+#[derive(Debug, Default, Deserialize)]
+struct PodMeta {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    namespace: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PodSpecRefs {
+    #[serde(default)]
+    service_account_name: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    volumes: Vec<VolumeRefs>,
+    #[serde(default, deserialize_with = "nullable")]
+    init_containers: Vec<ContainerRefs>,
+    #[serde(default, deserialize_with = "nullable")]
+    containers: Vec<ContainerRefs>,
+    #[serde(default, deserialize_with = "nullable")]
+    ephemeral_containers: Vec<ContainerRefs>,
+    #[serde(default, deserialize_with = "nullable")]
+    image_pull_secrets: Vec<NameRef>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct VolumeRefs {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    secret: Option<SecretVolume>,
+    #[serde(default)]
+    config_map: Option<NameRef>,
+    #[serde(default)]
+    projected: Option<Projected>,
+    #[serde(default)]
+    persistent_volume_claim: Option<ClaimRef>,
+    #[serde(default)]
+    ephemeral: Option<serde::de::IgnoredAny>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SecretVolume {
+    #[serde(default)]
+    secret_name: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Projected {
+    #[serde(default, deserialize_with = "nullable")]
+    sources: Vec<ProjectedSource>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ProjectedSource {
+    #[serde(default)]
+    secret: Option<NameRef>,
+    #[serde(default)]
+    config_map: Option<NameRef>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ClaimRef {
+    #[serde(default)]
+    claim_name: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ContainerRefs {
+    #[serde(default, deserialize_with = "nullable")]
+    env: Vec<EnvRefs>,
+    #[serde(default, deserialize_with = "nullable")]
+    env_from: Vec<EnvFromRefs>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EnvRefs {
+    #[serde(default)]
+    value_from: Option<EnvSource>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EnvSource {
+    #[serde(default)]
+    secret_key_ref: Option<NameRef>,
+    #[serde(default)]
+    config_map_key_ref: Option<NameRef>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EnvFromRefs {
+    #[serde(default)]
+    secret_ref: Option<NameRef>,
+    #[serde(default)]
+    config_map_ref: Option<NameRef>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct NameRef {
+    #[serde(default)]
+    name: Option<String>,
+}
+
+/// A field sent as `null` reads as its default, as an absent one does.
+fn nullable<'de, D: serde::Deserializer<'de>, T: Default + Deserialize<'de>>(d: D) -> Result<T, D::Error> {
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+/// Which of a pod's references a check follows.
+#[derive(Clone, Copy, PartialEq)]
+enum Referenced {
+    Secret,
+    ConfigMap,
+}
+
+impl PodRefs {
+    /// Whether the pod refers to the Secret or ConfigMap `name`.
+    fn refers_to(&self, kind: Referenced, name: &str) -> bool {
+        let is = |r: &Option<NameRef>| r.as_ref().and_then(|r| r.name.as_deref()) == Some(name);
+        let spec = &self.spec;
+        let volumes = spec.volumes.iter().any(|v| {
+            let own = match kind {
+                Referenced::Secret => v.secret.as_ref().and_then(|s| s.secret_name.as_deref()) == Some(name),
+                Referenced::ConfigMap => is(&v.config_map),
+            };
+            own || v.projected.iter().flat_map(|p| &p.sources).any(|s| match kind {
+                Referenced::Secret => is(&s.secret),
+                Referenced::ConfigMap => is(&s.config_map),
+            })
+        });
+        let containers = [&spec.init_containers, &spec.containers, &spec.ephemeral_containers].into_iter().flatten();
+        let env = containers.clone().any(|c| {
+            c.env.iter().filter_map(|e| e.value_from.as_ref()).any(|from| match kind {
+                Referenced::Secret => is(&from.secret_key_ref),
+                Referenced::ConfigMap => is(&from.config_map_key_ref),
+            }) || c.env_from.iter().any(|from| match kind {
+                Referenced::Secret => is(&from.secret_ref),
+                Referenced::ConfigMap => is(&from.config_map_ref),
+            })
+        });
+        let pull =
+            kind == Referenced::Secret && spec.image_pull_secrets.iter().any(|s| s.name.as_deref() == Some(name));
+        volumes || env || pull
     }
-    out
+
+    /// The PersistentVolumeClaims the pod uses: named ones, and its generic ephemeral volumes'
+    /// (`<pod>-<volume>`).
+    fn claims(&self) -> Vec<String> {
+        let pod_name = self.metadata.name.as_deref().unwrap_or_default();
+        let mut out = Vec::new();
+        for volume in &self.spec.volumes {
+            if let Some(c) = volume.persistent_volume_claim.as_ref().and_then(|c| c.claim_name.as_deref()) {
+                out.push(c.to_string());
+            } else if volume.ephemeral.is_some() {
+                out.push(format!("{pod_name}-{}", volume.name.as_deref().unwrap_or_default()));
+            }
+        }
+        out
+    }
 }
 
 impl NodeAuthorizer {
@@ -94,9 +226,12 @@ impl NodeAuthorizer {
         NodeAuthorizer { objects, rules }
     }
 
-    async fn pods(&self, node: &str, namespace: &str) -> Vec<Value> {
+    /// The references of the pods bound to `node` in `namespace` (all when empty).
+    async fn pods(&self, node: &str, namespace: &str) -> Vec<PodRefs> {
         let selector = format!("spec.nodeName={node}");
-        self.objects.list("", "pods", namespace, &selector).await.unwrap_or_default()
+        let pods = self.objects.list_json("", "pods", namespace, &selector).await.unwrap_or_default();
+        // A pod that does not decode refers to nothing: its check finds no relationship.
+        pods.iter().filter_map(|json| serde_json::from_slice(json).ok()).collect()
     }
 
     fn no_relationship(node: &str) -> NodeVerdict {
@@ -124,18 +259,18 @@ impl NodeAuthorizer {
                 if a.namespace.is_empty() {
                     return NodeVerdict::NoOpinion("can only read namespaced object of this type".into());
                 }
-                let kind = if resource == "secrets" { "secret" } else { "configMap" };
-                let related = self.pods(node, &a.namespace).await.iter().any(|p| references(p, kind).contains(&a.name));
+                let kind = if resource == "secrets" { Referenced::Secret } else { Referenced::ConfigMap };
+                let related = self.pods(node, &a.namespace).await.iter().any(|p| p.refers_to(kind, &a.name));
                 if related { NodeVerdict::Allow } else { Self::no_relationship(node) }
             }
             ("", "persistentvolumeclaims", "") if a.verb == "get" => {
-                let related = self.pods(node, &a.namespace).await.iter().any(|p| claims(p).contains(&a.name));
+                let related = self.pods(node, &a.namespace).await.iter().any(|p| p.claims().contains(&a.name));
                 if related { NodeVerdict::Allow } else { Self::no_relationship(node) }
             }
             ("", "persistentvolumes", "") if a.verb == "get" => {
                 for pod in self.pods(node, "").await {
-                    let ns = pod.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default();
-                    for claim in claims(&pod) {
+                    let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
+                    for claim in pod.claims() {
                         let pvc = self.objects.get("", "persistentvolumeclaims", ns, &claim).await.ok().flatten();
                         if pvc
                             .and_then(|c| c.pointer("/spec/volumeName").and_then(Value::as_str).map(str::to_string))
@@ -156,7 +291,7 @@ impl NodeAuthorizer {
                     .pods(node, &a.namespace)
                     .await
                     .iter()
-                    .any(|p| p["spec"]["serviceAccountName"] == a.name.as_str());
+                    .any(|p| p.spec.service_account_name.as_deref() == Some(a.name.as_str()));
                 if related { NodeVerdict::Allow } else { Self::no_relationship(node) }
             }
             ("coordination.k8s.io", "leases", _) => {
@@ -183,5 +318,64 @@ impl NodeAuthorizer {
 
     fn by_rules(&self, a: &Attributes) -> NodeVerdict {
         if self.rules.iter().any(|r| r.allows(a)) { NodeVerdict::Allow } else { NodeVerdict::NoOpinion(String::new()) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn refs(pod: Value) -> PodRefs {
+        serde_json::from_value(pod).unwrap()
+    }
+
+    #[test]
+    fn every_kind_of_reference_is_found_and_nothing_else() {
+        let pod = refs(json!({
+            "metadata": {"name": "p", "namespace": "ns", "managedFields": [{"manager": "m"}]},
+            "spec": {
+                "serviceAccountName": "sa",
+                "volumes": [
+                    {"name": "a", "secret": {"secretName": "s-volume"}},
+                    {"name": "b", "configMap": {"name": "c-volume"}},
+                    {"name": "c", "projected": {"sources": [
+                        {"secret": {"name": "s-projected"}},
+                        {"configMap": {"name": "c-projected"}},
+                        {"serviceAccountToken": {"path": "token"}},
+                    ]}},
+                    {"name": "d", "persistentVolumeClaim": {"claimName": "claim"}},
+                    {"name": "e", "ephemeral": {"volumeClaimTemplate": {}}},
+                ],
+                "initContainers": [{"env": [{"valueFrom": {"secretKeyRef": {"name": "s-env", "key": "k"}}}]}],
+                "containers": [
+                    {"env": [{"name": "x", "value": "y"}, {"valueFrom": {"configMapKeyRef": {"name": "c-env"}}}]},
+                    {"envFrom": [{"secretRef": {"name": "s-from"}}, {"configMapRef": {"name": "c-from"}}]},
+                ],
+                "ephemeralContainers": [{"envFrom": [{"secretRef": {"name": "s-debug"}}]}],
+                "imagePullSecrets": [{"name": "s-pull"}],
+            },
+        }));
+        for name in ["s-volume", "s-projected", "s-env", "s-from", "s-debug", "s-pull"] {
+            assert!(pod.refers_to(Referenced::Secret, name), "{name}");
+            assert!(!pod.refers_to(Referenced::ConfigMap, name), "{name} as a ConfigMap");
+        }
+        for name in ["c-volume", "c-projected", "c-env", "c-from"] {
+            assert!(pod.refers_to(Referenced::ConfigMap, name), "{name}");
+            assert!(!pod.refers_to(Referenced::Secret, name), "{name} as a Secret");
+        }
+        assert!(!pod.refers_to(Referenced::Secret, "other"));
+        assert_eq!(pod.claims(), ["claim", "p-e"]);
+        assert_eq!(pod.spec.service_account_name.as_deref(), Some("sa"));
+        assert_eq!(pod.metadata.namespace.as_deref(), Some("ns"));
+    }
+
+    #[test]
+    fn null_and_missing_lists_refer_to_nothing() {
+        let pod = refs(json!({"metadata": {"name": "p"}, "spec": {"volumes": null, "containers": [{"env": null}]}}));
+        assert!(!pod.refers_to(Referenced::Secret, ""));
+        assert!(pod.claims().is_empty());
+        let bare = refs(json!({"metadata": {"name": "p"}, "spec": null}));
+        assert!(bare.claims().is_empty() && bare.spec.service_account_name.is_none());
     }
 }
