@@ -48,7 +48,28 @@ fn encode_leaving(schema: &Schema, id: MessageId, value: &Value, leave: Leave, o
                 Value::Null => &empty,
                 _ => return Err(Error::Shape(format!("{} must be an object, not {value}", message.name))),
             };
-            for field in &message.fields {
+            // Each field's value, found in one walk of the object's keys beside the fields'
+            // names (both sorted), rather than a map search per field.
+            let mut on_stack = [None::<&Value>; 64];
+            let mut on_heap;
+            let values: &mut [Option<&Value>] = match message.fields.len() {
+                n if n <= on_stack.len() => &mut on_stack[..n],
+                n => {
+                    on_heap = vec![None; n];
+                    &mut on_heap
+                }
+            };
+            let mut keys = obj.iter().peekable();
+            for &i in &message.by_json {
+                let name = message.fields[i].json.as_str();
+                while keys.next_if(|(k, _)| k.as_str() < name).is_some() {}
+                if let Some((k, v)) = keys.peek() {
+                    if k.as_str() == name {
+                        values[i] = Some(*v);
+                    }
+                }
+            }
+            for (field, member) in message.fields.iter().zip(values.iter()) {
                 if field.inline {
                     if let Scalar::Message(sub) = field.kind {
                         write_message(schema, field.number, sub, value, Leave::Nothing, out)?;
@@ -56,7 +77,7 @@ fn encode_leaving(schema: &Schema, id: MessageId, value: &Value, leave: Leave, o
                     continue;
                 }
                 let left = matches!(leave, Leave::Members(m) if m.contains(&field.json.as_str()));
-                match obj.get(&field.json).filter(|_| !left) {
+                match member.filter(|_| !left) {
                     None | Some(Value::Null) if field.always => write_zero(schema, field.number, field.kind, out)?,
                     None | Some(Value::Null) => {}
                     Some(v) => match (leave, field.kind) {

@@ -103,6 +103,9 @@ pub struct Message {
     /// Fields in number order.
     pub fields: Vec<Field>,
     by_number: HashMap<u32, usize>,
+    /// The indices of the fields that are JSON members (not inline), ordered by JSON name as
+    /// an object's keys are, so an encoder finds every field's value in one walk of both.
+    pub by_json: Vec<usize>,
 }
 
 impl Message {
@@ -218,7 +221,9 @@ impl Schema {
                 fields.sort_by_key(|f| f.number);
                 let by_number = fields.iter().enumerate().map(|(i, f)| (f.number, i)).collect();
                 let special = special(m.full_name(), &fields);
-                Message { name: m.full_name().to_string(), special, fields, by_number }
+                let mut by_json: Vec<usize> = (0..fields.len()).filter(|&i| !fields[i].inline).collect();
+                by_json.sort_by(|&a, &b| fields[a].json.cmp(&fields[b].json));
+                Message { name: m.full_name().to_string(), special, fields, by_number, by_json }
             })
             .collect();
         Schema { messages, by_name }
