@@ -63,10 +63,10 @@ fn encode_leaving(schema: &Schema, id: MessageId, value: &Value, leave: Leave, o
             for &i in &message.by_json {
                 let name = message.fields[i].json.as_str();
                 while keys.next_if(|(k, _)| k.as_str() < name).is_some() {}
-                if let Some((k, v)) = keys.peek() {
-                    if k.as_str() == name {
-                        values[i] = Some(*v);
-                    }
+                if let Some((k, v)) = keys.peek()
+                    && k.as_str() == name
+                {
+                    values[i] = Some(*v);
                 }
             }
             for (field, member) in message.fields.iter().zip(values.iter()) {
