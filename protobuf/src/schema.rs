@@ -105,7 +105,7 @@ pub struct Message {
     by_number: HashMap<u32, usize>,
     /// The indices of the fields that are JSON members (not inline), ordered by JSON name as
     /// an object's keys are, so an encoder finds every field's value in one walk of both.
-    pub by_json: Vec<usize>,
+    pub(crate) by_json: Vec<usize>,
 }
 
 impl Message {

@@ -61,6 +61,26 @@ fn a_pod_encoded_here_is_decoded_by_k8s_pb() {
     assert_eq!(p.status.unwrap().phase.as_deref(), Some("Pending"));
 }
 
+/// The encoder walks an object's keys in order beside its fields sorted by name: an object
+/// whose members were inserted in another order encodes the same.
+#[test]
+fn the_order_members_were_inserted_in_does_not_change_the_encoding() {
+    fn reversed(v: &Value) -> Value {
+        match v {
+            Value::Object(map) => {
+                let mut out = serde_json::Map::new();
+                for (k, v) in map.iter().rev() {
+                    out.insert(k.clone(), reversed(v));
+                }
+                Value::Object(out)
+            }
+            Value::Array(items) => Value::Array(items.iter().map(reversed).collect()),
+            other => other.clone(),
+        }
+    }
+    assert_eq!(encode_raw(&reversed(&pod())).unwrap(), encode_raw(&pod()).unwrap());
+}
+
 #[test]
 fn a_pod_round_trips_to_the_same_json() {
     let body = encode_object(&pod()).unwrap();

@@ -40,7 +40,7 @@ pub fn node_name(a: &Attributes) -> Option<&str> {
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct PodRefs {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     metadata: PodMeta,
     #[serde(default, deserialize_with = "nullable")]
     spec: PodSpecRefs,
@@ -231,7 +231,15 @@ impl NodeAuthorizer {
         let selector = format!("spec.nodeName={node}");
         let pods = self.objects.list_json("", "pods", namespace, &selector).await.unwrap_or_default();
         // A pod that does not decode refers to nothing: its check finds no relationship.
-        pods.iter().filter_map(|json| serde_json::from_slice(json).ok()).collect()
+        pods.iter()
+            .filter_map(|json| match serde_json::from_slice::<PodRefs>(json) {
+                Ok(refs) => Some(refs),
+                Err(e) => {
+                    tracing::warn!(node, error = %e, "a pod bound to the node does not decode: no reference of it is followed");
+                    None
+                }
+            })
+            .collect()
     }
 
     fn no_relationship(node: &str) -> NodeVerdict {
