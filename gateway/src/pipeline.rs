@@ -95,10 +95,7 @@ impl CachedObjects {
         namespace: &str,
         name: &str,
     ) -> Result<Option<EncodedObject>, ApiError> {
-        let Some(def) = self.catalogue.find_any_version(group, resource) else {
-            return Err(ApiError::internal(format!("{resource}.{group} is not served")));
-        };
-        let Some(reads) = self.reads(&def) else { return Ok(None) };
+        let Some((def, reads)) = self.served(group, resource)? else { return Ok(None) };
         let target = Target::object(&def, namespace, name);
         for read_at in [ReadAt::Any, ReadAt::Latest] {
             match reads.reader.get(GetObject { target: target.clone(), options: GetOptions { read_at } }).await {
@@ -108,6 +105,19 @@ impl CachedObjects {
             }
         }
         Ok(None)
+    }
+
+    /// The resource's definition and its cache's reads (`None`: not cached here); an error
+    /// when the resource is not served.
+    fn served(
+        &self,
+        group: &str,
+        resource: &str,
+    ) -> Result<Option<(Arc<apimachinery::catalogue::ResourceDef>, stage_handles::Reads)>, ApiError> {
+        let Some(def) = self.catalogue.find_any_version(group, resource) else {
+            return Err(ApiError::internal(format!("{resource}.{group} is not served")));
+        };
+        Ok(self.reads(&def).map(|reads| (def, reads)))
     }
 
     fn reads(&self, def: &Arc<apimachinery::catalogue::ResourceDef>) -> Option<stage_handles::Reads> {
@@ -136,10 +146,7 @@ impl CachedObjects {
         fields: &str,
         read_at: ReadAt,
     ) -> Result<Vec<EncodedObject>, ApiError> {
-        let Some(def) = self.catalogue.find_any_version(group, resource) else {
-            return Err(ApiError::internal(format!("{resource}.{group} is not served")));
-        };
-        let Some(reads) = self.reads(&def) else { return Ok(Vec::new()) };
+        let Some((def, reads)) = self.served(group, resource)? else { return Ok(Vec::new()) };
         let mut options = ListOptions { read_at, ..Default::default() };
         options.selection.fields = FieldSelector::parse(fields)?;
         let list = ListObjects { target: Target::collection(&def, namespace), options };
