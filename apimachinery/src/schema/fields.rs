@@ -21,7 +21,10 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::{Map, Value};
 
+use std::fmt::Write as _;
+
 use super::Node;
+use super::plan::{self, Plan, Shape, TimeLayout};
 use super::store::{self as build, store};
 
 /// kube keeps at most this many strict errors per decode.
@@ -148,9 +151,9 @@ fn go_quote(s: &str) -> String {
 pub fn check_fields(group: &str, version: &str, kind: &str, obj: &mut Value) -> FieldReport {
     let mut report = FieldReport::default();
     let Some(name) = build::kind_definition_name(group, version, kind) else { return report };
-    let Some(root) = super::definition_node(name) else { return report };
+    let Some(root) = plan::definition(name) else { return report };
     let mut walker = Walker { report: &mut report, path: String::new(), go_struct: None, go_fields: Vec::new() };
-    walker.walk(root, Some(name), obj);
+    walker.walk(root, obj);
     report
 }
 
@@ -161,24 +164,9 @@ struct Walker<'r> {
     /// `spec.template.spec.containers[0]`.
     path: String,
     /// The innermost Go struct being decoded (`DeploymentSpec`).
-    go_struct: Option<String>,
+    go_struct: Option<&'static str>,
     /// JSON names of the struct fields from the root (`spec`, `replicas`).
-    go_fields: Vec<String>,
-}
-
-/// The definition names with a custom Go decoder.
-const INT_OR_STRING: &str = "io.k8s.apimachinery.pkg.util.intstr.IntOrString";
-const QUANTITY: &str = "io.k8s.apimachinery.pkg.api.resource.Quantity";
-const TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Time";
-const MICRO_TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime";
-
-/// The precision kube writes a time field with.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum TimeLayout {
-    /// `metav1.Time`: RFC 3339 in whole seconds.
-    Seconds,
-    /// `metav1.MicroTime`: RFC 3339 with six fractional digits.
-    Micros,
+    go_fields: Vec<&'static str>,
 }
 
 impl TimeLayout {
@@ -192,118 +180,100 @@ impl TimeLayout {
 }
 
 impl Walker<'_> {
-    fn walk(&mut self, node: Node<'static>, def: Option<&str>, v: &mut Value) {
+    fn walk(&mut self, plan: &'static Plan, v: &mut Value) {
         if v.is_null() {
             return;
         }
-        match def {
-            Some(INT_OR_STRING) => return self.int_or_string(v),
-            Some(QUANTITY) => return self.quantity(v),
-            Some(TIME) => return self.time(v, TimeLayout::Seconds),
-            Some(MICRO_TIME) => return self.time(v, TimeLayout::Micros),
-            _ => {}
-        }
-        if node.is_int_or_string() {
-            return self.int_or_string(v);
-        }
-        let schema = node.raw();
-        if let Some(props) = schema.get("properties").and_then(Value::as_object) {
-            let Value::Object(o) = v else { return self.type_error(v, &go_type(node, def)) };
-            return self.object(props, def, o);
-        }
-        match node.type_name() {
-            Some("object") => match node.additional_properties() {
-                Some(values) if !values.raw().as_object().is_some_and(Map::is_empty) => {
-                    let Value::Object(o) = v else { return self.type_error(v, &go_type(node, def)) };
-                    self.map(values, o);
-                }
-                // RawExtension, FieldsV1 and other schemaless objects: raw JSON, anything goes.
-                _ => {}
+        let plan = plan::resolved(plan);
+        let go_type = || go_type(plan.node, plan.def);
+        match &plan.shape {
+            Shape::Def(_) | Shape::Anything => {}
+            Shape::IntOrString => self.int_or_string(v),
+            Shape::Quantity => self.quantity(v),
+            Shape::Time(layout) => self.time(v, *layout),
+            Shape::Struct { fields, go_struct } => match v {
+                Value::Object(o) => self.object(fields, go_struct, o),
+                _ => self.type_error(v, &go_type()),
             },
-            Some("array") => {
-                let Value::Array(a) = v else { return self.type_error(v, &go_type(node, def)) };
-                if let Some(items) = node.items() {
-                    let item_def = items.definition_name();
-                    let base = self.path.len();
-                    for (i, item) in a.iter_mut().enumerate() {
-                        self.path.push_str(&format!("[{i}]"));
-                        self.walk(items, item_def, item);
-                        self.path.truncate(base);
+            Shape::Map(values) => match v {
+                Value::Object(o) => self.map(values, o),
+                _ => self.type_error(v, &go_type()),
+            },
+            Shape::Array(items) => match v {
+                Value::Array(a) => {
+                    if let Some(items) = items {
+                        let base = self.path.len();
+                        for (i, item) in a.iter_mut().enumerate() {
+                            let _ = write!(self.path, "[{i}]");
+                            self.walk(items, item);
+                            self.path.truncate(base);
+                        }
                     }
                 }
-            }
-            Some("string") => match v {
-                Value::String(s) if node.format() == Some("byte") => {
+                _ => self.type_error(v, &go_type()),
+            },
+            Shape::Bytes => match v {
+                Value::String(s) => {
                     if let Err(at) = check_base64(s) {
                         self.decode_error(format!("illegal base64 data at input byte {at}"));
                     }
                 }
-                Value::String(_) => {}
-                _ => self.type_error(v, &go_type(node, def)),
+                _ => self.type_error(v, &go_type()),
             },
-            Some("integer") => {
-                let int32 = node.format() != Some("int64");
-                match v {
-                    Value::Number(n) => {
-                        let fits = match n.as_i64() {
-                            Some(i) => !int32 || i32::try_from(i).is_ok(),
-                            None => false,
-                        };
-                        if !fits {
-                            let ty = if int32 { "int32" } else { "int64" };
-                            self.decode_error_typed(&format!("number {n}"), ty);
-                        }
+            Shape::String if !v.is_string() => self.type_error(v, &go_type()),
+            Shape::Integer { int32 } => match v {
+                Value::Number(n) => {
+                    let fits = match n.as_i64() {
+                        Some(i) => !int32 || i32::try_from(i).is_ok(),
+                        None => false,
+                    };
+                    if !fits {
+                        let ty = if *int32 { "int32" } else { "int64" };
+                        self.decode_error_typed(&format!("number {n}"), ty);
                     }
-                    _ => self.type_error(v, &go_type(node, def)),
                 }
-            }
-            Some("number") if !v.is_number() => self.type_error(v, "float64"),
-            Some("boolean") if !v.is_boolean() => self.type_error(v, "bool"),
-            _ => {}
+                _ => self.type_error(v, &go_type()),
+            },
+            Shape::Number if !v.is_number() => self.type_error(v, "float64"),
+            Shape::Boolean if !v.is_boolean() => self.type_error(v, "bool"),
+            Shape::String | Shape::Number | Shape::Boolean => {}
         }
     }
 
     /// A struct: known properties walked, unknown ones removed and reported, nulls dropped.
-    fn object(&mut self, props: &'static Map<String, Value>, def: Option<&str>, o: &mut Map<String, Value>) {
-        let struct_name = def.map(short_name).unwrap_or_default().to_string();
-        let keys: Vec<String> = o.keys().cloned().collect();
-        for key in keys {
-            let Some(prop) = props.get(&key) else {
-                o.remove(&key);
+    fn object(&mut self, fields: &'static [(&'static str, Plan)], go_struct: &'static str, o: &mut Map<String, Value>) {
+        o.retain(|key, child| {
+            let Some((name, plan)) = plan::field(fields, key) else {
                 let p = if self.path.is_empty() { key.clone() } else { format!("{}.{key}", self.path) };
                 if !self.report.unknown.contains(&p) && self.report.unknown.len() < MAX_STRICT_ERRORS {
                     self.report.unknown.push(p);
                 }
-                continue;
+                return false;
             };
-            if o.get(&key).is_some_and(Value::is_null) {
-                o.remove(&key);
-                continue;
+            if child.is_null() {
+                return false;
             }
-            let node = Node::at(prop);
-            let child_def = node.definition_name();
             let base = self.path.len();
             if !self.path.is_empty() {
                 self.path.push('.');
             }
-            self.path.push_str(&key);
-            let saved_struct = self.go_struct.replace(struct_name.clone());
-            self.go_fields.push(key.clone());
-            if let Some(child) = o.get_mut(&key) {
-                self.walk(node, child_def, child);
-            }
+            self.path.push_str(key);
+            let saved_struct = self.go_struct.replace(go_struct);
+            self.go_fields.push(name);
+            self.walk(plan, child);
             self.go_fields.pop();
             self.go_struct = saved_struct;
             self.path.truncate(base);
-        }
+            true
+        });
     }
 
     /// A map: any key; values walked; a null string value becomes `""` as in Go.
-    fn map(&mut self, values: Node<'static>, o: &mut Map<String, Value>) {
-        let value_def = values.definition_name();
+    fn map(&mut self, values: &'static Plan, o: &mut Map<String, Value>) {
+        let null_is_empty = values.node.type_name() == Some("string");
         for (key, child) in o.iter_mut() {
             if child.is_null() {
-                if values.type_name() == Some("string") {
+                if null_is_empty {
                     *child = Value::String(String::new());
                 }
                 continue;
@@ -313,7 +283,7 @@ impl Walker<'_> {
                 self.path.push('.');
             }
             self.path.push_str(key);
-            self.walk(values, value_def, child);
+            self.walk(values, child);
             self.path.truncate(base);
         }
     }
@@ -404,11 +374,6 @@ impl Walker<'_> {
             self.report.decode_error = Some(msg);
         }
     }
-}
-
-/// `io.k8s.api.apps.v1.DeploymentSpec` → `DeploymentSpec`.
-fn short_name(def: &str) -> &str {
-    def.rsplit('.').next().unwrap_or(def)
 }
 
 /// `io.k8s.api.apps.v1.DeploymentSpec` → `v1.DeploymentSpec`: Go's `reflect.Type.String()`.

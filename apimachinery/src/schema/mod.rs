@@ -12,6 +12,7 @@
 //! - `fields`: pruning and strict field validation ([`check_fields`]).
 
 mod fields;
+mod plan;
 mod store;
 
 use std::sync::LazyLock;

@@ -60,9 +60,14 @@ pub fn resolve(mut v: &Value) -> &Value {
     v
 }
 
+/// The installed definitions by name, hashed: walkers resolve a `$ref` at nearly every step,
+/// and a search of the sorted map compared names sharing long prefixes (`io.k8s.api.core.v1.`).
+static BY_NAME: OnceLock<HashMap<&'static str, &'static Value>> = OnceLock::new();
+
 /// A definition by name (`io.k8s.api.apps.v1.Deployment`), as served in `/openapi/v2`.
 pub fn definition(name: &str) -> Option<&'static Value> {
-    store().defs.get(name)
+    let installed = INSTALLED.get()?;
+    BY_NAME.get_or_init(|| installed.defs.iter().map(|(k, v)| (k.as_str(), v)).collect()).get(name).copied()
 }
 
 /// Every definition name, sorted.
