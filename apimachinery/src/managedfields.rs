@@ -15,6 +15,7 @@
 //!   [`MAX_UPDATE_MANAGERS`] update entries (older ones merge into `ancient-changes`), an entry
 //!   whose set became empty is dropped, and object identity fields are never owned.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
@@ -159,8 +160,7 @@ impl Managed {
                     e.insert("time".into(), t.clone().into());
                 }
                 e.insert("fieldsType".into(), "FieldsV1".into());
-                let fields = serde_json::from_str(&owned.set.to_fields_v1()).unwrap_or_else(|_| json!({}));
-                e.insert("fieldsV1".into(), fields);
+                e.insert("fieldsV1".into(), owned.set.to_fields_v1_value());
                 if !id.subresource.is_empty() {
                     e.insert("subresource".into(), id.subresource.clone().into());
                 }
@@ -267,11 +267,12 @@ impl Scope {
     /// Everything may change.
     pub const ALL: Scope = Scope(&[]);
 
-    fn restrict(self, set: FieldSet) -> FieldSet {
-        self.0.iter().fold(set, |set, path| {
+    fn restrict(self, mut set: FieldSet) -> FieldSet {
+        for path in self.0 {
             let path: Vec<PathElement> = path.iter().map(|f| PathElement::Field((*f).to_string())).collect();
-            set.without_path(&path)
-        })
+            set.remove_path(&path);
+        }
+        set
     }
 }
 
@@ -318,11 +319,11 @@ fn asks_reset(object: &Value) -> bool {
 /// kind as its unstructured converter writes it (values present, structs as objects, some nil
 /// fields `null`), or for a kind without Go types (a custom resource) an object holding only
 /// its apiVersion and kind.
-fn zero_object(api_version: &str, kind: &str) -> Value {
+fn zero_object(api_version: &str, kind: &str) -> Cow<'static, Value> {
     let schema = protobuf::Schema::global();
     match schema.message_for(api_version, kind) {
-        Some(id) => protobuf::go_zero::built_in(id).clone(),
-        None => json!({"apiVersion": api_version, "kind": kind}),
+        Some(id) => Cow::Borrowed(protobuf::go_zero::built_in(id)),
+        None => Cow::Owned(json!({"apiVersion": api_version, "kind": kind})),
     }
 }
 
@@ -364,11 +365,16 @@ impl FieldManager<'_> {
         if managed.entries.is_empty() && live.is_some() {
             return;
         }
-        let zero = zero_object(self.api_version, self.kind);
-        let before = live.cloned().unwrap_or(zero);
-        let mut before = before;
-        strip_managed_fields(&mut before);
-        self.record_update(&mut managed, &before, new, manager);
+        // The comparison passes over `live`'s managed fields, so `live` is not copied to drop them.
+        let zero;
+        let before = match live {
+            Some(live) => live,
+            None => {
+                zero = zero_object(self.api_version, self.kind);
+                &*zero
+            }
+        };
+        self.record_update(&mut managed, before, new, manager);
         managed.cap_updaters();
         managed.encode_into(new);
     }
@@ -380,7 +386,8 @@ impl FieldManager<'_> {
         let changed = self.scope.restrict(cmp.modified.union(&cmp.added));
         let removed = self.scope.restrict(cmp.removed);
         for owned in managed.entries.values_mut() {
-            owned.set = owned.set.difference(&changed).difference(&removed);
+            owned.set.subtract(&changed);
+            owned.set.subtract(&removed);
         }
         managed.prune_empty();
         let set = strip_meta(&changed);
@@ -516,7 +523,8 @@ impl FieldManager<'_> {
         }
         for (other, owned) in managed.entries.iter_mut() {
             if *other != id {
-                owned.set = owned.set.difference(&changed).difference(&removed);
+                owned.set.subtract(&changed);
+                owned.set.subtract(&removed);
             }
         }
         managed.prune_empty();

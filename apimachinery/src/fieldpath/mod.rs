@@ -12,7 +12,7 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::gofmt::go_json;
 use crate::schema::Node;
@@ -283,6 +283,42 @@ impl FieldSet {
         FieldSet { members, children }
     }
 
+    /// Removes the paths of `other` from this set: [`FieldSet::difference`] in place, copying
+    /// nothing that stays.
+    pub fn subtract(&mut self, other: &FieldSet) {
+        if other.is_empty() {
+            return;
+        }
+        for pe in &other.members {
+            self.members.remove(pe);
+        }
+        self.children.retain(|pe, c| {
+            if let Some(o) = other.children.get(pe) {
+                c.subtract(o);
+            }
+            !c.is_empty()
+        });
+    }
+
+    /// Removes `path` (not empty) and what is below it: [`FieldSet::without_path`] in place.
+    pub fn remove_path(&mut self, path: &[PathElement]) {
+        match path {
+            [] => {}
+            [last] => {
+                self.members.remove(last);
+                self.children.remove(last);
+            }
+            [first, rest @ ..] => {
+                if let Some(c) = self.children.get_mut(first) {
+                    c.remove_path(rest);
+                    if c.is_empty() {
+                        self.children.remove(first);
+                    }
+                }
+            }
+        }
+    }
+
     /// The paths in both sets.
     pub fn intersection(&self, other: &FieldSet) -> FieldSet {
         let members = self.members.intersection(&other.members).cloned().collect();
@@ -300,6 +336,27 @@ impl FieldSet {
         let mut out = String::from("{");
         self.emit(false, &mut out);
         out.push('}');
+        out
+    }
+
+    /// [`FieldSet::to_fields_v1`] as the JSON value it reads as, built without the text.
+    pub fn to_fields_v1_value(&self) -> Value {
+        Value::Object(self.emit_map(false))
+    }
+
+    fn emit_map(&self, include_self: bool) -> Map<String, Value> {
+        let keys: BTreeSet<&PathElement> = self.members.iter().chain(self.children.keys()).collect();
+        let mut out = Map::new();
+        if include_self && !keys.is_empty() {
+            out.insert(".".into(), Value::Object(Map::new()));
+        }
+        for pe in keys {
+            let below = match self.children.get(pe) {
+                Some(c) => c.emit_map(self.members.contains(pe)),
+                None => Map::new(),
+            };
+            out.insert(pe.encode(), Value::Object(below));
+        }
         out
     }
 
@@ -428,6 +485,12 @@ mod tests {
         assert!(u.contains(&[f("metadata"), f("labels"), f("app")]));
         assert!(!u.contains(&[f("metadata"), f("labels")]), "an ancestor is not a member by itself");
         assert!(a.difference(&a).is_empty());
+        let mut in_place = a.clone();
+        in_place.subtract(&b);
+        assert_eq!(in_place, a.difference(&b));
+        let mut cut = a.clone();
+        cut.remove_path(&[f("spec")]);
+        assert_eq!(cut, a.without_path(&[f("spec")]));
     }
 
     #[test]

@@ -378,6 +378,12 @@ fn compare_values(
     path: &mut Vec<PathElement>,
     cmp: &mut Comparison,
 ) {
+    // Equal values hold no difference at any depth: most of a write's object is as it was.
+    if let (Some(l), Some(r)) = (lhs, rhs)
+        && l == r
+    {
+        return;
+    }
     let is = |v: Option<&Value>, want: fn(&Value) -> bool| v.is_none_or(|v| v.is_null() || want(v));
     let granular_map = is(lhs, Value::is_object)
         && is(rhs, Value::is_object)
@@ -394,7 +400,12 @@ fn compare_values(
         let l = lhs.and_then(Value::as_object).unwrap_or(&empty);
         let r = rhs.and_then(Value::as_object).unwrap_or(&empty);
         let keys: BTreeSet<&String> = l.keys().chain(r.keys()).collect();
+        let in_metadata = matches!(path.as_slice(), [PathElement::Field(f)] if f == "metadata");
         for key in keys {
+            if in_metadata && key == "managedFields" {
+                // The bookkeeping itself, which the field manager rewrites, is nobody's field.
+                continue;
+            }
             path.push(PathElement::Field(key.clone()));
             compare_values(l.get(key), r.get(key), field_node(node, key).0, path, cmp);
             path.pop();
