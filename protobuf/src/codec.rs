@@ -437,7 +437,7 @@ fn decode_fields(
         }
         obj.insert(field.json.clone(), value);
     }
-    fill_zeros(schema, message, &inlined, &mut obj, depth)?;
+    fill_zeros(schema, message, &inlined, &mut obj);
     Ok(Value::Object(obj))
 }
 
@@ -572,32 +572,58 @@ fn fill_zeros(
     message: &crate::schema::Message,
     inlined: &[u32],
     obj: &mut Map<String, Value>,
-    depth: usize,
-) -> Result<(), Error> {
-    for field in message.fields.iter().filter(|f| f.always) {
-        if field.inline {
-            if let Scalar::Message(sub) = field.kind
-                && !inlined.contains(&field.number)
-                && let Value::Object(inner) = decode_at(schema, sub, &[], depth)?
-            {
-                for (k, v) in inner {
-                    obj.entry(k).or_insert(v);
+) {
+    for fill in fills(schema, message) {
+        match fill {
+            Fill::Inline(number, inner) => {
+                if !inlined.contains(number) {
+                    for (k, v) in inner {
+                        if !obj.contains_key(k) {
+                            obj.insert(k.clone(), v.clone());
+                        }
+                    }
                 }
             }
-            continue;
-        }
-        if obj.contains_key(&field.json) {
-            continue;
-        }
-        let value = match field.kind {
-            Scalar::Message(sub) => decode_at(schema, sub, &[], depth)?,
-            kind => zero(schema, kind),
-        };
-        if !(value.is_null() || (field.omit_zero && is_zero(&value))) {
-            obj.insert(field.json.clone(), value);
+            Fill::Member(key, value) => {
+                if !obj.contains_key(key) {
+                    obj.insert(key.clone(), value.clone());
+                }
+            }
         }
     }
-    Ok(())
+}
+
+/// One member (or inlined struct's members) a message's decoder adds when absent.
+#[derive(Debug)]
+pub(crate) enum Fill {
+    /// An embedded struct's zero members, unless the bytes carried the struct (its number).
+    Inline(u32, Map<String, Value>),
+    /// A member and its zero value.
+    Member(String, Value),
+}
+
+/// `message`'s fills, in field order (an inlined struct's members and a field of the same
+/// name meet as they would field by field): worked out once, from the zero values of the
+/// fields Go always writes, less those JSON would leave out.
+fn fills<'m>(schema: &Schema, message: &'m crate::schema::Message) -> &'m [Fill] {
+    message.fills.get_or_init(|| {
+        let mut out = Vec::new();
+        for field in message.fields.iter().filter(|f| f.always) {
+            if field.inline {
+                if let Scalar::Message(sub) = field.kind
+                    && let Ok(Value::Object(inner)) = decode(schema, sub, &[])
+                {
+                    out.push(Fill::Inline(field.number, inner));
+                }
+                continue;
+            }
+            let value = zero(schema, field.kind);
+            if !(value.is_null() || (field.omit_zero && is_zero(&value))) {
+                out.push(Fill::Member(field.json.clone(), value));
+            }
+        }
+        out
+    })
 }
 
 fn wrong(field: &Field) -> Error {

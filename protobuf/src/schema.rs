@@ -2,7 +2,7 @@
 //! number order, looked up by number when decoding and by JSON name when encoding.
 
 use std::collections::HashMap;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use prost_reflect::{DescriptorPool, FieldDescriptor, Kind};
 
@@ -102,7 +102,9 @@ pub struct Message {
     pub special: Special,
     /// Fields in number order.
     pub fields: Vec<Field>,
-    by_number: HashMap<u32, usize>,
+    /// What a decoder adds to an object when its bytes lack them, worked out on first use
+    /// (`codec::fills`).
+    pub(crate) fills: OnceLock<Vec<crate::codec::Fill>>,
     /// The indices of the fields that are JSON members (not inline), ordered by JSON name as
     /// an object's keys are, so an encoder finds every field's value in one walk of both.
     pub(crate) by_json: Vec<usize>,
@@ -111,7 +113,8 @@ pub struct Message {
 impl Message {
     /// The field numbered `n`.
     pub fn field(&self, n: u32) -> Option<&Field> {
-        self.by_number.get(&n).map(|&i| &self.fields[i])
+        // In number order: a binary search of a few dozen numbers.
+        self.fields.binary_search_by_key(&n, |f| f.number).ok().map(|i| &self.fields[i])
     }
 }
 
@@ -219,11 +222,10 @@ impl Schema {
                     })
                     .collect();
                 fields.sort_by_key(|f| f.number);
-                let by_number = fields.iter().enumerate().map(|(i, f)| (f.number, i)).collect();
                 let special = special(m.full_name(), &fields);
                 let mut by_json: Vec<usize> = (0..fields.len()).filter(|&i| !fields[i].inline).collect();
                 by_json.sort_by(|&a, &b| fields[a].json.cmp(&fields[b].json));
-                Message { name: m.full_name().to_string(), special, fields, by_number, by_json }
+                Message { name: m.full_name().to_string(), special, fields, by_json, fills: OnceLock::new() }
             })
             .collect();
         Schema { messages, by_name }
