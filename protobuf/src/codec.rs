@@ -178,7 +178,7 @@ fn write_zero(schema: &Schema, number: u32, kind: Scalar, out: &mut Vec<u8>) -> 
     Ok(())
 }
 
-fn scalar_text(v: &Value) -> std::borrow::Cow<'_, str> {
+pub(crate) fn scalar_text(v: &Value) -> std::borrow::Cow<'_, str> {
     match v {
         Value::String(s) => std::borrow::Cow::Borrowed(s),
         other => std::borrow::Cow::Owned(other.to_string()),
@@ -567,12 +567,7 @@ fn decode_schema_or(
 /// alike. Where Go's JSON would show `null` (a zero time, a nil list without `omitempty`), the
 /// member is left out, as this server's objects leave it out (request bodies drop null
 /// members), so that an object read from storage compares equal to the same object sent.
-fn fill_zeros(
-    schema: &Schema,
-    message: &crate::schema::Message,
-    inlined: &[u32],
-    obj: &mut Map<String, Value>,
-) {
+fn fill_zeros(schema: &Schema, message: &crate::schema::Message, inlined: &[u32], obj: &mut Map<String, Value>) {
     for fill in fills(schema, message) {
         match fill {
             Fill::Inline(number, inner) => {
@@ -605,7 +600,7 @@ pub(crate) enum Fill {
 /// `message`'s fills, in field order (an inlined struct's members and a field of the same
 /// name meet as they would field by field): worked out once, from the zero values of the
 /// fields Go always writes, less those JSON would leave out.
-fn fills<'m>(schema: &Schema, message: &'m crate::schema::Message) -> &'m [Fill] {
+pub(crate) fn fills<'m>(schema: &Schema, message: &'m crate::schema::Message) -> &'m [Fill] {
     message.fills.get_or_init(|| {
         let mut out = Vec::new();
         for field in message.fields.iter().filter(|f| f.always) {
@@ -648,12 +643,12 @@ fn read_one(schema: &Schema, kind: Scalar, wire: Wire<'_>, depth: usize) -> Resu
 
 /// A float as Go's encoding/json writes it: whole numbers without a fraction (`100`, not
 /// `100.0`), which serde_json keeps apart from floats.
-fn float(f: f64) -> Value {
+pub(crate) fn float(f: f64) -> Value {
     const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53: every whole number below is exact.
     if f.fract() == 0.0 && f.abs() < EXACT { Value::from(f as i64) } else { Value::from(f) }
 }
 
-fn zero(schema: &Schema, kind: Scalar) -> Value {
+pub(crate) fn zero(schema: &Schema, kind: Scalar) -> Value {
     match kind {
         Scalar::String | Scalar::Bytes => Value::String(String::new()),
         Scalar::Bool => Value::Bool(false),
@@ -662,7 +657,7 @@ fn zero(schema: &Schema, kind: Scalar) -> Value {
     }
 }
 
-fn is_zero(v: &Value) -> bool {
+pub(crate) fn is_zero(v: &Value) -> bool {
     match v {
         Value::String(s) => s.is_empty(),
         Value::Bool(b) => !b,
@@ -675,7 +670,7 @@ fn is_zero(v: &Value) -> bool {
 /// always six digits) of a protobuf Timestamp. Nanoseconds outside a second carry into the
 /// seconds as Go's `time.Unix` carries them; a year outside 0 to 9999 is refused, as Go's
 /// `Time.MarshalJSON` refuses it (kube could not serve such an object as JSON).
-fn format_time(seconds: i64, nanos: i32, micro: bool) -> Result<String, Error> {
+pub(crate) fn format_time(seconds: i64, nanos: i32, micro: bool) -> Result<String, Error> {
     let seconds = seconds.checked_add(i64::from(nanos).div_euclid(1_000_000_000));
     let nanos = i64::from(nanos).rem_euclid(1_000_000_000) as u32;
     let t = seconds
@@ -687,7 +682,7 @@ fn format_time(seconds: i64, nanos: i32, micro: bool) -> Result<String, Error> {
 }
 
 /// Go's `time.Duration.String()` of `nanos`.
-fn format_duration(nanos: i64) -> String {
+pub(crate) fn format_duration(nanos: i64) -> String {
     if nanos == 0 {
         return "0s".into();
     }
@@ -731,7 +726,7 @@ fn trim_fraction(whole: u64, frac: u64, div: u64) -> String {
 }
 
 /// Go's `time.ParseDuration`, in nanoseconds.
-fn parse_duration(s: &str) -> Result<i64, Error> {
+pub(crate) fn parse_duration(s: &str) -> Result<i64, Error> {
     let bad = || Error::Shape(format!("time: invalid duration {s:?}"));
     let (neg, mut rest) = match s.strip_prefix('-') {
         Some(r) => (true, r),

@@ -31,17 +31,21 @@
 //!   the encoders of both wire formats.
 //! - [`go_zero`]: a message's Go zero value as kube's converter writes it (what a create is
 //!   compared with for managed fields).
+//! - `normal`: what an object reads as once stored ([`stored_form_as`]), worked out without
+//!   encoding it.
 
 pub mod carry;
 pub mod codec;
 pub mod fields_v1;
 pub mod go_zero;
+mod normal;
 pub mod schema;
 
 use std::borrow::Cow;
 
 use serde_json::Value;
 
+pub use normal::stored_form_as;
 pub use schema::{MessageId, Schema};
 
 use codec::{Wire, fields, write_bytes};

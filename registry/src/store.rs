@@ -731,8 +731,12 @@ impl RegistryStore {
                         candidate.get("apiVersion").and_then(Value::as_str).is_some_and(|v| def.is_api_version(v))
                             && candidate.get("kind").and_then(Value::as_str) == Some(def.kind.as_str());
                     let reusable = round_tripped.is_some() && own_type;
-                    let mut sent = round_tripped.unwrap_or_else(|| candidate.clone());
-                    def.apply_defaults(&mut sent);
+                    // The stored form is defaulted already.
+                    let mut sent = round_tripped.unwrap_or_else(|| {
+                        let mut sent = candidate.clone();
+                        def.apply_defaults(&mut sent);
+                        sent
+                    });
                     let form = self.request_form(target);
                     track_update(
                         form.as_deref().unwrap_or(def),

@@ -252,11 +252,15 @@ pub fn try_stored_form(def: &ResourceDef, obj: &Value) -> Option<Value> {
     if def.storage_media != StorageMedia::Protobuf {
         return None;
     }
-    let bytes = encode_object(def, obj).ok()?;
-    if Format::of(&bytes) != Format::Protobuf {
+    // What `encode_object` then `decode` give, worked out without the bytes.
+    let converted = def.strategy.to_etcd_version(obj);
+    let stored = converted.as_ref().unwrap_or(obj);
+    let api_version =
+        stored.get("apiVersion").and_then(Value::as_str).map_or_else(|| def.storage_api_version(), str::to_string);
+    if !protobuf::supports(&api_version, &def.kind) {
         return None;
     }
-    let mut back = decode("", &bytes).ok()?;
+    let mut back = protobuf::stored_form_as(stored, &api_version, &def.kind).ok()?;
     back = def.strategy.read_etcd_version(back);
     def.apply_defaults(&mut back);
     let rv = obj.meta_str("resourceVersion");
