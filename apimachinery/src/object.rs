@@ -89,8 +89,10 @@ pub fn field<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
 /// a write whose result differs from the stored object in nothing else is not written.
 pub fn same_but_resource_version(a: &Value, b: &Value) -> bool {
     let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else { return a == b };
+    // From the last member: a write that changes anything most often changes `status` or
+    // `spec`, found before the whole `metadata` is compared.
     a.len() == b.len()
-        && a.iter().all(|(k, va)| match (b.get(k), va.as_object()) {
+        && a.iter().rev().all(|(k, va)| match (b.get(k), va.as_object()) {
             (Some(Value::Object(mb)), Some(ma)) if k == "metadata" => same_without(ma, mb, "resourceVersion"),
             (Some(vb), _) => va == vb,
             (None, _) => false,

@@ -512,7 +512,8 @@ impl ResourceDef {
                 &[]
             }
         };
-        let old_meta = old.meta().cloned().unwrap_or_default();
+        let empty = serde_json::Map::new();
+        let old_meta = old.meta().unwrap_or(&empty);
         let meta = new.meta_mut();
         for key in kept {
             match old_meta.get(*key) {

@@ -1,7 +1,7 @@
 //! The generic steps of an update every kind shares (kube's `rest.BeforeUpdate` and the
 //! status strategies' `PrepareForUpdate`): identity carried over, status kept, generation bumped.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::object::ObjectExt;
 
@@ -26,6 +26,8 @@ pub fn bump_generation(new: &mut Value, old: &Value) {
 pub fn prepare_for_status_update(new: &mut Value, old: &Value) {
     carry_identity(new, old);
     match old.get("spec") {
+        // A status write rarely sends another spec: compared, not copied over itself.
+        Some(s) if new.get("spec") == Some(s) => {}
         Some(s) => new["spec"] = s.clone(),
         None => {
             new.as_object_mut().expect("object").remove("spec");
@@ -36,7 +38,8 @@ pub fn prepare_for_status_update(new: &mut Value, old: &Value) {
 /// `BeforeUpdate`'s identity carry-over: uid, creationTimestamp, deletion fields and
 /// generation come from the stored object.
 pub fn carry_identity(new: &mut Value, old: &Value) {
-    let old_meta = old.meta().cloned().unwrap_or_default();
+    let empty = Map::new();
+    let old_meta = old.meta().unwrap_or(&empty);
     let meta = new.meta_mut();
     if let Some(g) = old_meta.get("generation") {
         meta.insert("generation".into(), g.clone());
