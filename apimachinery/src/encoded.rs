@@ -122,6 +122,22 @@ impl EncodedObject {
         made
     }
 
+    /// Whether a protobuf client read this version (its protobuf form is kept).
+    pub fn read_in_protobuf(&self) -> bool {
+        matches!(*self.slot(), Protobuf::Made(_))
+    }
+
+    /// Makes the protobuf form now from `value`, the object these bytes encode: a cacher that
+    /// has just decoded a new version its clients read in protobuf makes it here, instead of
+    /// the first reader decoding the JSON again to make it.
+    pub fn make_protobuf_of(&self, value: &Value) {
+        let made = protobuf::encode_raw(value).ok().map(|b| Bytes::copy_from_slice(&b));
+        let mut slot = self.slot();
+        if let Protobuf::NotMade = *slot {
+            *slot = Protobuf::Made(made);
+        }
+    }
+
     /// Drops the protobuf form and keeps none made later: the cacher calls it when a newer
     /// version of the object arrives. The window keeps old versions for watchers that resume
     /// (about 75 s), and they are read in protobuf at most by the watchers of their own event.
@@ -375,6 +391,20 @@ mod tests {
         assert_eq!(holder.protobuf_len(), 0, "every holder lets it go");
         assert_eq!(holder.protobuf().as_ref(), Some(&made), "the same message, made again");
         assert_eq!(holder.protobuf_len(), 0, "and not kept");
+    }
+
+    #[test]
+    fn a_protobuf_form_made_from_the_value_is_the_one_made_from_the_json() {
+        let obj = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "resourceVersion": "9"},
+            "spec": {"containers": [{"name": "c", "image": "i"}]}, "status": {"phase": "Running"}});
+        let later = EncodedObject::encode(&obj);
+        assert!(!later.read_in_protobuf());
+        let expected = later.protobuf().expect("a Pod has a protobuf form");
+        assert!(later.read_in_protobuf());
+        let primed = EncodedObject::encode(&obj);
+        primed.make_protobuf_of(&obj);
+        assert_eq!(primed.protobuf_len(), expected.len(), "kept once made");
+        assert_eq!(primed.protobuf(), Some(expected));
     }
 
     #[test]

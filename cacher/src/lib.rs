@@ -395,8 +395,18 @@ impl CacherActor {
         let key: Arc<str> = Arc::from(event.kv.key.as_str());
         let decoded = decode_object(&self.def, &event.kv);
         let prev = if event.kind == EventType::Deleted { self.objects.remove(&key) } else { None };
+        // Clients that read the last version in protobuf (kubelets, controllers) will read this
+        // one so too: its protobuf form is made from the value at hand, not from its JSON.
+        let read_in_protobuf =
+            prev.as_ref().or_else(|| self.objects.get(&key)).is_some_and(|p| p.object.read_in_protobuf());
         let entry = match (decoded, event.kind, &prev) {
-            (Ok(o), _, _) => Arc::new(Entry::new(&self.def, &o)),
+            (Ok(o), _, _) => {
+                let entry = Entry::new(&self.def, &o);
+                if read_in_protobuf {
+                    entry.object.make_protobuf_of(&o);
+                }
+                Arc::new(entry)
+            }
             // A deletion reported without the last value (etcd after compaction): the cached
             // state, at the deletion's revision.
             (Err(_), EventType::Deleted, Some(last)) => Arc::new(last.at(&self.def, revision)),
