@@ -53,6 +53,7 @@ use storage_codec::codec::decode_object;
 use tokio::sync::{mpsc, watch};
 use tokio_stream::StreamExt;
 
+use crate::index::FieldIndex;
 use crate::metrics::{
     CACHE_LIST_FALLTHROUGH_TOTAL, WATCH_CACHE_CAPACITY, WATCH_CACHE_EVENTS_RECEIVED_TOTAL,
     WATCH_CACHE_RESOURCE_VERSION, WATCH_CACHE_TOO_OLD_TOTAL, WATCH_CACHE_WINDOW_OLDEST_EVENT_TIMESTAMP_SECONDS,
@@ -63,6 +64,7 @@ use crate::metrics::{
 pub mod conformance;
 pub mod continuation;
 pub mod feed;
+mod index;
 pub mod metrics;
 mod reader;
 mod watchers;
@@ -119,6 +121,8 @@ pub struct CacherActor {
     prefix: String,
     options: CacherOptions,
     objects: Objects,
+    /// `objects`' keys by the field the resource's clients select on, if it has one.
+    index: Option<FieldIndex>,
     window: VecDeque<CachedEvent>,
     /// When the cacher began: what the window covers back to while it is still empty.
     created: std::time::SystemTime,
@@ -208,6 +212,7 @@ impl CacherActor {
             _registration: None,
         };
         let actor = CacherActor {
+            index: index::indexed_field(&def).map(|field| FieldIndex::build(field, &Objects::new())),
             def,
             storage,
             prefix,
@@ -245,6 +250,7 @@ impl CacherActor {
         self.metrics.window_oldest.set(unix.as_secs_f64());
         self.snapshots.send_replace(Arc::new(Snapshot {
             objects: self.objects.clone(),
+            index: self.index.clone(),
             revision: self.revision,
             ready: self.ready,
             changes: self.changes,
@@ -289,6 +295,7 @@ impl CacherActor {
                         }
                         act.watchers.clear();
                         act.count_watchers();
+                        act.index = index::indexed_field(&act.def).map(|field| FieldIndex::build(field, &objects));
                         act.objects = objects;
                         act.changes += 1;
                         act.window.clear();
@@ -395,6 +402,9 @@ impl CacherActor {
         let key: Arc<str> = Arc::from(event.kv.key.as_str());
         let decoded = decode_object(&self.def, &event.kv);
         let prev = if event.kind == EventType::Deleted { self.objects.remove(&key) } else { None };
+        if let (Some(index), Some(gone)) = (&mut self.index, &prev) {
+            index.remove(&key, gone);
+        }
         // Clients that read the last version in protobuf (kubelets, controllers) will read this
         // one so too: its protobuf form is made from the value at hand, not from its JSON.
         let read_in_protobuf =
@@ -418,7 +428,13 @@ impl CacherActor {
         };
         let prev = match event.kind {
             EventType::Deleted => prev,
-            _ => self.objects.insert(key, entry.clone()),
+            _ => {
+                let prev = self.objects.insert(key.clone(), entry.clone());
+                if let Some(index) = &mut self.index {
+                    index.replace(&key, prev.as_deref(), &entry);
+                }
+                prev
+            }
         };
         // The version this event replaces is kept only by the window now: its protobuf form
         // (made when a protobuf client read it) goes, its JSON stays for watchers that resume.
@@ -540,9 +556,7 @@ impl CacherActor {
         let mut backlog: Vec<WatchEvent> = Vec::new();
         if initial {
             let start = self.reader.namespace_range(&watcher.namespace);
-            let range =
-                self.objects.range::<_, str>((std::ops::Bound::Included(start.as_str()), std::ops::Bound::Unbounded));
-            for (_, e) in range.take_while(|(k, _)| k.starts_with(&start)) {
+            for e in index::scan(&self.objects, self.index.as_ref(), &start, &watcher.fields) {
                 if e.matches(&watcher.labels, &watcher.fields) {
                     backlog.push(WatchEvent::deferred(WatchEventType::Added, e.object.clone()));
                 }

@@ -2,7 +2,6 @@
 //! every change, read by gets and lists on the caller's task so reads never queue in the actor's
 //! mailbox behind watch fan-out.
 
-use std::ops::Bound;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -80,6 +79,8 @@ pub(crate) type Objects = imbl::OrdMap<Arc<str>, Arc<Entry>>;
 /// The cache at one revision.
 pub(crate) struct Snapshot {
     pub objects: Objects,
+    /// `objects`' keys by the field the resource's clients select on, if it has one.
+    pub index: Option<crate::index::FieldIndex>,
     /// Every change under the resource's prefix up to this revision is in `objects`.
     pub revision: Revision,
     /// False until the first list from storage has been applied.
@@ -92,7 +93,7 @@ pub(crate) struct Snapshot {
 
 impl Snapshot {
     pub fn empty() -> Self {
-        Snapshot { objects: Objects::new(), revision: 0, ready: false, changes: 0, progress: None }
+        Snapshot { objects: Objects::new(), index: None, revision: 0, ready: false, changes: 0, progress: None }
     }
 }
 
@@ -256,12 +257,9 @@ impl CacheReader {
         fields: &FieldSelector,
     ) -> ObjectList {
         let start = self.namespace_range(&target.namespace);
-        let items = snapshot
-            .objects
-            .range::<_, str>((Bound::Included(start.as_str()), Bound::Unbounded))
-            .take_while(|(k, _)| k.starts_with(&start))
-            .filter(|(_, e)| e.matches(labels, fields))
-            .map(|(_, e)| e.object.clone())
+        let items = crate::index::scan(&snapshot.objects, snapshot.index.as_ref(), &start, fields)
+            .filter(|e| e.matches(labels, fields))
+            .map(|e| e.object.clone())
             .collect();
         ObjectList {
             items,
