@@ -1,7 +1,7 @@
-//! The cache's keys by the value of one field, as kube's watch cache indexes pods by
-//! `spec.nodeName`: every kubelet lists and watches its node's pods, and the Node authorizer
-//! lists them on each kubelet request it checks, so a selector on that field reads the node's
-//! few keys instead of testing every pod of the cluster.
+//! The cache's keys by the value of one selectable field, the one the kind's strategy names
+//! (`Strategy::indexed_field`), as kube's watch cache indexes pods by `spec.nodeName`: a list
+//! or a watch selecting one value of it reads that value's keys instead of testing every
+//! object of the resource.
 
 use std::sync::Arc;
 
@@ -12,7 +12,7 @@ use crate::reader::{Entry, Objects};
 
 /// The field a resource's cache indexes, if any.
 pub(crate) fn indexed_field(def: &ResourceDef) -> Option<&'static str> {
-    (def.group.is_empty() && def.resource == "pods").then_some("spec.nodeName")
+    def.strategy.indexed_field()
 }
 
 /// Keys by one field's value; cloned with each snapshot, sharing its structure.

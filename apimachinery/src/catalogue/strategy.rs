@@ -249,6 +249,12 @@ pub trait Strategy: Send + Sync {
     /// under their canonical labels.
     fn selectable_fields(&self, _obj: &Value, _out: &mut Vec<(&'static str, String)>) {}
 
+    /// The selectable field the watch cache indexes its objects by, for a kind whose clients
+    /// list and watch by one (kube's watch cache indexes pods by `spec.nodeName`).
+    fn indexed_field(&self) -> Option<&'static str> {
+        None
+    }
+
     /// kube's printer for `kubectl get`, `None` for the default convertor.
     fn printer(&self) -> Option<&dyn Printer> {
         None

@@ -109,6 +109,12 @@ impl Strategy for Pods {
         &FieldLabels::PODS
     }
 
+    /// Every kubelet lists and watches its node's pods, and the Node authorizer lists them for
+    /// each kubelet request it checks.
+    fn indexed_field(&self) -> Option<&'static str> {
+        Some("spec.nodeName")
+    }
+
     fn selectable_fields(&self, obj: &Value, out: &mut Vec<(&'static str, String)>) {
         let pod_ip = obj
             .pointer("/status/podIPs/0/ip")
