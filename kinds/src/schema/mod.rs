@@ -50,3 +50,5 @@ pub fn prepare_definitions() {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod write_path_timings;

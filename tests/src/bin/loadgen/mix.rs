@@ -437,6 +437,22 @@ where
 
 /// Whether a request got `code`, reading the body so the connection can be reused; the
 /// first few failures of a run are printed with their answers.
+/// A phase's setup read: sent again (twice at most) when the pooled connection it took turns out
+/// closed, as one the server closed while it sat idle through the phases before can.
+async fn setup_get(client: &awc::Client, url: &str) -> Value {
+    let mut attempts = 0;
+    loop {
+        match client.get(url).send().await {
+            Ok(mut r) => return r.json().limit(1 << 20).await.unwrap_or_else(|e| panic!("GET {url}: {e}")),
+            Err(e) if attempts < 2 => {
+                attempts += 1;
+                eprintln!("GET {url}: {e}; sending again");
+            }
+            Err(e) => panic!("GET {url}: {e}"),
+        }
+    }
+}
+
 async fn answered<S>(sent: Result<awc::ClientResponse<S>, awc::error::SendRequestError>, code: u16) -> bool
 where
     S: futures_util::Stream<Item = Result<bytes::Bytes, awc::error::PayloadError>> + Unpin,
@@ -540,8 +556,7 @@ async fn rows(t: &Target, seconds: Duration, only: &Option<Vec<String>>) -> Vec<
         let (nodes, u) = (t.nodes.clone(), t.url("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"));
         let mut first = Vec::new();
         for (w, node) in nodes.iter().enumerate() {
-            let mut r = node.get(format!("{u}/node-{w}")).send().await.expect("get lease");
-            let lease: Value = r.json().await.expect("lease");
+            let lease = setup_get(node, &format!("{u}/node-{w}")).await;
             first.push(lease["metadata"]["resourceVersion"].as_str().unwrap_or_default().to_string());
         }
         let versions = Rc::new(RefCell::new(first));
@@ -581,8 +596,7 @@ async fn rows(t: &Target, seconds: Duration, only: &Option<Vec<String>>) -> Vec<
     if wanted("token-request") {
         let mut uids = Vec::new();
         for w in 0..WORKERS {
-            let mut r = admin.get(t.url(&format!("{ns}/pods/p-{w}"))).send().await.expect("get pod");
-            let p: Value = r.json().limit(1 << 20).await.expect("pod");
+            let p = setup_get(&admin, &t.url(&format!("{ns}/pods/p-{w}"))).await;
             uids.push(p["metadata"]["uid"].as_str().unwrap_or_default().to_string());
         }
         let (nodes, u) = (t.nodes.clone(), t.url(&format!("{ns}/serviceaccounts/default/token")));
