@@ -8,7 +8,7 @@ use std::sync::Arc;
 use apimachinery::catalogue::ResourceDef;
 use apimachinery::selector::fields::FieldSelector;
 
-use crate::reader::{Entry, Objects};
+use crate::entry::{Entry, Objects};
 
 /// The field a resource's cache indexes, if any.
 pub(crate) fn indexed_field(def: &ResourceDef) -> Option<&'static str> {

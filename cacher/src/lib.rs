@@ -63,14 +63,16 @@ use crate::metrics::{
 #[cfg(any(test, feature = "test-util"))]
 pub mod conformance;
 pub mod continuation;
+mod entry;
 pub mod feed;
 mod index;
 pub mod metrics;
 mod reader;
 mod watchers;
 
+use entry::{Entry, Objects};
 pub use reader::CacheReader;
-use reader::{Entry, Objects, Shared, Snapshot};
+use reader::{Shared, Snapshot};
 use watchers::{CachedEvent, Lines, Watcher};
 
 /// How a cacher is sized and timed.

@@ -12,7 +12,7 @@ use apimachinery::selector::{FieldSelector, LabelSelector};
 use storage::{EventType, Revision};
 use tokio::sync::mpsc;
 
-use crate::reader::Entry;
+use crate::entry::Entry;
 
 /// One change as the cache keeps it in its window.
 pub(crate) struct CachedEvent {

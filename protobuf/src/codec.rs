@@ -13,7 +13,7 @@ use prost::encoding::{WireType, decode_key, decode_varint, encode_key, encode_va
 use serde_json::{Map, Value};
 
 use crate::Error;
-use crate::schema::{Field, MessageId, Scalar, Schema, Special};
+use crate::schema::{Field, Fill, MessageId, Scalar, Schema, Special};
 
 /// Encodes `value` as the message `id` (its raw bytes, no envelope). A JSON null is the
 /// message's zero value, written as Go writes a zero struct.
@@ -586,15 +586,6 @@ fn fill_zeros(schema: &Schema, message: &crate::schema::Message, inlined: &[u32]
             }
         }
     }
-}
-
-/// One member (or inlined struct's members) a message's decoder adds when absent.
-#[derive(Debug)]
-pub(crate) enum Fill {
-    /// An embedded struct's zero members, unless the bytes carried the struct (its number).
-    Inline(u32, Map<String, Value>),
-    /// A member and its zero value.
-    Member(String, Value),
 }
 
 /// `message`'s fills, in field order (an inlined struct's members and a field of the same

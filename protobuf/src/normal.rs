@@ -14,8 +14,8 @@ use chrono::DateTime;
 use serde_json::{Map, Value};
 
 use crate::Error;
-use crate::codec::{Fill, fills, float, format_duration, format_time, is_zero, parse_duration, scalar_text, zero};
-use crate::schema::{Field, MessageId, Scalar, Schema, Special};
+use crate::codec::{fills, float, format_duration, format_time, is_zero, parse_duration, scalar_text, zero};
+use crate::schema::{Field, Fill, MessageId, Scalar, Schema, Special};
 
 /// Not followed here: the caller takes the real round trip.
 struct Elsewhere;

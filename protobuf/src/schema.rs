@@ -93,6 +93,15 @@ pub enum Special {
     SchemaOrStringArray,
 }
 
+/// One member (or inlined struct's members) a message's decoder adds when absent.
+#[derive(Debug)]
+pub(crate) enum Fill {
+    /// An embedded struct's zero members, unless the bytes carried the struct (its number).
+    Inline(u32, serde_json::Map<String, serde_json::Value>),
+    /// A member and its zero value.
+    Member(String, serde_json::Value),
+}
+
 /// One message.
 #[derive(Debug)]
 pub struct Message {
@@ -104,7 +113,7 @@ pub struct Message {
     pub fields: Vec<Field>,
     /// What a decoder adds to an object when its bytes lack them, worked out on first use
     /// (`codec::fills`).
-    pub(crate) fills: OnceLock<Vec<crate::codec::Fill>>,
+    pub(crate) fills: OnceLock<Vec<Fill>>,
     /// The indices of the fields that are JSON members (not inline), ordered by JSON name as
     /// an object's keys are, so an encoder finds every field's value in one walk of both.
     pub(crate) by_json: Vec<usize>,
