@@ -112,9 +112,15 @@ impl EncodedObject {
         if let Protobuf::Made(made) = &*self.slot() {
             return made.clone();
         }
-        // Copied out of the encoder's buffer, so the cache holds no spare capacity. Made
-        // outside the lock: two first readers may both encode, and the bytes are the same.
-        let made = protobuf::encode_raw(&self.value()).ok().map(|b| Bytes::copy_from_slice(&b));
+        self.made_from(&self.value())
+    }
+
+    /// The protobuf form of `value` (the object these bytes encode), kept unless a newer
+    /// version superseded this one. Copied out of the encoder's buffer, so the cache holds no
+    /// spare capacity; made outside the lock: two first readers may both encode, and the bytes
+    /// are the same.
+    fn made_from(&self, value: &Value) -> Option<Bytes> {
+        let made = protobuf::encode_raw(value).ok().map(|b| Bytes::copy_from_slice(&b));
         let mut slot = self.slot();
         if let Protobuf::NotMade = *slot {
             *slot = Protobuf::Made(made.clone());
@@ -131,11 +137,7 @@ impl EncodedObject {
     /// has just decoded a new version its clients read in protobuf makes it here, instead of
     /// the first reader decoding the JSON again to make it.
     pub fn make_protobuf_of(&self, value: &Value) {
-        let made = protobuf::encode_raw(value).ok().map(|b| Bytes::copy_from_slice(&b));
-        let mut slot = self.slot();
-        if let Protobuf::NotMade = *slot {
-            *slot = Protobuf::Made(made);
-        }
+        self.made_from(value);
     }
 
     /// Drops the protobuf form and keeps none made later: the cacher calls it when a newer

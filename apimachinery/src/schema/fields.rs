@@ -16,12 +16,11 @@
 //! named `string` in type errors.
 
 use crate::gofmt::json_kind;
+use std::fmt::Write as _;
 use std::sync::LazyLock;
 
 use regex::Regex;
 use serde_json::{Map, Value};
-
-use std::fmt::Write as _;
 
 use super::Node;
 use super::plan::{self, Plan, Shape, TimeLayout};
