@@ -94,13 +94,21 @@ pub fn decode_object(def: &ResourceDef, kv: &KeyValue) -> Result<Value, StorageE
     Ok(obj)
 }
 
-/// The bytes to store for `obj` of `def`, as kube-apiserver writes them: without
-/// `resourceVersion` and `selfLink`, in the resource's storage version and media.
-pub fn encode_object(def: &ResourceDef, obj: &Value) -> Result<Bytes, ApiError> {
+/// `obj` converted to its storage version when its kind converts it (`None`: it is stored as it
+/// is), and the apiVersion it is stored under.
+fn in_storage_version(def: &ResourceDef, obj: &Value) -> (Option<Value>, String) {
     let converted = def.strategy.to_etcd_version(obj);
     let stored = converted.as_ref().unwrap_or(obj);
     let api_version =
         stored.get("apiVersion").and_then(Value::as_str).map_or_else(|| def.storage_api_version(), str::to_string);
+    (converted, api_version)
+}
+
+/// The bytes to store for `obj` of `def`, as kube-apiserver writes them: without
+/// `resourceVersion` and `selfLink`, in the resource's storage version and media.
+pub fn encode_object(def: &ResourceDef, obj: &Value) -> Result<Bytes, ApiError> {
+    let (converted, api_version) = in_storage_version(def, obj);
+    let stored = converted.as_ref().unwrap_or(obj);
     let unencodable = |e: protobuf::Error| {
         ApiError::internal(format!("{} {} cannot be stored as protobuf: {e}", def.kind, obj.meta_str("name")))
     };
@@ -253,10 +261,8 @@ pub fn try_stored_form(def: &ResourceDef, obj: &Value) -> Option<Value> {
         return None;
     }
     // What `encode_object` then `decode` give, worked out without the bytes.
-    let converted = def.strategy.to_etcd_version(obj);
+    let (converted, api_version) = in_storage_version(def, obj);
     let stored = converted.as_ref().unwrap_or(obj);
-    let api_version =
-        stored.get("apiVersion").and_then(Value::as_str).map_or_else(|| def.storage_api_version(), str::to_string);
     if !protobuf::supports(&api_version, &def.kind) {
         return None;
     }
