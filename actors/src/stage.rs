@@ -144,6 +144,21 @@ impl StageArbiter {
         &self.name
     }
 
+    /// Runs `future` on this thread and returns its output; `None` if the thread stopped first.
+    /// Whatever the future spawns stays on this thread: a client connected here runs its
+    /// connection's tasks beside the stage that calls it, with no thread between them.
+    pub async fn run<F>(&self, future: F) -> Option<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send,
+    {
+        let (done, output) = oneshot::channel();
+        self.arbiter.spawn(async move {
+            let _ = done.send(future.await);
+        });
+        output.await.ok()
+    }
+
     /// Stops the thread once the stages on it have handled what they hold.
     pub fn stop(&self) -> bool {
         self.arbiter.stop()
@@ -241,6 +256,24 @@ mod tests {
     }
 
     const SHED: WhenFull = WhenFull::Shed { wait: Duration::from_millis(100) };
+
+    #[actix::test]
+    async fn a_future_run_on_an_arbiter_runs_on_its_thread_and_spawns_there() {
+        let arbiter = StageArbiter::new("runner");
+        let caller = std::thread::current().id();
+        let (ran_on, spawned_on) = arbiter
+            .run(async {
+                let here = std::thread::current().id();
+                let spawned = tokio::spawn(async { std::thread::current().id() }).await.unwrap();
+                (here, spawned)
+            })
+            .await
+            .expect("the arbiter runs");
+        assert_ne!(ran_on, caller);
+        assert_eq!(spawned_on, ran_on, "a task the future spawns stays on the arbiter's thread");
+        arbiter.stop();
+        assert_eq!(arbiter.run(async { 1 }).await, None, "a stopped arbiter runs nothing");
+    }
 
     #[actix::test]
     async fn replies_flow_and_are_counted() {

@@ -9,6 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use actors::StageArbiter;
 use apimachinery::catalogue::{Catalogue, ResourceDef};
 use storage::embedded::{EmbeddedOptions, EmbeddedStore};
 use storage::encryption::{EncryptedStorage, EncryptionConfig};
@@ -24,11 +25,16 @@ use crate::metrics::STORAGE_OBJECTS;
 /// Opens every backend and builds the router for the resources of `catalogue`; every backend
 /// is subject to `faults` when given. Also returns every backend's meters, for the storage
 /// axis's health.
+///
+/// etcd's connections are made on `etcd_home` when given (the storage stage's arbiter): their
+/// tasks then run on the thread that writes, so a write's call to etcd and its answer cross
+/// no thread.
 pub async fn open(
     options: &ServeOptions,
     data_dir: &Path,
     catalogue: &Catalogue,
     faults: Option<&Arc<Faults>>,
+    etcd_home: Option<&StageArbiter>,
 ) -> Result<(Arc<StorageRouter>, Vec<Arc<MeteredStorage>>), String> {
     let encryption = match &options.encryption_provider_config {
         Some(path) => Some(EncryptionConfig::load(path).map_err(|e| format!("--encryption-provider-config: {e}"))?),
@@ -74,12 +80,13 @@ pub async fn open(
             if options.etcd_servers.is_empty() {
                 return Err("--storage-backend etcd3 needs --etcd-servers".into());
             }
-            etcd(options, &options.etcd_servers).await?
+            etcd(options, &options.etcd_servers, etcd_home).await?
         }
     };
     let mut router = StorageRouter::new(wrap(default));
     for o in parse_overrides(options.etcd_servers_overrides.as_deref().unwrap_or(""), &served)? {
-        let backend = if o.servers == ["embedded"] { open_embedded()? } else { etcd(options, &o.servers).await? };
+        let backend =
+            if o.servers == ["embedded"] { open_embedded()? } else { etcd(options, &o.servers, etcd_home).await? };
         tracing::info!(prefix = %o.keys.prefix, backend = %backend.describe(), "storage override");
         router.route(&o.keys.prefix, wrap(backend));
     }
@@ -133,7 +140,11 @@ fn resource_keys(defs: Vec<Arc<ResourceDef>>, storage_prefix: &str) -> Vec<Resou
         .collect()
 }
 
-async fn etcd(options: &ServeOptions, servers: &[String]) -> Result<Arc<dyn Storage>, String> {
+async fn etcd(
+    options: &ServeOptions,
+    servers: &[String],
+    home: Option<&StageArbiter>,
+) -> Result<Arc<dyn Storage>, String> {
     let etcd_options = EtcdOptions {
         endpoints: servers.to_vec(),
         ca_file: options.etcd_cafile.clone(),
@@ -141,7 +152,12 @@ async fn etcd(options: &ServeOptions, servers: &[String]) -> Result<Arc<dyn Stor
         key_file: options.etcd_keyfile.clone(),
         ..Default::default()
     };
-    let store: Arc<dyn Storage> = EtcdStore::connect(etcd_options).await.map_err(|e| e.to_string())?;
+    let connect = EtcdStore::connect(etcd_options);
+    let connected = match home {
+        Some(arbiter) => arbiter.run(connect).await.ok_or_else(|| format!("the {} thread stopped", arbiter.name()))?,
+        None => connect.await,
+    };
+    let store: Arc<dyn Storage> = connected.map_err(|e| e.to_string())?;
     Ok(store)
 }
 

@@ -176,9 +176,8 @@ impl AccessCheck for StageAccess {
 pub(crate) struct Arbiters<'a> {
     /// Authentication, authorization and flow control.
     pub front: &'a StageArbiter,
-    /// Admission.
-    pub admission: &'a StageArbiter,
-    /// The storage stage.
+    /// The storage stage, admission (which only the storage stage asks, once or twice a
+    /// write), and etcd's connections: a write and its admission cross no thread.
     pub storage: &'a StageArbiter,
 }
 
@@ -236,7 +235,7 @@ pub(crate) fn start_write_path(
     let chain = admission::build_chain(&plugins, &context)?.first(Arc::new(escalation));
     tracing::info!(plugins = ?chain.names(), "admission chain");
     let admission =
-        actors::start(arbiters.admission, directory, &spec("admission", "", options, shed), AdmissionActor::new(chain));
+        actors::start(arbiters.storage, directory, &spec("admission", "", options, shed), AdmissionActor::new(chain));
 
     let range = options.service_cluster_ip_range;
     let ports = options.service_node_port_range;

@@ -6,10 +6,12 @@
 //!
 //! Arbiters (threads with their own event loop): the storage stage and the admission stage,
 //! which do the CPU work of writes (defaults, validation, patches, encoding; the admission
-//! chain), get one each; the cachers share one, so reads' snapshots and watch fan-out never
-//! queue behind writes; authentication, authorization and flow control, whose work per message
-//! is a map lookup or a comparison, share one (`front`): a thread each would cost more in
-//! wake-ups than it saves. HTTP workers run on their own threads.
+//! chain), share one (`storage`), with etcd's connections: a write asks admission once or twice
+//! and etcd once, and each of those crossing to another thread cost more in wake-ups than the
+//! thread saved (docs/BENCHMARKS.md, "Fewer threads between a write and etcd"). The cachers
+//! share one, so reads' snapshots and watch fan-out never queue behind writes; authentication,
+//! authorization and flow control, whose work per message is a map lookup or a comparison,
+//! share one (`front`). HTTP workers run on their own threads.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -160,7 +162,10 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     if faults.is_some() {
         tracing::warn!("fault injection is enabled: the admin endpoint can slow storage down");
     }
-    let (router, storage_meters) = crate::backends::open(&options, &data_dir, &catalogue, faults.as_ref()).await?;
+    // The storage stage's thread, made first so that etcd's connections live on it.
+    let storage_arbiter = StageArbiter::new("storage");
+    let (router, storage_meters) =
+        crate::backends::open(&options, &data_dir, &catalogue, faults.as_ref(), Some(&storage_arbiter)).await?;
     crate::backends::adopt_kube_prefixes(&router, &catalogue, &options.etcd_prefix).await?;
     // The storage stage's meters are this process's only when it runs the stage itself.
     if let Some(diagnosis) = &diagnosis {
@@ -168,7 +173,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     }
     let directory = ActorDirectory::default();
     publish_stage_gauges(directory.clone());
-    let stages = start_stages(&options, &data_dir, &catalogue, &router, &directory)?;
+    let stages = start_stages(&options, &data_dir, &catalogue, &router, &directory, storage_arbiter)?;
     let Started { stages, objects, authorizers, policy, auditor, issuer, remotes, apf, apf_view, apf_exempt } = stages;
 
     let range = options.service_cluster_ip_range;
@@ -290,10 +295,9 @@ fn start_stages(
     catalogue: &Arc<Catalogue>,
     router: &Arc<storage::router::StorageRouter>,
     directory: &ActorDirectory,
+    storage_arbiter: StageArbiter,
 ) -> Result<Started, String> {
     let front = StageArbiter::new("front");
-    let admission_arbiter = StageArbiter::new("admission");
-    let storage_arbiter = StageArbiter::new("storage");
     let cacher_arbiter = StageArbiter::new("cachers");
 
     let topology = Topology::load(options.stage_topology.as_deref(), catalogue)?;
@@ -315,8 +319,7 @@ fn start_stages(
         caches: caches.clone(),
         on_demand: false,
     });
-    let arbiters =
-        crate::pipeline::Arbiters { front: &front, admission: &admission_arbiter, storage: &storage_arbiter };
+    let arbiters = crate::pipeline::Arbiters { front: &front, storage: &storage_arbiter };
     let crate::pipeline::WritePath { authorizers, policy, authorization, storage } =
         crate::pipeline::start_write_path(options, catalogue, router, &objects, directory, &arbiters)?;
     let auditor = auth::audit::start(&audit_options(options), directory)?;

@@ -43,24 +43,20 @@ pub async fn run(options: StageOptions) -> Result<(), String> {
     let tls = crate::topology::cluster_tls(&serve)?;
     std::fs::create_dir_all(&serve.data_dir).map_err(|e| format!("{}: {e}", serve.data_dir.display()))?;
     let data_dir = serve.data_dir.canonicalize().map_err(|e| e.to_string())?;
-    let (router, _) = crate::backends::open(&serve, &data_dir, &catalogue, None).await?;
+    let (front, storage, cachers) =
+        (StageArbiter::new("front"), StageArbiter::new("storage"), StageArbiter::new("cachers"));
+    let (router, _) = crate::backends::open(&serve, &data_dir, &catalogue, None, Some(&storage)).await?;
     crate::backends::adopt_kube_prefixes(&router, &catalogue, &serve.etcd_prefix).await?;
     let directory = ActorDirectory::default();
     crate::server::publish_stage_gauges(directory.clone());
 
-    let (front, admission, storage, cachers) = (
-        StageArbiter::new("front"),
-        StageArbiter::new("admission"),
-        StageArbiter::new("storage"),
-        StageArbiter::new("cachers"),
-    );
     let caches = Caches::new(cachers, directory.clone(), router.clone(), HashMap::new(), serve.cache_settings());
     let objects: Arc<dyn ObjectLookup> =
         Arc::new(CachedObjects { catalogue: catalogue.clone(), caches: caches.clone(), on_demand: true });
     for def in catalogue.stores().into_iter().filter(|d| d.group == "rbac.authorization.k8s.io") {
         caches.start(def);
     }
-    let arbiters = Arbiters { front: &front, admission: &admission, storage: &storage };
+    let arbiters = Arbiters { front: &front, storage: &storage };
     let WritePath { policy, storage, .. } =
         crate::pipeline::start_write_path(&serve, &catalogue, &router, &objects, &directory, &arbiters)?;
     controllers::rbac_feed::start(caches.clone(), catalogue.clone(), policy).await?;

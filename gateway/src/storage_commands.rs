@@ -43,7 +43,7 @@ async fn open(options: &ServeOptions, catalogue: &Catalogue) -> Result<Arc<Stora
             embedded.display()
         ));
     }
-    Ok(crate::backends::open(options, &options.data_dir, catalogue, None).await?.0)
+    Ok(crate::backends::open(options, &options.data_dir, catalogue, None, None).await?.0)
 }
 
 /// The report of one backend: a line per stored kind, version and format, then each value

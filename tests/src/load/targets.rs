@@ -14,8 +14,8 @@
 //! objects admission looks up (the namespace, its ServiceAccount) are held in memory, as the
 //! server reads them from its cachers. The stage process builds its write path itself and
 //! looks namespaces up through its own caches: its namespace is created through the stage
-//! before the run. Each in-process stage runs on an arbiter of its own, with the server's
-//! default mailbox (1,024 slots, a request waiting 2 s for a slot before 429).
+//! before the run. Each in-process stage runs on an arbiter as in the server (admission on the
+//! storage stage's), with the server's default mailbox (1,024 slots, a request waiting 2 s for a slot before 429).
 
 use std::any::Any;
 use std::rc::Rc;
@@ -309,8 +309,9 @@ fn storage_in_process(
 ) -> StageTarget {
     kinds::schema::prepare();
     let directory = ActorDirectory::default();
-    let (admission_arbiter, storage_arbiter) = (StageArbiter::new("admission"), StageArbiter::new("storage"));
-    let admission = admission_actor(&admission_arbiter, &directory);
+    // Admission shares the storage stage's thread, as in the server.
+    let storage_arbiter = StageArbiter::new("storage");
+    let admission = admission_actor(&storage_arbiter, &directory);
     let catalogue = Arc::new(kinds::catalogue());
     let router = Arc::new(StorageRouter::new(store));
     let range = ServiceRange::parse("10.96.0.0/12").expect("a service range");
@@ -319,7 +320,6 @@ fn storage_in_process(
     let registry = RegistryStore::new(catalogue, router, "/registry", admission.handle(), cluster_ips);
     let storage =
         actors::start(&storage_arbiter, &directory, &mailbox("storage"), StorageActor::new(Arc::new(registry)));
-    keep.push(Box::new(Stopping(admission_arbiter)));
     keep.push(Box::new(Stopping(storage_arbiter)));
     StageTarget {
         key: key.into(),
