@@ -39,9 +39,12 @@ const NAMESPACE: &str = "mix";
 const ADMIN_TOKEN: &str = "mix-admin";
 /// ConfigMaps listed whole from the cache, per object.
 const LISTED: usize = 2_000;
-/// Watchers of pods, each with a `spec.nodeName` field selector (so each write reaches
-/// `WATCHERS / WORKERS` of them), and the writes per second under them.
+/// Watchers of pods, each with a `spec.nodeName` field selector naming one of
+/// `WATCHED_NODES` nodes, and the writes per second under them, to those nodes' pods: each
+/// write reaches `WATCHERS / WATCHED_NODES` watchers, enough that the fan-out's CPU stands out
+/// of the writes' own (a write of kube-apiserver's costs milliseconds and varies by a tenth).
 const WATCHERS: usize = 640;
+const WATCHED_NODES: usize = 16;
 const WATCHED_WRITES: u32 = 200;
 /// How long an idle server's CPU is measured.
 const IDLE: Duration = Duration::from_secs(30);
@@ -713,8 +716,8 @@ async fn list_configmaps(t: &Target, cms: &str) -> Row {
     ("list-configmaps-per-object", per(used, listed))
 }
 
-/// Writes pods' statuses at [`WATCHED_WRITES`] per second for `seconds`, as the admin; the
-/// server's CPU over it.
+/// Writes the statuses of the pods of the first [`WATCHED_NODES`] nodes at
+/// [`WATCHED_WRITES`] per second for `seconds`, as the admin; the server's CPU over it.
 async fn write_statuses(t: &Target, seconds: Duration) -> (Duration, usize) {
     let u = t.url(&format!("/api/v1/namespaces/{NAMESPACE}/pods"));
     let mut tick = actix_web::rt::time::interval(Duration::from_secs_f64(1.0 / WATCHED_WRITES as f64));
@@ -724,7 +727,7 @@ async fn write_statuses(t: &Target, seconds: Duration) -> (Duration, usize) {
     let mut i = 0usize;
     while Instant::now() < stop {
         tick.tick().await;
-        let (c, url, done) = (t.admin.clone(), format!("{u}/p-{}/status", i % WORKERS), done.clone());
+        let (c, url, done) = (t.admin.clone(), format!("{u}/p-{}/status", i % WATCHED_NODES), done.clone());
         let body = pod_status_patch(i + 100_000);
         tasks.push(actix_web::rt::spawn(async move {
             if send(&c, "PATCH", &url, "application/strategic-merge-patch+json", body, 200).await {
@@ -750,7 +753,7 @@ async fn watch_by_node(t: &Target, seconds: Duration) -> Row {
     let events: Rc<RefCell<usize>> = Rc::default();
     let mut watches = Vec::new();
     for k in 0..WATCHERS {
-        let n = k % WORKERS;
+        let n = k % WATCHED_NODES;
         let url = t.url(&format!(
             "/api/v1/pods?watch=true&fieldSelector=spec.nodeName%3Dnode-{n}&resourceVersion={rv}&allowWatchBookmarks=true"
         ));
@@ -775,7 +778,7 @@ async fn watch_by_node(t: &Target, seconds: Duration) -> Row {
     }
     let alone_per_write = per(alone, alone_writes);
     let extra = watched.as_secs_f64() * 1e6 - alone_per_write * watched_writes as f64;
-    let expected = watched_writes * WATCHERS / WORKERS;
+    let expected = watched_writes * WATCHERS / WATCHED_NODES;
     println!(
         "watch-by-node                {WATCHERS} watchers, {watched_writes} writes: {delivered} of {expected} events delivered; \
          server CPU per write {alone_per_write:.0} µs alone, {:.0} µs watched; {:.2} µs per delivered event",
