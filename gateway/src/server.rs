@@ -7,8 +7,9 @@
 //! Arbiters (threads with their own event loop): the storage stage and the admission stage,
 //! which do the CPU work of writes (defaults, validation, patches, encoding; the admission
 //! chain), share one (`storage`), with etcd's connections: a write asks admission once or twice
-//! and etcd once, and each of those crossing to another thread cost more in wake-ups than the
-//! thread saved (docs/BENCHMARKS.md, "Fewer threads between a write and etcd"). The cachers
+//! and etcd once, and each crossing to another thread cost more in wake-ups than that thread
+//! saved (docs/BENCHMARKS.md, "Fewer threads between a write and etcd"); the price is that a
+//! long write's CPU delays etcd's answers to the gateway's and the cachers' calls. The cachers
 //! share one, so reads' snapshots and watch fan-out never queue behind writes; authentication,
 //! authorization and flow control, whose work per message is a map lookup or a comparison,
 //! share one (`front`). HTTP workers run on their own threads.
