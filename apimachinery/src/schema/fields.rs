@@ -15,7 +15,6 @@
 //! ([`duplicate_fields`]); a field kube types as a named Go string type (`v1.RestartPolicy`) is
 //! named `string` in type errors.
 
-use crate::gofmt::json_kind;
 use std::fmt::Write as _;
 use std::sync::LazyLock;
 
@@ -25,6 +24,7 @@ use serde_json::{Map, Value};
 use super::Node;
 use super::plan::{self, Plan, Shape, TimeLayout};
 use super::store::{self as build, store};
+use crate::gofmt::json_kind;
 
 /// kube keeps at most this many strict errors per decode.
 const MAX_STRICT_ERRORS: usize = 100;

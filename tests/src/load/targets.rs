@@ -15,7 +15,8 @@
 //! server reads them from its cachers. The stage process builds its write path itself and
 //! looks namespaces up through its own caches: its namespace is created through the stage
 //! before the run. Each in-process stage runs on an arbiter as in the server (admission on the
-//! storage stage's), with the server's default mailbox (1,024 slots, a request waiting 2 s for a slot before 429).
+//! storage stage's), with the server's default mailbox (1,024 slots, a request waiting 2 s for
+//! a slot before 429).
 
 use std::any::Any;
 use std::rc::Rc;

@@ -3,12 +3,13 @@
 //!
 //! Each server runs on a fresh etcd of its own, with the same flags: the same serving
 //! certificate, a token file (an admin in `system:masters` and one user per node in
-//! `system:nodes`), `--authorization-mode Node,RBAC`, the same service-account key. The kubelets' requests are
-//! made as their nodes, so the Node authorizer is on their path as in a cluster (kube's
-//! `NodeRestriction` is left off: it is not on by default, and this server does not build it). Every phase runs 64 workers for
-//! `seconds`; the server's CPU time (user + system, `/proc/<pid>/stat`) over the phase is divided
-//! by the requests answered, or for watch fan-out by the events delivered (after the same writes'
-//! CPU without watchers is taken off), or for a full LIST by the objects listed.
+//! `system:nodes`), `--authorization-mode Node,RBAC`, the same service-account key. The
+//! kubelets' requests are made as their nodes, so the Node authorizer is on their path as in a
+//! cluster (kube's `NodeRestriction` is left off: it is not on by default, and this server does
+//! not build it). Every phase runs 64 workers for `seconds`; the server's CPU time (user +
+//! system, `/proc/<pid>/stat`) over the phase is divided by the requests answered, or for watch
+//! fan-out by the events delivered (after the same writes' CPU without watchers is taken off;
+//! 40 watchers on each of 16 nodes), or for a full LIST by the objects listed.
 //!
 //! `loadgen 5 mix [--kube PATH] [--baseline PATH] [--rounds N] [--only OP,...] [--profile DIR]`: without
 //! `--kube` the kube-apiserver `../shared/tools/build-kube.sh` builds (`KUBE_APISERVER`, else
@@ -438,8 +439,6 @@ where
     (name, per(used, p.ops))
 }
 
-/// Whether a request got `code`, reading the body so the connection can be reused; the
-/// first few failures of a run are printed with their answers.
 /// A phase's setup read: sent again (twice at most) when the pooled connection it took turns out
 /// closed, as one the server closed while it sat idle through the phases before can.
 async fn setup_get(client: &awc::Client, url: &str) -> Value {
@@ -456,6 +455,8 @@ async fn setup_get(client: &awc::Client, url: &str) -> Value {
     }
 }
 
+/// Whether a request got `code`, reading the body so the connection can be reused; the
+/// first few failures of a run are printed with their answers.
 async fn answered<S>(sent: Result<awc::ClientResponse<S>, awc::error::SendRequestError>, code: u16) -> bool
 where
     S: futures_util::Stream<Item = Result<bytes::Bytes, awc::error::PayloadError>> + Unpin,
